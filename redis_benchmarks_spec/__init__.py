@@ -1,0 +1,3 @@
+"""redis-benchmarks-spec: continuous benchmarking for Redis."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,57 @@
+"""``rbs suites list|lint``: show and check suite files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from redis_benchmarks_spec.spec.catalog import default_suites_dir, load_catalog
+from redis_benchmarks_spec.spec.lint import lint_catalog
+from redis_benchmarks_spec.spec.problems import ERROR
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("suites", help="list and lint benchmark suites")
+    ssub = p.add_subparsers(dest="suites_command", metavar="ACTION", required=True)
+    lst = ssub.add_parser("list", help="list the suites of a directory")
+    lst.add_argument("suites_dir", nargs="?", type=Path, default=None,
+                     help="directory of suite YAML files (default: the repository's test-suites/)")
+    lst.set_defaults(func=cmd_list)
+    lint = ssub.add_parser("lint", help="check suites; exit non-zero on any error")
+    lint.add_argument("suites_dir", nargs="?", type=Path, default=None,
+                      help="directory of suite YAML files (default: the repository's test-suites/)")
+    lint.set_defaults(func=cmd_lint)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    directory = args.suites_dir or default_suites_dir()
+    catalog = load_catalog(directory)
+    table = Table(title=f"{len(catalog.suites)} suites in {directory}")
+    for col in ("name", "tool", "groups", "commands", "topologies", "priority"):
+        table.add_column(col)
+    for s in catalog.suites:
+        table.add_row(s.name, ",".join(s.tools), ",".join(s.tested_groups),
+                      ",".join(s.tested_commands), ",".join(s.topologies),
+                      "" if s.priority is None else str(s.priority))
+    console = Console()
+    console.print(table)
+    errors = catalog.errors
+    if errors:
+        err = Console(stderr=True)
+        err.print(f"[yellow]{len(errors)} problem(s) while loading; run `rbs suites lint`[/]")
+    return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    directory = args.suites_dir or default_suites_dir()
+    problems = lint_catalog(directory)
+    console = Console(stderr=True)
+    for p in problems:
+        style = "red" if p.severity == ERROR else "yellow"
+        console.print(f"[{style}]{p}[/]", highlight=False, soft_wrap=True)
+    errors = sum(1 for p in problems if p.severity == ERROR)
+    console.print(f"{errors} error(s), {len(problems) - errors} warning(s) in {directory}")
+    return 1 if errors else 0

@@ -1,0 +1,121 @@
+"""Load a directory of suites: defaults.yml merging, duplicate names, per-file isolation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis_benchmarks_spec.spec.problems import ERROR, Problem, SpecError
+from redis_benchmarks_spec.spec.suite import ExporterConfig, Suite, load_yaml, parse_suite
+
+DEFAULTS_FILE = "defaults.yml"
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def default_suites_dir() -> Path:
+    return repo_root() / "test-suites"
+
+
+@dataclass
+class SuiteCatalog:
+    """The suites that loaded, and every problem found on the way (loaded or not)."""
+
+    suites: list[Suite] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == ERROR]
+
+    def by_name(self, name: str) -> Suite | None:
+        return next((s for s in self.suites if s.name == name), None)
+
+
+def load_defaults(directory: Path) -> tuple[ExporterConfig | None, list[Problem]]:
+    path = directory / DEFAULTS_FILE
+    if not path.exists():
+        return None, []
+    try:
+        raw = load_yaml(path) or {}
+    except SpecError as exc:
+        return None, exc.problems
+    rts = ((raw.get("exporter") or {}).get("redistimeseries") or {}) if isinstance(raw, dict) else {}
+    return ExporterConfig(
+        metrics=[str(m) for m in rts.get("metrics") or []],
+        break_by=[str(b) for b in rts.get("break_by") or []],
+        timemetric=rts.get("timemetric"),
+    ), []
+
+
+def suite_files(directory: Path) -> list[Path]:
+    files = sorted(list(directory.glob("*.yml")) + list(directory.glob("*.yaml")))
+    return [f for f in files if f.name != DEFAULTS_FILE]
+
+
+def load_catalog(directory: Path) -> SuiteCatalog:
+    """Load every suite in ``directory``; a broken file is reported and the rest still load."""
+    catalog = SuiteCatalog()
+    if not directory.is_dir():
+        catalog.problems.append(Problem(directory, "", "not a directory"))
+        return catalog
+    defaults, problems = load_defaults(directory)
+    catalog.problems += problems
+    seen: dict[str, Path] = {}
+    for path in suite_files(directory):
+        try:
+            suite = parse_suite(path, load_yaml(path), defaults)
+        except SpecError as exc:
+            catalog.problems += exc.problems
+            continue
+        catalog.problems += suite.problems
+        if suite.name in seen:
+            catalog.problems.append(Problem(path, "name", f"duplicate suite name {suite.name!r} "
+                                                          f"(also in {seen[suite.name]})"))
+            continue
+        seen[suite.name] = path
+        catalog.suites.append(suite)
+    return catalog
+
+
+@dataclass
+class SuiteFilter:
+    """How ``rbs run`` and the agent pick suites; empty fields match everything."""
+
+    tests: list[str] = field(default_factory=list)
+    tests_regexp: str = ".*"
+    groups_regexp: str = ".*"
+    commands_regexp: str = ".*"
+    priority_min: int | None = None
+    priority_max: int | None = None
+    topology: str | None = None
+    build_variant: str | None = None
+
+    def matches(self, suite: Suite) -> bool:
+        if self.tests and suite.name not in self.tests:
+            return False
+        if not re.search(self.tests_regexp, suite.name):
+            return False
+        if self.groups_regexp != ".*" and not any(
+                re.search(self.groups_regexp, g) for g in suite.tested_groups):
+            return False
+        if self.commands_regexp != ".*" and not any(
+                re.search(self.commands_regexp, c, re.IGNORECASE) for c in suite.tested_commands):
+            return False
+        prio = suite.priority
+        if self.priority_min is not None and (prio is None or prio < self.priority_min):
+            return False
+        if self.priority_max is not None and (prio is None or prio > self.priority_max):
+            return False
+        if self.topology and self.topology not in suite.topologies:
+            return False
+        if self.build_variant and suite.build_variants and \
+                self.build_variant not in suite.build_variants:
+            return False
+        return True
+
+    def select(self, suites: list[Suite]) -> list[Suite]:
+        return [s for s in suites if self.matches(s)]

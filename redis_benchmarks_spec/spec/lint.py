@@ -1,0 +1,50 @@
+"""``rbs suites lint``: everything load_catalog reports, plus semantic checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.spec.commands import issued_commands
+from redis_benchmarks_spec.spec.problems import WARNING, Problem
+from redis_benchmarks_spec.spec.suite import Suite
+
+KNOWN_TOOLS = {"redis-benchmark", "memtier_benchmark"}
+KNOWN_PRELOAD_TOOLS = KNOWN_TOOLS | {"redis-cli"}
+
+
+def lint_suite(suite: Suite) -> list[Problem]:
+    problems: list[Problem] = []
+    issued: set[str] = set()
+    understood = True
+    for i, cfg in enumerate(suite.clientconfigs):
+        if cfg.tool not in KNOWN_TOOLS:
+            problems.append(Problem(suite.path, f"clientconfig[{i}].tool",
+                                    f"unknown tool {cfg.tool!r}", WARNING))
+        found = issued_commands(cfg)
+        if found is None:
+            understood = False
+        else:
+            issued |= found
+    if understood:
+        for cmd in suite.tested_commands:
+            if cmd not in issued:
+                problems.append(Problem(
+                    suite.path, "tested-commands",
+                    f"{cmd!r} is never issued by the client arguments "
+                    f"(they issue: {', '.join(sorted(issued)) or 'nothing'})"))
+    if not suite.tested_commands:
+        problems.append(Problem(suite.path, "tested-commands", "empty", WARNING))
+    preload = suite.dbconfig.preload_tool
+    if preload and preload.tool not in KNOWN_PRELOAD_TOOLS:
+        problems.append(Problem(suite.path, "dbconfig.preload_tool.tool",
+                                f"unknown preload tool {preload.tool!r}", WARNING))
+    return problems
+
+
+def lint_catalog(directory: Path) -> list[Problem]:
+    catalog = load_catalog(directory)
+    problems = list(catalog.problems)
+    for suite in catalog.suites:
+        problems += lint_suite(suite)
+    return problems

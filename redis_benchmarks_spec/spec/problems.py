@@ -1,0 +1,29 @@
+"""Problems found while loading spec files: each names the file and the key at fault."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    key: str
+    message: str
+    severity: str = ERROR
+
+    def __str__(self) -> str:
+        where = f"{self.path}" + (f": {self.key}" if self.key else "")
+        return f"{self.severity}: {where}: {self.message}"
+
+
+class SpecError(ValueError):
+    """A spec file could not be turned into a model; carries the problems that stopped it."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
