@@ -1,0 +1,111 @@
+"""Processes the code starts: free ports, tracked children, stopping by our own pids only."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a log file, or '' when it does not exist."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 16384))
+            data = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+class ProcessRegistry:
+    """Every child a run starts is registered here so an interrupt can stop exactly those."""
+
+    def __init__(self) -> None:
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def spawn(self, argv: Sequence[str], log_path: Path, cpus: Sequence[int] | None = None,
+              cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start ``argv`` (never through a shell), output to ``log_path``, pinned to ``cpus``."""
+        log_file = log_path.open("ab")
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdout=log_file, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                start_new_session=True,  # our own process group: a terminal ^C reaches us first
+            )
+        finally:
+            log_file.close()
+        if cpus:
+            try:
+                os.sched_setaffinity(proc.pid, set(cpus))
+            except OSError as exc:
+                log.warning("could not pin pid %d to cpus %s: %s", proc.pid, list(cpus), exc)
+        self._procs[proc.pid] = proc
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
+        """SIGTERM the process and its children, SIGKILL after ``timeout``; returns exit code."""
+        self._procs.pop(proc.pid, None)
+        if proc.poll() is not None:
+            return proc.returncode
+        children = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("pid %d did not stop within %.0fs; killing it", proc.pid, timeout)
+            proc.kill()
+            proc.wait(timeout=timeout)
+        for child in children:
+            _kill_quietly(child)
+        return proc.returncode
+
+    def stop_all(self, timeout: float = 10.0) -> None:
+        for proc in list(self._procs.values()):
+            self.stop(proc, timeout)
+
+    @property
+    def running(self) -> list[int]:
+        return [pid for pid, p in self._procs.items() if p.poll() is None]
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kill_quietly(proc: psutil.Process) -> None:
+    try:
+        proc.kill()
+    except psutil.NoSuchProcess:
+        return  # already gone: exactly what we wanted
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``predicate`` until it returns true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())

@@ -1,0 +1,67 @@
+"""Shared fixtures: real redis-server processes on free ports (no fake Redis anywhere)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.runner.process import free_port, wait_for
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def redis_server_bin() -> str:
+    path = shutil.which("redis-server")
+    if not path:
+        raise RuntimeError("redis-server not found: run `make test` (scripts/setup.sh installs it)")
+    return path
+
+
+class RedisServer:
+    """A real redis-server on a free port in its own directory; stopped by its own pid."""
+
+    def __init__(self, workdir: Path, extra_args: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.proc = subprocess.Popen(
+            [redis_server_bin(), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(workdir),
+             *(extra_args or [])],
+            stdout=(workdir / "redis.log").open("ab"), stderr=subprocess.STDOUT,
+        )
+        self.url = f"redis://127.0.0.1:{self.port}"
+        if not wait_for(self._pings, timeout=10):
+            self.stop()
+            raise RuntimeError(f"redis-server on port {self.port} did not answer PING")
+
+    def _pings(self) -> bool:
+        try:
+            return bool(self.client().ping())
+        except redis.ConnectionError:
+            return False
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server for one test."""
+    server = RedisServer(tmp_path)
+    yield server
+    server.stop()
