@@ -1,0 +1,438 @@
+"""Every message that travels on a stream, defined once, typed and versioned.
+
+Wire format (one stream entry = one message):
+
+- ``kind``: the message type (``build-request``, ``build-event``, ``build-failure``,
+  ``test-status``), stored as plain text so ``redis-cli XRANGE`` stays readable;
+- ``v``: the schema version of that kind, plain decimal text;
+- every other field is a *type-tagged* value, so nothing is ever guessed from a string
+  (``bool("False")`` was a bug of the system we replace):
+
+  ``s:<utf-8 text>``   a ``str``
+  ``b:<raw bytes>``    a ``bytes`` value, byte for byte
+  ``j:<JSON>``         anything else: bool, int, float, None, list, dict, nested message parts
+
+Python's JSON float repr round-trips exactly, so floats come back bit for bit.
+Decoding checks every field against the dataclass annotations; a missing, unknown or
+garbled field raises :class:`MalformedMessage` naming the field and the entry id.
+A writer of a new field bumps the kind's version; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import types
+import typing
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+
+KIND_FIELD = "kind"
+VERSION_FIELD = "v"
+RESERVED_FIELDS = (KIND_FIELD, VERSION_FIELD)
+
+TAG_STR = b"s:"
+TAG_BYTES = b"b:"
+TAG_JSON = b"j:"
+
+
+class MessageError(ValueError):
+    """Base class of message encoding/decoding errors."""
+
+
+class MalformedMessage(MessageError):
+    """A stream entry that cannot be decoded into its message type."""
+
+    def __init__(self, entry_id: str | None, field_name: str | None, reason: str) -> None:
+        self.entry_id = entry_id
+        self.field_name = field_name
+        self.reason = reason
+        where = f"entry {entry_id or '?'}"
+        if field_name:
+            where += f", field {field_name!r}"
+        super().__init__(f"malformed stream message ({where}): {reason}")
+
+
+def now_ms() -> int:
+    """Wall-clock time in milliseconds since the epoch."""
+    return int(time.time() * 1000)
+
+
+def new_id() -> str:
+    """A fresh, globally unique message id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def event_id_for(request_id: str, build_variant: str) -> str:
+    """The deterministic id of the build event for one request and one build variant.
+
+    Deterministic so a builder that crashes after publishing and re-processes the request
+    republishes the *same* event id, and agents can recognise work they already did.
+    """
+    return f"{request_id}:{build_variant}"
+
+
+# --------------------------------------------------------------------------- message parts
+
+SOURCE_REDIS = "redis"  # location = a Redis key holding the `git archive --format=tar.gz` bytes
+SOURCE_S3 = "s3"  # location = s3://bucket/key of that tarball
+SOURCE_GIT = "git"  # location = a git remote URL to fetch the request's sha from
+SOURCE_KINDS = (SOURCE_REDIS, SOURCE_S3, SOURCE_GIT)
+
+ARTIFACT_REDIS = "redis"  # location = Redis key (or key prefix when chunked)
+ARTIFACT_S3 = "s3"  # location = s3://bucket/key
+ARTIFACT_KINDS = (ARTIFACT_REDIS, ARTIFACT_S3)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a builder finds the source of a commit."""
+
+    kind: str  # one of SOURCE_KINDS
+    location: str
+    sha256: str | None = None  # of the archive, when kind is redis or s3
+
+    def __post_init__(self) -> None:
+        if self.kind not in SOURCE_KINDS:
+            raise MessageError(f"source kind {self.kind!r} is not one of {SOURCE_KINDS}")
+
+
+@dataclass(frozen=True)
+class TestFilters:
+    """Which tests a request asks for (regexps match the whole name, Python syntax)."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class despite its name
+
+    tests_regexp: str = ".*"
+    groups_regexp: str = ".*"
+    commands_regexp: str = ".*"
+    priority_min: int | None = None
+    priority_max: int | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """Where a build's packaged binaries are and how to verify them."""
+
+    kind: str  # one of ARTIFACT_KINDS
+    location: str
+    sha256: str
+    size_bytes: int
+    chunks: int = 1  # >1: Redis keys f"{location}:{i}" for i in range(chunks)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARTIFACT_KINDS:
+            raise MessageError(f"artifact kind {self.kind!r} is not one of {ARTIFACT_KINDS}")
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True)
+class Message:
+    """Base of every stream message; subclasses set ``KIND`` and ``VERSION``."""
+
+    KIND: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 0
+
+    def encode(self) -> dict[str, bytes]:
+        """The flat stream fields of this message (pass to ``XADD``)."""
+        return encode_message(self)
+
+    @classmethod
+    def decode(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None = None) -> M:  # noqa: PYI019
+        """Decode stream fields into this message type, or raise :class:`MalformedMessage`."""
+        return decode_message(cls, fields, entry_id)
+
+
+M = TypeVar("M", bound=Message)
+
+
+@dataclass(frozen=True)
+class BuildRequest(Message):
+    """A request to build one commit in some build variants (trigger/webhook -> builders)."""
+
+    KIND: ClassVar[str] = "build-request"
+    VERSION: ClassVar[int] = 1
+
+    org: str
+    repo: str
+    branch: str | None
+    sha: str
+    commit_time_ms: int
+    source: SourceLocation
+    id: str = field(default_factory=new_id)
+    pr: int | None = None
+    tag: str | None = None
+    version: str | None = None
+    filters: TestFilters = field(default_factory=TestFilters)
+    platforms: list[str] = field(default_factory=list)  # empty = every platform
+    build_variants: list[str] = field(default_factory=list)  # empty = builder's defaults
+    triggering_env: str = "ci"
+    requested_at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(frozen=True)
+class BuildEvent(Message):
+    """One built artifact of one request in one build variant (builders -> agents)."""
+
+    KIND: ClassVar[str] = "build-event"
+    VERSION: ClassVar[int] = 1
+
+    id: str  # event_id_for(request_id, build_variant)
+    request_id: str
+    org: str
+    repo: str
+    branch: str | None
+    sha: str
+    commit_time_ms: int
+    build_variant: str
+    artifact: ArtifactRef
+    redis_version: str
+    version: str | None = None  # release version/tag being benchmarked, when any
+    pr: int | None = None
+    tag: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # e.g. REDIS_CFLAGS used by the build
+    filters: TestFilters = field(default_factory=TestFilters)
+    platforms: list[str] = field(default_factory=list)
+    triggering_env: str = "ci"
+    built_at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(frozen=True)
+class BuildFailure(Message):
+    """A build of one request in one variant that failed (builders -> failures stream)."""
+
+    KIND: ClassVar[str] = "build-failure"
+    VERSION: ClassVar[int] = 1
+
+    request_id: str
+    sha: str
+    build_variant: str
+    reason: str
+    log_tail: str = ""
+    org: str = ""
+    repo: str = ""
+    branch: str | None = None
+    failed_at_ms: int = field(default_factory=now_ms)
+
+
+TestState = Literal["pending", "running", "completed", "failed"]
+TEST_STATES: tuple[str, ...] = ("pending", "running", "completed", "failed")
+FINAL_STATES: tuple[str, ...] = ("completed", "failed")
+
+
+@dataclass(frozen=True)
+class TestRunStatus(Message):
+    """The state of one test of one build event on one platform (agents -> status)."""
+
+    __test__: ClassVar[bool] = False
+
+    KIND: ClassVar[str] = "test-status"
+    VERSION: ClassVar[int] = 1
+
+    event_id: str
+    platform: str
+    agent: str
+    test_name: str
+    state: str  # one of TEST_STATES
+    reason: str = ""
+    ts_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        if self.state not in TEST_STATES:
+            raise MessageError(f"test state {self.state!r} is not one of {TEST_STATES}")
+
+    @property
+    def final(self) -> bool:
+        """True when the test will not change state any more."""
+        return self.state in FINAL_STATES
+
+
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    t.KIND: t for t in (BuildRequest, BuildEvent, BuildFailure, TestRunStatus)
+}
+
+
+# --------------------------------------------------------------------------- codec
+
+
+def encode_value(value: Any) -> bytes:
+    """One tagged field value (see the module docstring)."""
+    if isinstance(value, str):
+        return TAG_STR + value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return TAG_BYTES + bytes(value)
+    return TAG_JSON + json.dumps(_jsonable(value), separators=(",", ":")).encode("utf-8")
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise MessageError(f"cannot encode a {type(value).__name__} in a stream message")
+
+
+def decode_value(raw: bytes | str) -> Any:
+    """The Python value of one tagged field value; ``ValueError`` when it is garbled."""
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    tag, body = data[:2], data[2:]
+    if tag == TAG_STR:
+        return body.decode("utf-8")
+    if tag == TAG_BYTES:
+        return body
+    if tag == TAG_JSON:
+        return json.loads(body)
+    raise ValueError(f"unknown type tag {tag!r}")
+
+
+def encode_message(message: Message) -> dict[str, bytes]:
+    """The flat stream fields of ``message``, including ``kind`` and ``v``."""
+    fields: dict[str, bytes] = {
+        KIND_FIELD: message.KIND.encode(),
+        VERSION_FIELD: str(message.VERSION).encode(),
+    }
+    for f in dataclasses.fields(message):
+        fields[f.name] = encode_value(getattr(message, f.name))
+    return fields
+
+
+def _text(raw: Any) -> str:
+    return raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else str(raw)
+
+
+def kind_of(fields: Mapping[Any, Any], entry_id: str | None = None) -> type[Message]:
+    """The message class an entry claims to be, or :class:`MalformedMessage`."""
+    texts = {_text(k): v for k, v in fields.items()}
+    if KIND_FIELD not in texts:
+        raise MalformedMessage(entry_id, KIND_FIELD, "missing")
+    kind = _text(texts[KIND_FIELD])
+    if kind not in MESSAGE_TYPES:
+        raise MalformedMessage(entry_id, KIND_FIELD, f"unknown message kind {kind!r}")
+    return MESSAGE_TYPES[kind]
+
+
+def decode_any(fields: Mapping[Any, Any], entry_id: str | None = None) -> Message:
+    """Decode an entry of any known kind (dispatching on its ``kind`` field)."""
+    return decode_message(kind_of(fields, entry_id), fields, entry_id)
+
+
+def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None = None) -> M:
+    """Decode stream ``fields`` (bytes or str keys/values) into ``cls``, checking every type."""
+    texts = {_text(k): v for k, v in fields.items()}
+    _check_header(cls, texts, entry_id)
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(texts) - names - set(RESERVED_FIELDS))
+    if unknown:
+        raise MalformedMessage(entry_id, unknown[0], f"unknown field for {cls.KIND} v{cls.VERSION}")
+    kwargs: dict[str, Any] = {}
+    for name in sorted(names):
+        if name not in texts:
+            raise MalformedMessage(entry_id, name, "missing")
+        try:
+            kwargs[name] = _coerce(decode_value(texts[name]), hints[name], name)
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            raise MalformedMessage(entry_id, name, str(exc)) from exc
+    try:
+        return cls(**kwargs)
+    except MessageError as exc:
+        raise MalformedMessage(entry_id, None, str(exc)) from exc
+
+
+def _check_header(cls: type[Message], texts: dict[str, Any], entry_id: str | None) -> None:
+    if KIND_FIELD not in texts:
+        raise MalformedMessage(entry_id, KIND_FIELD, "missing")
+    kind = _text(texts[KIND_FIELD])
+    if kind != cls.KIND:
+        raise MalformedMessage(entry_id, KIND_FIELD, f"expected {cls.KIND!r}, got {kind!r}")
+    if VERSION_FIELD not in texts:
+        raise MalformedMessage(entry_id, VERSION_FIELD, "missing")
+    version = _text(texts[VERSION_FIELD])
+    if version != str(cls.VERSION):
+        raise MalformedMessage(entry_id, VERSION_FIELD,
+                               f"unsupported {cls.KIND} version {version!r} "
+                               f"(this reader knows v{cls.VERSION})")
+
+
+def _coerce(value: Any, hint: Any, name: str) -> Any:
+    """``value`` checked against the annotation ``hint`` (nested dataclasses rebuilt)."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        for option in get_args(hint):
+            try:
+                return _coerce(value, option, name)
+            except (TypeError, ValueError):
+                continue
+        raise TypeError(f"{value!r} is not a {hint}")
+    if hint is type(None):
+        if value is not None:
+            raise TypeError(f"{value!r} is not None")
+        return None
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        (item,) = get_args(hint) or (Any,)
+        return [_coerce(v, item, name) for v in value]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        _, item = get_args(hint) or (str, Any)
+        return {str(k): _coerce(v, item, name) for k, v in value.items()}
+    if origin is Literal:
+        if value not in get_args(hint):
+            raise ValueError(f"{value!r} is not one of {get_args(hint)}")
+        return value
+    if dataclasses.is_dataclass(hint):
+        return _build_part(hint, value)
+    return _coerce_scalar(value, hint)
+
+
+def _coerce_scalar(value: Any, hint: Any) -> Any:
+    if hint is Any:
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected a boolean, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+    if hint in (str, bytes):
+        if not isinstance(value, hint):
+            raise TypeError(f"expected {hint.__name__}, got {type(value).__name__}")
+        return value
+    raise TypeError(f"unsupported annotation {hint!r}")
+
+
+def _build_part(cls: Any, value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object for {cls.__name__}, got {type(value).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(value) - names)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} in {cls.__name__}")
+    missing = sorted(f.name for f in dataclasses.fields(cls)
+                     if f.name not in value and f.default is dataclasses.MISSING
+                     and f.default_factory is dataclasses.MISSING)
+    if missing:
+        raise ValueError(f"missing key {missing[0]!r} in {cls.__name__}")
+    kwargs = {k: _coerce(v, hints[k], k) for k, v in value.items()}
+    try:
+        return cls(**kwargs)
+    except MessageError as exc:
+        raise ValueError(str(exc)) from exc
