@@ -13,6 +13,7 @@ from redis_benchmarks_spec import __version__
 # one module per command group, in the order they appear in --help
 COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.suites",
+    "redis_benchmarks_spec.cli.run",
 ]
 
 

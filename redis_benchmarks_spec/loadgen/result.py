@@ -109,5 +109,6 @@ class ServerErrorReplies(RuntimeError):
 
     def __init__(self, count: int, detail: str = "") -> None:
         self.count = count
+        self.detail = detail
         msg = f"server answered {count} error replies during the run"
         super().__init__(f"{msg}: {detail}" if detail else msg)

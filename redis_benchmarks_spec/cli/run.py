@@ -1,0 +1,185 @@
+"""``rbs run``: select suites and run them locally against a redis-server this command starts."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from redis_benchmarks_spec.cli.display import print_problems, results_table, summary_line
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, TestRunResult
+from redis_benchmarks_spec.results.summary import session_dir, write_summary
+from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
+from redis_benchmarks_spec.spec.catalog import SuiteFilter, default_suites_dir, load_catalog
+from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
+
+
+def add_selection_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("suite selection")
+    g.add_argument("--suites-dir", type=Path, default=None,
+                   help="directory of suite YAML files (default: the repository's test-suites/)")
+    g.add_argument("--test", action="append", default=[],
+                   help="run this suite by name (repeatable, or comma-separated)")
+    g.add_argument("--tests-regexp", default=".*", help="suites whose name matches")
+    g.add_argument("--groups-regexp", default=".*", help="suites with a tested-group matching")
+    g.add_argument("--commands-regexp", default=".*", help="suites with a tested-command matching")
+    g.add_argument("--priority-min", type=int, default=None)
+    g.add_argument("--priority-max", type=int, default=None)
+    g.add_argument("--topology", default=None, help="only this topology (e.g. oss-standalone)")
+
+
+def add_tool_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("tools")
+    g.add_argument("--redis-server", default=None, help="redis-server binary (default: PATH)")
+    g.add_argument("--redis-benchmark-bin", default=None, help="redis-benchmark (default: PATH)")
+    g.add_argument("--memtier-bin", default=None, help="memtier_benchmark (default: PATH)")
+    g.add_argument("--test-time", type=int, default=None,
+                   help="seconds per test, overriding each suite's duration (quick runs)")
+    g.add_argument("--cpus", default=None,
+                   help="comma-separated CPU ids to allocate from (default: all this process may use)")
+    g.add_argument("--client-bound-client-pct", type=float, default=90.0,
+                   help="client-bound flag: client CPU >= this %% of its cores ...")
+    g.add_argument("--client-bound-server-pct", type=float, default=75.0,
+                   help="... while the server is under this %% of one core")
+
+
+def add_context_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("result tagging")
+    g.add_argument("--platform", default="local", help="platform name results are tagged with")
+    g.add_argument("--triggering-env", default="local")
+    g.add_argument("--github-org", default="redis")
+    g.add_argument("--github-repo", default="redis")
+    g.add_argument("--branch", default=None, help="branch the server was built from")
+    g.add_argument("--version-tag", dest="git_version", default=None,
+                   help="release version of the server (e.g. 7.0.15)")
+    g.add_argument("--hash", dest="git_hash", default=None, help="commit sha of the server")
+    g.add_argument("--build-variant", default="local")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run benchmark suites against a local redis-server",
+                       description="Run the selected suites, each against a fresh redis-server "
+                                   "started on a free port, and print a result table.")
+    add_selection_args(p)
+    add_tool_args(p)
+    add_context_args(p)
+    p.add_argument("--results-dir", type=Path, default=Path("results"),
+                   help="where result documents go (a timestamped folder per run)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.set_defaults(func=cmd_run)
+
+
+def select_suites(args: argparse.Namespace, console: Console) -> list[Suite] | None:
+    catalog = load_catalog(args.suites_dir or default_suites_dir())
+    for problem in catalog.errors:
+        console.print(f"[yellow]{problem}[/]", highlight=False, soft_wrap=True)
+    tests = [t for item in args.test for t in item.split(",") if t]
+    unknown = [t for t in tests if catalog.by_name(t) is None]
+    if unknown:
+        console.print(f"[red]unknown test(s): {', '.join(unknown)}[/]")
+        return None
+    flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
+                      groups_regexp=args.groups_regexp, commands_regexp=args.commands_regexp,
+                      priority_min=args.priority_min, priority_max=args.priority_max,
+                      topology=args.topology)
+    return flt.select(catalog.suites)
+
+
+def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig:
+    git = GitInfo(org=args.github_org, repo=args.github_repo, branch=args.branch,
+                  version=args.git_version, hash=args.git_hash)
+    context = RunContext(triggering_env=args.triggering_env, platform=args.platform,
+                         build_variant=args.build_variant, git=git)
+    return SessionConfig(
+        tools=ToolPaths(redis_server=args.redis_server,
+                        redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
+        results_dir=results_dir, context=context, test_time=args.test_time,
+        topology_filter=args.topology,
+        cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
+        thresholds=SaturationThresholds(args.client_bound_client_pct,
+                                        args.client_bound_server_pct))
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
+    for test in plan_tests(config, suites):
+        topo = test.topology.name if test.topology else "?"
+        note = f"  [yellow]skip: {test.skip_reason}[/]" if test.skip_reason else ""
+        args = " | ".join(c.arguments for c in test.suite.clientconfigs)
+        console.print(f"{test.suite.name} [{topo}] {','.join(test.suite.tools)}: {args}{note}",
+                      highlight=False, soft_wrap=True)
+
+
+def run_with_progress(console: Console, config: SessionConfig,
+                      suites: list[Suite]) -> list[TestRunResult]:
+    total = len(plan_tests(config, suites))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TextColumn("remaining"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("running suites", total=total)
+
+        def on_result(result: TestRunResult) -> None:
+            colour = {"ok": "green", "failed": "red"}.get(result.status, "yellow")
+            progress.console.print(f"[{colour}]{result.status:>7}[/] {result.test_name}",
+                                   highlight=False)
+            progress.advance(task)
+
+        return run_suites(config, suites, on_result=on_result)
+
+
+def make_console() -> Console:
+    """A console wide enough for the result table even when output is not a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    console = make_console()
+    suites = select_suites(args, console)
+    if suites is None:
+        return 2
+    if not suites:
+        console.print("[red]no suite matches the selection[/]")
+        return 2
+    config = session_config(args, args.results_dir)
+    if args.dry_run:
+        print_plan(console, config, suites)
+        return 0
+    config.results_dir = session_dir(args.results_dir)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        results = run_with_progress(console, config, suites)
+    except KeyboardInterrupt:
+        console.print("[red]interrupted: every process this run started has been stopped[/]")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return report(console, config, results)
+
+
+def report(console: Console, config: SessionConfig, results: list[TestRunResult]) -> int:
+    csv_path, json_path = write_summary(results, config.results_dir)
+    console.print(results_table(results, title=f"Results ({config.results_dir})"))
+    print_problems(console, results)
+    console.print(summary_line(results))
+    console.print(f"results: {config.results_dir}  (summary: {csv_path.name}, {json_path.name})")
+    return 1 if any(r.status == STATUS_FAILED for r in results) else 0
+
+

@@ -1,0 +1,119 @@
+"""Client drivers behind one small interface, and tool discovery.
+
+A driver turns a suite's :class:`ToolConfig` into an argv for one target, and the tool's
+output files back into a :class:`ToolResult`. The runner does the process handling.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from redis_benchmarks_spec.loadgen import redis_benchmark
+from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.spec.suite import ToolConfig
+
+
+@dataclass(frozen=True)
+class ClientTarget:
+    host: str
+    port: int
+    password: str | None = None
+    user: str | None = None
+    tls: bool = False
+    cluster: bool = False
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One client process to start, with where its output goes."""
+
+    argv: list[str]
+    stdout_path: Path
+    result_path: Path | None  # a JSON file the tool writes itself (memtier), else None
+    expected_duration_s: float
+
+
+class ClientDriver(Protocol):
+    tool: str
+    binary: str
+
+    def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+                   test_time: int | None) -> Invocation: ...
+
+    def parse(self, inv: Invocation, returncode: int) -> ToolResult: ...
+
+    def version(self) -> str: ...
+
+
+class RedisBenchmarkDriver:
+    tool = "redis-benchmark"
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self._version: str | None = None
+
+    def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+                   test_time: int | None) -> Invocation:
+        argv = redis_benchmark.build_argv(
+            self.binary, cfg, redis_benchmark.Target(target.host, target.port, target.password,
+                                                     target.user), test_time)
+        n = redis_benchmark.requests_in(argv)
+        pipeline = int(redis_benchmark._option_value(argv, "-P") or 1)
+        expected = n / (redis_benchmark.ASSUMED_RPS_PER_STREAM *
+                        min(max(pipeline, 1), redis_benchmark.PIPELINE_CAP))
+        return Invocation(argv, out_prefix.with_suffix(".out"), None, expected)
+
+    def parse(self, inv: Invocation, returncode: int) -> ToolResult:
+        text = redis_benchmark.read_output(inv.stdout_path)
+        redis_benchmark.check_server_errors(text, returncode)
+        if returncode != 0:
+            raise RuntimeError(f"redis-benchmark exited with code {returncode}")
+        result = redis_benchmark.parse_csv(text, str(inv.stdout_path),
+                                           redis_benchmark.requests_in(inv.argv))
+        return result
+
+    def version(self) -> str:
+        if self._version is None:
+            self._version = redis_benchmark.version(self.binary)
+        return self._version
+
+
+@dataclass
+class ToolPaths:
+    """Binaries to use; None means "look on PATH" (and skip suites whose tool is missing)."""
+
+    redis_server: str | None = None
+    redis_benchmark: str | None = None
+    memtier: str | None = None
+    redis_cli: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self) -> ToolPaths:
+        found = ToolPaths(
+            redis_server=self.redis_server or shutil.which("redis-server"),
+            redis_benchmark=self.redis_benchmark or shutil.which("redis-benchmark"),
+            memtier=self.memtier or shutil.which("memtier_benchmark"),
+            redis_cli=self.redis_cli or shutil.which("redis-cli"),
+        )
+        for tool, path in (("redis-benchmark", found.redis_benchmark),
+                           ("memtier_benchmark", found.memtier)):
+            if not path:
+                found.missing[tool] = f"{tool} not found (give --{_flag(tool)} or put it on PATH)"
+        return found
+
+
+def _flag(tool: str) -> str:
+    return "memtier-bin" if tool == "memtier_benchmark" else "redis-benchmark-bin"
+
+
+def make_driver(tool: str, paths: ToolPaths) -> ClientDriver | None:
+    """The driver for ``tool``, or None when the tool is unknown or not installed."""
+    if tool == "redis-benchmark" and paths.redis_benchmark:
+        return RedisBenchmarkDriver(paths.redis_benchmark)
+    if tool == "memtier_benchmark" and paths.memtier:
+        from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
+        return MemtierDriver(paths.memtier)
+    return None

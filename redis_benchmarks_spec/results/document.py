@@ -1,0 +1,126 @@
+"""The versioned result document of one test run: written by the runner, read by the
+datasink, compare and the agent. It is the one definition of that format."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redis_benchmarks_spec.loadgen.result import ToolResult
+
+SCHEMA_VERSION = 1
+
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+STATUS_SKIPPED = "skipped"
+
+
+@dataclass
+class GitInfo:
+    """Which Redis the run measured, as far as it is known."""
+
+    org: str = "redis"
+    repo: str = "redis"
+    branch: str | None = None
+    version: str | None = None
+    hash: str | None = None
+    commit_time_ms: int | None = None
+    pr: int | None = None
+
+
+@dataclass
+class RunContext:
+    """Where and on what a test ran; every field becomes a datasink label."""
+
+    triggering_env: str = "local"
+    platform: str = "local"
+    topology: str = "oss-standalone"
+    build_variant: str = "local"
+    deployment_type: str = "process"
+    git: GitInfo = field(default_factory=GitInfo)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RunContext:
+        data = dict(raw)
+        data["git"] = GitInfo(**data.get("git", {}))
+        return cls(**data)
+
+
+@dataclass
+class CpuUsage:
+    """Summary of CPU samples of one side (client tree or server), in % of one core."""
+
+    samples: int = 0
+    mean_pct: float = 0.0
+    max_pct: float = 0.0
+    cores_given: int = 0
+
+
+@dataclass
+class TestRunResult:
+    """Everything one test run produced. ``metrics`` are the exporter's named values."""
+
+    test_name: str
+    run_id: str
+    status: str
+    context: RunContext = field(default_factory=RunContext)
+    suite_file: str = ""
+    tested_groups: list[str] = field(default_factory=list)
+    tested_commands: list[str] = field(default_factory=list)
+    reason: str = ""
+    log_tail: str = ""
+    tool: str = ""
+    tool_version: str = ""
+    argv: list[list[str]] = field(default_factory=list)
+    redis_version: str = ""
+    redis_git_sha: str = ""
+    redis_server: str = ""
+    cpus: dict[str, list[int]] = field(default_factory=dict)
+    start_ms: int = 0
+    end_ms: int = 0
+    preload_duration_s: float | None = None
+    tool_duration_s: float | None = None
+    result: ToolResult | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    missing_metrics: list[str] = field(default_factory=list)
+    info_delta: dict[str, float] = field(default_factory=dict)
+    commandstats_delta: dict[str, dict[str, float]] = field(default_factory=dict)
+    cpu: dict[str, CpuUsage] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    paths: dict[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.status == STATUS_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        raw["result"] = self.result.to_dict() if self.result else None
+        return raw
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TestRunResult:
+        version = raw.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unsupported result schema_version {version!r} (want {SCHEMA_VERSION})")
+        data = dict(raw)
+        data["context"] = RunContext.from_dict(data.get("context", {}))
+        data["result"] = ToolResult.from_dict(data["result"]) if data.get("result") else None
+        data["cpu"] = {k: CpuUsage(**v) for k, v in data.get("cpu", {}).items()}
+        return cls(**data)
+
+    def write(self, path: Path) -> None:
+        """Write atomically, so a crash never leaves a half document that push would choke on."""
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
+        tmp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> TestRunResult:
+        try:
+            return cls.from_dict(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a valid result document: {exc}") from exc

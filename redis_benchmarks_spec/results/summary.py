@@ -1,0 +1,74 @@
+"""The whole session's results: one row per test run, as CSV and JSON, and table rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from redis_benchmarks_spec.results.document import STATUS_OK, TestRunResult
+
+CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p99_ms", "p999_ms",
+               "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
+               "preload_duration_s", "reason"]
+
+
+def session_dir(results_root: Path) -> Path:
+    """A fresh directory per session under the results root, named by start time."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = results_root / stamp
+    n = 1
+    while path.exists():
+        n += 1
+        path = results_root / f"{stamp}-{n}"
+    path.mkdir(parents=True)
+    return path
+
+
+@dataclass
+class Row:
+    test_name: str
+    topology: str
+    status: str
+    ops_per_sec: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    p999_ms: float | None
+    mean_ms: float | None
+    client_cpu_pct: float | None
+    server_cpu_pct: float | None
+    flags: str
+    tool_duration_s: float | None
+    preload_duration_s: float | None
+    reason: str
+
+
+def row(result: TestRunResult) -> Row:
+    tr = result.result if result.status == STATUS_OK else None
+    pct = tr.totals.latency.percentiles_ms if tr else {}
+    cpu_c, cpu_s = result.cpu.get("client"), result.cpu.get("server")
+    return Row(
+        test_name=result.test_name, topology=result.context.topology, status=result.status,
+        ops_per_sec=tr.totals.ops_per_sec if tr else None,
+        p50_ms=pct.get("p50.00"), p99_ms=pct.get("p99.00"), p999_ms=pct.get("p99.90"),
+        mean_ms=tr.totals.latency.mean_ms if tr else None,
+        client_cpu_pct=cpu_c.mean_pct if cpu_c and cpu_c.samples else None,
+        server_cpu_pct=cpu_s.mean_pct if cpu_s and cpu_s.samples else None,
+        flags=",".join(result.flags), tool_duration_s=result.tool_duration_s,
+        preload_duration_s=result.preload_duration_s,
+        reason=result.reason.splitlines()[0] if result.reason else "")
+
+
+def write_summary(results: list[TestRunResult], directory: Path) -> tuple[Path, Path]:
+    """``summary.csv`` and ``summary.json`` of a session; returns both paths."""
+    rows = [row(r) for r in results]
+    csv_path, json_path = directory / "summary.csv", directory / "summary.json"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow(r.__dict__)
+    json_path.write_text(json.dumps([r.__dict__ for r in rows], indent=2))
+    return csv_path, json_path

@@ -1,0 +1,140 @@
+"""A session: many suites, one after another, each on each selected topology.
+
+Used by ``rbs run``, the interleaved A/B mode and the lab agent. It never stops at a failing
+test; it stops early only when asked to (``stop`` event, SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis_benchmarks_spec.loadgen.drivers import ClientDriver, ToolPaths, make_driver
+from redis_benchmarks_spec.results.document import (
+    STATUS_SKIPPED,
+    RunContext,
+    TestRunResult,
+)
+from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.launcher import ProcessLauncher
+from redis_benchmarks_spec.runner.process import ProcessRegistry
+from redis_benchmarks_spec.runner.test_run import TestEnv, run_test
+from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.spec.topology import Topology, load_topologies
+from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_TOPOLOGY_TYPES = {"oss-standalone"}
+
+
+@dataclass
+class SessionConfig:
+    tools: ToolPaths
+    results_dir: Path
+    context: RunContext = field(default_factory=RunContext)
+    test_time: int | None = None
+    topologies: dict[str, Topology] | None = None
+    topology_filter: str | None = None
+    cpus: list[int] | None = None
+    thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
+    server_args: list[str] = field(default_factory=list)
+    preload_timeout_s: float = 600.0
+
+
+@dataclass
+class PlannedTest:
+    suite: Suite
+    topology: Topology | None
+    skip_reason: str = ""
+
+
+def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
+    """Each suite on each of its topologies (that the filter allows), with skip reasons."""
+    tools = config.tools.resolve()
+    catalogue = config.topologies if config.topologies is not None else load_topologies()
+    planned: list[PlannedTest] = []
+    for suite in suites:
+        names = [t for t in suite.topologies
+                 if not config.topology_filter or t == config.topology_filter]
+        for name in names:
+            topo = catalogue.get(name)
+            planned.append(PlannedTest(suite, topo, _skip_reason(suite, topo, name, tools)))
+    return planned
+
+
+def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPaths) -> str:
+    if topo is None:
+        return f"topology {name!r} is not in the topologies catalogue"
+    if topo.type not in SUPPORTED_TOPOLOGY_TYPES or topo.primaries != 1 or topo.replicas:
+        return f"topology {name!r} ({topo.type}, {topo.primaries} primaries) is not supported " \
+               f"by the process launcher yet"
+    for tool in suite.tools:
+        if tool in tools.missing:
+            return tools.missing[tool]
+        if tool not in ("redis-benchmark", "memtier_benchmark"):
+            return f"unknown client tool {tool!r}"
+    preload = suite.dbconfig.preload_tool
+    if preload and preload.tool in tools.missing:
+        return f"preload: {tools.missing[preload.tool]}"
+    return ""
+
+
+def _skipped(test: PlannedTest, config: SessionConfig) -> TestRunResult:
+    now = int(time.time() * 1000)
+    return TestRunResult(
+        test_name=test.suite.name, run_id=f"{test.suite.name}:{now}:skipped",
+        status=STATUS_SKIPPED, reason=test.skip_reason, context=config.context,
+        suite_file=str(test.suite.path), tool=",".join(test.suite.tools),
+        start_ms=now, end_ms=now)
+
+
+def _drivers(tools: ToolPaths) -> dict[str, ClientDriver]:
+    out: dict[str, ClientDriver] = {}
+    for tool in ("redis-benchmark", "memtier_benchmark"):
+        driver = make_driver(tool, tools)
+        if driver is not None:
+            out[tool] = driver
+    return out
+
+
+def make_env(config: SessionConfig, registry: ProcessRegistry) -> TestEnv:
+    tools = config.tools.resolve()
+    if not tools.redis_server:
+        raise FileNotFoundError("redis-server not found: give --redis-server or put it on PATH")
+    return TestEnv(
+        redis_server=tools.redis_server, drivers=_drivers(tools),
+        launcher=ProcessLauncher(registry), registry=registry,
+        allocator=CpuAllocator(config.cpus), context=config.context,
+        results_dir=config.results_dir, test_time=config.test_time,
+        thresholds=config.thresholds, server_args=config.server_args,
+        preload_timeout_s=config.preload_timeout_s)
+
+
+def run_suites(config: SessionConfig, suites: list[Suite],
+               on_result: Callable[[TestRunResult], None] | None = None,
+               stop: threading.Event | None = None,
+               registry: ProcessRegistry | None = None) -> list[TestRunResult]:
+    """Run every planned test; everything started is stopped even on KeyboardInterrupt."""
+    registry = registry or ProcessRegistry()
+    env = make_env(config, registry)
+    config.results_dir.mkdir(parents=True, exist_ok=True)
+    results: list[TestRunResult] = []
+    try:
+        for test in plan_tests(config, suites):
+            if stop is not None and stop.is_set():
+                break
+            if test.skip_reason or test.topology is None:
+                result = _skipped(test, config)
+            else:
+                result = run_test(test.suite, test.topology, env)
+            results.append(result)
+            if on_result:
+                on_result(result)
+    finally:
+        registry.stop_all()
+    return results
