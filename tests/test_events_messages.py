@@ -25,13 +25,13 @@ from redis_benchmarks_spec.events.names import StreamNames
 
 
 def _request(**over: object) -> BuildRequest:
-    base: dict[str, object] = dict(
-        org="redis", repo="redis", branch="unstable", sha="a" * 40, commit_time_ms=1_700_000_000_123,
-        source=SourceLocation("redis", "rbs:source:aaa:1", sha256="f" * 64), pr=1234,
-        tag=None, version="7.2.4",
-        filters=TestFilters(tests_regexp="memtier.*get", priority_min=0, priority_max=10),
-        platforms=["icelake-2s", "cascadelake"], build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"],
-    )
+    base: dict[str, object] = {
+        "org": "redis", "repo": "redis", "branch": "unstable", "sha": "a" * 40, "commit_time_ms": 1_700_000_000_123,
+        "source": SourceLocation("redis", "rbs:source:aaa:1", sha256="f" * 64), "pr": 1234,
+        "tag": None, "version": "7.2.4",
+        "filters": TestFilters(tests_regexp="memtier.*get", priority_min=0, priority_max=10),
+        "platforms": ["icelake-2s", "cascadelake"], "build_variants": ["gcc:12.2.0-amd64-debian-bookworm-default"],
+    }
     base.update(over)
     return BuildRequest(**base)  # type: ignore[arg-type]
 
