@@ -69,7 +69,7 @@ def _unpack(raw: bytes, where: str) -> TestRunStatus:
 
 def read_statuses(client: redis.Redis, names: StreamNames, event_id: str) -> list[TestRunStatus]:
     """Every recorded status of one build event, sorted by platform and test."""
-    raw = client.hgetall(names.status_key(event_id))
+    raw: Any = client.hgetall(names.status_key(event_id))
     key = names.status_key(event_id)
     statuses = [_unpack(v, f"{key}[{k.decode()}]") for k, v in raw.items()]
     return sorted(statuses, key=lambda s: (s.platform, s.test_name))
