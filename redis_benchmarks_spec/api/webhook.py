@@ -1,0 +1,181 @@
+"""The GitHub webhook receiver: a plain WSGI application, served by waitress.
+
+``POST /webhook`` (or ``/``): bounded body (413), ``X-Hub-Signature-256`` checked over the raw
+body with the shared secret in constant time (401, nothing enqueued), JSON parsed (400),
+then :func:`redis_benchmarks_spec.api.github.decide` says whether to enqueue a build request
+(201) or not (202). A redelivery (same ``X-GitHub-Delivery``) is enqueued only once.
+``GET /healthz``: 200 when Redis answers, 503 otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
+from redis_benchmarks_spec.events.messages import BuildRequest
+from redis_benchmarks_spec.events.names import StreamNames
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY = 5 * 1024 * 1024
+DELIVERY_TTL_S = 7 * 24 * 3600
+SIGNATURE_PREFIX = "sha256="
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+# enqueue once per delivery id: the SET NX and the XADD happen atomically
+_ENQUEUE_ONCE = """
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then
+  return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+end
+return false
+"""
+
+STATUS_TEXT = {200: "200 OK", 201: "201 Created", 202: "202 Accepted", 400: "400 Bad Request",
+               401: "401 Unauthorized", 404: "404 Not Found", 405: "405 Method Not Allowed",
+               411: "411 Length Required", 413: "413 Payload Too Large",
+               503: "503 Service Unavailable"}
+
+
+class HttpError(Exception):
+    """An answer other than success, with its status code."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    """Everything the receiver needs besides its Redis client."""
+
+    secret: bytes
+    policy: TriggerPolicy = field(default_factory=TriggerPolicy)
+    names: StreamNames = field(default_factory=StreamNames)
+    max_body_bytes: int = DEFAULT_MAX_BODY
+
+    def __post_init__(self) -> None:
+        if not self.secret:
+            raise ValueError("the webhook secret must not be empty")
+
+
+def signature_for(secret: bytes, body: bytes) -> str:
+    """The ``X-Hub-Signature-256`` header value GitHub sends for ``body``."""
+    return SIGNATURE_PREFIX + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
+    """True when ``header`` is the HMAC-SHA256 of the raw ``body`` (constant-time compare)."""
+    if not header or not header.startswith(SIGNATURE_PREFIX):
+        return False
+    return hmac.compare_digest(signature_for(secret, body).encode(), header.strip().encode())
+
+
+class WebhookApp:
+    """WSGI callable: ``waitress.serve(WebhookApp(config, client))``."""
+
+    def __init__(self, config: WebhookConfig, client: redis.Redis) -> None:
+        self.config = config
+        self.client = client
+        self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            status, body = self._route(environ)
+        except HttpError as exc:
+            status, body = exc.status, {"error": exc.message}
+        except redis.RedisError as exc:
+            log.error("webhook: redis unavailable: %s", exc)
+            status, body = 503, {"error": "broker unavailable; GitHub will show a failed delivery"}
+        payload = json.dumps(body).encode()
+        start_response(STATUS_TEXT[status], [("Content-Type", "application/json"),
+                                             ("Content-Length", str(len(payload)))])
+        return [payload]
+
+    def _route(self, environ: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        path = environ.get("PATH_INFO", "/")
+        method = environ.get("REQUEST_METHOD", "GET")
+        if path == "/healthz":
+            self.client.ping()
+            return 200, {"status": "ok"}
+        if path not in ("/", "/webhook"):
+            raise HttpError(404, f"no route {path}")
+        if method != "POST":
+            raise HttpError(405, "POST a GitHub delivery here")
+        return self._delivery(environ)
+
+    def _delivery(self, environ: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        body = self._read_body(environ)
+        if not verify_signature(self.config.secret, body,
+                                environ.get("HTTP_X_HUB_SIGNATURE_256")):
+            raise HttpError(401, "missing or wrong X-Hub-Signature-256")
+        event = environ.get("HTTP_X_GITHUB_EVENT", "")
+        if event == "ping":
+            return 200, {"status": "pong"}
+        try:
+            decision = decide(event, json.loads(body), self.config.policy)
+        except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
+            raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
+        return self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""))
+
+    def _read_body(self, environ: dict[str, Any]) -> bytes:
+        limit = self.config.max_body_bytes
+        length_text = environ.get("CONTENT_LENGTH") or ""
+        try:
+            length = int(length_text) if length_text else None
+        except ValueError as exc:
+            raise HttpError(400, f"bad Content-Length {length_text!r}") from exc
+        if length is not None and length > limit:
+            raise HttpError(413, f"body of {length} bytes exceeds {limit}")
+        stream = environ["wsgi.input"]
+        body = stream.read(length if length is not None else limit + 1)
+        if len(body) > limit:
+            raise HttpError(413, f"body exceeds {limit} bytes")
+        return bytes(body)
+
+    def _enqueue(self, decision: Decision, delivery: str) -> tuple[int, dict[str, Any]]:
+        request = decision.request
+        if request is None:
+            log.info("webhook: ignored (%s)", decision.reason)
+            return 202, {"status": "ignored", "reason": decision.reason}
+        entry_id = self._xadd(request, delivery)
+        if entry_id is None:
+            log.info("webhook: delivery %s already enqueued", delivery)
+            return 202, {"status": "duplicate delivery", "delivery": delivery}
+        log.info("webhook: %s -> request %s (%s/%s %s) entry %s", decision.reason, request.id,
+                 request.org, request.repo, request.sha, entry_id)
+        return 201, {"status": "enqueued", "request_id": request.id, "entry_id": entry_id,
+                     "sha": request.sha, "reason": decision.reason}
+
+    def _xadd(self, request: BuildRequest, delivery: str) -> str | None:
+        stream = self.config.names.build_requests
+        fields = request.encode()
+        if not delivery:
+            return _text(self.client.xadd(stream, fields))  # type: ignore[arg-type]
+        flat: list[Any] = [request.id, DELIVERY_TTL_S]
+        for key, value in fields.items():
+            flat += [key, value]
+        seen_key = f"{self.config.names.prefix}:webhook-delivery:{delivery}"
+        result = self._enqueue_once(keys=[stream, seen_key], args=flat)
+        return None if result is None else _text(result)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def serve(app: WebhookApp, host: str, port: int, threads: int = 4) -> None:
+    """Serve ``app`` with waitress until interrupted."""
+    import waitress
+
+    waitress.serve(app, host=host, port=port, threads=threads, ident="rbs-api",
+                   max_request_body_size=app.config.max_body_bytes + 1)
