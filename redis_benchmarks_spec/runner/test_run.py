@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 import subprocess
 import tempfile
@@ -117,7 +118,8 @@ def run_test(suite: Suite, topology: Topology, env: TestEnv) -> TestRunResult:
 def _execute(suite: Suite, topology: Topology, env: TestEnv, running: _Running) -> None:
     result = running.result
     drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
-    client_cpus = sum(c.cpus or 1 for c in suite.clientconfigs)
+    # parallel clients asking 0.5 CPU each share one core
+    client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
     plan = env.allocator.plan(topology.server_cpus, client_cpus)
     _record_cpus(result, plan)
     running.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{suite.name[:40]}-"))

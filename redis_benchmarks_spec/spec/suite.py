@@ -45,11 +45,11 @@ class ToolConfig:
         return shlex.split(self.arguments)
 
     @property
-    def cpus(self) -> int | None:
-        """The number of CPUs the suite asks for the client, if it says."""
+    def cpus(self) -> float | None:
+        """The CPUs the suite asks for this client (may be fractional), if it says."""
         raw = (self.resources.get("requests") or {}).get("cpus")
         try:
-            return max(1, int(float(raw))) if raw is not None else None
+            return float(raw) if raw is not None else None
         except (TypeError, ValueError):
             return None
 

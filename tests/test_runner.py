@@ -1,0 +1,216 @@
+"""rbs run end to end against real redis-server and redis-benchmark processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TestRunResult
+from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+from redis_benchmarks_spec.spec.catalog import load_catalog
+
+REPO = Path(__file__).resolve().parents[1]
+RBS = str(REPO / ".venv" / "bin" / "rbs")
+
+SUITE = """
+version: 0.4
+name: {name}
+dbconfig:
+  configuration-parameters:
+    save: '""'
+{dbextra}
+tested-groups: [string]
+tested-commands: [{command}]
+redis-topologies: [oss-standalone]
+priority: 1
+clientconfig:
+  tool: redis-benchmark
+  arguments: {args}
+  resources:
+    requests:
+      cpus: "1"
+exporter:
+  redistimeseries:
+    metrics:
+      - $."ALL STATS".Totals."Ops/sec"
+      - $."ALL STATS".Totals."Percentile Latencies"."p50.00"
+      - $."ALL STATS".Totals."Percentile Latencies"."p99.00"
+      - $."ALL STATS".Totals."No Such Field"
+"""
+PRELOAD_1000 = """  preload_tool:
+    tool: redis-cli
+    arguments: EVAL "for i=0,999 do redis.call('SET', string.format('key:%012d', i), 'v') end return 1" 0
+  check:
+    keyspacelen: {keys}
+"""
+
+
+def suite(directory: Path, name: str, args: str, command: str, dbextra: str = "") -> None:
+    (directory / f"{name}.yml").write_text(
+        SUITE.format(name=name, args=args, command=command, dbextra=dbextra))
+
+
+def run(directory: Path, results: Path, test_time: int | None = None) -> list[TestRunResult]:
+    config = SessionConfig(tools=ToolPaths(), results_dir=results, test_time=test_time)
+    return run_suites(config, load_catalog(directory).suites)
+
+
+def by_name(results: list[TestRunResult]) -> dict[str, TestRunResult]:
+    return {r.test_name: r for r in results}
+
+
+def test_ok_run_records_everything(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    suite(suites, "get", "-c 20 -n 20000 -r 1000 GET key:__rand_int__", "get",
+          PRELOAD_1000.format(keys=1000))
+    results = run(suites, tmp_path / "out")
+    r = results[0]
+    assert r.status == STATUS_OK, r.reason
+    assert r.result is not None and r.result.totals.ops_per_sec > 0
+    assert r.metrics["ALL_STATS.Totals.Ops/sec"] == r.result.totals.ops_per_sec
+    assert r.metrics["ALL_STATS.Totals.Percentile_Latencies.p50.00"] > 0
+    assert r.missing_metrics == ['$."ALL STATS".Totals."No Such Field"']
+    assert r.redis_version == "7.0.15"
+    assert r.tool_version.startswith("redis-benchmark 7.0")
+    assert r.preload_duration_s is not None and r.preload_duration_s >= 0
+    # the server really did the work: 20000 GETs in commandstats
+    assert r.commandstats_delta["get"]["calls"] == 20000
+    assert r.info_delta["keyspace_hits"] == 20000
+    assert set(r.cpus) == {"server", "client"}
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert not set(r.cpus["server"]) & set(r.cpus["client"])
+    assert r.cpu["client"].samples > 0 and r.cpu["server"].samples > 0
+    doc = json.loads((tmp_path / "out" / "get" / "oss-standalone" / "result.json").read_text())
+    assert doc["schema_version"] == 1 and doc["status"] == "ok"
+    assert Path(doc["paths"]["server_log"]).exists()
+    assert TestRunResult.read(tmp_path / "out" / "get" / "oss-standalone" / "result.json").metrics \
+        == r.metrics
+
+
+def test_failures_are_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    suite(suites, "a-mismatch", "-n 100 -r 1000 GET key:__rand_int__", "get",
+          PRELOAD_1000.format(keys=999))
+    suite(suites, "b-wrongtype", "-n 1000 HSET key:000000000001 f v", "hset",
+          PRELOAD_1000.format(keys=1000))
+    suite(suites, "c-badconfig", "-n 100 -t set", "set",
+          "    no-such-option: 1\n")
+    suite(suites, "d-fine", "-n 2000 -t set", "set")
+    results = by_name(run(suites, tmp_path / "out"))
+    assert results["a-mismatch"].status == STATUS_FAILED
+    assert "expected 999 keys" in results["a-mismatch"].reason
+    assert "found 1000" in results["a-mismatch"].reason
+    assert results["b-wrongtype"].status == STATUS_FAILED
+    assert "error replies" in results["b-wrongtype"].reason
+    assert "WRONGTYPE" in results["b-wrongtype"].reason
+    assert results["c-badconfig"].status == STATUS_FAILED
+    assert "did not answer PING" in results["c-badconfig"].reason
+    assert "no-such-option" in results["c-badconfig"].reason  # the log tail says why
+    assert results["d-fine"].status == STATUS_OK
+
+
+def test_missing_tool_is_skipped_with_reason(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "m.yml").write_text("name: m\ntested-commands: [get]\nclientconfig:\n"
+                                  "  tool: memtier_benchmark\n  arguments: --test-time 1\n")
+    suite(suites, "s", "-n 1000 -t set", "set")
+    config = SessionConfig(tools=ToolPaths(memtier="/nonexistent/memtier_benchmark"),
+                           results_dir=tmp_path / "out")
+    if shutil.which("memtier_benchmark") is None:
+        config.tools = ToolPaths()
+        results = by_name(run_suites(config, load_catalog(suites).suites))
+        assert results["m"].status == STATUS_SKIPPED
+        assert "memtier_benchmark not found" in results["m"].reason
+        assert results["s"].status == STATUS_OK
+
+
+def test_test_time_maps_onto_requests(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    suite(suites, "set", "-c 10 -n 100000000 -t set", "set")
+    r = run(suites, tmp_path / "out", test_time=1)[0]
+    assert r.status == STATUS_OK, r.reason
+    n = r.argv[0][r.argv[0].index("-n") + 1]
+    assert int(n) == 100_000  # 1 s x 100k requests/s, capped by nothing
+    assert r.commandstats_delta["set"]["calls"] == 100_000
+
+
+def test_cpu_allocator_disjoint_and_warning() -> None:
+    plan = CpuAllocator([0, 1, 2, 3]).plan(1, 2)
+    assert plan.server == [0] and plan.client == [1, 2] and plan.disjoint and not plan.warning
+    small = CpuAllocator([0, 1]).plan(2, 1)
+    assert small.warning and "share cores" in small.warning
+    single = CpuAllocator([0]).plan(1, 1)
+    assert single.server == single.client == [0] and not single.disjoint
+
+
+def _our_children(pid: int) -> list[str]:
+    try:
+        return [p.name() for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    for name in ("a", "b", "c"):
+        suite(suites, name, "-c 10 -n 50000000 -t set", "set")
+    proc = subprocess.Popen([RBS, "run", "--suites-dir", str(suites), "--results-dir",
+                             str(tmp_path / "out"), "--no-datasink"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    seen: list[str] = []
+    while time.monotonic() < deadline and "redis-benchmark" not in seen:
+        seen = _our_children(proc.pid)
+        time.sleep(0.2)
+    assert "redis-benchmark" in seen and "redis-server" in seen, seen
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "interrupted" in out
+    gone, alive = psutil.wait_procs(descendants, timeout=10)
+    assert alive == [], [p.pid for p in alive]
+
+
+def test_cli_run_prints_table_and_exit_code(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    suite(suites, "ok-set", "-n 5000 -t set", "set")
+    out = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
+                          str(tmp_path / "out"), "--no-datasink"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok-set" in out.stdout and "ops/sec" in out.stdout
+    summaries = list((tmp_path / "out").glob("*/summary.csv"))
+    assert len(summaries) == 1
+    assert "ok-set" in summaries[0].read_text()
+    dry = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--dry-run"],
+                         capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0 and "-n 5000 -t set" in dry.stdout
+    suite(suites, "zz-fail", "-n 1000 -t set", "set", "    no-such-option: 1\n")
+    bad = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
+                          str(tmp_path / "out"), "--no-datasink"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1
+    assert "zz-fail" in bad.stdout and "did not answer PING" in bad.stdout
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
