@@ -14,6 +14,7 @@ from redis_benchmarks_spec import __version__
 COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.suites",
     "redis_benchmarks_spec.cli.run",
+    "redis_benchmarks_spec.cli.pipeline",
 ]
 
 

@@ -1,0 +1,306 @@
+"""``rbs trigger``, ``rbs api`` and ``rbs admin``: parsing and printing only."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import redis
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from redis_benchmarks_spec.events import admin
+from redis_benchmarks_spec.events import names as names_mod
+from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
+from redis_benchmarks_spec.events.messages import TestFilters
+from redis_benchmarks_spec.events.status import heartbeats
+from redis_benchmarks_spec.events.trigger import (
+    DEFAULT_SOURCE_TTL_S,
+    RedisSourceStore,
+    RequestOptions,
+    S3SourceStore,
+    Selection,
+    SourceStore,
+    trigger,
+)
+
+ENV_BROKER = "RBS_BROKER"
+ENV_SECRET = "RBS_WEBHOOK_SECRET"
+DEFAULT_BROKER = "redis://127.0.0.1:6379"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the pipeline's command groups to ``rbs``."""
+    _register_trigger(sub)
+    _register_api(sub)
+    _register_admin(sub)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _add_broker(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--broker", default=os.environ.get(ENV_BROKER, DEFAULT_BROKER),
+                   help=f"Redis URL of the broker (default: ${ENV_BROKER} or {DEFAULT_BROKER})")
+    names_mod.add_arguments(p)
+
+
+def _client(args: argparse.Namespace) -> redis.Redis:
+    return redis.Redis.from_url(args.broker, socket_timeout=60, socket_connect_timeout=10)
+
+
+# --------------------------------------------------------------------------- trigger
+
+
+def _register_trigger(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("trigger", help="queue build requests for commits of a git repository")
+    p.add_argument("--repo", required=True, help="local repository path or git remote URL")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--commit", help="one commit (sha or any commit-ish)")
+    what.add_argument("--tag", help="a tag (sets the request's tag and version)")
+    p.add_argument("--branch", help="a branch: its head, or its last N commits with --last; "
+                                    "with --commit, the branch name recorded")
+    p.add_argument("--last", type=int, default=1, help="with --branch: the last N commits")
+    p.add_argument("--org", help="GitHub org (default: from the origin remote)")
+    p.add_argument("--repo-name", help="GitHub repository name (default: from origin)")
+    p.add_argument("--pr", type=int, help="pull request number")
+    p.add_argument("--tests-regexp", default=".*")
+    p.add_argument("--groups-regexp", default=".*")
+    p.add_argument("--commands-regexp", default=".*")
+    p.add_argument("--priority-min", type=int)
+    p.add_argument("--priority-max", type=int)
+    p.add_argument("--platforms", type=_csv, default=(), help="comma list (default: all)")
+    p.add_argument("--build-variants", type=_csv, default=(),
+                   help="comma list of build variant ids (default: the builders' defaults)")
+    p.add_argument("--triggering-env", default="ci")
+    p.add_argument("--source-ttl", type=int, default=DEFAULT_SOURCE_TTL_S,
+                   help="seconds the source archive stays in Redis")
+    p.add_argument("--s3-bucket", help="store source archives in this S3 bucket (boto3)")
+    p.add_argument("--wait", action="store_true", help="follow the requests to their results")
+    p.add_argument("--timeout", type=float, default=6 * 3600, help="--wait limit in seconds")
+    _add_broker(p)
+    p.set_defaults(func=cmd_trigger)
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    """Queue the requests; with --wait follow them until done or timeout."""
+    client = _client(args)
+    names = names_mod.from_args(args)
+    store: SourceStore = (S3SourceStore(args.s3_bucket) if args.s3_bucket
+                          else RedisSourceStore(args.source_ttl))
+    selection = Selection(commit=args.commit, branch=args.branch, tag=args.tag, last=args.last)
+    options = RequestOptions(
+        org=args.org, repo_name=args.repo_name, pr=args.pr, platforms=args.platforms,
+        build_variants=args.build_variants, triggering_env=args.triggering_env,
+        filters=TestFilters(args.tests_regexp, args.groups_regexp, args.commands_regexp,
+                            args.priority_min, args.priority_max),
+    )
+    done = trigger(client, names, args.repo, selection, options, store)
+    console = Console()
+    for t in done:
+        console.print(f"queued request [bold]{t.request.id}[/] for {t.request.org}/"
+                      f"{t.request.repo} {t.request.sha[:12]} ({t.archive_bytes} bytes of "
+                      f"source at {t.request.source.location}) entry {t.entry_id}",
+                      highlight=False)
+    if not args.wait:
+        return 0
+    follower = Follower(client, names, [(t.request, t.entry_id) for t in done])
+    with Live(console=console, refresh_per_second=2) as live:
+        ok = wait(follower, args.timeout, interval_s=2.0,
+                  on_update=lambda progress: live.update(_progress_table(
+                      progress, follower.expected_platforms)))
+    if not ok:
+        Console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
+        return 2
+    return 1 if _any_failure(follower) else 0
+
+
+def _any_failure(follower: Follower) -> bool:
+    return any(p.failures or any(pp.counts["failed"] for pp in p.platforms.values())
+               for p in follower.progress.values())
+
+
+def _progress_table(progress: list[RequestProgress], platforms: list[str]) -> Table:
+    table = Table(title=f"requests (platforms: {', '.join(platforms) or 'none yet'})")
+    for col in ("request", "sha", "variant", "platform", "tests", "done", "failed", "state"):
+        table.add_column(col)
+    for prog in progress:
+        req = prog.request
+        for failure in prog.failures:
+            table.add_row(req.id[:8], req.sha[:10], failure.build_variant, "-", "-", "-", "-",
+                          f"[red]build failed: {failure.reason}[/]")
+        if not prog.events and not prog.failures:
+            table.add_row(req.id[:8], req.sha[:10], "-", "-", "-", "-", "-",
+                          "cancelled" if prog.cancelled else "waiting for a builder")
+        for event_id, event in prog.events.items():
+            for platform in platforms:
+                pp = prog.platforms.get((event_id, platform))
+                state = ("cancelled" if prog.cancelled else "waiting for an agent" if pp is None
+                         else "[green]done[/]" if pp.done else "running")
+                table.add_row(req.id[:8], req.sha[:10], event.build_variant, platform,
+                              str(pp.total if pp else 0), str(pp.finished if pp else 0),
+                              str(pp.counts["failed"] if pp else 0), state)
+    return table
+
+
+# --------------------------------------------------------------------------- api
+
+
+def _register_api(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("api", help="serve the GitHub webhook receiver (waitress)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--secret-file", type=Path,
+                   help=f"file holding the webhook secret (default: ${ENV_SECRET})")
+    p.add_argument("--trigger-label", default="action:run-benchmark")
+    p.add_argument("--branches", type=_csv, default=("unstable",),
+                   help="comma list of branches whose pushes are benchmarked")
+    p.add_argument("--repos", type=_csv, default=(), help="comma list of org/repo to accept")
+    p.add_argument("--git-remote", help="mirror the builders fetch from (default: clone_url)")
+    p.add_argument("--platforms", type=_csv, default=())
+    p.add_argument("--build-variants", type=_csv, default=())
+    p.add_argument("--max-body", type=int, default=5 * 1024 * 1024, help="bytes")
+    _add_broker(p)
+    p.set_defaults(func=cmd_api)
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    """Run the webhook receiver until interrupted."""
+    from redis_benchmarks_spec.api.github import TriggerPolicy
+    from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, serve
+
+    secret = (args.secret_file.read_bytes().strip() if args.secret_file
+              else os.environ.get(ENV_SECRET, "").encode())
+    if not secret:
+        Console(stderr=True).print(f"[red]no webhook secret: set ${ENV_SECRET} or "
+                                   "--secret-file[/]")
+        return 2
+    policy = TriggerPolicy(trigger_label=args.trigger_label, branches=args.branches,
+                           repos=args.repos, git_remote=args.git_remote,
+                           platforms=args.platforms, build_variants=args.build_variants)
+    config = WebhookConfig(secret=secret, policy=policy, names=names_mod.from_args(args),
+                           max_body_bytes=args.max_body)
+    client = redis.Redis.from_url(args.broker, socket_timeout=5, socket_connect_timeout=2)
+    serve(WebhookApp(config, client), args.host, args.port, args.threads)
+    return 0
+
+
+# --------------------------------------------------------------------------- admin
+
+
+def _register_admin(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("admin", help="inspect and steer the pipeline's streams")
+    asub = p.add_subparsers(dest="admin_command", metavar="ACTION", required=True)
+    for name, func, help_text in (
+        ("streams", cmd_streams, "streams, groups, lag, pending per consumer"),
+        ("heartbeats", cmd_heartbeats, "agents' last heartbeats"),
+        ("inflight", cmd_inflight, "build events some platform is still running"),
+        ("failed", cmd_failed, "failed builds and tests"),
+    ):
+        sp = asub.add_parser(name, help=help_text)
+        sp.add_argument("--limit", type=int, default=100, help="recent events to look at")
+        _add_broker(sp)
+        sp.set_defaults(func=func)
+    for name, func, help_text in (("cancel", cmd_cancel, "cancel a build event or request"),
+                                  ("replay", cmd_replay, "queue a build event/request again")):
+        sp = asub.add_parser(name, help=help_text)
+        sp.add_argument("event_id", help="build event id or build request id")
+        _add_broker(sp)
+        sp.set_defaults(func=func)
+
+
+def cmd_streams(args: argparse.Namespace) -> int:
+    """Print every stream with its groups and consumers."""
+    table = Table(title="streams")
+    for col in ("stream", "length", "group", "lag", "pending", "consumer", "c.pending", "idle"):
+        table.add_column(col)
+    for s in admin.streams(_client(args), names_mod.from_args(args)):
+        table.add_row(s.name, str(s.length), *[""] * 6)
+        for g in s.groups:
+            table.add_row("", "", g.name, "?" if g.lag is None else str(g.lag), str(g.pending),
+                          "", "", "")
+            for c in g.consumers:
+                table.add_row("", "", "", "", "", c.name, str(c.pending), _ms(c.idle_ms))
+    Console().print(table)
+    return 0
+
+
+def cmd_heartbeats(args: argparse.Namespace) -> int:
+    """Print the agents' heartbeats."""
+    table = Table(title="heartbeats")
+    for col in ("platform", "agent", "last beat", "alive", "doing"):
+        table.add_column(col)
+    now = time.time() * 1000
+    for hb in heartbeats(_client(args), names_mod.from_args(args)):
+        table.add_row(hb.platform, hb.agent, _ms(int(now - hb.last_ms)) + " ago",
+                      "[green]yes[/]" if hb.alive else "[red]no[/]", hb.info)
+    Console().print(table)
+    return 0
+
+
+def cmd_inflight(args: argparse.Namespace) -> int:
+    """Print events in flight with their test counts."""
+    table = Table(title="events in flight")
+    for col in ("event", "platform", "pending", "running", "completed", "failed"):
+        table.add_column(col)
+    for ev in admin.inflight(_client(args), names_mod.from_args(args), args.limit):
+        per: dict[str, dict[str, int]] = {}
+        for s in ev.statuses:
+            counts = per.setdefault(s.platform, {})
+            counts[s.state] = counts.get(s.state, 0) + 1
+        for platform, counts in sorted(per.items()):
+            table.add_row(ev.event_id, platform, *(str(counts.get(k, 0)) for k in
+                                                   ("pending", "running", "completed", "failed")))
+    Console().print(table)
+    return 0
+
+
+def cmd_failed(args: argparse.Namespace) -> int:
+    """Print build failures and failed tests."""
+    client, names = _client(args), names_mod.from_args(args)
+    console = Console()
+    builds = Table(title="build failures")
+    for col in ("request", "sha", "variant", "reason"):
+        builds.add_column(col)
+    for f in admin.build_failures(client, names, args.limit):
+        builds.add_row(f.request_id, f.sha[:12], f.build_variant, f.reason)
+    tests = Table(title="failed tests")
+    for col in ("event", "platform", "agent", "test", "reason"):
+        tests.add_column(col)
+    for s in admin.failed_tests(client, names, args.limit):
+        tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.reason)
+    console.print(builds)
+    console.print(tests)
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Cancel one build event or request."""
+    try:
+        fresh = admin.cancel_event(_client(args), names_mod.from_args(args), args.event_id)
+    except admin.AdminError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/]")
+        return 1
+    print(f"{args.event_id}: {'cancelled' if fresh else 'was already cancelled'}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Queue one build event or request again."""
+    try:
+        done = admin.replay(_client(args), names_mod.from_args(args), args.event_id)
+    except admin.AdminError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/]")
+        return 1
+    print(f"{args.event_id}: re-queued on {done.stream} as {done.new_entry_id} "
+          f"(was {done.old_entry_id})")
+    return 0
+
+
+def _ms(ms: int) -> str:
+    return f"{ms / 1000:.1f}s" if ms < 120_000 else f"{ms / 60_000:.1f}m"

@@ -1,0 +1,166 @@
+"""Following build requests to their results (``rbs trigger --wait``): computation only.
+
+A request is finished when every build variant it asked for has either failed to build or
+produced a build event that every expected platform has finished (the agents' ``EVENT_DONE``
+status, see :mod:`.status`), or when it was cancelled. Expected platforms are the request's
+platform filter, or else every ``platform:<name>`` group on the builds stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.events.messages import (
+    FINAL_STATES,
+    TEST_STATES,
+    BuildEvent,
+    BuildFailure,
+    BuildRequest,
+    MalformedMessage,
+)
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, read_statuses
+
+SCAN_PAGE = 500
+
+
+@dataclass
+class PlatformProgress:
+    """Test counts by state on one platform for one build event."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TEST_STATES, 0))
+    done: bool = False
+
+    @property
+    def total(self) -> int:
+        """Number of tests the platform selected so far."""
+        return sum(self.counts.values())
+
+    @property
+    def finished(self) -> int:
+        """Tests in a final state."""
+        return sum(self.counts[s] for s in FINAL_STATES)
+
+
+@dataclass
+class RequestProgress:
+    """Where one request stands."""
+
+    request: BuildRequest
+    events: dict[str, BuildEvent] = field(default_factory=dict)
+    failures: list[BuildFailure] = field(default_factory=list)
+    platforms: dict[tuple[str, str], PlatformProgress] = field(default_factory=dict)
+    cancelled: bool = False
+
+    def finished(self, expected_platforms: list[str]) -> bool:
+        """True when nothing more will happen for this request."""
+        if self.cancelled:
+            return True
+        wanted = len(self.request.build_variants)
+        outcomes = len(self.events) + len(self.failures)
+        if outcomes == 0 or (wanted and outcomes < wanted):
+            return False
+        return all(self.platforms.get((eid, p), PlatformProgress()).done
+                   for eid in self.events for p in expected_platforms)
+
+
+def platform_groups(client: redis.Redis, names: StreamNames) -> list[str]:
+    """Platforms with a consumer group on the builds stream."""
+    try:
+        groups: Any = client.xinfo_groups(names.builds)
+    except redis.ResponseError:  # the stream does not exist yet
+        return []
+    found = (names.platform_of_group(_text(g["name"])) for g in groups)
+    return sorted(p for p in found if p)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Follower:
+    """Incrementally reads the builds/failures streams and status hashes for some requests."""
+
+    def __init__(self, client: redis.Redis, names: StreamNames,
+                 requests: list[tuple[BuildRequest, str]]) -> None:
+        if not requests:
+            raise ValueError("nothing to follow")
+        self.client = client
+        self.names = names
+        self.progress = {r.id: RequestProgress(r) for r, _ in requests}
+        start = min((entry_id for _, entry_id in requests), key=_id_key)
+        self._cursors = {names.builds: start, names.build_failures: start}
+        filters = {tuple(r.platforms) for r, _ in requests}
+        self.expected_platforms = (list(filters.pop()) if len(filters) == 1 and
+                                   next(iter(filters)) else platform_groups(client, names))
+
+    def poll(self) -> list[RequestProgress]:
+        """Read what happened since the last poll; the progress of every request."""
+        self._scan(self.names.builds, BuildEvent, self._add_event)
+        self._scan(self.names.build_failures, BuildFailure, self._add_failure)
+        for prog in self.progress.values():
+            prog.cancelled = is_cancelled(self.client, self.names, prog.request.id)
+            for event_id in prog.events:
+                self._refresh_statuses(prog, event_id)
+        return list(self.progress.values())
+
+    def finished(self) -> bool:
+        """True when every request is finished."""
+        return all(p.finished(self.expected_platforms) for p in self.progress.values())
+
+    def _scan(self, stream: str, cls: Any, add: Callable[[Any], None]) -> None:
+        while True:
+            rows: Any = self.client.xrange(stream, min=f"({self._cursors[stream]}",
+                                           count=SCAN_PAGE)
+            for entry_id, fields in rows:
+                self._cursors[stream] = _text(entry_id)
+                try:
+                    add(cls.decode(fields, _text(entry_id)))
+                except MalformedMessage:
+                    continue  # not ours to judge: the consumers dead-letter it
+            if len(rows) < SCAN_PAGE:
+                return
+
+    def _add_event(self, event: BuildEvent) -> None:
+        if event.request_id in self.progress:
+            self.progress[event.request_id].events[event.id] = event
+
+    def _add_failure(self, failure: BuildFailure) -> None:
+        if failure.request_id in self.progress:
+            self.progress[failure.request_id].failures.append(failure)
+
+    def _refresh_statuses(self, prog: RequestProgress, event_id: str) -> None:
+        fresh: dict[tuple[str, str], PlatformProgress] = {}
+        for status in read_statuses(self.client, self.names, event_id):
+            pp = fresh.setdefault((event_id, status.platform), PlatformProgress())
+            if status.test_name == EVENT_DONE:
+                pp.done = status.final
+            else:
+                pp.counts[status.state] += 1
+        for key, pp in fresh.items():
+            prog.platforms[key] = pp
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def wait(follower: Follower, timeout_s: float, interval_s: float = 1.0,
+         on_update: Callable[[list[RequestProgress]], None] | None = None) -> bool:
+    """Poll until every request is finished (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        progress = follower.poll()
+        if on_update:
+            on_update(progress)
+        if follower.finished():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
