@@ -21,6 +21,7 @@ A writer of a new field bumps the kind's version; readers refuse versions they d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 import types
@@ -329,8 +330,8 @@ def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None
     """Decode stream ``fields`` (bytes or str keys/values) into ``cls``, checking every type."""
     texts = {_text(k): v for k, v in fields.items()}
     _check_header(cls, texts, entry_id)
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
+    hints = _hints(cls)
+    names = set(hints)
     unknown = sorted(set(texts) - names - set(RESERVED_FIELDS))
     if unknown:
         raise MalformedMessage(entry_id, unknown[0], f"unknown field for {cls.KIND} v{cls.VERSION}")
@@ -346,6 +347,13 @@ def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None
         return cls(**kwargs)
     except MessageError as exc:
         raise MalformedMessage(entry_id, None, str(exc)) from exc
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """Resolved annotations of a dataclass's fields (resolving them is slow: cached)."""
+    resolved = typing.get_type_hints(cls)
+    return {f.name: resolved[f.name] for f in dataclasses.fields(cls)}
 
 
 def _check_header(cls: type[Message], texts: dict[str, Any], entry_id: str | None) -> None:
@@ -421,9 +429,8 @@ def _coerce_scalar(value: Any, hint: Any) -> Any:
 def _build_part(cls: Any, value: Any) -> Any:
     if not isinstance(value, dict):
         raise TypeError(f"expected an object for {cls.__name__}, got {type(value).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(value) - names)
+    hints = _hints(cls)
+    unknown = sorted(set(value) - set(hints))
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} in {cls.__name__}")
     missing = sorted(f.name for f in dataclasses.fields(cls)
