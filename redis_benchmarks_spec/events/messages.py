@@ -350,7 +350,7 @@ def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: Any) -> dict[str, Any]:
     """Resolved annotations of a dataclass's fields (resolving them is slow: cached)."""
     resolved = typing.get_type_hints(cls)
     return {f.name: resolved[f.name] for f in dataclasses.fields(cls)}
