@@ -21,7 +21,6 @@ A writer of a new field bumps the kind's version; readers refuse versions they d
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 import types
@@ -349,11 +348,15 @@ def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None
         raise MalformedMessage(entry_id, None, str(exc)) from exc
 
 
-@functools.cache
-def _hints(cls: Any) -> dict[str, Any]:
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
     """Resolved annotations of a dataclass's fields (resolving them is slow: cached)."""
-    resolved = typing.get_type_hints(cls)
-    return {f.name: resolved[f.name] for f in dataclasses.fields(cls)}
+    if cls not in _HINTS:
+        resolved = typing.get_type_hints(cls)
+        _HINTS[cls] = {f.name: resolved[f.name] for f in dataclasses.fields(cls)}
+    return _HINTS[cls]
 
 
 def _check_header(cls: type[Message], texts: dict[str, Any], entry_id: str | None) -> None:
