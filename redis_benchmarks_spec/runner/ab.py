@@ -1,0 +1,100 @@
+"""Interleaved A/B runs: the same suites against two redis-server binaries, alternating
+A B B A A B ... per suite with a fresh server every time and identical pinning.
+
+Interleaving spreads slow drifts of a shared machine (other tenants, thermal state) over both
+sides; alternating the order inside each pair cancels "second run of the pair" effects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.runner.process import ProcessRegistry
+from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+from redis_benchmarks_spec.spec.suite import Suite
+
+BASELINE = "baseline"
+COMPARISON = "comparison"
+
+
+@dataclass
+class Side:
+    name: str
+    redis_server: str
+    server_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ABConfig:
+    session: SessionConfig  # tools, pinning, test time, context shared by both sides
+    baseline: Side
+    comparison: Side
+    repetitions: int = 10
+
+
+@dataclass
+class ABRun:
+    """One side's result for one suite in one repetition."""
+
+    side: str
+    repetition: int
+    result: TestRunResult
+
+
+def order(repetition: int) -> tuple[str, str]:
+    """A B for even repetitions, B A for odd ones: A B B A A B B A ..."""
+    return (BASELINE, COMPARISON) if repetition % 2 == 0 else (COMPARISON, BASELINE)
+
+
+def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig:
+    base = config.session
+    tools = replace(base.tools, redis_server=side.redis_server)
+    results_dir = base.results_dir / side.name / f"rep-{repetition:02d}"
+    return replace(base, tools=tools, results_dir=results_dir,
+                   server_args=[*base.server_args, *side.server_args])
+
+
+def run_ab(config: ABConfig, suites: list[Suite],
+           on_run: Callable[[ABRun], None] | None = None,
+           stop: threading.Event | None = None) -> list[ABRun]:
+    """Every suite ``repetitions`` times per side, interleaved; returns every run."""
+    sides = {BASELINE: config.baseline, COMPARISON: config.comparison}
+    registry = ProcessRegistry()
+    runs: list[ABRun] = []
+    for suite in suites:
+        for rep in range(config.repetitions):
+            for side_name in order(rep):
+                if stop is not None and stop.is_set():
+                    return runs
+                cfg = _side_config(config, sides[side_name], rep)
+                for result in run_suites(cfg, [suite], registry=registry):
+                    run = ABRun(side_name, rep, result)
+                    runs.append(run)
+                    if on_run:
+                        on_run(run)
+    return runs
+
+
+def paired_samples(runs: list[ABRun], metric: str) -> dict[str, list[tuple[float, float]]]:
+    """Per test, (baseline, comparison) values of ``metric`` for repetitions where both sides
+    succeeded, in repetition order."""
+    values: dict[tuple[str, int, str], float] = {}
+    for run in runs:
+        if run.result.ok and metric in run.result.metrics:
+            values[(run.result.test_name, run.repetition, run.side)] = run.result.metrics[metric]
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    tests = sorted({k[0] for k in values})
+    reps = sorted({k[1] for k in values})
+    for test in tests:
+        pairs[test] = [(values[(test, r, BASELINE)], values[(test, r, COMPARISON)])
+                       for r in reps
+                       if (test, r, BASELINE) in values and (test, r, COMPARISON) in values]
+    return pairs
+
+
+def results_root(config: ABConfig) -> Path:
+    return config.session.results_dir
