@@ -49,6 +49,8 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--memtier-bin", default=None, help="memtier_benchmark (default: PATH)")
     g.add_argument("--test-time", type=int, default=None,
                    help="seconds per test, overriding each suite's duration (quick runs)")
+    g.add_argument("--launcher", choices=["process", "docker"], default="process",
+                   help="start redis-server as a local process or in a Docker container")
     g.add_argument("--cpus", default=None,
                    help="comma-separated CPU ids to allocate from (default: all this process may use)")
     g.add_argument("--client-bound-client-pct", type=float, default=90.0,
@@ -108,7 +110,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
         tools=ToolPaths(redis_server=args.redis_server,
                         redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         results_dir=results_dir, context=context, test_time=args.test_time,
-        topology_filter=args.topology,
+        topology_filter=args.topology, launcher=args.launcher,
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct))

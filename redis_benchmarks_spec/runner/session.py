@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.loadgen.drivers import ClientDriver, ToolPaths, make_driver
@@ -20,7 +20,7 @@ from redis_benchmarks_spec.results.document import (
     TestRunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
-from redis_benchmarks_spec.runner.launcher import ProcessLauncher
+from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
 from redis_benchmarks_spec.runner.process import ProcessRegistry
 from redis_benchmarks_spec.runner.test_run import TestEnv, run_test
 from redis_benchmarks_spec.spec.suite import Suite
@@ -44,6 +44,7 @@ class SessionConfig:
     thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
     server_args: list[str] = field(default_factory=list)
     preload_timeout_s: float = 600.0
+    launcher: str = "process"  # or "docker"
 
 
 @dataclass
@@ -102,14 +103,24 @@ def _drivers(tools: ToolPaths) -> dict[str, ClientDriver]:
     return out
 
 
+def make_launcher(config: SessionConfig, registry: ProcessRegistry) -> ServerLauncher:
+    if config.launcher == "docker":
+        from redis_benchmarks_spec.runner.docker_launcher import DockerLauncher
+        return DockerLauncher()
+    if config.launcher != "process":
+        raise ValueError(f"unknown launcher {config.launcher!r} (process or docker)")
+    return ProcessLauncher(registry)
+
+
 def make_env(config: SessionConfig, registry: ProcessRegistry) -> TestEnv:
     tools = config.tools.resolve()
     if not tools.redis_server:
         raise FileNotFoundError("redis-server not found: give --redis-server or put it on PATH")
+    context = replace(config.context, deployment_type=config.launcher)
     return TestEnv(
         redis_server=tools.redis_server, drivers=_drivers(tools),
-        launcher=ProcessLauncher(registry), registry=registry,
-        allocator=CpuAllocator(config.cpus), context=config.context,
+        launcher=make_launcher(config, registry), registry=registry,
+        allocator=CpuAllocator(config.cpus), context=context,
         results_dir=config.results_dir, test_time=config.test_time,
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s)
@@ -137,4 +148,7 @@ def run_suites(config: SessionConfig, suites: list[Suite],
                 on_result(result)
     finally:
         registry.stop_all()
+        stop_all = getattr(env.launcher, "stop_all", None)
+        if stop_all is not None:
+            stop_all()
     return results

@@ -1,0 +1,141 @@
+"""redis-server in a Docker container, for lab hosts that isolate runs in containers.
+
+There is no image registry here, so the image is built locally from the redis-server binary
+under test: a root filesystem holding that binary and the shared libraries ``ldd`` lists,
+``docker import``-ed under a tag derived from the binary's sha256 (rebuilt only when the
+binary changes). Containers use the host network (a free port picked at run time), are pinned
+with ``--cpuset-cpus``, carry the label ``rbs.managed=1`` plus a per-run label, and are stopped
+and removed by their own container id; nothing else on the engine is touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import subprocess
+import tarfile
+import uuid
+from pathlib import Path
+
+from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerSpec, ServerStartError
+from redis_benchmarks_spec.runner.process import free_port, wait_for
+
+LABEL = "rbs.managed"
+DOCKER_TIMEOUT = 120
+_LDD_PATH = re.compile(r"(/\S+)")
+
+
+class DockerError(RuntimeError):
+    """The Docker engine refused or failed a command; the message carries its stderr."""
+
+
+def docker(*args: str, timeout: float = DOCKER_TIMEOUT, stdin: bytes | None = None) -> str:
+    proc = subprocess.run(["docker", *args], input=stdin, capture_output=True,
+                          timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise DockerError(f"docker {args[0]} failed ({proc.returncode}): "
+                          f"{proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout.decode(errors="replace").strip()
+
+
+def _shared_libraries(binary: Path) -> list[Path]:
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30,
+                         check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        match = _LDD_PATH.search(line.split("=>")[-1])
+        if match and Path(match.group(1)).exists():
+            libs.append(Path(match.group(1)))
+    return libs
+
+
+def _rootfs_tar(binary: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(binary.resolve(), arcname="usr/local/bin/redis-server")
+        for lib in _shared_libraries(binary):
+            tar.add(lib.resolve(), arcname=str(lib).lstrip("/"))
+        for folder in ("data", "tmp"):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def image_for(binary: str) -> str:
+    """A local image holding ``binary``; built once per distinct binary."""
+    path = Path(binary)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    tag = f"rbs-redis:{digest}"
+    try:
+        docker("image", "inspect", tag)
+        return tag
+    except DockerError:
+        pass  # not built yet: build it below
+    docker("import", "--change", f"LABEL {LABEL}=1", "-", tag, stdin=_rootfs_tar(path))
+    return tag
+
+
+class DockerLauncher:
+    """Implements the runner's ServerLauncher with one container per server."""
+
+    def __init__(self) -> None:
+        self._containers: dict[int, str] = {}  # port -> container id
+
+    def start(self, spec: ServerSpec) -> ServerHandle:
+        image = image_for(spec.binary)
+        spec.workdir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        name = f"rbs-{uuid.uuid4().hex[:12]}"
+        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1", "--network", "host",
+                     "--cpuset-cpus", ",".join(map(str, spec.cpus)),
+                     "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
+                     "--port", str(port), "--bind", "127.0.0.1", "--dir", "/data",
+                     "--save", "", *spec.args)
+        self._containers[port] = cid
+        handle = ServerHandle("127.0.0.1", port, [], spec.workdir / "redis-server.log")
+        handle.pids = [int(docker("inspect", "-f", "{{.State.Pid}}", cid) or 0)]
+        up = wait_for(lambda: self._answers(handle, cid), spec.start_timeout)
+        if not up or docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
+            self.stop(handle)
+            raise ServerStartError(f"container {name} ({image}) did not answer PING on port "
+                                   f"{port}; log tail:\n{_tail(handle.log_path)}")
+        return handle
+
+    @staticmethod
+    def _answers(handle: ServerHandle, cid: str) -> bool:
+        import redis
+        if docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
+            return True  # exited: start() reports it after the wait
+        try:
+            return bool(handle.client(timeout=1).ping())
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False
+
+    def stop(self, handle: ServerHandle) -> None:
+        cid = self._containers.pop(handle.port, None)
+        if cid is None:
+            return
+        try:
+            docker("stop", "-t", "10", cid, timeout=60)
+        finally:
+            handle.log_path.write_text(_logs(cid))
+            docker("rm", "-f", cid, timeout=60)
+
+    def stop_all(self) -> None:
+        for port in list(self._containers):
+            self.stop(ServerHandle("127.0.0.1", port, [], Path("/dev/null")))
+
+
+def _logs(cid: str) -> str:
+    proc = subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=60,
+                          check=False)
+    return proc.stdout + proc.stderr
+
+
+def _tail(path: Path) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-20:])
+    except OSError:
+        return ""
