@@ -1,0 +1,61 @@
+"""The saturation guard: a client-bound run is flagged, a server-bound one is not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import CpuUsage
+from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds, is_client_bound
+
+# Two redis-benchmark processes with 500 connections each, sharing ONE client core
+# (0.5 CPU each): the client side wants more than its core while PING costs the server little.
+HEAVY = """
+name: client-heavy
+tested-commands: [ping]
+clientconfigs:
+  - tool: redis-benchmark
+    arguments: -c 500 -n 400000 -t ping_mbulk
+    resources: {requests: {cpus: "0.5"}}
+  - tool: redis-benchmark
+    arguments: -c 500 -n 400000 -t ping_mbulk
+    resources: {requests: {cpus: "0.5"}}
+"""
+# Deep pipelines: the client batches 50 commands per write, the server does the work.
+NORMAL = """
+name: server-heavy
+tested-commands: [set]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -c 50 -n 3000000 -P 50 -r 100000 -t set
+"""
+
+
+def test_thresholds() -> None:
+    t = SaturationThresholds()
+    assert is_client_bound(CpuUsage(10, 95.0, 99.0, 1), CpuUsage(10, 50.0, 60.0, 1), t)
+    assert not is_client_bound(CpuUsage(10, 95.0, 99.0, 1), CpuUsage(10, 90.0, 95.0, 1), t)
+    assert not is_client_bound(CpuUsage(10, 120.0, 150.0, 2), CpuUsage(10, 50.0, 60.0, 1), t)
+    assert not is_client_bound(CpuUsage(0, 0.0, 0.0, 1), CpuUsage(10, 50.0, 60.0, 1), t)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores for disjoint pinning")
+def test_client_heavy_run_is_flagged_and_pipelined_run_is_not(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "heavy.yml").write_text(HEAVY)
+    (suites / "normal.yml").write_text(NORMAL)
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    results = {r.test_name: r for r in run_suites(config, load_catalog(suites).suites)}
+    heavy, normal = results["client-heavy"], results["server-heavy"]
+    assert heavy.ok and normal.ok, (heavy.reason, normal.reason)
+    assert len(heavy.cpus["client"]) == 1  # both clients on one core
+    client, server = heavy.cpu["client"], heavy.cpu["server"]
+    assert "client-bound" in heavy.flags, (client, server)
+    assert "client-bound" not in normal.flags, (normal.cpu["client"], normal.cpu["server"])
+    assert normal.cpu["server"].mean_pct > 75.0
