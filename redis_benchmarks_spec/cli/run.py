@@ -82,6 +82,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results-dir", type=Path, default=Path("results"),
                    help="where result documents go (a timestamped folder per run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    g = p.add_argument_group("datasink")
+    g.add_argument("--datasink", default=None, metavar="URL",
+                   help="push results to this RedisTimeSeries (default: the embedded datasink, "
+                        "started on demand)")
+    g.add_argument("--no-datasink", action="store_true", help="keep results on disk only")
+    g.add_argument("--datasink-data-dir", type=Path, default=None,
+                   help="data directory of the embedded datasink")
     p.set_defaults(func=cmd_run)
 
 
@@ -173,7 +180,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    return report(console, config, results)
+    code = report(console, config, results)
+    if not args.no_datasink:
+        push_to_datasink(console, args, results, config.results_dir)
+    return code
+
+
+def push_to_datasink(console: Console, args: argparse.Namespace,
+                     results: list[TestRunResult], results_dir: Path) -> None:
+    """Push this session's results; when that fails they stay on disk for `rbs datasink push`."""
+    from redis_benchmarks_spec.datasink.session_push import push_session
+    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir)
+    colour = "green" if outcome.ok else "yellow"
+    console.print(f"[{colour}]datasink: {outcome.message}[/]", highlight=False, soft_wrap=True)
 
 
 def report(console: Console, config: SessionConfig, results: list[TestRunResult]) -> int:

@@ -62,6 +62,8 @@ class CpuUsage:
 class TestRunResult:
     """Everything one test run produced. ``metrics`` are the exporter's named values."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     test_name: str
     run_id: str
     status: str
