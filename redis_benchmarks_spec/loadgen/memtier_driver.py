@@ -1,0 +1,43 @@
+"""The memtier_benchmark client driver (see loadgen/drivers.py for the interface)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from redis_benchmarks_spec.loadgen import memtier
+from redis_benchmarks_spec.loadgen.drivers import ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.spec.suite import ToolConfig
+
+# a run with neither --test-time nor -n: memtier's default is 10000 requests per client
+DEFAULT_EXPECTED_S = 60.0
+
+
+class MemtierDriver:
+    tool = "memtier_benchmark"
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self._version: str | None = None
+
+    def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+                   test_time: int | None) -> Invocation:
+        json_out = out_prefix.with_suffix(".json")
+        mt = memtier.MemtierTarget(target.host, target.port, target.password, target.user,
+                                   tls=target.tls, cluster_mode=target.cluster)
+        argv = memtier.memtier_argv(self.binary, cfg, mt, json_out, test_time)
+        expected = memtier.expected_duration(argv) or DEFAULT_EXPECTED_S
+        return Invocation(argv, out_prefix.with_suffix(".out"), json_out, expected)
+
+    def parse(self, inv: Invocation, returncode: int) -> ToolResult:
+        assert inv.result_path is not None
+        output = inv.stdout_path.read_text(errors="replace") if inv.stdout_path.exists() else ""
+        if returncode != 0:
+            raise RuntimeError(f"memtier_benchmark exited with code {returncode}")
+        memtier.check_errors(inv.result_path, output)
+        return memtier.parse_memtier_json(inv.result_path)
+
+    def version(self) -> str:
+        if self._version is None:
+            self._version = memtier.memtier_version(self.binary)
+        return self._version
