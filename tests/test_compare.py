@@ -1,0 +1,218 @@
+"""Verdicts, directory loading and rendering of redis_benchmarks_spec.analysis."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from redis_benchmarks_spec.analysis import compare as cmp
+from redis_benchmarks_spec.analysis.compare import (
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNKNOWN,
+    CompareOptions,
+    ComparisonReport,
+    compare_paired,
+    compare_samples,
+    load_dir_samples,
+    metric_direction,
+)
+from redis_benchmarks_spec.results.document import TestRunResult
+
+OPS = "ALL_STATS.Totals.Ops/sec"
+P50 = "ALL_STATS.Totals.Percentile_Latencies.p50.00"
+
+
+def _lognormal(rng: np.random.Generator, center: float, cv: float, n: int) -> list[float]:
+    return list(rng.lognormal(math.log(center), cv, n))
+
+
+def test_metric_direction() -> None:
+    assert metric_direction(OPS) == 1
+    assert metric_direction("rps") == 1
+    assert metric_direction(P50) == -1
+    assert metric_direction("ALL_STATS.Totals.Latency") == -1
+    assert metric_direction("p99_latency_ms") == -1
+    assert metric_direction("overallQuantiles.all_queries.q50") == 1
+
+
+def test_clear_ten_percent_regression_is_flagged() -> None:
+    rng = np.random.default_rng(10)
+    base = _lognormal(rng, 100_000, 0.03, 10)
+    comp = _lognormal(rng, 90_000, 0.03, 10)
+    row = compare_samples({"t": (base, comp)}).rows[0]
+    assert row.verdict == REGRESSION
+    assert row.change_pct == pytest.approx(-10, abs=3)
+    assert row.ci_high_pct < -2
+    assert row.n_baseline == row.n_comparison == 10
+
+
+def test_latency_increase_is_regression_and_decrease_improvement() -> None:
+    rng = np.random.default_rng(11)
+    base = _lognormal(rng, 1.0, 0.03, 10)
+    slower = _lognormal(rng, 1.2, 0.03, 10)
+    faster = _lognormal(rng, 0.8, 0.03, 10)
+    opts = CompareOptions(metric=P50)
+    rep = compare_samples({"up": (base, slower), "down": (base, faster)}, opts)
+    verdicts = {r.test: r.verdict for r in rep.rows}
+    assert verdicts == {"up": REGRESSION, "down": IMPROVEMENT}
+    # the same numbers as throughput mean the opposite
+    rep = compare_samples({"up": (base, slower)}, CompareOptions(metric=OPS))
+    assert rep.rows[0].verdict == IMPROVEMENT
+
+
+def test_tight_equal_samples_are_no_change() -> None:
+    rng = np.random.default_rng(12)
+    base = _lognormal(rng, 100_000, 0.01, 12)
+    comp = _lognormal(rng, 100_000, 0.01, 12)
+    row = compare_samples({"t": (base, comp)}).rows[0]
+    assert row.verdict == NO_CHANGE
+    assert row.runs_needed is None
+
+
+def test_noisy_small_change_is_unknown_with_runs_needed() -> None:
+    rng = np.random.default_rng(13)
+    base = _lognormal(rng, 100_000, 0.08, 5)
+    comp = _lognormal(rng, 96_000, 0.08, 5)
+    row = compare_samples({"t": (base, comp)}).rows[0]
+    assert row.verdict == UNKNOWN
+    assert row.runs_needed is not None and 5 < row.runs_needed <= 200
+    assert "runs per side" in row.reason
+
+
+def test_change_inside_floor_not_flagged_even_if_significant() -> None:
+    base = [100.0 + 0.01 * i for i in range(20)]
+    comp = [v * 0.99 for v in base]  # -1 %, perfectly resolved
+    row = compare_samples({"t": (base, comp)}).rows[0]
+    assert row.verdict != REGRESSION
+
+
+def test_one_point_inside_spread_is_unknown() -> None:
+    base = [100.0, 104.0, 96.0, 101.0, 99.0, 103.0, 97.0]
+    row = compare_samples({"t": (base, [94.0])}).rows[0]
+    assert row.verdict == UNKNOWN
+    assert "1 point on comparison side" in row.reason
+
+
+def test_one_point_far_outside_spread_is_flagged() -> None:
+    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8]
+    row = compare_samples({"t": (base, [80.0])}).rows[0]
+    assert row.verdict == REGRESSION
+    assert "1 point on comparison side" in row.reason
+    row = compare_samples({"t": ([120.0], base)}).rows[0]  # single baseline point high
+    assert row.verdict == REGRESSION
+    assert "1 point on baseline side" in row.reason
+
+
+def test_one_point_beyond_floor_but_within_three_robust_sds_is_unknown() -> None:
+    base = [100.0, 110.0, 90.0, 105.0, 95.0, 108.0, 92.0]  # robust SD ~ 11
+    row = compare_samples({"t": (base, [85.0])}).rows[0]   # 5.6 % below min, < 3 SDs
+    assert row.verdict == UNKNOWN
+
+
+def test_one_point_each_side_is_unknown() -> None:
+    row = compare_samples({"t": ([100.0], [50.0])}).rows[0]
+    assert row.verdict == UNKNOWN
+    assert "1 point on each side" in row.reason
+
+
+def test_empty_side_is_unknown() -> None:
+    row = compare_samples({"t": ([100.0, 101.0], [])}).rows[0]
+    assert row.verdict == UNKNOWN
+    assert row.n_comparison == 0 and row.change_pct is None
+
+
+def test_a_a_simulation_flags_nothing() -> None:
+    rng = np.random.default_rng(2024)
+    samples = {f"test-{i:02d}": (_lognormal(rng, 100_000, 0.12, 10),
+                                 _lognormal(rng, 100_000, 0.12, 10)) for i in range(50)}
+    rep = compare_samples(samples)
+    assert rep.summary[REGRESSION] == 0 and rep.summary[IMPROVEMENT] == 0
+    assert sum(rep.summary.values()) == 50
+
+
+def test_bh_is_applied_across_tests() -> None:
+    rng = np.random.default_rng(14)
+    samples = {f"t{i}": (_lognormal(rng, 100, 0.03, 10), _lognormal(rng, 100, 0.03, 10))
+               for i in range(20)}
+    rep = compare_samples(samples)
+    raw = [r.p_value for r in rep.rows]
+    adj = [r.p_adjusted for r in rep.rows]
+    assert all(a >= p for a, p in zip(adj, raw, strict=True))
+    assert min(adj) >= min(raw) * 20 / 20 and any(a > p for a, p in zip(adj, raw, strict=True))
+
+
+def test_paired_resolves_drop_hidden_by_shared_drift() -> None:
+    rng = np.random.default_rng(15)
+    drift = rng.lognormal(0, 0.10, 16)
+    pairs = [(1e5 * d * rng.lognormal(0, 0.01), 1e5 * 0.95 * d * rng.lognormal(0, 0.01))
+             for d in drift]
+    paired = compare_paired({"t": pairs}).rows[0]
+    unpaired = compare_samples({"t": ([b for b, _ in pairs], [c for _, c in pairs])}).rows[0]
+    assert paired.verdict == REGRESSION and paired.paired
+    assert unpaired.verdict == UNKNOWN
+    assert (paired.ci_high_pct - paired.ci_low_pct) < (unpaired.ci_high_pct - unpaired.ci_low_pct)
+
+
+def test_paired_single_pair_is_unknown() -> None:
+    row = compare_paired({"t": [(100.0, 50.0)]}).rows[0]
+    assert row.verdict == UNKNOWN
+
+
+def test_json_round_trip() -> None:
+    rng = np.random.default_rng(16)
+    rep = compare_samples({"a": (_lognormal(rng, 100, 0.03, 8), _lognormal(rng, 90, 0.03, 8)),
+                           "b": ([100.0], [99.0])}, problems=["x: broken"])
+    text = json.dumps(rep.to_dict())
+    back = ComparisonReport.from_dict(json.loads(text))
+    assert back == rep
+
+
+# --- directories ---------------------------------------------------------------------------
+
+
+def _write_run(directory: Path, test: str, value: float, status: str = "ok") -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    doc = TestRunResult(test_name=test, run_id=directory.name, status=status,
+                        metrics={OPS: value} if status == "ok" else {})
+    doc.write(directory / "result.json")
+
+
+def test_load_dir_samples_reports_corrupt_file(tmp_path: Path) -> None:
+    base, comp = tmp_path / "base", tmp_path / "comp"
+    for i, v in enumerate([100.0, 101.0, 99.0]):
+        _write_run(base / f"rep-{i}" / "get", "get", v)
+        _write_run(comp / f"rep-{i}" / "get", "get", v * 0.8)
+    _write_run(comp / "rep-9" / "get", "get", 0.0, status="failed")
+    _write_run(comp / "rep-0" / "set", "set", 5.0)
+    (comp / "rep-3" / "get").mkdir(parents=True)
+    (comp / "rep-3" / "get" / "result.json").write_text("{not json")
+    (comp / "summary.json").write_text("[]")
+    (comp / "rep-0" / "memtier.json").write_text('{"ALL STATS": {}}')
+    samples, problems = load_dir_samples(base, comp, OPS)
+    assert samples["get"][0] == [100.0, 101.0, 99.0]
+    assert sorted(samples["get"][1]) == pytest.approx([79.2, 80.0, 80.8])
+    assert samples["set"] == ([], [5.0])
+    assert any("rep-3" in p and "result.json" in p for p in problems)
+    assert any("failed" in p for p in problems)
+    assert any("set" in p and "baseline" in p for p in problems)
+    assert not any("summary.json" in p or "memtier.json" in p for p in problems)
+    samples, _ = load_dir_samples(base, comp, OPS, name_regexp="^set$")
+    assert list(samples) == ["set"]
+
+
+def test_dir_round_to_report(tmp_path: Path) -> None:
+    base, comp = tmp_path / "b", tmp_path / "c"
+    for i in range(6):
+        _write_run(base / str(i), "get", 100.0 + i * 0.1)
+        _write_run(comp / str(i), "get", 70.0 + i * 0.1)
+    samples, problems = load_dir_samples(base, comp, OPS)
+    rep = compare_samples(samples, problems=problems)
+    assert rep.rows[0].verdict == REGRESSION
+    assert rep.has_regression
+    assert cmp.VERDICTS == (REGRESSION, IMPROVEMENT, UNKNOWN, NO_CHANGE)
