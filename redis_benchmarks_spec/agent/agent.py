@@ -1,0 +1,189 @@
+"""``rbs agent``: the lab-host daemon.
+
+One consumer group per platform on the builds stream; several hosts of a platform share it.
+Life of a build event, top to bottom:
+
+1. decode (malformed -> dead letter + ACK), skip events for other platforms or cancelled;
+2. push any result a previous holder recorded but did not confirm (see :mod:`.ledger`);
+3. select suites, mark them pending, fetch and verify the artifact, unpack it;
+4. per suite not yet done: running -> run with the artifact's redis-server -> record ->
+   push to the datasink -> done -> completed/failed; the entry is kept alive meanwhile, and
+   if another agent claimed it (we were presumed dead) the work is dropped, not published;
+5. when every suite is done: EVENT_DONE, ACK. A stop request (SIGTERM) finishes the current
+   test and returns without ACK: the entry stays pending and is resumed on restart or claimed
+   by a live agent of the platform after the idle timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import redis
+
+from redis_benchmarks_spec.agent.ledger import Ledger
+from redis_benchmarks_spec.agent.selection import for_platform, select_suites
+from redis_benchmarks_spec.build import artifacts
+from redis_benchmarks_spec.build.compile import unpack
+from redis_benchmarks_spec.events.consumer import Entry, GroupConsumer
+from redis_benchmarks_spec.events.messages import BuildEvent, TestRunStatus
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import EVENT_DONE, beat, is_cancelled, record_statuses
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import GitInfo, RunContext, TestRunResult
+from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+from redis_benchmarks_spec.spec.catalog import SuiteFilter, load_catalog
+from redis_benchmarks_spec.spec.suite import Suite
+
+log = logging.getLogger(__name__)
+
+Pusher = Callable[[list[TestRunResult]], None]
+Runner = Callable[[SessionConfig, list[Suite]], list[TestRunResult]]
+
+
+@dataclass
+class AgentConfig:
+    names: StreamNames
+    platform: str
+    consumer: str
+    suites_dir: Path
+    work_dir: Path
+    results_dir: Path
+    suite_filter: SuiteFilter = field(default_factory=SuiteFilter)
+    tools: ToolPaths = field(default_factory=ToolPaths)
+    test_time: int | None = None
+    cpus: list[int] | None = None
+    launcher: str = "process"
+    block_ms: int = 5000
+    idle_claim_ms: int = 300_000
+    heartbeat_ttl_s: int = 60
+
+
+def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    return run_suites(config, suites)
+
+
+class Agent:
+    def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
+                 runner: Runner = _default_runner) -> None:
+        self.client = client
+        self.config = config
+        self.push = push
+        self.runner = runner
+        self.stop_event = threading.Event()
+        self.consumer = GroupConsumer(
+            client, config.names.builds, config.names.platform_group(config.platform),
+            config.consumer, block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
+            dead_letter_stream=config.names.dead_letter)
+
+    def stop(self) -> None:
+        """Finish the current test, then return from :meth:`run` (signal-safe)."""
+        self.stop_event.set()
+        self.consumer.stop()
+
+    def run(self, max_events: int | None = None) -> int:
+        """Serve build events until stopped; returns how many were completed."""
+        completed = 0
+        while not self.stop_event.is_set():
+            if max_events is not None and completed >= max_events:
+                break
+            self._beat("idle")
+            for entry in self.consumer.read():
+                if self.handle(entry):
+                    completed += 1
+                if self.stop_event.is_set():
+                    break
+        return completed
+
+    def _beat(self, info: str) -> None:
+        self.consumer.call(lambda: beat(self.client, self.config.names, self.config.platform,
+                                        self.config.consumer, self.config.heartbeat_ttl_s, info))
+
+    def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
+        status = TestRunStatus(event_id=event.id, platform=self.config.platform,
+                               agent=self.config.consumer, test_name=test, state=state,
+                               reason=reason)
+        self.consumer.call(lambda: record_statuses(self.client, self.config.names, [status]))
+
+    def handle(self, entry: Entry) -> bool:
+        """Work one entry; True when it was finished and acknowledged."""
+        event = self.consumer.decode(entry, BuildEvent)
+        if event is None:
+            return False  # dead-lettered
+        if not for_platform(event, self.config.platform) or \
+                is_cancelled(self.client, self.config.names, event.id, event.request_id):
+            self.consumer.ack(entry.id)
+            return True
+        ledger = Ledger(self.client, self.config.names.prefix, event.id, self.config.platform)
+        self._push_unconfirmed(ledger)
+        suites = select_suites(event, self.config.suite_filter,
+                               load_catalog(self.config.suites_dir).suites)
+        todo = [s for s in suites if s.name not in ledger.done()]
+        for suite in todo:
+            self._status(event, suite.name, "pending")
+        if todo and not self._run_event(entry, event, todo, ledger):
+            return False
+        self._status(event, EVENT_DONE, "completed", f"{len(suites)} suite(s)")
+        self.consumer.ack(entry.id)
+        return True
+
+    def _push_unconfirmed(self, ledger: Ledger) -> None:
+        for test, results in ledger.unpushed().items():
+            log.info("pushing results of %s recorded by a previous holder", test)
+            self.push(results)
+            ledger.mark_done(test)
+
+    def _run_event(self, entry: Entry, event: BuildEvent, todo: list[Suite],
+                   ledger: Ledger) -> bool:
+        """Run the suites still to do; False when stopped or the entry was lost."""
+        workdir = self.config.work_dir / event.id.replace(":", "_")
+        try:
+            with self.consumer.keepalive(entry.id) as lost:
+                binaries = unpack(artifacts.fetch(self.client, event.artifact), workdir / "bin")
+                session = self._session(event, binaries["redis-server"])
+                for suite in todo:
+                    if self.stop_event.is_set() or lost.is_set():
+                        return False
+                    self._run_suite(event, suite, session, ledger, lost)
+                return not lost.is_set()
+        except artifacts.ArtifactError as exc:
+            for suite in todo:
+                self._status(event, suite.name, "failed", str(exc))
+            self._status(event, EVENT_DONE, "failed", str(exc))
+            self.consumer.ack(entry.id)
+            return False
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
+                   ledger: Ledger, lost: threading.Event) -> None:
+        self._status(event, suite.name, "running")
+        self._beat(f"{event.id} {suite.name}")
+        results = self.runner(replace(session, results_dir=session.results_dir / suite.name),
+                              [suite])
+        if lost.is_set():
+            log.warning("event %s was claimed by another agent; dropping %s", event.id,
+                        suite.name)
+            return
+        ledger.record(suite.name, results)
+        self.push(results)
+        ledger.mark_done(suite.name)
+        failed = [r for r in results if not r.ok]
+        self._status(event, suite.name, "failed" if failed else "completed",
+                     "; ".join(r.reason for r in failed))
+
+    def _session(self, event: BuildEvent, redis_server: Path) -> SessionConfig:
+        git = GitInfo(org=event.org, repo=event.repo, branch=event.branch,
+                      version=event.version, hash=event.sha,
+                      commit_time_ms=event.commit_time_ms, pr=event.pr)
+        context = RunContext(triggering_env=event.triggering_env, platform=self.config.platform,
+                             build_variant=event.build_variant, git=git)
+        return SessionConfig(
+            tools=replace(self.config.tools, redis_server=str(redis_server)),
+            results_dir=self.config.results_dir / event.id.replace(":", "_"),
+            context=context, test_time=self.config.test_time, cpus=self.config.cpus,
+            launcher=self.config.launcher)

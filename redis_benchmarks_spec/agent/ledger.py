@@ -1,0 +1,53 @@
+"""What an agent's platform has done for one build event, kept in the broker so that a
+claimed or restarted event continues where it stopped and no result is stored twice.
+
+    <prefix>:results:<event>:<platform>   hash test -> JSON list of result documents
+    <prefix>:done:<event>:<platform>      set of tests whose results reached the datasink
+
+A finished test is first recorded in ``results`` and only then pushed and added to ``done``.
+After a crash between the two, the stored documents are pushed again; the datasink write is
+idempotent for the same run (same timestamps), so nothing is lost or doubled.
+"""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+from redis_benchmarks_spec.results.document import TestRunResult
+
+LEDGER_TTL_S = 30 * 24 * 3600
+
+
+class Ledger:
+    def __init__(self, client: redis.Redis, prefix: str, event_id: str, platform: str) -> None:
+        self.client = client
+        self.results_key = f"{prefix}:results:{event_id}:{platform}"
+        self.done_key = f"{prefix}:done:{event_id}:{platform}"
+
+    def done(self) -> set[str]:
+        return {m.decode() for m in self.client.smembers(self.done_key)}  # type: ignore[union-attr]
+
+    def record(self, test: str, results: list[TestRunResult]) -> None:
+        payload = json.dumps([r.to_dict() for r in results])
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.results_key, test, payload)
+        pipe.expire(self.results_key, LEDGER_TTL_S)
+        pipe.execute()
+
+    def mark_done(self, test: str) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.sadd(self.done_key, test)
+        pipe.expire(self.done_key, LEDGER_TTL_S)
+        pipe.execute()
+
+    def unpushed(self) -> dict[str, list[TestRunResult]]:
+        """Tests recorded but not marked done: their results may not have reached the sink."""
+        done = self.done()
+        out: dict[str, list[TestRunResult]] = {}
+        for test, raw in self.client.hgetall(self.results_key).items():  # type: ignore[union-attr]
+            name = test.decode()
+            if name not in done:
+                out[name] = [TestRunResult.from_dict(d) for d in json.loads(raw)]
+        return out

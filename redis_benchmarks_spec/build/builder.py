@@ -1,0 +1,152 @@
+"""``rbs builder``: build requests in, one build event (or failure) per variant out.
+
+Life of a request: decode (malformed -> dead letter) -> for each variant not yet published for
+this request: reuse the stored artifact for (sha, variant) or fetch the source, compile,
+package and store it -> XADD the BuildEvent / BuildFailure together with the "published" mark
+(one MULTI/EXEC, so a crash and re-delivery never publishes a variant twice) -> ACK.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from redis_benchmarks_spec.build import artifacts
+from redis_benchmarks_spec.build.compile import Artifact, BuildError, build
+from redis_benchmarks_spec.build.source import SourceError, fetch_source
+from redis_benchmarks_spec.build.variants import BuildVariant
+from redis_benchmarks_spec.events.consumer import Entry, GroupConsumer
+from redis_benchmarks_spec.events.messages import (
+    ArtifactRef,
+    BuildEvent,
+    BuildFailure,
+    BuildRequest,
+    Message,
+    event_id_for,
+)
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import beat, is_cancelled
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BuilderConfig:
+    names: StreamNames
+    consumer: str
+    variants: dict[str, BuildVariant]
+    default_variants: list[str] = field(default_factory=list)
+    work_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "rbs-builder")
+    block_ms: int = 5000
+    idle_claim_ms: int = 600_000
+    artifact_ttl_s: int = artifacts.DEFAULT_TTL_S
+    build_timeout_s: float = 1800.0
+
+
+class Builder:
+    def __init__(self, client: redis.Redis, config: BuilderConfig) -> None:
+        self.client = client
+        self.config = config
+        self.consumer = GroupConsumer(
+            client, config.names.build_requests, config.names.builders_group, config.consumer,
+            block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
+            dead_letter_stream=config.names.dead_letter)
+
+    def _published_key(self, request_id: str) -> str:
+        return f"{self.config.names.prefix}:published:{request_id}"
+
+    def run(self, stop: threading.Event | None = None, max_requests: int | None = None) -> int:
+        """Serve requests until ``stop`` is set (or ``max_requests`` were handled)."""
+        handled = 0
+        while not (stop and stop.is_set()):
+            if max_requests is not None and handled >= max_requests:
+                break
+            beat(self.client, self.config.names, "builders", self.config.consumer)
+            for entry in self.consumer.read():
+                self.handle(entry)
+                handled += 1
+        return handled
+
+    def handle(self, entry: Entry) -> None:
+        request = self.consumer.decode(entry, BuildRequest)
+        if request is None:
+            return  # dead-lettered
+        if is_cancelled(self.client, self.config.names, request.id):
+            log.info("request %s was cancelled; acknowledging without building", request.id)
+            self.consumer.ack(entry.id)
+            return
+        done = {v.decode() for v in self.client.smembers(self._published_key(request.id))}  # type: ignore[union-attr]
+        with self.consumer.keepalive(entry.id) as lost:
+            for variant_id in self._variants(request):
+                if variant_id in done:
+                    continue
+                outcome = self._outcome(request, variant_id)
+                if lost.is_set():
+                    log.warning("request %s was claimed by another builder; dropping", request.id)
+                    return
+                self._publish(request, outcome)
+        self.consumer.ack(entry.id)
+
+    def _variants(self, request: BuildRequest) -> list[str]:
+        return request.build_variants or self.config.default_variants or \
+            sorted(self.config.variants)
+
+    def _outcome(self, request: BuildRequest, variant_id: str) -> Message:
+        variant = self.config.variants.get(variant_id)
+        if variant is None:
+            return _failure(request, variant_id, f"unknown build variant {variant_id!r}")
+        key = artifacts.artifact_key(self.config.names.prefix, request.sha, variant_id)
+        stored = artifacts.existing(self.client, key)
+        if stored is not None:
+            log.info("reusing artifact %s", key)
+            return _event(request, variant, stored.ref, stored.redis_version)
+        try:
+            artifact = self._build(request, variant)
+        except (SourceError, BuildError) as exc:
+            return _failure(request, variant_id, str(exc), getattr(exc, "log_tail", ""))
+        ref = artifacts.store(self.client, key, artifact, self.config.artifact_ttl_s)
+        return _event(request, variant, ref, artifact.redis_version)
+
+    def _build(self, request: BuildRequest, variant: BuildVariant) -> Artifact:
+        self.config.work_dir.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
+        try:
+            source = fetch_source(self.client, request, workdir / "src")
+            return build(source, variant, workdir / "build.log", self.config.build_timeout_s)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _publish(self, request: BuildRequest, outcome: Message) -> None:
+        names = self.config.names
+        stream = names.builds if isinstance(outcome, BuildEvent) else names.build_failures
+        variant = outcome.build_variant  # type: ignore[attr-defined]
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xadd(stream, outcome.encode())  # type: ignore[arg-type]
+        pipe.sadd(self._published_key(request.id), variant)
+        pipe.expire(self._published_key(request.id), self.config.artifact_ttl_s)
+        pipe.execute()
+        log.info("request %s variant %s: published to %s", request.id, variant, stream)
+
+
+def _event(request: BuildRequest, variant: BuildVariant, ref: ArtifactRef,
+           redis_version: str) -> BuildEvent:
+    return BuildEvent(
+        id=event_id_for(request.id, variant.id), request_id=request.id, org=request.org,
+        repo=request.repo, branch=request.branch, sha=request.sha,
+        commit_time_ms=request.commit_time_ms, build_variant=variant.id, artifact=ref,
+        redis_version=redis_version, version=request.version, pr=request.pr, tag=request.tag,
+        env=variant.make_env(), filters=request.filters, platforms=request.platforms,
+        triggering_env=request.triggering_env)
+
+
+def _failure(request: BuildRequest, variant_id: str, reason: str,
+             log_tail: str = "") -> BuildFailure:
+    return BuildFailure(request_id=request.id, sha=request.sha, build_variant=variant_id,
+                        reason=reason, log_tail=log_tail, org=request.org, repo=request.repo,
+                        branch=request.branch)

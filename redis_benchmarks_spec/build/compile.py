@@ -1,0 +1,116 @@
+"""Compiling Redis for one build variant and packaging the binaries as a tar.gz artifact."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis_benchmarks_spec.build.variants import BuildVariant
+from redis_benchmarks_spec.runner.process import tail
+
+BINARIES = ("redis-server", "redis-cli", "redis-benchmark")
+DEFAULT_TIMEOUT_S = 1800
+
+
+class BuildError(RuntimeError):
+    """make failed or timed out; ``log_tail`` holds the end of the build log."""
+
+    def __init__(self, message: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+@dataclass
+class Artifact:
+    """A packaged build: tar.gz bytes of the binaries plus what produced them."""
+
+    data: bytes
+    sha256: str
+    variant: str
+    env: dict[str, str]
+    redis_version: str
+    compiler_version: str
+    build_seconds: float
+    files: list[str] = field(default_factory=list)
+
+
+def _version_line(argv: list[str]) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    return (proc.stdout or proc.stderr).strip().splitlines()[0] if (proc.stdout or
+                                                                    proc.stderr) else ""
+
+
+def run_make(source: Path, variant: BuildVariant, log_path: Path,
+             timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """``make -j<cores>`` with the variant's variables on the command line and in the env
+    (Redis's Makefile reads REDIS_CFLAGS and friends from either)."""
+    make_vars = variant.make_env()
+    # V=1: the log shows every compiler command line, so the variant flags are auditable
+    argv = ["make", f"-j{os.cpu_count() or 2}", "V=1",
+            *[f"{k}={v}" for k, v in make_vars.items()]]
+    env = {**os.environ, **make_vars}
+    with log_path.open("wb") as log:
+        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.run(argv, cwd=source, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
+    if proc.returncode != 0:
+        raise BuildError(f"make failed with exit code {proc.returncode}", tail(log_path, 40))
+
+
+def package(source: Path) -> tuple[bytes, list[str]]:
+    """tar.gz of the binaries in ``src/`` (deterministic member order and mtimes)."""
+    buf = io.BytesIO()
+    names = []
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in BINARIES:
+            path = source / "src" / name
+            if not path.exists():
+                raise BuildError(f"build produced no {name} in {source / 'src'}")
+            info = tar.gettarinfo(str(path), arcname=name)
+            info.mtime = 0
+            with path.open("rb") as fh:
+                tar.addfile(info, fh)
+            names.append(name)
+    return buf.getvalue(), names
+
+
+def build(source: Path, variant: BuildVariant, log_path: Path,
+          timeout_s: float = DEFAULT_TIMEOUT_S) -> Artifact:
+    """Compile ``source`` for ``variant`` and package it."""
+    start = time.monotonic()
+    run_make(source, variant, log_path, timeout_s)
+    data, files = package(source)
+    return Artifact(
+        data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
+        env=variant.make_env(), redis_version=_redis_version(source / "src" / "redis-server"),
+        compiler_version=_version_line([variant.compiler, "--version"]),
+        build_seconds=time.monotonic() - start, files=files)
+
+
+def _redis_version(binary: Path) -> str:
+    line = _version_line([str(binary), "--version"])
+    for word in line.split():
+        if word.startswith("v="):
+            return word[2:]
+    return line
+
+
+def unpack(data: bytes, dest: Path) -> dict[str, Path]:
+    """Extract an artifact; returns binary name -> path."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+    found = {name: dest / name for name in BINARIES if (dest / name).exists()}
+    for path in found.values():
+        path.chmod(0o755)
+    return found
