@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,80 @@ def test_dir_round_to_report(tmp_path: Path) -> None:
     assert rep.rows[0].verdict == REGRESSION
     assert rep.has_regression
     assert cmp.VERDICTS == (REGRESSION, IMPROVEMENT, UNKNOWN, NO_CHANGE)
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+
+def _mixed_report() -> ComparisonReport:
+    rng = np.random.default_rng(17)
+    samples = {
+        "reg": (_lognormal(rng, 1e5, 0.03, 10), _lognormal(rng, 0.9e5, 0.03, 10)),
+        "imp": (_lognormal(rng, 1e5, 0.03, 10), _lognormal(rng, 1.1e5, 0.03, 10)),
+        "same": (_lognormal(rng, 1e5, 0.004, 10), _lognormal(rng, 1e5, 0.004, 10)),
+        "noisy|pipe": (_lognormal(rng, 1e5, 0.1, 5), _lognormal(rng, 1e5, 0.1, 5)),
+        "one": (_lognormal(rng, 1e5, 0.01, 7), [1e5]),
+    }
+    return compare_samples(samples, problems=["x/result.json: not valid"])
+
+
+def _cells(line: str) -> list[str]:
+    """Split a GFM table row on unescaped pipes."""
+    inner = line.strip()
+    assert inner.startswith("|") and inner.endswith("|"), line
+    return re.split(r"(?<!\\)\|", inner[1:-1])
+
+
+def _tables(markdown: str) -> list[list[str]]:
+    tables, current = [], []
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+def test_markdown_tables_are_valid_gfm_and_state_n() -> None:
+    from redis_benchmarks_spec.analysis.report import to_markdown
+    rep = _mixed_report()
+    md = to_markdown(rep)
+    tables = _tables(md)
+    assert len(tables) == 4  # regressions, improvements, unknown, no change
+    data_rows = 0
+    for table in tables:
+        header, sep, *rows = table
+        width = len(_cells(header))
+        assert all(re.fullmatch(r"\s*:?-{3,}:?\s*", c) for c in _cells(sep))
+        assert len(_cells(sep)) == width
+        assert "n b / c" in header and "95% CI" in header
+        for row in rows:
+            assert len(_cells(row)) == width, row
+            assert re.fullmatch(r"\s*\d+ / \d+\s*", _cells(row)[1])
+            data_rows += 1
+    assert data_rows == len(rep.rows)
+    s = rep.summary
+    assert f"{s[REGRESSION]} regression(s), {s[IMPROVEMENT]} improvement(s)" in md
+    assert md.index("Regressions") < md.index("Improvements") < md.index("Unknown")
+    assert "<details><summary>No change (1)</summary>" in md
+    assert "Benjamini-Hochberg" in md and "noise" in md and "alpha=0.05" in md
+    assert "10 / 10" in md and "7 / 1" in md
+    assert "x/result.json: not valid" in md
+
+
+def test_rich_table_and_json_render() -> None:
+    from rich.console import Console
+
+    from redis_benchmarks_spec.analysis.report import render, to_json
+    rep = _mixed_report()
+    console = Console(width=250, record=True)
+    console.print(render(rep, "table"))
+    text = console.export_text()
+    for row in rep.rows:
+        assert row.test in text and row.verdict in text
+    assert ComparisonReport.from_dict(json.loads(to_json(rep))) == rep
+    with pytest.raises(ValueError):
+        render(rep, "csv")

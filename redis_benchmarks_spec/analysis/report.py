@@ -1,0 +1,193 @@
+"""Render a :class:`ComparisonReport` as a rich table, GitHub Markdown or JSON.
+
+Nothing is computed here beyond formatting: every number comes from the report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from rich.markup import escape
+from rich.table import Table
+
+from redis_benchmarks_spec.analysis.compare import (
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNKNOWN,
+    ComparisonReport,
+    TestComparison,
+    metric_direction,
+)
+
+VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
+                 UNKNOWN: "yellow", NO_CHANGE: "dim"}
+VERDICT_ICON = {REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:",
+                UNKNOWN: ":grey_question:", NO_CHANGE: ":white_circle:"}
+NA = "–"
+
+
+def _num(value: float | None) -> str:
+    """A metric value with a sensible number of digits."""
+    if value is None:
+        return NA
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _pct(value: float | None) -> str:
+    return NA if value is None else f"{value:+.2f}%"
+
+
+def _ci(row: TestComparison) -> str:
+    if row.ci_low_pct is None or row.ci_high_pct is None:
+        return "unbounded"
+    return f"[{row.ci_low_pct:+.2f}%, {row.ci_high_pct:+.2f}%]"
+
+
+def _p(row: TestComparison) -> str:
+    if row.p_value is None:
+        return NA
+    adj = NA if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
+    return f"{row.p_value:.3g} ({adj})"
+
+
+def _cv(row: TestComparison) -> str:
+    def one(v: float | None) -> str:
+        return NA if v is None else f"{v * 100:.1f}%"
+    return f"{one(row.cv_baseline)} / {one(row.cv_comparison)}"
+
+
+def _n(row: TestComparison) -> str:
+    return f"{row.n_baseline} / {row.n_comparison}"
+
+
+def _summary_line(report: ComparisonReport) -> str:
+    s = report.summary
+    return (f"{s.get(REGRESSION, 0)} regression(s), {s.get(IMPROVEMENT, 0)} improvement(s), "
+            f"{s.get(UNKNOWN, 0)} unknown, {s.get(NO_CHANGE, 0)} no change "
+            f"({len(report.rows)} test(s))")
+
+
+def _direction_note(report: ComparisonReport) -> str:
+    better = "higher" if metric_direction(report.options.metric) > 0 else "lower"
+    return f"`{report.options.metric}` ({better} is better)"
+
+
+def _footnote(report: ComparisonReport) -> str:
+    o = report.options
+    return (f"Change and {o.confidence:.0%} CI: {report.method}. Verdict: REGRESSION/IMPROVEMENT "
+            f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
+            f"floor and the Benjamini-Hochberg adjusted p (across all {len(report.rows)} tests) "
+            f"is below alpha={o.alpha:g}; NO CHANGE when the CI lies inside the noise floor; "
+            "otherwise UNKNOWN with the estimated runs per side that would likely decide it. "
+            "p (adj) = raw p-value (BH-adjusted). n b / c = points per side.")
+
+
+# --- rich ----------------------------------------------------------------------------------
+
+
+def to_rich_table(report: ComparisonReport) -> Table:
+    """A terminal table of every row, verdicts coloured."""
+    table = Table(title=f"{_direction_note(report)}: {_summary_line(report)}",
+                  caption=_footnote(report), caption_justify="left")
+    for col, justify in (("test", "left"), ("n b / c", "right"), ("baseline", "right"),
+                         ("comparison", "right"), ("change", "right"), ("95% CI", "right"),
+                         ("p (adj)", "right"), ("CV b / c", "right"), ("verdict", "left"),
+                         ("why", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for row in _ordered(report):
+        style = VERDICT_STYLE.get(row.verdict, "")
+        why = "" if row.verdict == NO_CHANGE else escape(row.reason)
+        table.add_row(escape(row.test), _n(row), _num(row.baseline_median), _num(row.comparison_median),
+                      _pct(row.change_pct), _ci(row), _p(row), _cv(row),
+                      f"[{style}]{row.verdict}[/]", why)
+    return table
+
+
+def _ordered(report: ComparisonReport) -> list[TestComparison]:
+    rank = {REGRESSION: 0, IMPROVEMENT: 1, UNKNOWN: 2, NO_CHANGE: 3}
+    return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
+
+
+# --- markdown ------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    """Escape what would break a GFM table cell."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(_md_cell(c) for c in cells) + " |"
+    out = [line(header), "| " + " | ".join("---" for _ in header) + " |"]
+    out.extend(line(r) for r in rows)
+    return out
+
+
+MD_HEADER = ["Test", "n b / c", "Baseline", "Comparison", "Change", "95% CI",
+             "p (adj)", "CV b / c", "Verdict"]
+
+
+def _md_row(row: TestComparison) -> list[str]:
+    return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
+            _pct(row.change_pct), _ci(row), _p(row), _cv(row), row.verdict]
+
+
+def _md_flagged_row(row: TestComparison) -> list[str]:
+    return [*_md_row(row), row.reason]
+
+
+def _md_unknown_row(row: TestComparison) -> list[str]:
+    needed = NA if row.runs_needed is None else str(row.runs_needed)
+    return [*_md_row(row)[:-1], needed, row.reason]
+
+
+def _md_section(title: str, rows: list[TestComparison],
+                render: Callable[[TestComparison], list[str]], header: list[str]) -> list[str]:
+    if not rows:
+        return []
+    return [f"### {title} ({len(rows)})", "", *_md_table(header, [render(r) for r in rows]), ""]
+
+
+def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -> str:
+    """A GitHub pull-request comment: summary, regressions, improvements, unknowns."""
+    lines = [f"## {title}", "", f"**{_summary_line(report)}** on {_direction_note(report)}", ""]
+    lines += _md_section(f"{VERDICT_ICON[REGRESSION]} Regressions",
+                         report.by_verdict(REGRESSION), _md_flagged_row, [*MD_HEADER, "Why"])
+    lines += _md_section(f"{VERDICT_ICON[IMPROVEMENT]} Improvements",
+                         report.by_verdict(IMPROVEMENT), _md_flagged_row, [*MD_HEADER, "Why"])
+    unknown_header = [*MD_HEADER[:-1], "Runs/side needed", "Why"]
+    lines += _md_section(f"{VERDICT_ICON[UNKNOWN]} Unknown", report.by_verdict(UNKNOWN),
+                         _md_unknown_row, unknown_header)
+    no_change = report.by_verdict(NO_CHANGE)
+    if no_change:
+        lines += [f"<details><summary>No change ({len(no_change)})</summary>", "",
+                  *_md_table(MD_HEADER, [_md_row(r) for r in no_change]), "", "</details>", ""]
+    if report.problems:
+        lines += [f"<details><summary>Problems ({len(report.problems)})</summary>", ""]
+        lines += [f"- {_md_cell(p)}" for p in report.problems] + ["", "</details>", ""]
+    lines += [f"<sub>{_footnote(report)}</sub>", ""]
+    return "\n".join(lines)
+
+
+# --- json ----------------------------------------------------------------------------------
+
+
+def to_json(report: ComparisonReport) -> str:
+    """The report as indented JSON (``ComparisonReport.from_dict`` reads it back)."""
+    return json.dumps(report.to_dict(), indent=2, sort_keys=True)
+
+
+def render(report: ComparisonReport, fmt: str) -> str | Table:
+    """``table`` -> rich Table; ``markdown`` / ``json`` -> text."""
+    if fmt == "table":
+        return to_rich_table(report)
+    if fmt == "markdown":
+        return to_markdown(report)
+    if fmt == "json":
+        return to_json(report)
+    raise ValueError(f"unknown format {fmt!r} (table, markdown, json)")
