@@ -347,7 +347,24 @@ def _looks_like_result(path: Path) -> bool:
     return '"schema_version"' in head and '"test_name"' in head
 
 
-def _load_side(directory: Path, metric: str, name_re: re.Pattern[str],
+@dataclass
+class ResultFilter:
+    """Which result documents take part: regexps on test name, tested groups and commands."""
+
+    name: str = ".*"
+    groups: str | None = None
+    commands: str | None = None
+
+    def accepts(self, doc: TestRunResult) -> bool:
+        if not re.search(self.name, doc.test_name):
+            return False
+        if self.groups and not any(re.search(self.groups, g) for g in doc.tested_groups):
+            return False
+        return not self.commands or any(re.search(self.commands, c)
+                                        for c in doc.tested_commands)
+
+
+def _load_side(directory: Path, metric: str, keep: ResultFilter,
                problems: list[str]) -> dict[str, list[float]]:
     """Metric values per test of the ok runs under ``directory``; trouble goes to problems."""
     values: dict[str, list[float]] = {}
@@ -362,7 +379,7 @@ def _load_side(directory: Path, metric: str, name_re: re.Pattern[str],
         except (ValueError, OSError) as exc:
             problems.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
             continue
-        if not name_re.search(doc.test_name):
+        if not keep.accepts(doc):
             continue
         if not doc.ok:
             problems.append(f"{path}: status {doc.status!r}, ignored")
@@ -374,13 +391,18 @@ def _load_side(directory: Path, metric: str, name_re: re.Pattern[str],
 
 
 def load_dir_samples(baseline_dir: Path | str, comparison_dir: Path | str, metric: str,
-                     name_regexp: str = ".*"
+                     name_regexp: str = ".*", *, keep: ResultFilter | None = None
                      ) -> tuple[dict[str, tuple[list[float], list[float]]], list[str]]:
-    """Samples per test from two results directories (``**/result.json``), and problems."""
+    """Samples per test from two results directories (``**/result.json``), and problems.
+
+    Only runs with status "ok" count; unreadable documents, failed runs, runs without the
+    metric and tests present on one side only are reported in problems, never fatal.
+    ``keep`` (if given) replaces ``name_regexp`` with name/group/command filters.
+    """
     problems: list[str] = []
-    name_re = re.compile(name_regexp)
-    base = _load_side(Path(baseline_dir), metric, name_re, problems)
-    comp = _load_side(Path(comparison_dir), metric, name_re, problems)
+    keep = keep or ResultFilter(name=name_regexp)
+    base = _load_side(Path(baseline_dir), metric, keep, problems)
+    comp = _load_side(Path(comparison_dir), metric, keep, problems)
     samples = {t: (base.get(t, []), comp.get(t, [])) for t in sorted(set(base) | set(comp))}
     for test, (b, c) in samples.items():
         if not b or not c:
