@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.suites",
     "redis_benchmarks_spec.cli.run",
     "redis_benchmarks_spec.cli.pipeline",
+    "redis_benchmarks_spec.cli.compare",
 ]
 
 
