@@ -294,3 +294,62 @@ def test_rich_table_and_json_render() -> None:
     assert ComparisonReport.from_dict(json.loads(to_json(rep))) == rep
     with pytest.raises(ValueError):
         render(rep, "csv")
+
+
+# --- CLI -----------------------------------------------------------------------------------
+
+
+def _dirs_with_regression(tmp_path: Path) -> tuple[Path, Path]:
+    base, comp = tmp_path / "b", tmp_path / "c"
+    for i in range(8):
+        _write_run(base / str(i) / "get", "get", 100.0 + i * 0.2)
+        _write_run(comp / str(i) / "get", "get", 100.0 + i * 0.2)
+        _write_run(base / str(i) / "set", "set", 100.0 + i * 0.2)
+        _write_run(comp / str(i) / "set", "set", 80.0 + i * 0.2)
+    return base, comp
+
+
+def test_cli_markdown_and_fail_on_regression(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.cli.main import main
+    base, comp = _dirs_with_regression(tmp_path)
+    out = tmp_path / "report.md"
+    argv = ["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+            "--format", "markdown", "--output", str(out)]
+    assert main(argv) == 0
+    assert main([*argv, "--fail-on-regression"]) == 1
+    assert "1 regression(s)" in out.read_text()
+    # only the unchanged test selected: nothing to fail on
+    assert main([*argv, "--fail-on-regression", "--tests-regexp", "^get$"]) == 0
+    out_json = tmp_path / "r.json"
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--format", "json", "--output", str(out_json)]) == 0
+    rep = ComparisonReport.from_dict(json.loads(out_json.read_text()))
+    assert {r.test: r.verdict for r in rep.rows}["set"] == REGRESSION
+
+
+def test_cli_table_output(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.cli.main import main
+    base, comp = _dirs_with_regression(tmp_path)
+    out = tmp_path / "t.txt"
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--output", str(out)]) == 0
+    assert "REGRESSION" in out.read_text() and "set" in out.read_text()
+
+
+def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from redis_benchmarks_spec.cli import compare as cli
+    from redis_benchmarks_spec.cli.main import main
+    real = importlib.import_module
+
+    def fake(name: str, *a: object) -> object:
+        if name == cli.DATASINK_READER:
+            raise ImportError(name)
+        return real(name, *a)
+
+    monkeypatch.setattr(cli.importlib, "import_module", fake)
+    with pytest.raises(SystemExit, match="datasink comparisons need"):
+        main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc"])
+    with pytest.raises(SystemExit, match="--baseline-dir"):
+        main(["compare"])
