@@ -1,0 +1,234 @@
+"""Typed queries over the datasink for compare and reports.
+
+Series are found by label filters (``TS.MRANGE ... FILTER``) built from the same definitions
+the writer uses (:mod:`redis_benchmarks_spec.datasink.keys`); listing uses the index sets.
+Nothing here scans key names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.results.document import TestRunResult
+
+Point = tuple[int, float]
+
+
+class AmbiguousSelectorError(LookupError):
+    """A selector matched several series of one test (say, two platforms); names them."""
+
+
+class RunNotFoundError(KeyError):
+    """No result document is stored under this run id."""
+
+
+@dataclass(frozen=True)
+class SeriesSelector:
+    """Which series to read: a metric of a test on one side, narrowed by context labels.
+
+    ``test_name`` may be None for :func:`series_for_tests`. Unset context fields match any
+    value. ``last_n`` keeps the newest N points inside ``from_ms``..``to_ms``.
+    """
+
+    metric: str
+    side: keys.Side
+    test_name: str | None = None
+    platform: str | None = None
+    topology: str | None = None
+    build_variant: str | None = None
+    triggering_env: str | None = None
+    github_org: str | None = None
+    github_repo: str | None = None
+    from_ms: int | None = None
+    to_ms: int | None = None
+    last_n: int | None = None
+
+    def filters(self, test_names: list[str] | None = None) -> list[str]:
+        """TS.MRANGE FILTER expressions; ``test_names`` overrides ``test_name`` with a list."""
+        exact = {
+            keys.LABEL_BY: self.side.kind,
+            self.side.kind: self.side.value,
+            keys.LABEL_METRIC: self.metric,
+            keys.LABEL_TEST_NAME: self.test_name,
+            keys.LABEL_PLATFORM: self.platform,
+            keys.LABEL_TOPOLOGY: self.topology,
+            keys.LABEL_BUILD_VARIANT: self.build_variant,
+            keys.LABEL_TRIGGERING_ENV: self.triggering_env,
+            keys.LABEL_GITHUB_ORG: self.github_org,
+            keys.LABEL_GITHUB_REPO: self.github_repo,
+        }
+        out = [f"{name}={keys.label_value(value)}" for name, value in exact.items() if value]
+        if test_names is not None:
+            out = [f for f in out if not f.startswith(f"{keys.LABEL_TEST_NAME}=")]
+            values = ",".join(keys.label_value(t) for t in test_names)
+            out.append(f"{keys.LABEL_TEST_NAME}=({values})")
+        return out
+
+    def range_args(self) -> list[Any]:
+        """``from to [COUNT n]`` of the range command."""
+        args: list[Any] = [
+            "-" if self.from_ms is None else self.from_ms,
+            "+" if self.to_ms is None else self.to_ms,
+        ]
+        if self.last_n is not None:
+            args += ["COUNT", self.last_n]
+        return args
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series read back: its key, the labels asked for, and its points (oldest first)."""
+
+    key: str
+    labels: dict[str, str]
+    points: list[Point]
+
+
+def read_series(client: redis.Redis, selector: SeriesSelector,
+                test_names: list[str] | None = None) -> list[Series]:
+    """Every series matching ``selector`` (one TS.MRANGE or TS.MREVRANGE round trip)."""
+    if test_names is not None and not test_names:
+        return []
+    # the newest N points need the reverse range; points are put back in time order below
+    command = "TS.MREVRANGE" if selector.last_n is not None else "TS.MRANGE"
+    reply = client.execute_command(
+        command, *selector.range_args(), "SELECTED_LABELS", keys.LABEL_TEST_NAME,
+        "FILTER", *selector.filters(test_names))
+    series = [_parse_series(key, labels, samples) for key, labels, samples in _entries(reply)]
+    if command == "TS.MREVRANGE":
+        series = [replace(s, points=s.points[::-1]) for s in series]
+    return series
+
+
+def points(client: redis.Redis, selector: SeriesSelector) -> list[Point]:
+    """The points of the one series ``selector`` names ([] when none matches)."""
+    if not selector.test_name:
+        raise ValueError("points() needs selector.test_name; use series_for_tests for many")
+    found = read_series(client, selector)
+    if len(found) > 1:
+        raise AmbiguousSelectorError(
+            f"{selector.test_name} {selector.metric}: {len(found)} series match, narrow the "
+            f"selector (platform, topology, build variant...): {[s.key for s in found]}")
+    return found[0].points if found else []
+
+
+def series_for_tests(client: redis.Redis, selector: SeriesSelector,
+                     test_names: list[str] | None = None) -> dict[str, list[Point]]:
+    """Points per test for many tests in one TS.MRANGE.
+
+    ``test_names`` None means every test (``selector.test_name`` is then ignored). Tests
+    without a matching series are absent from the result.
+    """
+    if test_names is None:
+        selector = replace(selector, test_name=None)
+    by_test: dict[str, Series] = {}
+    for s in read_series(client, selector, test_names):
+        name = s.labels.get(keys.LABEL_TEST_NAME, "")
+        if name in by_test:
+            raise AmbiguousSelectorError(
+                f"{name} {selector.metric}: several series match, narrow the selector: "
+                f"{by_test[name].key}, {s.key}")
+        by_test[name] = s
+    return {name: s.points for name, s in by_test.items()}
+
+
+def count_series(client: redis.Redis, filters: list[str] | None = None) -> int:
+    """How many of our series match ``filters`` (default: all of them), via TS.QUERYINDEX."""
+    every_side = f"{keys.LABEL_BY}=({','.join(keys.SIDE_KINDS)})"
+    return len(client.execute_command("TS.QUERYINDEX", every_side, *(filters or [])))
+
+
+def series_keys(client: redis.Redis, filters: list[str]) -> list[str]:
+    """Keys of the series matching label ``filters`` (TS.QUERYINDEX)."""
+    return sorted(_text(k) for k in client.execute_command("TS.QUERYINDEX", *filters))
+
+
+def scopes(client: redis.Redis) -> list[keys.Scope]:
+    """Every (triggering env, org, repo) that results were pushed for."""
+    return [keys.Scope.from_path(p) for p in _members(client, keys.SCOPES_KEY)]
+
+
+def list_tests(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Test names with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).tests)
+
+
+def list_metrics(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Metric names with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).metrics)
+
+
+def list_branches(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Branches with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).branches)
+
+
+def list_versions(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Release versions with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).versions)
+
+
+def list_platforms(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Platforms with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).platforms)
+
+
+def list_build_variants(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Build variants with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).build_variants)
+
+
+def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
+            from_ms: int | None = None, to_ms: int | None = None) -> list[str]:
+    """Run ids of ``test_name`` whose run started in ``from_ms``..``to_ms``, oldest first."""
+    low = "-inf" if from_ms is None else from_ms
+    high = "+inf" if to_ms is None else to_ms
+    return [_text(m) for m in client.zrangebyscore(keys.test_runs_key(scope, test_name),
+                                                   low, high)]
+
+
+def result_document(client: redis.Redis, run_id: str) -> TestRunResult:
+    """The full result document stored for ``run_id``."""
+    key = keys.run_key(run_id)
+    raw = client.get(key)
+    if raw is None:
+        raise RunNotFoundError(f"no result document at {key}")
+    return TestRunResult.from_dict(json.loads(raw))
+
+
+def last_push_ms(client: redis.Redis) -> int | None:
+    """When the last push happened (ms since the epoch), or None if never."""
+    raw = client.get(keys.LAST_PUSH_KEY)
+    return None if raw is None else int(raw)
+
+
+# -- reply parsing ----------------------------------------------------------------------------
+
+def _entries(reply: Any) -> list[tuple[Any, Any, Any]]:
+    """(key, labels, samples) of an MRANGE reply, RESP2 (list) or RESP3 (map)."""
+    if isinstance(reply, dict):
+        return [(key, value[0], value[-1]) for key, value in reply.items()]
+    return [(entry[0], entry[1], entry[2]) for entry in reply]
+
+
+def _parse_series(key: Any, labels: Any, samples: Any) -> Series:
+    if isinstance(labels, dict):
+        pairs = list(labels.items())
+    else:
+        pairs = [(pair[0], pair[1]) for pair in labels]
+    parsed_labels = {_text(k): _text(v) for k, v in pairs if v is not None}
+    pts = [(int(ts), float(value)) for ts, value in samples]
+    return Series(_text(key), parsed_labels, pts)
+
+
+def _members(client: redis.Redis, key: str) -> list[str]:
+    return sorted(_text(m) for m in client.smembers(key))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
