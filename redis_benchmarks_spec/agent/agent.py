@@ -144,6 +144,10 @@ class Agent:
         try:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = unpack(artifacts.fetch(self.client, event.artifact), workdir / "bin")
+                if "redis-server" not in binaries:
+                    raise artifacts.ArtifactError(
+                        f"artifact {event.artifact.location} holds no redis-server "
+                        f"(found: {', '.join(binaries) or 'nothing'})")
                 session = self._session(event, binaries["redis-server"])
                 for suite in todo:
                     if self.stop_event.is_set() or lost.is_set():

@@ -48,7 +48,8 @@ def store(client: redis.Redis, key: str, artifact: Artifact,
     pipe.hset(key, mapping={"sha256": artifact.sha256, "size": len(artifact.data),
                             "chunks": len(chunks), "redis_version": artifact.redis_version,
                             "env": json.dumps(artifact.env, sort_keys=True),
-                            "compiler": artifact.compiler_version})
+                            "compiler": artifact.compiler_version,
+                            "cflags_verified": int(artifact.cflags_verified)})
     pipe.expire(key, ttl_s)
     pipe.execute()
     return ArtifactRef(ARTIFACT_REDIS, key, artifact.sha256, len(artifact.data), len(chunks))

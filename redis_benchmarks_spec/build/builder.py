@@ -8,6 +8,8 @@ package and store it -> XADD the BuildEvent / BuildFailure together with the "pu
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import shutil
 import tempfile
@@ -47,6 +49,9 @@ class BuilderConfig:
     idle_claim_ms: int = 600_000
     artifact_ttl_s: int = artifacts.DEFAULT_TTL_S
     build_timeout_s: float = 1800.0
+    # local artifact cache (sha + variant): a restarted builder or a fresh broker does not
+    # recompile what this host already built
+    cache_dir: Path | None = None
 
 
 class Builder:
@@ -107,18 +112,49 @@ class Builder:
             log.info("reusing artifact %s", key)
             return _event(request, variant, stored.ref, stored.redis_version)
         try:
-            artifact = self._build(request, variant)
+            artifact = self._cached(request, variant) or self._build(request, variant)
         except (SourceError, BuildError) as exc:
             return _failure(request, variant_id, str(exc), getattr(exc, "log_tail", ""))
         ref = artifacts.store(self.client, key, artifact, self.config.artifact_ttl_s)
         return _event(request, variant, ref, artifact.redis_version)
+
+    def _cache_path(self, request: BuildRequest, variant: BuildVariant) -> Path | None:
+        if self.config.cache_dir is None:
+            return None
+        digest = hashlib.sha256(json.dumps(variant.make_env(), sort_keys=True).encode())
+        name = f"{request.sha}-{variant.id.replace(':', '_')}-{digest.hexdigest()[:12]}.json"
+        return self.config.cache_dir / name
+
+    def _cached(self, request: BuildRequest, variant: BuildVariant) -> Artifact | None:
+        path = self._cache_path(request, variant)
+        if path is None or not path.exists() or not path.with_suffix(".tar.gz").exists():
+            return None
+        meta = json.loads(path.read_text())
+        data = path.with_suffix(".tar.gz").read_bytes()
+        if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+            log.warning("cached artifact %s is corrupt; rebuilding", path)
+            return None
+        log.info("reusing locally cached build %s", path)
+        return Artifact(data=data, **meta)
+
+    def _save_cache(self, request: BuildRequest, variant: BuildVariant,
+                    artifact: Artifact) -> None:
+        path = self._cache_path(request, variant)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".tar.gz").write_bytes(artifact.data)
+        meta = {k: v for k, v in artifact.__dict__.items() if k != "data"}
+        path.write_text(json.dumps(meta))
 
     def _build(self, request: BuildRequest, variant: BuildVariant) -> Artifact:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
             source = fetch_source(self.client, request, workdir / "src")
-            return build(source, variant, workdir / "build.log", self.config.build_timeout_s)
+            artifact = build(source, variant, workdir / "build.log", self.config.build_timeout_s)
+            self._save_cache(request, variant, artifact)
+            return artifact
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -38,6 +38,8 @@ class Artifact:
     compiler_version: str
     build_seconds: float
     files: list[str] = field(default_factory=list)
+    # every REDIS_CFLAGS token seen on the compiler command lines of the build log
+    cflags_verified: bool = False
 
 
 def _version_line(argv: list[str]) -> str:
@@ -94,7 +96,19 @@ def build(source: Path, variant: BuildVariant, log_path: Path,
         data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
         env=variant.make_env(), redis_version=_redis_version(source / "src" / "redis-server"),
         compiler_version=_version_line([variant.compiler, "--version"]),
-        build_seconds=time.monotonic() - start, files=files)
+        build_seconds=time.monotonic() - start, files=files,
+        cflags_verified=cflags_reached_compiler(log_path, variant))
+
+
+def cflags_reached_compiler(log_path: Path, variant: BuildVariant) -> bool:
+    """True when some compiler command line in the log carries every REDIS_CFLAGS token."""
+    tokens = variant.env.get("REDIS_CFLAGS", "").split()
+    if not tokens:
+        return True
+    for line in log_path.read_text(errors="replace").splitlines():
+        if " -c " in f" {line} " and all(t in line.split() for t in tokens):
+            return True
+    return False
 
 
 def _redis_version(binary: Path) -> str:
