@@ -146,7 +146,7 @@ class EmbeddedDatasink:
         pid = self._recorded_pid()
         port = self._recorded_port()
         if pid is None:
-            return DatasinkStatus(False, self.data_dir, detail="not running (no pidfile)")
+            return DatasinkStatus(False, self.data_dir, detail="no pidfile")
         problem = self._not_ours(pid)
         if problem:
             return DatasinkStatus(False, self.data_dir, port=port, detail=f"stale pidfile: {problem}")

@@ -1,0 +1,157 @@
+"""``rbs datasink up|down|status|push``: the embedded datasink and pushing results later."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import redis
+from rich.console import Console
+
+from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
+from redis_benchmarks_spec.datasink.store import (
+    UNREACHABLE,
+    DatasinkConfig,
+    connect,
+    push_results_dir,
+)
+from redis_benchmarks_spec.datasink.writer import PushOptions
+
+PASSWORD_ENV = "RBS_DATASINK_PASSWORD"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("datasink", help="run the embedded RedisTimeSeries datasink; push results",
+                       description="Start, stop and inspect the embedded datasink "
+                                   "(redis-stack-server), or push result files to a datasink.")
+    dsub = p.add_subparsers(dest="datasink_command", metavar="ACTION", required=True)
+    up = dsub.add_parser("up", help="start the embedded datasink (no-op when it runs)")
+    add_embedded_args(up)
+    up.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    up.set_defaults(func=cmd_up)
+    down = dsub.add_parser("down", help="stop the embedded datasink")
+    add_embedded_args(down)
+    down.set_defaults(func=cmd_down)
+    status = dsub.add_parser("status", help="is it running; series, tests, last push")
+    add_embedded_args(status)
+    add_remote_args(status)
+    status.set_defaults(func=cmd_status)
+    push = dsub.add_parser("push", help="push result files not yet pushed (idempotent)")
+    push.add_argument("results_dir", type=Path, help="directory searched for result documents")
+    push.add_argument("--force", action="store_true",
+                      help="push files already marked as pushed to this datasink too")
+    push.add_argument("--timestamp", choices=("start", "commit"), default="start",
+                      help="stamp points with the run start (default) or the commit time")
+    add_embedded_args(push)
+    add_remote_args(push)
+    push.set_defaults(func=cmd_push)
+
+
+def add_embedded_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="data directory of the embedded datasink "
+                        "(default: the user data dir, redis-benchmarks-spec/datasink)")
+
+
+def add_remote_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("remote datasink (instead of the embedded one)")
+    g.add_argument("--datasink", default=None, metavar="URL",
+                   help="redis:// or rediss:// URL of a RedisTimeSeries datasink")
+    g.add_argument("--username", default=None)
+    g.add_argument("--password", default=None,
+                   help=f"password (prefer the {PASSWORD_ENV} environment variable)")
+    g.add_argument("--tls-ca-cert", default=None, help="CA bundle to verify the server")
+    g.add_argument("--tls-cert", default=None, help="client certificate (mutual TLS)")
+    g.add_argument("--tls-key", default=None, help="client private key (mutual TLS)")
+
+
+def remote_config(args: argparse.Namespace) -> DatasinkConfig | None:
+    """The remote datasink the arguments name, or None for the embedded one."""
+    if not args.datasink:
+        return None
+    return DatasinkConfig(
+        url=args.datasink, username=args.username,
+        password=args.password or os.environ.get(PASSWORD_ENV),
+        ssl_ca_certs=args.tls_ca_cert, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    console = Console()
+    sink = EmbeddedDatasink(args.data_dir, port=args.port)
+    try:
+        state = sink.up()
+    except DatasinkError as exc:
+        Console(stderr=True).print(f"[red]{exc}[/]", highlight=False, soft_wrap=True)
+        return 1
+    console.print(f"datasink running at {state.url} (pid {state.pid}, data in {state.data_dir})",
+                  highlight=False, soft_wrap=True)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    sink = EmbeddedDatasink(args.data_dir)
+    stopped = sink.down()
+    Console().print(f"datasink {'stopped' if stopped else 'was not running'} ({sink.data_dir})",
+                    highlight=False, soft_wrap=True)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    console = Console()
+    config = remote_config(args)
+    if config is None:
+        state = EmbeddedDatasink(args.data_dir).status()
+        if not state.running:
+            console.print(f"embedded datasink: not running ({state.detail}; data in "
+                          f"{state.data_dir}); start it with `rbs datasink up`", highlight=False, soft_wrap=True)
+            return 1
+        console.print(f"embedded datasink: running at {state.url} (pid {state.pid}, data in "
+                      f"{state.data_dir})", highlight=False, soft_wrap=True)
+        config = DatasinkConfig(url=state.url or "")
+    try:
+        with connect(config) as client:
+            print_contents(console, client)
+    except UNREACHABLE as exc:
+        console.print(f"[red]datasink {config.display_url} unreachable: {exc}[/]",
+                      highlight=False, soft_wrap=True)
+        return 1
+    return 0
+
+
+def print_contents(console: Console, client: redis.Redis) -> None:
+    """Series count, tests per scope and the last push time of a datasink."""
+    console.print(f"series: {reader.count_series(client)}")
+    for scope in reader.scopes(client):
+        tests = reader.list_tests(client, scope)
+        console.print(f"{scope.path}: {len(tests)} test(s), branches "
+                      f"{reader.list_branches(client, scope) or '-'}, versions "
+                      f"{reader.list_versions(client, scope) or '-'}, platforms "
+                      f"{reader.list_platforms(client, scope)}", highlight=False, soft_wrap=True)
+    last = reader.last_push_ms(client)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last / 1000)) if last else "never"
+    console.print(f"last push: {when}")
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    console = Console()
+    config = remote_config(args)
+    if config is None:
+        try:
+            state = EmbeddedDatasink(args.data_dir).up()
+        except DatasinkError as exc:
+            Console(stderr=True).print(f"[red]{exc}[/]", highlight=False, soft_wrap=True)
+            return 1
+        config = DatasinkConfig(url=state.url or "")
+    with connect(config) as client:
+        report = push_results_dir(client, args.results_dir,
+                                  PushOptions(timestamp=args.timestamp), force=args.force)
+    colour = "green" if report.ok else "red"
+    console.print(f"[{colour}]{config.display_url}: {report.summary()}[/]", highlight=False,
+                  soft_wrap=True)
+    for run_id, reason in report.failed.items():
+        console.print(f"[red]  not pushed: {run_id}: {reason}[/]", highlight=False,
+                      soft_wrap=True)
+    return 0 if report.ok else 1
