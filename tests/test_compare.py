@@ -353,3 +353,41 @@ def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch) -
         main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc"])
     with pytest.raises(SystemExit, match="--baseline-dir"):
         main(["compare"])
+
+
+def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import contextlib
+    import types
+
+    from redis_benchmarks_spec.cli import compare as cli
+    from redis_benchmarks_spec.cli.main import main
+    from redis_benchmarks_spec.datasink import reader as real_reader
+
+    seen: list[object] = []
+    data = {"branch": {"get": [(i, 100.0 + i / 10) for i in range(8)],
+                       "set": [(i, 100.0 + i) for i in range(8)]},
+            "hash": {"get": [(i, 100.0 + i / 10) for i in range(8)],
+                     "set": [(i, 70.0 + i) for i in range(8)], "new": [(0, 5.0)]}}
+
+    def series_for_tests(client: object, selector: real_reader.SeriesSelector) -> dict:
+        seen.append(selector)
+        return data[selector.side.kind]
+
+    fake = types.SimpleNamespace(SeriesSelector=real_reader.SeriesSelector,
+                                 AmbiguousSelectorError=real_reader.AmbiguousSelectorError,
+                                 series_for_tests=series_for_tests)
+    monkeypatch.setattr(cli, "_reader", lambda: fake)
+    monkeypatch.setattr(cli, "_datasink_client", lambda args: contextlib.nullcontext())
+    out = tmp_path / "r.json"
+    code = main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
+                 "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",
+                 "--to-date", "2024-01-31", "--format", "json", "--output", str(out),
+                 "--fail-on-regression"])
+    assert code == 1
+    rep = ComparisonReport.from_dict(json.loads(out.read_text()))
+    assert {r.test: r.verdict for r in rep.rows} == {"get": NO_CHANGE, "new": UNKNOWN,
+                                                    "set": REGRESSION}
+    assert any("new" in p and "baseline" in p for p in rep.problems)
+    first = seen[0]
+    assert first.platform == "x86" and first.last_n == 8
+    assert first.from_ms == 1704067200000 and first.to_ms == 1706745599999

@@ -1,8 +1,9 @@
 """``rbs compare``: baseline vs comparison per test, with intervals and honest verdicts.
 
 Two sources: two local results directories (``--baseline-dir``/``--comparison-dir``), or
-the datasink selected by branch, version or hash per side (wired through
-``redis_benchmarks_spec.datasink.reader``).
+the datasink (``--datasink URL`` or the running embedded one) selected by branch, version
+or hash per side, scoped by platform, topology, build variant, last N points or a date
+range, and read through ``redis_benchmarks_spec.datasink.reader``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import re
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,18 +30,19 @@ from redis_benchmarks_spec.analysis.compare import (
     load_dir_samples,
 )
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
+from redis_benchmarks_spec.cli import datasink as datasink_cli
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
 DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
-#: the reader function the datasink path calls: (args) -> (samples, problems)
-DATASINK_ENTRY = "samples_for_compare"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare a baseline and a comparison build per test",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_source_args(p)
+    datasink_cli.add_remote_args(p)
+    datasink_cli.add_embedded_args(p)
     _add_filter_args(p)
     _add_decision_args(p)
     _add_output_args(p)
@@ -47,7 +53,6 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("sources")
     src.add_argument("--baseline-dir", type=Path, help="results directory of the baseline")
     src.add_argument("--comparison-dir", type=Path, help="results directory of the comparison")
-    src.add_argument("--datasink", metavar="URL", help="datasink (RedisTimeSeries) URL")
     for side in ("baseline", "comparison"):
         group = src.add_mutually_exclusive_group()
         for what in ("branch", "version", "hash"):
@@ -93,18 +98,100 @@ def _uses_datasink(args: argparse.Namespace) -> bool:
     return bool(args.datasink) or any(selectors)
 
 
-def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
-    """Samples per test from the datasink, through ``datasink.reader`` once it exists."""
+def _reader() -> ModuleType:
     try:
-        reader = importlib.import_module(DATASINK_READER)
+        return importlib.import_module(DATASINK_READER)
     except ImportError:
         raise SystemExit("rbs compare: datasink comparisons need "
                          f"{DATASINK_READER}, not installed yet") from None
-    entry = getattr(reader, DATASINK_ENTRY, None)
-    if entry is None:
-        raise SystemExit(f"rbs compare: {DATASINK_READER} has no {DATASINK_ENTRY}(args); "
-                         "datasink comparisons are not wired yet")
-    return entry(args)
+
+
+def _side(args: argparse.Namespace, side: str) -> Any:
+    """The ``keys.Side`` one side's --*-branch/version/hash names."""
+    from redis_benchmarks_spec.datasink import keys
+    for kind in keys.SIDE_KINDS:
+        value = getattr(args, f"{side}_{kind}")
+        if value:
+            return keys.Side(kind, value)
+    raise SystemExit(f"rbs compare: give --{side}-branch, --{side}-version or --{side}-hash")
+
+
+def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
+    """ISO date or datetime (UTC unless it says otherwise) as ms since the epoch."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(f"rbs compare: not an ISO date: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    if end_of_day and len(text) == 10:
+        moment += timedelta(days=1, milliseconds=-1)
+    return int(moment.timestamp() * 1000)
+
+
+def _selector(args: argparse.Namespace, reader: ModuleType, side: Any) -> Any:
+    return reader.SeriesSelector(
+        metric=args.metric, side=side, platform=args.platform, topology=args.topology,
+        build_variant=args.build_variant, from_ms=_date_ms(args.from_date),
+        to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n)
+
+
+def _datasink_client(args: argparse.Namespace) -> Any:
+    """A client of --datasink, or of the running embedded datasink."""
+    from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+    from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect
+    config = datasink_cli.remote_config(args)
+    if config is None:
+        state = EmbeddedDatasink(args.data_dir).status()
+        if not state.running:
+            raise SystemExit("rbs compare: the embedded datasink is not running; start it with "
+                             "`rbs datasink up` or give --datasink URL")
+        config = DatasinkConfig(url=state.url or "")
+    return connect(config)
+
+
+def _tested_items(client: Any, reader: ModuleType, test: str) -> tuple[list[str], list[str]]:
+    """Groups and commands of the newest stored run of ``test`` (any scope)."""
+    for scope in reader.scopes(client):
+        ids = reader.run_ids(client, scope, test)
+        if ids:
+            doc = reader.result_document(client, ids[-1])
+            return doc.tested_groups, doc.tested_commands
+    return [], []
+
+
+def _wanted(client: Any, reader: ModuleType, args: argparse.Namespace, test: str) -> bool:
+    if not re.search(args.tests_regexp, test):
+        return False
+    if not (args.groups_regexp or args.commands_regexp):
+        return True
+    groups, commands = _tested_items(client, reader, test)
+    if args.groups_regexp and not any(re.search(args.groups_regexp, g) for g in groups):
+        return False
+    return not args.commands_regexp or any(re.search(args.commands_regexp, c) for c in commands)
+
+
+def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
+    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side."""
+    reader = _reader()
+    base_side, comp_side = _side(args, "baseline"), _side(args, "comparison")
+    problems: list[str] = []
+    with _datasink_client(args) as client:
+        try:
+            base = reader.series_for_tests(client, _selector(args, reader, base_side))
+            comp = reader.series_for_tests(client, _selector(args, reader, comp_side))
+        except reader.AmbiguousSelectorError as exc:
+            raise SystemExit(f"rbs compare: {exc}") from None
+        tests = [t for t in sorted(set(base) | set(comp)) if _wanted(client, reader, args, t)]
+    samples = {t: ([v for _, v in base.get(t, [])], [v for _, v in comp.get(t, [])])
+               for t in tests}
+    for test, (b, c) in samples.items():
+        if not b or not c:
+            problems.append(f"{test}: no points on the {'baseline' if not b else 'comparison'} "
+                            "side in the datasink")
+    return samples, problems
 
 
 def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
