@@ -45,6 +45,8 @@ _RELEASE_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:-(?:rc|m|alpha|beta)\d*)?)$"
 # RedisTimeSeries rejects these in label values (and "=" cannot be matched by a filter)
 _LABEL_UNSAFE = re.compile(r"[,()=]")
 _ZERO_SHA = re.compile(r"^0+$")
+# what an unstable (unreleased) Redis build reports as its version
+_UNSTABLE_VERSION = "255.255.255"
 
 LAST_PUSH_KEY = f"{PREFIX}:last_push_ms"
 SCOPES_KEY = f"{PREFIX}:scopes"
@@ -148,7 +150,9 @@ def release_version(raw: str | None) -> str | None:
     if not raw:
         return None
     match = _RELEASE_VERSION.match(raw.strip())
-    return match.group(1) if match else None
+    if not match or match.group(1) == _UNSTABLE_VERSION:
+        return None
+    return match.group(1)
 
 
 def run_labels(result: TestRunResult) -> dict[str, str]:

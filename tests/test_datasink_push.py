@@ -1,0 +1,199 @@
+"""Key scheme, writer and reader against a real redis-stack-server."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.datasink.writer import PushOptions, push_results
+from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
+    BUILD_VARIANT,
+    METRICS,
+    TEST_NAME,
+    CountingConnection,
+    client_fixture,
+    counting_client,
+    datasink_fixture,
+    make_result,
+)
+
+BRANCH_KEY = (
+    "ci.benchmarks.redis/by.branch/ci/redis/redis/memtier_benchmark-1Mkeys-string-get-10B/"
+    "gcc:12.2.0-amd64-debian-bookworm-default/icelake-2s/oss-standalone/unstable/"
+    "ALL_STATS.Totals.Ops/sec"
+)
+
+
+def ts_info(c: redis.Redis, key: str) -> dict[str, object]:
+    raw = c.execute_command("TS.INFO", key)
+    return {k.decode(): v for k, v in raw.items()}
+
+
+def queryindex(c: redis.Redis, *filters: str) -> set[str]:
+    return {k.decode() for k in c.execute_command("TS.QUERYINDEX", *filters)}
+
+
+def unstable(metric: str = METRICS[0], **kw: object) -> reader.SeriesSelector:
+    return reader.SeriesSelector(metric=metric, side=keys.Side("branch", "unstable"), **kw)
+
+
+def test_key_names_match_the_scheme_and_queryindex_finds_them(client: redis.Redis) -> None:
+    push_results(client, [make_result()])
+    found = queryindex(client, f"test_name={TEST_NAME}")
+    expected = {
+        f"ci.benchmarks.redis/by.{kind}/ci/redis/redis/{TEST_NAME}/{BUILD_VARIANT}/icelake-2s/"
+        f"oss-standalone/{value}/{metric}"
+        for kind, value in (("branch", "unstable"), ("version", "7.2.4"),
+                            ("hash", "a1b2c3d4e5f6"))
+        for metric in METRICS
+    }
+    assert found == expected
+    assert BRANCH_KEY in found
+
+
+def test_every_path_component_and_run_detail_is_a_label(client: redis.Redis) -> None:
+    push_results(client, [make_result()])
+    labels = {k.decode(): v.decode() for k, v in ts_info(client, BRANCH_KEY)["labels"].items()}
+    assert labels == {
+        "by": "branch", "triggering_env": "ci", "github_org": "redis", "github_repo": "redis",
+        "test_name": TEST_NAME, "build_variant": BUILD_VARIANT, "platform": "icelake-2s",
+        "topology": "oss-standalone", "branch": "unstable", "metric": METRICS[0],
+        "deployment_type": "process", "tested_groups": "string", "tested_commands": "get",
+        "tested_group.string": "1", "tested_command.get": "1",
+    }
+    version_key = BRANCH_KEY.replace("by.branch", "by.version").replace("/unstable/", "/7.2.4/")
+    version_labels = ts_info(client, version_key)["labels"]
+    assert version_labels[b"version"] == b"7.2.4" and b"branch" not in version_labels
+    assert queryindex(client, "tested_group.string=1", "by=branch", f"metric={METRICS[0]}") == {
+        BRANCH_KEY}
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("7.0.15", "7.0.15"), ("7.2.4-rc1", "7.2.4-rc1"), ("v7.4.0", "7.4.0"),
+    ("unstable", None), ("7.2", None), ("7.2.4-custom", None),
+])
+def test_version_series_only_for_release_versions(client: redis.Redis, version: str,
+                                                  expected: str | None) -> None:
+    result = make_result(version=version, redis_version="255.255.255")
+    push_results(client, [result])
+    assert reader.list_versions(client, keys.Scope()) == ([expected] if expected else [])
+    assert len(queryindex(client, "by=version")) == (len(METRICS) if expected else 0)
+
+
+def test_local_run_without_git_info_files_under_the_server_version(client: redis.Redis) -> None:
+    result = make_result(branch=None, version=None, hash=None, redis_version="7.0.15",
+                         redis_git_sha="00000000")
+    report = push_results(client, [result])
+    assert report.pushed == [result.run_id]
+    assert reader.list_versions(client, keys.Scope()) == ["7.0.15"]
+    assert queryindex(client, f"test_name={TEST_NAME}") == {
+        k.replace("by.branch", "by.version").replace("/unstable/", "/7.0.15/")
+        for k in (BRANCH_KEY, BRANCH_KEY.replace(METRICS[0], METRICS[1]))}
+
+
+def test_pushing_the_same_results_twice_adds_no_points(client: redis.Redis) -> None:
+    results = [make_result(run) for run in range(4)]
+    first = push_results(client, results)
+    samples = ts_info(client, BRANCH_KEY)["totalSamples"]
+    second = push_results(client, results)
+    assert samples == 4 and ts_info(client, BRANCH_KEY)["totalSamples"] == 4
+    assert first.datapoints == second.datapoints == 4 * 3 * len(METRICS)
+    assert ts_info(client, BRANCH_KEY)["duplicatePolicy"] == b"last"
+
+
+def test_one_pipelined_round_trip_per_test_push(datasink: EmbeddedDatasink,
+                                                client: redis.Redis) -> None:
+    counted = counting_client(datasink)
+    counted.ping()  # connect (and its handshake) before counting
+    CountingConnection.sends = 0
+    results = [make_result(run, test_name=f"test-{run}") for run in range(5)]
+    report = push_results(counted, results)
+    assert report.round_trips == 5 and CountingConnection.sends == 5
+    assert len(report.pushed) == 5 and report.ok
+
+
+def test_reader_returns_points_for_a_selector(client: redis.Redis) -> None:
+    results = [make_result(run) for run in range(6)]
+    push_results(client, results)
+    expected = [(r.start_ms, r.metrics[METRICS[0]]) for r in results]
+    assert reader.points(client, unstable(test_name=TEST_NAME)) == expected
+    assert reader.points(client, unstable(test_name=TEST_NAME, last_n=2)) == expected[-2:]
+    window = unstable(test_name=TEST_NAME, from_ms=expected[1][0], to_ms=expected[3][0])
+    assert reader.points(client, window) == expected[1:4]
+    by_hash = reader.SeriesSelector(metric=METRICS[1], side=keys.Side("hash", "a1b2c3d4e5f6"),
+                                    test_name=TEST_NAME, platform="icelake-2s")
+    assert [v for _, v in reader.points(client, by_hash)] == [r.metrics[METRICS[1]]
+                                                             for r in results]
+    assert reader.points(client, unstable(test_name=TEST_NAME, platform="other")) == []
+
+
+def test_reader_refuses_a_selector_matching_two_platforms(client: redis.Redis) -> None:
+    push_results(client, [make_result(0), make_result(1, platform="cascadelake")])
+    with pytest.raises(reader.AmbiguousSelectorError, match="cascadelake"):
+        reader.points(client, unstable(test_name=TEST_NAME))
+    assert len(reader.points(client, unstable(test_name=TEST_NAME, platform="cascadelake"))) == 1
+
+
+def test_series_for_many_tests_in_one_query(client: redis.Redis) -> None:
+    names = [f"test-{i}" for i in range(4)]
+    push_results(client, [make_result(run, test_name=n) for n in names for run in range(3)])
+    every = reader.series_for_tests(client, unstable(platform="icelake-2s"))
+    assert sorted(every) == names and all(len(p) == 3 for p in every.values())
+    some = reader.series_for_tests(client, unstable(last_n=1), ["test-1", "test-3", "nope"])
+    assert some == {n: [every[n][-1]] for n in ("test-1", "test-3")}
+
+
+def test_index_sets_and_result_documents(client: redis.Redis) -> None:
+    result = make_result(0)
+    push_results(client, [result, make_result(1, test_name="other", branch="7.2",
+                                              platform="cascadelake")])
+    scope = keys.Scope("ci", "redis", "redis")
+    assert reader.scopes(client) == [scope]
+    assert reader.list_tests(client, scope) == sorted([TEST_NAME, "other"])
+    assert reader.list_branches(client, scope) == ["7.2", "unstable"]
+    assert reader.list_platforms(client, scope) == ["cascadelake", "icelake-2s"]
+    assert reader.list_build_variants(client, scope) == [BUILD_VARIANT]
+    assert reader.list_metrics(client, scope) == sorted(METRICS)
+    assert reader.run_ids(client, scope, TEST_NAME) == [result.run_id]
+    stored = reader.result_document(client, result.run_id)
+    assert stored == result and stored.result and stored.result.histogram
+    with pytest.raises(reader.RunNotFoundError):
+        reader.result_document(client, "no-such-run")
+    assert reader.last_push_ms(client) is not None
+
+
+def test_failed_and_empty_results_are_skipped_with_a_reason(client: redis.Redis) -> None:
+    failed = replace(make_result(0), status="failed", run_id="f")
+    empty = replace(make_result(1), metrics={}, run_id="e")
+    report = push_results(client, [failed, empty])
+    assert report.skipped == {"f": "status failed", "e": "no metrics"}
+    assert report.round_trips == 0 and reader.count_series(client) == 0
+
+
+def test_commit_timestamp_when_configured(client: redis.Redis) -> None:
+    with_commit = make_result(0, commit_time_ms=1_600_000_000_000)
+    without = make_result(1)
+    report = push_results(client, [with_commit, without], PushOptions(timestamp="commit"))
+    assert report.pushed == [with_commit.run_id] and without.run_id in report.skipped
+    assert reader.points(client, unstable(test_name=TEST_NAME)) == [
+        (1_600_000_000_000, with_commit.metrics[METRICS[0]])]
+
+
+def test_a_rejected_write_names_the_test_and_key(client: redis.Redis) -> None:
+    client.set(BRANCH_KEY, "not a time series")
+    report = push_results(client, [make_result(0)])
+    assert not report.ok and report.pushed == []
+    assert BRANCH_KEY in report.failed[make_result(0).run_id]
+    assert TEST_NAME in report.failed[make_result(0).run_id]
+
+
+def test_label_values_redis_rejects_are_made_safe(client: redis.Redis) -> None:
+    result = make_result(0, branch="feat(x),y=z")
+    report = push_results(client, [result])
+    assert report.ok
+    assert len(reader.points(client, reader.SeriesSelector(
+        metric=METRICS[0], side=keys.Side("branch", "feat(x),y=z"), test_name=TEST_NAME))) == 1
