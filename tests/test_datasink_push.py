@@ -197,3 +197,25 @@ def test_label_values_redis_rejects_are_made_safe(client: redis.Redis) -> None:
     assert report.ok
     assert len(reader.points(client, reader.SeriesSelector(
         metric=METRICS[0], side=keys.Side("branch", "feat(x),y=z"), test_name=TEST_NAME))) == 1
+
+
+def test_known_series_take_compact_points_and_stay_idempotent(client: redis.Redis) -> None:
+    known: set[str] = set()
+    first = push_results(client, [make_result(0)], known_series=known)
+    assert BRANCH_KEY in known and first.round_trips == 1
+    again = push_results(client, [make_result(0), make_result(1)], known_series=known)
+    assert again.ok and again.round_trips == 2
+    assert ts_info(client, BRANCH_KEY)["totalSamples"] == 2
+    assert ts_info(client, BRANCH_KEY)["labels"][b"test_name"] == TEST_NAME.encode()
+
+
+def test_a_known_series_deleted_meanwhile_is_recreated_with_its_labels(
+        client: redis.Redis) -> None:
+    known: set[str] = set()
+    push_results(client, [make_result(0)], known_series=known)
+    client.delete(BRANCH_KEY)
+    report = push_results(client, [make_result(1)], known_series=known)
+    assert report.ok and report.round_trips == 2  # the refused points went again, with labels
+    assert ts_info(client, BRANCH_KEY)["labels"][b"branch"] == b"unstable"
+    assert reader.points(client, unstable(test_name=TEST_NAME)) == [
+        (make_result(1).start_ms, make_result(1).metrics[METRICS[0]])]

@@ -118,12 +118,13 @@ def push_results_dir(client: redis.Redis, results_dir: Path,
         report.error = f"datasink unreachable: {exc}"
         report.files_not_pushed = [str(f) for f in files]
         return report
+    known: set[str] = set()  # series created during this push: later points go by TS.MADD
     for index, path in enumerate(files):
         if not force and _pushed_to(path) == sink:
             report.files_already_pushed.append(str(path))
             continue
         try:
-            _push_file(client, path, sink, options, report)
+            _push_file(client, path, sink, options, report, known)
         except UNREACHABLE as exc:
             report.error = f"datasink unreachable while pushing {path}: {exc}"
             report.files_not_pushed += [str(f) for f in files[index:]]
@@ -132,14 +133,14 @@ def push_results_dir(client: redis.Redis, results_dir: Path,
 
 
 def _push_file(client: redis.Redis, path: Path, sink: str, options: PushOptions | None,
-               report: PushReport) -> None:
+               report: PushReport, known: set[str]) -> None:
     try:
         result = TestRunResult.read(path)
     except ValueError as exc:
         report.failed[str(path)] = str(exc)
         report.files_not_pushed.append(str(path))
         return
-    one = push_results(client, [result], options)
+    one = push_results(client, [result], options, known)
     report.merge(one)
     if one.failed:
         report.files_not_pushed.append(str(path))

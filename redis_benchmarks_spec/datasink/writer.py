@@ -1,9 +1,9 @@
 """Push result documents into RedisTimeSeries: one pipelined round trip per test run.
 
 Every write of one run (each metric on each side, the index sets, the result document) is
-queued on one non-transactional pipeline and sent with one ``execute()``. Points are added
-with ``ON_DUPLICATE LAST`` (and series created with ``DUPLICATE_POLICY LAST``), so pushing
-the same run again rewrites the same points and adds none.
+queued on one non-transactional pipeline and sent with one ``execute()``. Series are
+created with ``DUPLICATE_POLICY LAST`` and points added with ``ON_DUPLICATE LAST``, so
+pushing the same run again rewrites the same points and adds none.
 """
 
 from __future__ import annotations
@@ -86,14 +86,18 @@ class PushReport:
 
 
 def push_results(client: redis.Redis, results: list[TestRunResult],
-                 options: PushOptions | None = None) -> PushReport:
+                 options: PushOptions | None = None,
+                 known_series: set[str] | None = None) -> PushReport:
     """Push every ok result, one pipelined round trip each.
 
     Results that are not ok, or have nothing to write, are listed in ``skipped``; a run whose
     commands the server rejected is listed in ``failed``. Connection errors propagate: the
-    caller decides what stays on disk.
+    caller decides what stays on disk. ``known_series`` (keys this process already created,
+    updated here) lets a long batch send points of existing series as one compact TS.MADD;
+    pass the same set to consecutive calls to keep that benefit.
     """
     options = options or PushOptions()
+    known = set() if known_series is None else known_series
     report = PushReport()
     started = time.monotonic()
     for result in results:
@@ -102,12 +106,11 @@ def push_results(client: redis.Redis, results: list[TestRunResult],
             report.skipped[result.run_id] = why_not
             continue
         try:
-            report.datapoints += push_one(client, result, options)
+            report.datapoints += push_one(client, result, options, known, report)
         except DatasinkWriteError as exc:
             report.failed[result.run_id] = str(exc)
         else:
             report.pushed.append(result.run_id)
-        report.round_trips += 1
     report.elapsed_s = time.monotonic() - started
     return report
 
@@ -135,34 +138,71 @@ def timestamp_of(result: TestRunResult, options: PushOptions) -> int:
     return result.start_ms
 
 
-def push_one(client: redis.Redis, result: TestRunResult, options: PushOptions) -> int:
-    """Write one run in one round trip; returns the number of datapoints written."""
+def push_one(client: redis.Redis, result: TestRunResult, options: PushOptions,
+             known: set[str], report: PushReport) -> int:
+    """Write one run in one round trip; returns the number of datapoints written.
+
+    Series not in ``known`` get a TS.ADD carrying their labels (which create them); points
+    of known series go in one TS.MADD (their DUPLICATE_POLICY LAST keeps re-pushes
+    idempotent). Should a known series have vanished or refuse the point, those points are
+    re-sent with TS.ADD in a second round trip.
+    """
+    ts = timestamp_of(result, options)
+    series = keys.series_ids(result)
+    fresh = [s for s in series if s.key not in known]
+    existing = [s for s in series if s.key in known]
     pipe = client.pipeline(transaction=False)
-    labels = queue_points(pipe, result, options)
+    for s in fresh:
+        queue_add(pipe, s, result, ts, options)
+    if existing:
+        pipe.execute_command("TS.MADD", *[arg for s in existing
+                                          for arg in (s.key, ts, result.metrics[s.metric])])
     queue_indexes(pipe, result)
     if options.store_documents:
         queue_document(pipe, result)
     pipe.set(keys.LAST_PUSH_KEY, int(time.time() * 1000))
     commands = [args for args, _options in pipe.command_stack]  # execute() clears the stack
     replies = pipe.execute(raise_on_error=False)
+    report.round_trips += 1
+    refused: list[keys.SeriesId] = []
+    if existing:
+        madd_at = len(fresh)
+        refused = madd_refusals(existing, replies[madd_at])
+        del commands[madd_at], replies[madd_at]
     check_replies(result, commands, replies)
-    return len(labels)
+    known.update(s.key for s in fresh)
+    if refused:
+        readd(client, result, refused, ts, options)
+        report.round_trips += 1
+    return len(series)
 
 
-def queue_points(pipe: Any, result: TestRunResult, options: PushOptions) -> list[str]:
-    """Queue one TS.ADD per metric and side; returns the keys written."""
-    ts = timestamp_of(result, options)
-    shared = keys.run_labels(result)
-    written = []
-    for series in keys.series_ids(result):
-        labels = {**series.labels(), **shared}
-        pipe.execute_command(
-            "TS.ADD", series.key, ts, float(result.metrics[series.metric]),
-            "RETENTION", options.retention_ms, "DUPLICATE_POLICY", "LAST",
-            "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels),
-        )
-        written.append(series.key)
-    return written
+def queue_add(pipe: Any, series: keys.SeriesId, result: TestRunResult, ts: int,
+              options: PushOptions) -> None:
+    """Queue a TS.ADD of one point that creates the series, with its labels, if needed."""
+    labels = {**series.labels(), **keys.run_labels(result)}
+    pipe.execute_command(
+        "TS.ADD", series.key, ts, float(result.metrics[series.metric]),
+        "RETENTION", options.retention_ms, "DUPLICATE_POLICY", "LAST",
+        "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels),
+    )
+
+
+def madd_refusals(series: list[keys.SeriesId], reply: Any) -> list[keys.SeriesId]:
+    """The series whose point a TS.MADD reply refused (all of them if the command failed)."""
+    if isinstance(reply, Exception):
+        return list(series)
+    return [s for s, item in zip(series, reply) if isinstance(item, Exception)]
+
+
+def readd(client: redis.Redis, result: TestRunResult, series: list[keys.SeriesId], ts: int,
+          options: PushOptions) -> None:
+    """Send points TS.MADD refused again as TS.ADD (creating, ON_DUPLICATE LAST)."""
+    pipe = client.pipeline(transaction=False)
+    for s in series:
+        queue_add(pipe, s, result, ts, options)
+    commands = [args for args, _options in pipe.command_stack]
+    check_replies(result, commands, pipe.execute(raise_on_error=False))
 
 
 def queue_indexes(pipe: Any, result: TestRunResult) -> None:
