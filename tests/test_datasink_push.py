@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 import redis
@@ -28,7 +29,7 @@ BRANCH_KEY = (
 )
 
 
-def ts_info(c: redis.Redis, key: str) -> dict[str, object]:
+def ts_info(c: redis.Redis, key: str) -> dict[str, Any]:
     raw = c.execute_command("TS.INFO", key)
     return {k.decode(): v for k, v in raw.items()}
 
@@ -37,7 +38,7 @@ def queryindex(c: redis.Redis, *filters: str) -> set[str]:
     return {k.decode() for k in c.execute_command("TS.QUERYINDEX", *filters)}
 
 
-def unstable(metric: str = METRICS[0], **kw: object) -> reader.SeriesSelector:
+def unstable(metric: str = METRICS[0], **kw: Any) -> reader.SeriesSelector:
     return reader.SeriesSelector(metric=metric, side=keys.Side("branch", "unstable"), **kw)
 
 
