@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from pathlib import Path
 from types import FrameType
 
@@ -18,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
 from redis_benchmarks_spec.cli.display import print_problems, results_table, summary_line
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, TestRunResult
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results-dir", type=Path, default=Path("results"),
                    help="where result documents go (a timestamped folder per run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    add_ab_args(p)
     g = p.add_argument_group("datasink")
     g.add_argument("--datasink", default=None, metavar="URL",
                    help="push results to this RedisTimeSeries (default: the embedded datasink, "
@@ -174,6 +175,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     config.results_dir = session_dir(args.results_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        if wants_ab(args):
+            return cmd_ab(args, console, config, suites)
         results = run_with_progress(console, config, suites)
     except KeyboardInterrupt:
         console.print("[red]interrupted: every process this run started has been stopped[/]")

@@ -1,0 +1,75 @@
+"""``rbs run --baseline-server A --comparison-server B --repetitions N``: interleaved A/B.
+
+Parsing and printing only; the runs are :mod:`redis_benchmarks_spec.runner.ab`, the
+statistics :mod:`redis_benchmarks_spec.analysis.compare`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from rich.console import Console
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
+from redis_benchmarks_spec.cli.compare import write_report
+from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
+from redis_benchmarks_spec.runner.session import SessionConfig
+from redis_benchmarks_spec.spec.suite import Suite
+
+
+def add_ab_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("interleaved A/B (both servers required)")
+    g.add_argument("--baseline-server", default=None, help="redis-server binary of side A")
+    g.add_argument("--comparison-server", default=None, help="redis-server binary of side B")
+    g.add_argument("--baseline-server-args", default="",
+                   help="extra redis-server arguments for side A only")
+    g.add_argument("--comparison-server-args", default="",
+                   help="extra redis-server arguments for side B only (e.g. a deliberate "
+                        "slowdown for calibration)")
+    g.add_argument("--repetitions", type=int, default=10, help="runs per side per suite")
+    g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
+    g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
+    g.add_argument("--alpha", type=float, default=0.05)
+    g.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    g.add_argument("--fail-on-regression", action="store_true")
+
+
+def wants_ab(args: argparse.Namespace) -> bool:
+    return bool(args.baseline_server or args.comparison_server)
+
+
+def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
+           suites: list[Suite]) -> int:
+    if not (args.baseline_server and args.comparison_server):
+        console.print("[red]A/B mode needs both --baseline-server and --comparison-server[/]")
+        return 2
+    ab = ABConfig(
+        session=config,
+        baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args)),
+        comparison=Side("comparison", args.comparison_server,
+                        shlex.split(args.comparison_server_args)),
+        repetitions=args.repetitions)
+
+    def on_run(run: ABRun) -> None:
+        r = run.result
+        value = r.metrics.get(args.metric)
+        shown = f"{value:,.0f}" if value is not None else r.status
+        console.print(f"rep {run.repetition + 1:>2}/{args.repetitions} {run.side:<10} "
+                      f"{r.test_name}: {shown}", highlight=False)
+
+    runs = run_ab(ab, suites, on_run=on_run)
+    failed = [r.result for r in runs if not r.result.ok]
+    for result in failed:
+        console.print(f"[red]FAILED[/] {result.test_name}: {result.reason}", highlight=False,
+                      soft_wrap=True)
+    pairs = paired_samples(runs, args.metric)
+    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+                             metric=args.metric)
+    problems = [f"{r.test_name}: {r.reason}" for r in failed]
+    report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
+    write_report(report, args.format, None)
+    console.print(f"results: {config.results_dir}")
+    if failed:
+        return 1
+    return 1 if args.fail_on_regression and report.has_regression else 0

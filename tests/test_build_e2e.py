@@ -1,0 +1,98 @@
+"""End to end on one machine: trigger a real Redis source tree (Debian's 7.0.15 source
+package), the builder compiles it for a build variant, an agent runs a suite with the built
+redis-server. The compiled artifact is cached in .cache/builds between test runs."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.build import artifacts
+from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
+from redis_benchmarks_spec.build.compile import unpack
+from redis_benchmarks_spec.build.variants import load_variants
+from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.trigger import RedisSourceStore, RequestOptions, Selection, trigger
+from redis_benchmarks_spec.results.document import TestRunResult
+from tests.pipeline_fixtures import SUITE
+
+REPO = Path(__file__).resolve().parents[1]
+VARIANT = "gcc:12.2.0-amd64-debian-bookworm-o3"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, timeout=120).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def redis_source_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository holding Debian's redis 7.0.15 source tree."""
+    out = subprocess.run([str(REPO / "scripts" / "fetch-redis-source.sh")], check=True,
+                         capture_output=True, text=True, timeout=600).stdout.strip()
+    tarball = Path(out.splitlines()[-1])
+    root = tmp_path_factory.mktemp("redis-src")
+    with tarfile.open(tarball) as tar:
+        tar.extractall(root, filter="data")
+    repo = next(p for p in root.iterdir() if p.is_dir())
+    git(repo, "init", "-q", "-b", "unstable")
+    git(repo, "add", "-A", "--force")  # as in redis.git, which commits deps/jemalloc/configure
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "7.0.15")
+    return repo
+
+
+def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  # type: ignore[no-untyped-def]
+                                        tmp_path: Path) -> None:
+    names = StreamNames.with_prefix(f"e2e{uuid.uuid4().hex[:6]}")
+    client = redis_server.client()
+    queued = trigger(client, names, str(redis_source_repo), Selection(branch="unstable"),
+                     RequestOptions(org="redis", repo_name="redis", build_variants=(VARIANT,)),
+                     RedisSourceStore(ttl_s=3600))
+    sha = queued[0].request.sha
+    builder = Builder(client, BuilderConfig(
+        names=names, consumer="builder-1", variants=load_variants(), block_ms=200,
+        work_dir=tmp_path / "build", cache_dir=REPO / ".cache" / "builds"))
+    assert builder.run(max_requests=1) == 1
+    failures = [(f.get(b"reason"), f.get(b"log_tail", b"")[-800:]) for _, f in client.xrange(names.build_failures)]
+    assert failures == []
+    (entry_id, fields), = client.xrange(names.builds)
+    event = BuildEvent.decode(fields, entry_id.decode())
+    assert event.sha == sha and event.branch == "unstable" and event.build_variant == VARIANT
+    assert event.env["REDIS_CFLAGS"] == "-O3 -DRBS_BUILD_VARIANT_O3"
+    manifest = client.hgetall(event.artifact.location)
+    assert manifest[b"cflags_verified"] == b"1"  # the flags were on the compiler command lines
+    binaries = unpack(artifacts.fetch(client, event.artifact), tmp_path / "bin")
+    version = subprocess.run([str(binaries["redis-server"]), "--version"], capture_output=True,
+                             text=True, timeout=10).stdout
+    assert "v=7.0.15" in version
+    # the same sha and variant again: the stored artifact is reused, not rebuilt
+    trigger(client, names, str(redis_source_repo), Selection(branch="unstable"),
+            RequestOptions(org="redis", repo_name="redis", build_variants=(VARIANT,)),
+            RedisSourceStore(ttl_s=3600))
+    assert builder.run(max_requests=1) == 1
+    events = [BuildEvent.decode(f, i.decode()) for i, f in client.xrange(names.builds)]
+    assert [e.artifact.location for e in events] == [event.artifact.location] * 2
+
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(SUITE.format(name="e2e-set", n=5000).replace(
+        "build-variants: [gcc:12.2.0-amd64-debian-bookworm-default]",
+        f"build-variants: ['{VARIANT}']"))
+    pushed: list[TestRunResult] = []
+    agent = Agent(client, AgentConfig(names=names, platform="local", consumer="agent-1",
+                                      suites_dir=suites, work_dir=tmp_path / "work",
+                                      results_dir=tmp_path / "results", block_ms=200),
+                  push=pushed.extend)
+    assert agent.run(max_events=2) == 2
+    assert len(pushed) == 2
+    result = pushed[0]
+    assert result.ok, result.reason
+    assert result.context.git.hash == sha and result.context.git.branch == "unstable"
+    assert result.redis_version == "7.0.15"
+    assert result.redis_server.endswith("redis-server") and "work" in result.redis_server
