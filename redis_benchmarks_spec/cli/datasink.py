@@ -122,9 +122,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def print_contents(console: Console, client: redis.Redis) -> None:
-    """Series count, tests per scope and the last push time of a datasink."""
-    console.print(f"series: {reader.count_series(client)}")
-    for scope in reader.scopes(client):
+    """Series count, tests and runs known, per scope, and the last push time."""
+    all_scopes = reader.scopes(client)
+    tests = {t for scope in all_scopes for t in reader.list_tests(client, scope)}
+    console.print(f"series: {reader.count_series(client)}, tests known: {len(tests)}, "
+                  f"runs stored: {reader.count_runs(client)}")
+    for scope in all_scopes:
         tests = reader.list_tests(client, scope)
         console.print(f"{scope.path}: {len(tests)} test(s), branches "
                       f"{reader.list_branches(client, scope) or '-'}, versions "

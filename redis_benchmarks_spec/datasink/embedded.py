@@ -107,6 +107,11 @@ class DatasinkStatus:
     def url(self) -> str | None:
         return f"redis://{HOST}:{self.port}" if self.port else None
 
+    def as_dict(self) -> dict[str, object]:
+        """Plain values for JSON output and scripts."""
+        return {"running": self.running, "data_dir": str(self.data_dir), "pid": self.pid,
+                "port": self.port, "url": self.url, "detail": self.detail}
+
 
 class EmbeddedDatasink:
     """A redis-stack-server owned by one data directory."""

@@ -212,6 +212,7 @@ class IndexKeys:
     platforms: str
     build_variants: str
     topologies: str
+    runs: str  # run ids whose result document is stored (see :func:`run_key`)
 
 
 def index_keys(scope: Scope) -> IndexKeys:
@@ -226,6 +227,7 @@ def index_keys(scope: Scope) -> IndexKeys:
         platforms=f"{base}:platforms",
         build_variants=f"{base}:build_variants",
         topologies=f"{base}:topologies",
+        runs=f"{base}:runs",
     )
 
 

@@ -8,6 +8,7 @@ Nothing here scans key names.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,8 +32,10 @@ class RunNotFoundError(KeyError):
 class SeriesSelector:
     """Which series to read: a metric of a test on one side, narrowed by context labels.
 
-    ``test_name`` may be None for :func:`series_for_tests`. Unset context fields match any
-    value. ``last_n`` keeps the newest N points inside ``from_ms``..``to_ms``.
+    ``test_name`` may be None for :func:`series_for_tests`, and ``tests_regexp`` narrows the
+    tests there (matched against the index sets, then one ``test_name=(...)`` filter). Unset
+    context fields match any value. ``last_n`` keeps the newest N points inside
+    ``from_ms``..``to_ms``.
     """
 
     metric: str
@@ -47,6 +50,13 @@ class SeriesSelector:
     from_ms: int | None = None
     to_ms: int | None = None
     last_n: int | None = None
+    tests_regexp: str | None = None
+
+    def matches_scope(self, scope: keys.Scope) -> bool:
+        """Whether ``scope`` agrees with the selector's env / org / repo (unset: any)."""
+        wanted = (self.triggering_env, self.github_org, self.github_repo)
+        actual = (scope.triggering_env, scope.github_org, scope.github_repo)
+        return all(w is None or w == a for w, a in zip(wanted, actual))
 
     def filters(self, test_names: list[str] | None = None) -> list[str]:
         """TS.MRANGE FILTER expressions; ``test_names`` overrides ``test_name`` with a list."""
@@ -124,6 +134,8 @@ def series_for_tests(client: redis.Redis, selector: SeriesSelector,
     ``test_names`` None means every test (``selector.test_name`` is then ignored). Tests
     without a matching series are absent from the result.
     """
+    if test_names is None and selector.tests_regexp:
+        test_names = tests_matching(client, selector)
     if test_names is None:
         selector = replace(selector, test_name=None)
     by_test: dict[str, Series] = {}
@@ -135,6 +147,17 @@ def series_for_tests(client: redis.Redis, selector: SeriesSelector,
                 f"{by_test[name].key}, {s.key}")
         by_test[name] = s
     return {name: s.points for name, s in by_test.items()}
+
+
+def tests_matching(client: redis.Redis, selector: SeriesSelector) -> list[str]:
+    """Known tests (index sets of the selector's scopes) matching ``selector.tests_regexp``."""
+    try:
+        pattern = re.compile(selector.tests_regexp or "")
+    except re.error as exc:
+        raise ValueError(f"tests regexp {selector.tests_regexp!r}: {exc}") from exc
+    names = {name for scope in scopes(client) if selector.matches_scope(scope)
+             for name in list_tests(client, scope)}
+    return sorted(name for name in names if pattern.search(name))
 
 
 def count_series(client: redis.Redis, filters: list[str] | None = None) -> int:
@@ -183,6 +206,16 @@ def list_build_variants(client: redis.Redis, scope: keys.Scope) -> list[str]:
     return _members(client, keys.index_keys(scope).build_variants)
 
 
+def list_runs(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Run ids whose result document is stored, in ``scope``."""
+    return _members(client, keys.index_keys(scope).runs)
+
+
+def count_runs(client: redis.Redis) -> int:
+    """How many runs are stored, over every scope (SCARD of the run index sets)."""
+    return sum(int(client.scard(keys.index_keys(scope).runs)) for scope in scopes(client))
+
+
 def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
             from_ms: int | None = None, to_ms: int | None = None) -> list[str]:
     """Run ids of ``test_name`` whose run started in ``from_ms``..``to_ms``, oldest first."""
@@ -199,6 +232,11 @@ def result_document(client: redis.Redis, run_id: str) -> TestRunResult:
     if raw is None:
         raise RunNotFoundError(f"no result document at {key}")
     return TestRunResult.from_dict(json.loads(raw))
+
+
+def run_document(client: redis.Redis, run_id: str) -> TestRunResult:
+    """The full result document of ``run_id`` (alias of :func:`result_document`)."""
+    return result_document(client, run_id)
 
 
 def last_push_ms(client: redis.Redis) -> int | None:

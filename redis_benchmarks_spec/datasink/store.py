@@ -1,8 +1,9 @@
 """Nothing lost: push result files from disk, remember what was pushed, never delete.
 
 Result documents stay where the runner wrote them. After a file is pushed, a marker
-``<file>.pushed`` beside it records which datasink took it (by the datasink's id, a random
-value the datasink keeps under :data:`keys.DATASINK_ID_KEY`), so a later push of the same
+``<file>.pushed`` beside it records which datasink took it (its URL without password, for
+people, and the datasink's id, a random value the datasink keeps under
+:data:`keys.DATASINK_ID_KEY`, to decide), so a later push of the same
 directory to the same datasink skips it, while a push to a new (or wiped) datasink sends
 it again. Pushes are idempotent anyway (duplicate policy LAST), so re-sending is harmless.
 When the datasink is unreachable, every file stays on disk and the report says so.
@@ -145,14 +146,26 @@ def _push_file(client: redis.Redis, path: Path, sink: str, options: PushOptions 
     if one.failed:
         report.files_not_pushed.append(str(path))
     elif one.pushed:
-        _write_marker(path, sink, one)
+        _write_marker(path, sink, client_url(client), one)
 
 
-def _write_marker(path: Path, sink: str, report: PushReport) -> None:
+def client_url(client: redis.Redis) -> str:
+    """``redis://host:port/db`` of ``client`` (never its password)."""
+    kwargs = client.connection_pool.connection_kwargs
+    scheme = "rediss" if client.connection_pool.connection_class.__name__.startswith("SSL") \
+        else "redis"
+    if "path" in kwargs:
+        return f"unix://{kwargs['path']}"
+    return (f"{scheme}://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+            f"/{kwargs.get('db', 0)}")
+
+
+def _write_marker(path: Path, sink: str, url: str, report: PushReport) -> None:
     marker = marker_path(path)
     tmp = marker.with_suffix(marker.suffix + ".tmp")
     tmp.write_text(json.dumps({
-        "datasink_id": sink, "pushed_ms": int(time.time() * 1000),
+        "datasink_id": sink, "datasink_url": url, "pushed_ms": int(time.time() * 1000),
+        "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "run_ids": report.pushed, "datapoints": report.datapoints,
     }, sort_keys=True))
     tmp.replace(marker)

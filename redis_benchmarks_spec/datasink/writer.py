@@ -229,12 +229,13 @@ def queue_document(pipe: Any, result: TestRunResult) -> None:
 
     Stored as a plain string of JSON rather than a RedisJSON document: it is written once
     and always read whole (analysis wants the encoded histogram, not a path inside it), it
-    stays byte-identical to the file on disk, and it works on any RedisTimeSeries datasink,
+    is the same JSON as the file on disk (``TestRunResult.to_dict``), and it works on any RedisTimeSeries datasink,
     including shared ones that do not load the JSON module.
     """
     pipe.set(keys.run_key(result.run_id), json.dumps(result.to_dict(), sort_keys=True))
-    pipe.zadd(keys.test_runs_key(keys.Scope.of(result), result.test_name),
-              {result.run_id: result.start_ms})
+    scope = keys.Scope.of(result)
+    pipe.zadd(keys.test_runs_key(scope, result.test_name), {result.run_id: result.start_ms})
+    pipe.sadd(keys.index_keys(scope).runs, result.run_id)
 
 
 def check_replies(result: TestRunResult, commands: list[tuple[Any, ...]],
