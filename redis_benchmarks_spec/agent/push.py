@@ -1,0 +1,37 @@
+"""The agent's datasink push: idempotent writes, retried while the datasink is unreachable
+(the results are also on disk and in the broker's ledger, so nothing is lost meanwhile)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.events.consumer import Backoff
+from redis_benchmarks_spec.results.document import TestRunResult
+
+log = logging.getLogger(__name__)
+
+
+class DatasinkPusher:
+    def __init__(self, client: redis.Redis, stop: threading.Event | None = None) -> None:
+        self.client = client
+        self.stop = stop or threading.Event()
+        self.backoff = Backoff(initial_s=1.0, cap_s=60.0)
+
+    def __call__(self, results: list[TestRunResult]) -> None:
+        while True:
+            try:
+                report = push_results(self.client, results)
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                delay = self.backoff.next_delay()
+                log.warning("datasink unreachable (%s); retrying in %.0fs", exc, delay)
+                if self.stop.wait(delay):
+                    raise
+                continue
+            self.backoff.reset()
+            for run_id, why in report.failed.items():
+                log.error("datasink refused %s: %s (result kept on disk)", run_id, why)
+            return

@@ -1,0 +1,92 @@
+"""Agents as real `rbs agent` processes: kill -9 mid-test, claim by the other agent of the
+platform, results in a real datasink with no duplicate points."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import redis
+
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.events.names import StreamNames
+from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+from tests.pipeline_fixtures import SUITE, publish_event
+
+RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+
+
+def start_agent(tmp: Path, broker: str, sink: str, prefix: str, consumer: str,
+                suites: Path) -> subprocess.Popen[bytes]:
+    log = (tmp / f"{consumer}.log").open("wb")
+    return subprocess.Popen(
+        [RBS, "agent", "--broker", broker, "--stream-prefix", prefix, "--platform", "p1",
+         "--consumer", consumer, "--idle-claim-ms", "3000", "--block-ms", "500",
+         "--suites-dir", str(suites), "--datasink", sink, "--work-dir", str(tmp / consumer),
+         "--results-dir", str(tmp / f"results-{consumer}")],
+        stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_for_child(proc: subprocess.Popen[bytes], name: str, timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+        if any(k.name() == name for k in kids):
+            return [k.pid for k in kids]
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never started under pid {proc.pid}")
+
+
+def points(sink: redis.Redis, test: str) -> dict[str, int]:
+    keys = sink.execute_command("TS.QUERYINDEX", f"test_name={test}")
+    return {k.decode(): len(sink.execute_command("TS.RANGE", k, "-", "+")) for k in keys}
+
+
+def test_kill_9_mid_test_is_recovered_by_the_other_agent(redis_server, datasink: EmbeddedDatasink,  # noqa: F811
+                                                          tmp_path: Path) -> None:
+    prefix = f"k{uuid.uuid4().hex[:6]}"
+    names = StreamNames.with_prefix(prefix)
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    test = f"kill9-set-{prefix}"
+    (suites / "s.yml").write_text(SUITE.format(name=test, n=300_000))
+    sink = datasink.client()
+    publish_event(redis_server.client(), names, "e" * 40)
+    first = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-a", suites)
+    orphans: list[int] = []
+    second = None
+    try:
+        orphans = wait_for_child(first, "redis-benchmark")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        for pid in orphans:  # the dead agent's server and client, stopped by their pids
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        assert points(sink, test) == {}  # the killed run never reached the datasink
+        second = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-b",
+                             suites)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not points(sink, test):
+            time.sleep(0.5)
+        time.sleep(2.0)  # a duplicate push would land now
+        series = points(sink, test)
+        assert series, (tmp_path / "agent-b.log").read_text()[-2000:]
+        assert set(series.values()) == {1}, series  # one point per series: no duplicates
+        assert any("/by.hash/" in k and ("e" * 40) in k for k in series), series
+        assert any("/by.branch/" in k and "/unstable/" in k for k in series), series
+        client = redis_server.client()
+        assert client.xpending(names.builds, "platform:p1")["pending"] == 0
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=60) == 0  # SIGTERM: clean exit
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
