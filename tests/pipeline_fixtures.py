@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import io
+import os
 import shutil
+import subprocess
 import tarfile
+from pathlib import Path
 
 import redis
 
@@ -70,3 +72,74 @@ def publish_event(client: redis.Redis, names: StreamNames, sha: str,
 
 def unused_source() -> SourceLocation:
     return SourceLocation(SOURCE_GIT, "file:///nonexistent")
+
+
+# --------------------------------------------------------------------------- a tiny "Redis"
+# A source tree laid out like Redis (top Makefile -> src/Makefile) whose three binaries are
+# real C programs, compiled in a second: REDIS_CFLAGS and CC travel exactly as in Redis's
+# Makefile, and ``redis-server --version`` prints the RBS_MARKER the flags defined.
+
+TINY_TOP_MAKEFILE = "all:\n\t$(MAKE) -C src\n"
+TINY_SRC_MAKEFILE = """\
+CC ?= cc
+all: redis-server redis-cli redis-benchmark
+%.o: %.c
+\t$(CC) $(REDIS_CFLAGS) -c $< -o $@
+redis-server: server.o
+\t$(CC) server.o -o $@
+redis-cli: tool.o
+\t$(CC) tool.o -o $@
+redis-benchmark: tool.o
+\t$(CC) tool.o -o $@
+"""
+TINY_SERVER_C = """\
+#include <stdio.h>
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#ifdef RBS_MARKER
+#define MARK XSTR(RBS_MARKER)
+#else
+#define MARK "none"
+#endif
+int main(void) {
+    printf("Redis server v=%s sha=00000000:0 malloc=libc bits=64 build=%s\\n",
+           "VERSION", MARK);
+    return 0;
+}
+"""
+TINY_TOOL_C = "int main(void) { return 0; }\n"
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` (test helper: fails loudly)."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, **GIT_ENV}).stdout.strip()
+
+
+def tiny_redis_repo(root: Path, version: str = "7.9.0") -> Path:
+    """A git repository holding the tiny Redis tree; its one commit is on ``unstable``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "src").mkdir(exist_ok=True)
+    (root / "Makefile").write_text(TINY_TOP_MAKEFILE)
+    (root / "src" / "Makefile").write_text(TINY_SRC_MAKEFILE)
+    (root / "src" / "server.c").write_text(TINY_SERVER_C.replace("VERSION", version))
+    (root / "src" / "tool.c").write_text(TINY_TOOL_C)
+    git(root, "init", "-q", "-b", "unstable")
+    commit_all(root, f"tiny redis {version}")
+    return root
+
+
+def commit_all(repo: Path, message: str) -> str:
+    """Commit every change in ``repo``; the new sha."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def tiny_variant_yaml(variant_id: str, cflags: str) -> str:
+    """A build-variant file for the tiny tree."""
+    return (f"id: '{variant_id}'\nos: debian-bookworm\narch: amd64\ncompiler: gcc\n"
+            f"cpp_compiler: g++\nenv:\n  REDIS_CFLAGS: '{cflags}'\n")

@@ -1,84 +1,160 @@
-"""Artifacts in Redis: chunked tar.gz bytes under one key prefix, with a TTL, verified on fetch.
+"""Build artifacts: tar.gz bytes in Redis (chunked, with a TTL) or in S3, verified on fetch.
 
 Keys (all built here):
-    <prefix>:artifact:<sha>:<variant>            hash: sha256, size, chunks, redis_version, env
-    <prefix>:artifact:<sha>:<variant>:<i>        chunk i of the tar.gz
-The manifest hash is written last, in the same MULTI/EXEC as the chunks, so a reader that
-finds a manifest always finds every chunk.
+    <prefix>:artifact:<sha>:<variant>            manifest hash: kind, location, sha256, size,
+                                                 chunks, redis_version, env, compiler
+    <prefix>:artifact:<sha>:<variant>:<i>        chunk i of the tar.gz (kind ``redis``)
+The manifest is the index for both kinds, so an artifact for the same sha and variant is
+found and reused wherever its bytes live. In Redis the manifest is written in the same
+MULTI/EXEC as the chunks, so a reader that finds a manifest always finds every chunk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
 from redis_benchmarks_spec.build.compile import Artifact
-from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ArtifactRef
+from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ARTIFACT_S3, ArtifactRef
 
 CHUNK_BYTES = 4 * 1024 * 1024
 DEFAULT_TTL_S = 14 * 24 * 3600
 
 
 class ArtifactError(RuntimeError):
-    """An artifact is missing, incomplete or corrupted (sha256 mismatch)."""
+    """An artifact cannot be stored or fetched."""
+
+
+class ArtifactMissing(ArtifactError):
+    """The artifact (or one of its chunks) is gone, typically expired."""
+
+
+class ArtifactCorrupt(ArtifactError):
+    """The fetched bytes do not match the sha256 the build event carries."""
+
+
+class S3Unavailable(ArtifactError):
+    """S3 was asked for but boto3 is not installed."""
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """Where a builder uploads artifacts when S3 is configured: ``s3://bucket/prefix``."""
+
+    bucket: str
+    prefix: str = "rbs-artifacts"
+
+    @classmethod
+    def parse(cls, url: str) -> S3Target:
+        """``s3://bucket/some/prefix`` -> S3Target."""
+        if not url.startswith("s3://"):
+            raise ValueError(f"not an s3:// URL: {url!r}")
+        bucket, _, prefix = url.removeprefix("s3://").partition("/")
+        return cls(bucket, prefix.strip("/") or "rbs-artifacts")
 
 
 @dataclass(frozen=True)
 class StoredArtifact:
+    """An artifact found by its manifest: the reference plus what built it."""
+
     ref: ArtifactRef
     redis_version: str
     env: dict[str, str]
 
 
 def artifact_key(prefix: str, sha: str, variant: str) -> str:
+    """The manifest key of the artifact of ``sha`` built in ``variant``."""
     return f"{prefix}:artifact:{sha}:{variant}"
 
 
-def store(client: redis.Redis, key: str, artifact: Artifact,
-          ttl_s: int = DEFAULT_TTL_S) -> ArtifactRef:
-    """Write chunks and manifest atomically; returns the reference for build events."""
+def _s3_client() -> Any:
+    try:
+        import boto3  # optional dependency: pip install redis-benchmarks-spec[s3]
+    except ImportError as exc:
+        raise S3Unavailable("S3 artifacts need boto3 "
+                            "(pip install 'redis-benchmarks-spec[s3]')") from exc
+    return boto3.client("s3")
+
+
+def _manifest(artifact: Artifact, kind: str, location: str,
+              chunks: int) -> Mapping[Any, str | int]:
+    return {"kind": kind, "location": location, "sha256": artifact.sha256,
+            "size": len(artifact.data), "chunks": chunks,
+            "redis_version": artifact.redis_version,
+            "redis_server_version": artifact.redis_server_version,
+            "env": json.dumps(artifact.env, sort_keys=True),
+            "compiler": artifact.compiler_version,
+            "cflags_verified": int(artifact.cflags_verified)}
+
+
+def store(client: redis.Redis, key: str, artifact: Artifact, ttl_s: int = DEFAULT_TTL_S,
+          s3: S3Target | None = None) -> ArtifactRef:
+    """Store ``artifact`` (in Redis chunks, or in S3 when ``s3`` is set) and its manifest."""
+    if s3 is not None:
+        return _store_s3(client, key, artifact, ttl_s, s3)
     chunks = [artifact.data[i:i + CHUNK_BYTES]
               for i in range(0, len(artifact.data), CHUNK_BYTES)] or [b""]
     pipe = client.pipeline(transaction=True)
     for i, chunk in enumerate(chunks):
         pipe.set(f"{key}:{i}", chunk, ex=ttl_s)
-    pipe.hset(key, mapping={"sha256": artifact.sha256, "size": len(artifact.data),
-                            "chunks": len(chunks), "redis_version": artifact.redis_version,
-                            "env": json.dumps(artifact.env, sort_keys=True),
-                            "compiler": artifact.compiler_version,
-                            "cflags_verified": int(artifact.cflags_verified)})
+    pipe.hset(key, mapping=_manifest(artifact, ARTIFACT_REDIS, key, len(chunks)))
     pipe.expire(key, ttl_s)
     pipe.execute()
     return ArtifactRef(ARTIFACT_REDIS, key, artifact.sha256, len(artifact.data), len(chunks))
 
 
+def _store_s3(client: redis.Redis, key: str, artifact: Artifact, ttl_s: int,
+              s3: S3Target) -> ArtifactRef:
+    object_key = f"{s3.prefix}/{key.replace(':', '/')}.tar.gz"
+    _s3_client().put_object(Bucket=s3.bucket, Key=object_key, Body=artifact.data,
+                            Metadata={"sha256": artifact.sha256})
+    location = f"s3://{s3.bucket}/{object_key}"
+    pipe = client.pipeline(transaction=True)
+    pipe.hset(key, mapping=_manifest(artifact, ARTIFACT_S3, location, 1))
+    pipe.expire(key, ttl_s)
+    pipe.execute()
+    return ArtifactRef(ARTIFACT_S3, location, artifact.sha256, len(artifact.data), 1)
+
+
 def existing(client: redis.Redis, key: str) -> StoredArtifact | None:
     """The artifact already stored under ``key`` (reused for the same sha and variant)."""
-    raw = client.hgetall(key)
+    raw: dict[bytes, bytes] = client.hgetall(key)  # type: ignore[assignment]
     if not raw:
         return None
-    fields = {k.decode(): v.decode() for k, v in raw.items()}  # type: ignore[union-attr]
-    ref = ArtifactRef(ARTIFACT_REDIS, key, fields["sha256"], int(fields["size"]),
+    fields = {k.decode(): v.decode() for k, v in raw.items()}
+    kind = fields.get("kind", ARTIFACT_REDIS)
+    ref = ArtifactRef(kind, fields.get("location", key), fields["sha256"], int(fields["size"]),
                       int(fields["chunks"]))
-    if client.exists(*[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks:
+    if kind == ARTIFACT_REDIS and \
+            client.exists(*[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks:
         return None  # chunks expired before the manifest: rebuild
     return StoredArtifact(ref, fields.get("redis_version", ""), json.loads(fields["env"]))
 
 
-def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
-    """The artifact's bytes, verified against the sha256 its event carries."""
-    if ref.kind != ARTIFACT_REDIS:
-        raise ArtifactError(f"artifact kind {ref.kind!r} is not fetchable from Redis")
+def _fetch_redis(client: redis.Redis, ref: ArtifactRef) -> bytes:
     parts = client.mget([f"{ref.location}:{i}" for i in range(ref.chunks)])
     missing = [i for i, p in enumerate(parts) if p is None]
     if missing:
-        raise ArtifactError(f"artifact {ref.location}: chunks {missing} missing (expired?)")
-    data = b"".join(parts)  # type: ignore[arg-type]
+        raise ArtifactMissing(f"artifact {ref.location}: chunks {missing} missing (expired?)")
+    return b"".join(parts)  # type: ignore[arg-type]
+
+
+def _fetch_s3(ref: ArtifactRef) -> bytes:
+    bucket, _, object_key = ref.location.removeprefix("s3://").partition("/")
+    body: bytes = _s3_client().get_object(Bucket=bucket, Key=object_key)["Body"].read()
+    return body
+
+
+def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
+    """The artifact's bytes, verified against the sha256 its event carries."""
+    data = _fetch_s3(ref) if ref.kind == ARTIFACT_S3 else _fetch_redis(client, ref)
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
-        raise ArtifactError(f"artifact {ref.location}: sha256 {digest} does not match the "
-                            f"event's {ref.sha256}")
+        raise ArtifactCorrupt(f"artifact {ref.location}: sha256 {digest} does not match the "
+                              f"event's {ref.sha256}")
     return data

@@ -21,9 +21,10 @@ import redis
 
 from redis_benchmarks_spec.build import artifacts
 from redis_benchmarks_spec.build.compile import Artifact, BuildError, build
-from redis_benchmarks_spec.build.source import SourceError, fetch_source
+from redis_benchmarks_spec.build.heartbeat import Heartbeat
+from redis_benchmarks_spec.build.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.build.variants import BuildVariant
-from redis_benchmarks_spec.events.consumer import Entry, GroupConsumer
+from redis_benchmarks_spec.events.consumer import ConsumerStopped, Entry, GroupConsumer
 from redis_benchmarks_spec.events.messages import (
     ArtifactRef,
     BuildEvent,
@@ -33,13 +34,18 @@ from redis_benchmarks_spec.events.messages import (
     event_id_for,
 )
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.status import beat, is_cancelled
+from redis_benchmarks_spec.events.status import is_cancelled
 
 log = logging.getLogger(__name__)
 
 
+HEARTBEAT_ROLE = "builders"
+
+
 @dataclass
 class BuilderConfig:
+    """Everything a builder needs besides its broker connection."""
+
     names: StreamNames
     consumer: str
     variants: dict[str, BuildVariant]
@@ -52,12 +58,19 @@ class BuilderConfig:
     # local artifact cache (sha + variant): a restarted builder or a fresh broker does not
     # recompile what this host already built
     cache_dir: Path | None = None
+    git: GitOptions = field(default_factory=GitOptions)
+    s3: artifacts.S3Target | None = None  # artifacts to S3 instead of Redis chunks
+    heartbeat_ttl_s: int = 60
 
 
 class Builder:
+    """One builder: a consumer of the builders group (see the module docstring)."""
+
     def __init__(self, client: redis.Redis, config: BuilderConfig) -> None:
         self.client = client
         self.config = config
+        self.stop_event = threading.Event()
+        self.heartbeat: Heartbeat | None = None
         self.consumer = GroupConsumer(
             client, config.names.build_requests, config.names.builders_group, config.consumer,
             block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
@@ -66,16 +79,30 @@ class Builder:
     def _published_key(self, request_id: str) -> str:
         return f"{self.config.names.prefix}:published:{request_id}"
 
+    def stop(self) -> None:
+        """Finish the current request, then return from :meth:`run` (signal-safe)."""
+        self.stop_event.set()
+        self.consumer.stop()
+
     def run(self, stop: threading.Event | None = None, max_requests: int | None = None) -> int:
-        """Serve requests until ``stop`` is set (or ``max_requests`` were handled)."""
+        """Serve requests until stopped (or ``max_requests`` were handled); how many."""
+        stop = stop or self.stop_event
         handled = 0
-        while not (stop and stop.is_set()):
-            if max_requests is not None and handled >= max_requests:
-                break
-            beat(self.client, self.config.names, "builders", self.config.consumer)
-            for entry in self.consumer.read():
-                self.handle(entry)
-                handled += 1
+        with Heartbeat(self.client, self.config.names, HEARTBEAT_ROLE, self.config.consumer,
+                       self.config.heartbeat_ttl_s) as heartbeat:
+            self.heartbeat = heartbeat
+            while not (stop.is_set() or self.stop_event.is_set()):
+                if max_requests is not None and handled >= max_requests:
+                    break
+                heartbeat.info = "idle"
+                try:
+                    entries = self.consumer.read()
+                except ConsumerStopped:
+                    break
+                for entry in entries:
+                    heartbeat.set(f"request entry {entry.id}")
+                    self.handle(entry)
+                    handled += 1
         return handled
 
     def handle(self, entry: Entry) -> None:
@@ -111,11 +138,16 @@ class Builder:
         if stored is not None:
             log.info("reusing artifact %s", key)
             return _event(request, variant, stored.ref, stored.redis_version)
+        if self.heartbeat is not None:
+            self.heartbeat.set(f"building {request.sha[:12]} {variant_id}")
         try:
             artifact = self._cached(request, variant) or self._build(request, variant)
-        except (SourceError, BuildError) as exc:
-            return _failure(request, variant_id, str(exc), getattr(exc, "log_tail", ""))
-        ref = artifacts.store(self.client, key, artifact, self.config.artifact_ttl_s)
+            ref = artifacts.store(self.client, key, artifact, self.config.artifact_ttl_s,
+                                  self.config.s3)
+        except BuildError as exc:
+            return _failure(request, variant_id, str(exc), exc.log_tail)
+        except (SourceError, artifacts.ArtifactError) as exc:
+            return _failure(request, variant_id, str(exc))
         return _event(request, variant, ref, artifact.redis_version)
 
     def _cache_path(self, request: BuildRequest, variant: BuildVariant) -> Path | None:
@@ -151,7 +183,7 @@ class Builder:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
-            source = fetch_source(self.client, request, workdir / "src")
+            source = fetch_source(self.client, request, workdir / "src", self.config.git)
             artifact = build(source, variant, workdir / "build.log", self.config.build_timeout_s)
             self._save_cache(request, variant, artifact)
             return artifact

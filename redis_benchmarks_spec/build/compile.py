@@ -38,14 +38,20 @@ class Artifact:
     compiler_version: str
     build_seconds: float
     files: list[str] = field(default_factory=list)
+    # the whole first line of ``redis-server --version`` (sha, malloc, bits, build id)
+    redis_server_version: str = ""
     # every REDIS_CFLAGS token seen on the compiler command lines of the build log
     cflags_verified: bool = False
 
 
 def _version_line(argv: list[str]) -> str:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    return (proc.stdout or proc.stderr).strip().splitlines()[0] if (proc.stdout or
-                                                                    proc.stderr) else ""
+    """The first output line of ``argv`` (a ``--version`` call)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"{argv[0]} --version failed: {exc}") from exc
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def run_make(source: Path, variant: BuildVariant, log_path: Path,
@@ -65,6 +71,8 @@ def run_make(source: Path, variant: BuildVariant, log_path: Path,
                                   stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as exc:
             raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
+        except OSError as exc:
+            raise BuildError(f"cannot run make in {source}: {exc}") from exc
     if proc.returncode != 0:
         raise BuildError(f"make failed with exit code {proc.returncode}", tail(log_path, 40))
 
@@ -92,12 +100,14 @@ def build(source: Path, variant: BuildVariant, log_path: Path,
     start = time.monotonic()
     run_make(source, variant, log_path, timeout_s)
     data, files = package(source)
+    server_line = _version_line([str(source / "src" / "redis-server"), "--version"])
     return Artifact(
         data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
-        env=variant.make_env(), redis_version=_redis_version(source / "src" / "redis-server"),
+        env=variant.make_env(), redis_version=_redis_version(server_line),
         compiler_version=_version_line([variant.compiler, "--version"]),
         build_seconds=time.monotonic() - start, files=files,
-        cflags_verified=cflags_reached_compiler(log_path, variant))
+        cflags_verified=cflags_reached_compiler(log_path, variant),
+        redis_server_version=server_line)
 
 
 def cflags_reached_compiler(log_path: Path, variant: BuildVariant) -> bool:
@@ -111,8 +121,8 @@ def cflags_reached_compiler(log_path: Path, variant: BuildVariant) -> bool:
     return False
 
 
-def _redis_version(binary: Path) -> str:
-    line = _version_line([str(binary), "--version"])
+def _redis_version(line: str) -> str:
+    """``7.0.15`` from ``Redis server v=7.0.15 sha=...``."""
     for word in line.split():
         if word.startswith("v="):
             return word[2:]

@@ -1,11 +1,22 @@
-"""Getting the source tree a build request names: a tarball in Redis or S3, or a git remote."""
+"""Getting the source tree a build request names: a tarball in Redis or S3, or a git remote.
+
+Git sources are fetched by sha (``git fetch --depth 1 <remote> <sha>``); a remote that refuses
+to serve a bare sha gets a full fetch of its branches and tags instead. A builder can override
+the request's remote (an internal mirror URL) and keep a local bare mirror per remote, so
+repeated builds fetch only what is new.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
+import os
 import subprocess
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -17,21 +28,51 @@ from redis_benchmarks_spec.events.messages import (
     BuildRequest,
 )
 
-GIT_TIMEOUT_S = 600
+GIT_TIMEOUT_S = 600.0
+# never wait for a password prompt: a daemon has nobody to type it
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false"}
 
 
 class SourceError(RuntimeError):
     """The source could not be fetched; the build fails with this reason."""
 
 
+@dataclass(frozen=True)
+class GitOptions:
+    """How a builder fetches git sources.
+
+    ``remote`` replaces the request's remote URL (e.g. a mirror next to the builders);
+    ``mirror_dir`` holds one bare mirror per remote, updated only when a sha is missing.
+    """
+
+    remote: str | None = None
+    mirror_dir: Path | None = None
+    timeout_s: float = GIT_TIMEOUT_S
+
+
+def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
+    """Run ``git`` with ``args``; its stdout, or :class:`SourceError` with its stderr."""
+    try:
+        proc = subprocess.run(["git", *args], capture_output=True, text=True,
+                              timeout=timeout_s, check=False, env={**os.environ, **GIT_ENV})
+    except subprocess.TimeoutExpired as exc:
+        raise SourceError(f"git {' '.join(args[:3])} timed out after {timeout_s:.0f}s") from exc
+    if proc.returncode != 0:
+        raise SourceError(f"git {' '.join(args[:3])} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
 def _safe_extract(data: bytes, dest: Path) -> None:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        tar.extractall(dest, filter="data")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, OSError) as exc:
+        raise SourceError(f"source archive does not extract: {exc}") from exc
 
 
 def _single_root(dest: Path) -> Path:
     """A tarball with one top folder (orig.tar.gz style) builds from inside that folder."""
-    entries = [p for p in dest.iterdir()]
+    entries = list(dest.iterdir())
     if len(entries) == 1 and entries[0].is_dir() and not (dest / "Makefile").exists():
         return entries[0]
     return dest
@@ -48,15 +89,66 @@ def _from_redis(client: redis.Redis, request: BuildRequest, dest: Path) -> None:
     _safe_extract(data, dest)
 
 
-def _from_git(request: BuildRequest, dest: Path) -> None:
-    def git(*args: str) -> None:
-        proc = subprocess.run(["git", *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
-        if proc.returncode != 0:
-            raise SourceError(f"git {args[0]} failed: {proc.stderr.strip()[-500:]}")
-    git("init", "-q", str(dest))
-    git("-C", str(dest), "fetch", "-q", "--depth", "1", request.source.location, request.sha)
-    git("-C", str(dest), "checkout", "-q", "FETCH_HEAD")
+def _has_commit(repo: Path, sha: str, timeout_s: float) -> bool:
+    try:
+        git("-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}", timeout_s=timeout_s)
+    except SourceError:
+        return False
+    return True
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive file lock: builders on one host share a mirror one at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def update_mirror(remote: str, sha: str, options: GitOptions) -> Path:
+    """The local bare mirror of ``remote``, fetched if it does not hold ``sha`` yet."""
+    assert options.mirror_dir is not None
+    name = hashlib.sha256(remote.encode()).hexdigest()[:16]
+    mirror = options.mirror_dir / f"{name}.git"
+    with _locked(options.mirror_dir / f"{name}.lock"):
+        if not mirror.exists():
+            git("clone", "-q", "--mirror", remote, str(mirror), timeout_s=options.timeout_s)
+        elif not _has_commit(mirror, sha, options.timeout_s):
+            git("-C", str(mirror), "fetch", "-q", "--prune", "origin",
+                timeout_s=options.timeout_s)
+        if not _has_commit(mirror, sha, options.timeout_s):
+            raise SourceError(f"commit {sha} is not in {remote} (mirror {mirror})")
+    return mirror
+
+
+def _fetch_commit(remote: str, sha: str, dest: Path, timeout_s: float) -> None:
+    """Fetch ``sha`` into the repository ``dest``: by sha, else every branch and tag."""
+    repo = str(dest)
+    try:
+        git("-C", repo, "fetch", "-q", "--depth", "1", remote, sha, timeout_s=timeout_s)
+        return
+    except SourceError as by_sha:
+        first_error = by_sha
+    git("-C", repo, "fetch", "-q", remote, "+refs/heads/*:refs/remotes/src/*",
+        "+refs/tags/*:refs/tags/*", timeout_s=timeout_s)
+    if not _has_commit(dest, sha, timeout_s):
+        raise SourceError(f"commit {sha} is not in {remote} ({first_error})")
+
+
+def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> None:
+    remote = options.remote or request.source.location
+    if options.mirror_dir is not None:
+        remote = str(update_mirror(remote, request.sha, options))
+    git("init", "-q", str(dest), timeout_s=options.timeout_s)
+    _fetch_commit(remote, request.sha, dest, options.timeout_s)
+    git("-C", str(dest), "checkout", "-q", "--detach", request.sha, timeout_s=options.timeout_s)
+    head = git("-C", str(dest), "rev-parse", "HEAD", timeout_s=options.timeout_s).strip()
+    if head != request.sha:
+        raise SourceError(f"checked out {head}, expected {request.sha}")
 
 
 def _from_s3(request: BuildRequest, dest: Path) -> None:
@@ -67,17 +159,20 @@ def _from_s3(request: BuildRequest, dest: Path) -> None:
             from exc
     bucket, _, key = request.source.location.removeprefix("s3://").partition("/")
     body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    if request.source.sha256 and hashlib.sha256(body).hexdigest() != request.source.sha256:
+        raise SourceError(f"source archive {request.source.location!r}: sha256 mismatch")
     _safe_extract(body, dest)
 
 
-def fetch_source(client: redis.Redis, request: BuildRequest, dest: Path) -> Path:
+def fetch_source(client: redis.Redis, request: BuildRequest, dest: Path,
+                 options: GitOptions | None = None) -> Path:
     """Materialize the request's source under ``dest``; returns the tree's root."""
     dest.mkdir(parents=True, exist_ok=True)
     kind = request.source.kind
     if kind == SOURCE_REDIS:
         _from_redis(client, request, dest)
     elif kind == SOURCE_GIT:
-        _from_git(request, dest)
+        _from_git(request, dest, options or GitOptions())
     elif kind == SOURCE_S3:
         _from_s3(request, dest)
     else:
