@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,10 +30,17 @@ from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.agent.selection import for_platform, select_suites
 from redis_benchmarks_spec.build import artifacts
 from redis_benchmarks_spec.build.compile import unpack
-from redis_benchmarks_spec.events.consumer import Entry, GroupConsumer
+from redis_benchmarks_spec.build.heartbeat import Heartbeat
+from redis_benchmarks_spec.events.consumer import (
+    RETRYABLE,
+    Backoff,
+    ConsumerStopped,
+    Entry,
+    GroupConsumer,
+)
 from redis_benchmarks_spec.events.messages import BuildEvent, TestRunStatus
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.status import EVENT_DONE, beat, is_cancelled, record_statuses
+from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, TestRunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
@@ -44,9 +52,15 @@ log = logging.getLogger(__name__)
 Pusher = Callable[[list[TestRunResult]], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[TestRunResult]]
 
+# what a runner may raise for one suite (a binary that will not start, a bad suite file);
+# the suite is recorded as failed and the event goes on instead of crash-looping the agent
+SUITE_ERRORS = (OSError, RuntimeError, ValueError)
+
 
 @dataclass
 class AgentConfig:
+    """Everything an agent needs besides its broker connection and datasink push."""
+
     names: StreamNames
     platform: str
     consumer: str
@@ -68,6 +82,8 @@ def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunR
 
 
 class Agent:
+    """One lab-host agent: a consumer of its platform's group (see the module docstring)."""
+
     def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
                  runner: Runner = _default_runner) -> None:
         self.client = client
@@ -75,6 +91,9 @@ class Agent:
         self.push = push
         self.runner = runner
         self.stop_event = threading.Event()
+        self.backoff = Backoff(initial_s=0.5, cap_s=30.0)
+        self.heartbeat = Heartbeat(client, config.names, config.platform, config.consumer,
+                                   config.heartbeat_ttl_s)
         self.consumer = GroupConsumer(
             client, config.names.builds, config.names.platform_group(config.platform),
             config.consumer, block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
@@ -88,20 +107,38 @@ class Agent:
     def run(self, max_events: int | None = None) -> int:
         """Serve build events until stopped; returns how many were completed."""
         completed = 0
-        while not self.stop_event.is_set():
-            if max_events is not None and completed >= max_events:
-                break
-            self._beat("idle")
-            for entry in self.consumer.read():
-                if self.handle(entry):
-                    completed += 1
-                if self.stop_event.is_set():
+        with self.heartbeat:
+            while not self.stop_event.is_set():
+                if max_events is not None and completed >= max_events:
                     break
+                self.heartbeat.info = "idle"
+                try:
+                    entries = self.consumer.read()
+                except ConsumerStopped:
+                    break
+                for entry in entries:
+                    if self._handle_retrying(entry):
+                        completed += 1
+                    if self.stop_event.is_set():
+                        break
         return completed
 
-    def _beat(self, info: str) -> None:
-        self.consumer.call(lambda: beat(self.client, self.config.names, self.config.platform,
-                                        self.config.consumer, self.config.heartbeat_ttl_s, info))
+    def _handle_retrying(self, entry: Entry) -> bool:
+        """:meth:`handle`, again after a lost connection (it resumes from the ledger)."""
+        while not self.stop_event.is_set():
+            try:
+                done = self.handle(entry)
+            except RETRYABLE as exc:
+                delay = self.backoff.next_delay()
+                log.warning("entry %s: redis unavailable (%s); retrying in %.1fs",
+                            entry.id, exc, delay)
+                self.stop_event.wait(delay)
+                continue
+            except ConsumerStopped:
+                return False
+            self.backoff.reset()
+            return done
+        return False
 
     def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
         status = TestRunStatus(event_id=event.id, platform=self.config.platform,
@@ -111,6 +148,10 @@ class Agent:
 
     def handle(self, entry: Entry) -> bool:
         """Work one entry; True when it was finished and acknowledged."""
+        self.heartbeat.set(f"entry {entry.id}")
+        return self._handle(entry)
+
+    def _handle(self, entry: Entry) -> bool:
         event = self.consumer.decode(entry, BuildEvent)
         if event is None:
             return False  # dead-lettered
@@ -153,6 +194,8 @@ class Agent:
                     if self.stop_event.is_set() or lost.is_set():
                         return False
                     self._run_suite(event, suite, session, ledger, lost)
+                    if not lost.is_set() and not self.consumer.owns(entry.id):
+                        lost.set()  # claimed between two keepalive touches
                 return not lost.is_set()
         except artifacts.ArtifactError as exc:
             for suite in todo:
@@ -166,16 +209,27 @@ class Agent:
     def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
                    ledger: Ledger, lost: threading.Event) -> None:
         self._status(event, suite.name, "running")
-        self._beat(f"{event.id} {suite.name}")
-        results = self.runner(replace(session, results_dir=session.results_dir / suite.name),
-                              [suite])
+        self.heartbeat.set(f"{event.id} {suite.name}")
+        started = time.monotonic()
+        try:
+            results = self.runner(replace(session, results_dir=session.results_dir / suite.name),
+                                  [suite])
+        except SUITE_ERRORS as exc:
+            log.error("event %s: suite %s could not run: %s", event.id, suite.name, exc)
+            ledger.record(suite.name, [])
+            ledger.mark_done(suite.name)
+            self._status(event, suite.name, "failed", f"{type(exc).__name__}: {exc}")
+            return
+        log.info("event %s: %s ran %d test(s) in %.1fs", event.id, suite.name, len(results),
+                 time.monotonic() - started)
         if lost.is_set():
             log.warning("event %s was claimed by another agent; dropping %s", event.id,
                         suite.name)
             return
-        ledger.record(suite.name, results)
+        # each step retried in place on a lost broker: a finished test is never run again
+        self.consumer.call(lambda: ledger.record(suite.name, results))
         self.push(results)
-        ledger.mark_done(suite.name)
+        self.consumer.call(lambda: ledger.mark_done(suite.name))
         failed = [r for r in results if not r.ok]
         self._status(event, suite.name, "failed" if failed else "completed",
                      "; ".join(r.reason for r in failed))
@@ -190,4 +244,4 @@ class Agent:
             tools=replace(self.config.tools, redis_server=str(redis_server)),
             results_dir=self.config.results_dir / event.id.replace(":", "_"),
             context=context, test_time=self.config.test_time, cpus=self.config.cpus,
-            launcher=self.config.launcher)
+            launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology)

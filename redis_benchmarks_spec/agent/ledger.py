@@ -46,7 +46,8 @@ class Ledger:
         """Tests recorded but not marked done: their results may not have reached the sink."""
         done = self.done()
         out: dict[str, list[TestRunResult]] = {}
-        for test, raw in self.client.hgetall(self.results_key).items():  # type: ignore[union-attr]
+        rows: dict[bytes, bytes] = self.client.hgetall(self.results_key)  # type: ignore[assignment]
+        for test, raw in rows.items():
             name = test.decode()
             if name not in done:
                 out[name] = [TestRunResult.from_dict(d) for d in json.loads(raw)]

@@ -35,11 +35,15 @@ class Heartbeat:
         self.ttl_s = ttl_s
         self.info = "starting"
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{name}",
-                                        daemon=True)
+        self._thread: threading.Thread | None = None
 
     def start(self) -> Heartbeat:
-        """Beat now and then periodically."""
+        """Beat now and then periodically (again after :meth:`close`)."""
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._done.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{self.name}",
+                                        daemon=True)
         self._thread.start()
         return self
 
@@ -51,7 +55,7 @@ class Heartbeat:
     def close(self) -> None:
         """Stop beating; the key expires after its TTL."""
         self._done.set()
-        if self._thread.is_alive():
+        if self._thread is not None:
             self._thread.join(timeout=5)
 
     def _beat(self) -> None:
