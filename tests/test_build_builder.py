@@ -173,7 +173,8 @@ def start_builder(tmp_path: Path, broker: str, names: StreamNames, variants_dir:
     return subprocess.Popen(
         [RBS, "builder", "--broker", broker, "--stream-prefix", names.prefix,
          "--consumer", "builder-host", "--block-ms", "200", "--idle-claim-ms", "60000",
-         "--build-variants-dir", str(variants_dir), "--work-dir", str(tmp_path / "bwork")],
+         "--build-variants-dir", str(variants_dir), "--work-dir", str(tmp_path / "bwork"),
+         "--git-mirror", str(tmp_path / "mirrors")],
         stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -212,6 +213,7 @@ def test_kill_9_mid_build_then_restart_builds_every_queued_request(redis_server,
         second.send_signal(signal.SIGTERM)
         assert second.wait(timeout=30) == 0
         assert client.xpending(names.build_requests, names.builders_group)["pending"] == 0
+        assert len(list((tmp_path / "mirrors").glob("*.git"))) == 1  # --git-mirror was used
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:

@@ -16,15 +16,20 @@ log = logging.getLogger(__name__)
 
 
 class DatasinkPusher:
+    """The agent's ``push`` callable: one test's results into RedisTimeSeries."""
+
     def __init__(self, client: redis.Redis, stop: threading.Event | None = None) -> None:
         self.client = client
         self.stop = stop or threading.Event()
         self.backoff = Backoff(initial_s=1.0, cap_s=60.0)
+        # series this process created: their points go in one TS.MADD on later pushes
+        self.known_series: set[str] = set()
 
     def __call__(self, results: list[TestRunResult]) -> None:
+        """Push ``results``; waits out an unreachable datasink until :attr:`stop` is set."""
         while True:
             try:
-                report = push_results(self.client, results)
+                report = push_results(self.client, results, known_series=self.known_series)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 delay = self.backoff.next_delay()
                 log.warning("datasink unreachable (%s); retrying in %.0fs", exc, delay)

@@ -1,12 +1,14 @@
-"""``rbs builder`` and ``rbs agent``: the daemons of the pipeline."""
+"""``rbs builder`` and ``rbs agent``: the daemons of the pipeline (parsing and wiring only)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import socket
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -14,7 +16,9 @@ import redis
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
+from redis_benchmarks_spec.build.artifacts import S3Target
 from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
+from redis_benchmarks_spec.build.source import GitOptions
 from redis_benchmarks_spec.build.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
@@ -22,6 +26,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.spec.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
+ENV_DATASINK = "RBS_DATASINK"
 DEFAULT_BROKER = "redis://127.0.0.1:6379"
 
 
@@ -30,23 +35,33 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help=f"Redis URL of the broker (default: ${ENV_BROKER} or {DEFAULT_BROKER})")
     names_mod.add_arguments(p)
     p.add_argument("--consumer", default=f"{socket.gethostname()}-{os.getpid()}",
-                   help="consumer name in the group (default: hostname-pid)")
+                   help="consumer name in the group (default: hostname-pid); give a stable "
+                        "name under a service manager so a restart resumes its own backlog")
     p.add_argument("--block-ms", type=int, default=5000, help="blocking read timeout")
     p.add_argument("--idle-claim-ms", type=int, default=300_000,
                    help="claim entries a dead consumer held longer than this")
-    p.add_argument("--work-dir", type=Path,
-                   default=Path(tempfile.gettempdir()) / "rbs-work")
+    p.add_argument("--heartbeat-ttl", type=int, default=60, help="heartbeat key TTL, seconds")
+    p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "rbs-work")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def _register_builder(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("builder", help="build daemon: build requests -> artifacts + build events")
     _common(b)
     b.add_argument("--build-variants-dir", type=Path, default=default_variants_dir())
     b.add_argument("--build-variants", default="",
                    help="comma-separated default variants (default: every variant file)")
     b.add_argument("--cache-dir", type=Path, default=None, help="local artifact cache")
-    b.add_argument("--build-timeout", type=float, default=1800.0)
+    b.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per make")
+    b.add_argument("--git-remote", default=None,
+                   help="fetch every git source from this URL instead of the request's")
+    b.add_argument("--git-mirror", type=Path, default=None, metavar="DIR",
+                   help="keep local bare mirrors of git remotes here")
+    b.add_argument("--artifacts-s3", default=None, metavar="s3://BUCKET/PREFIX",
+                   help="store artifacts in S3 (needs boto3) instead of Redis chunks")
     b.set_defaults(func=cmd_builder)
+
+
+def _register_agent(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("agent", help="lab-host daemon: build events -> suites -> datasink")
     _common(a)
     a.add_argument("--platform", required=True, help="this host's platform (consumer group)")
@@ -55,15 +70,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--tests-regexp", default=".*")
     a.add_argument("--groups-regexp", default=".*")
     a.add_argument("--commands-regexp", default=".*")
+    a.add_argument("--priority-min", type=int, default=None)
     a.add_argument("--priority-max", type=int, default=None)
+    a.add_argument("--topology", default=None, help="run only this topology of each suite")
     a.add_argument("--test-time", type=int, default=None)
     a.add_argument("--cpus", default=None, help="comma-separated CPU ids to use")
     a.add_argument("--launcher", choices=["process", "docker"], default="process")
-    a.add_argument("--datasink", default=None, metavar="URL",
-                   help="RedisTimeSeries URL (default: the embedded datasink)")
+    a.add_argument("--datasink", default=os.environ.get(ENV_DATASINK), metavar="URL",
+                   help=f"RedisTimeSeries URL (default: ${ENV_DATASINK}, else the embedded "
+                        "datasink)")
     a.add_argument("--memtier-bin", default=None)
     a.add_argument("--redis-benchmark-bin", default=None)
     a.set_defaults(func=cmd_agent)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``rbs builder`` and ``rbs agent``."""
+    _register_builder(sub)
+    _register_agent(sub)
 
 
 def _broker(args: argparse.Namespace) -> redis.Redis:
@@ -72,45 +96,60 @@ def _broker(args: argparse.Namespace) -> redis.Redis:
                                 socket_connect_timeout=10, health_check_interval=30)
 
 
-def _on_sigterm(stop) -> None:  # type: ignore[no-untyped-def]
+def _on_signals(stop: Callable[[], None]) -> None:
+    """SIGTERM/SIGINT: finish the current unit of work, then exit cleanly."""
     def handler(signum: int, frame: FrameType | None) -> None:
+        logging.getLogger(__name__).info("signal %d: finishing the current work", signum)
         stop()
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
 
 
 def cmd_builder(args: argparse.Namespace) -> int:
-    import threading
-    variants = load_variants(args.build_variants_dir)
+    """Run the build daemon until SIGTERM."""
     config = BuilderConfig(
-        names=names_mod.from_args(args), consumer=args.consumer, variants=variants,
+        names=names_mod.from_args(args), consumer=args.consumer,
+        variants=load_variants(args.build_variants_dir),
         default_variants=[v for v in args.build_variants.split(",") if v],
         work_dir=args.work_dir, block_ms=args.block_ms, idle_claim_ms=args.idle_claim_ms,
-        build_timeout_s=args.build_timeout, cache_dir=args.cache_dir)
+        build_timeout_s=args.build_timeout, cache_dir=args.cache_dir,
+        git=GitOptions(remote=args.git_remote, mirror_dir=args.git_mirror),
+        s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
+        heartbeat_ttl_s=args.heartbeat_ttl)
     builder = Builder(_broker(args), config)
-    stop = threading.Event()
-    _on_sigterm(lambda: (stop.set(), builder.consumer.stop()))
-    builder.run(stop)
+    _on_signals(builder.stop)
+    builder.run()
     return 0
 
 
-def cmd_agent(args: argparse.Namespace) -> int:
-    url = args.datasink or EmbeddedDatasink().up().url
-    datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
-    config = AgentConfig(
+def _agent_config(args: argparse.Namespace) -> AgentConfig:
+    return AgentConfig(
         names=names_mod.from_args(args), platform=args.platform, consumer=args.consumer,
         suites_dir=args.suites_dir or default_suites_dir(), work_dir=args.work_dir,
         results_dir=args.results_dir,
         suite_filter=SuiteFilter(tests_regexp=args.tests_regexp,
                                  groups_regexp=args.groups_regexp,
                                  commands_regexp=args.commands_regexp,
-                                 priority_max=args.priority_max),
+                                 priority_min=args.priority_min,
+                                 priority_max=args.priority_max, topology=args.topology),
         tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         test_time=args.test_time,
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
-        launcher=args.launcher, block_ms=args.block_ms, idle_claim_ms=args.idle_claim_ms)
+        launcher=args.launcher, block_ms=args.block_ms, idle_claim_ms=args.idle_claim_ms,
+        heartbeat_ttl_s=args.heartbeat_ttl)
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    """Run the lab agent until SIGTERM."""
+    url: str = args.datasink or EmbeddedDatasink().up().url or ""
+    datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
     pusher = DatasinkPusher(datasink)
-    agent = Agent(_broker(args), config, pusher)
-    _on_sigterm(lambda: (pusher.stop.set(), agent.stop()))
+    agent = Agent(_broker(args), _agent_config(args), pusher)
+
+    def stop() -> None:
+        pusher.stop.set()
+        agent.stop()
+
+    _on_signals(stop)
     agent.run()
     return 0
