@@ -13,14 +13,22 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.build import artifacts
 from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
 from redis_benchmarks_spec.build.compile import unpack
 from redis_benchmarks_spec.build.variants import load_variants
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.trigger import RedisSourceStore, RequestOptions, Selection, trigger
+from redis_benchmarks_spec.events.trigger import (
+    RedisSourceStore,
+    RequestOptions,
+    Selection,
+    trigger,
+)
 from redis_benchmarks_spec.results.document import TestRunResult
+from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.pipeline_fixtures import SUITE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +64,7 @@ def redis_source_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  # type: ignore[no-untyped-def]
-                                        tmp_path: Path) -> None:
+                                        datasink: EmbeddedDatasink, tmp_path: Path) -> None:
     names = StreamNames.with_prefix(f"e2e{uuid.uuid4().hex[:6]}")
     client = redis_server.client()
     queued = trigger(client, names, str(redis_source_repo), Selection(branch="unstable"),
@@ -77,7 +85,7 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
     assert manifest[b"cflags_verified"] == b"1"  # the flags were on the compiler command lines
     binaries = unpack(artifacts.fetch(client, event.artifact), tmp_path / "bin")
     version = subprocess.run([str(binaries["redis-server"]), "--version"], capture_output=True,
-                             text=True, timeout=10).stdout
+                             text=True, timeout=10, check=True).stdout
     assert "v=7.0.15" in version
     # the same sha and variant again: the stored artifact is reused, not rebuilt
     trigger(client, names, str(redis_source_repo), Selection(branch="unstable"),
@@ -89,18 +97,34 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
 
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name="e2e-set", n=5000).replace(
-        "build-variants: [gcc:12.2.0-amd64-debian-bookworm-default]",
-        f"build-variants: ['{VARIANT}']"))
+    for name, command in (("e2e-set", "set"), ("e2e-get", "get")):
+        (suites / f"{name}.yml").write_text(SUITE.format(name=name, n=5000).replace(
+            "build-variants: [gcc:12.2.0-amd64-debian-bookworm-default]",
+            f"build-variants: ['{VARIANT}']").replace("-t set", f"-t {command}"))
     pushed: list[TestRunResult] = []
+    sink = DatasinkPusher(datasink.client())
+
+    def push(results: list[TestRunResult]) -> None:
+        pushed.extend(results)
+        sink(results)
+
     agent = Agent(client, AgentConfig(names=names, platform="local", consumer="agent-1",
                                       suites_dir=suites, work_dir=tmp_path / "work",
                                       results_dir=tmp_path / "results", block_ms=200),
-                  push=pushed.extend)
+                  push=push)
     assert agent.run(max_events=2) == 2
-    assert len(pushed) == 2
-    result = pushed[0]
-    assert result.ok, result.reason
-    assert result.context.git.hash == sha and result.context.git.branch == "unstable"
-    assert result.redis_version == "7.0.15"
-    assert result.redis_server.endswith("redis-server") and "work" in result.redis_server
+    assert sorted(r.test_name for r in pushed) == ["e2e-get", "e2e-get", "e2e-set", "e2e-set"]
+    for result in pushed:
+        assert result.ok, result.reason
+        assert result.context.git.hash == sha and result.context.git.branch == "unstable"
+        assert result.context.build_variant == VARIANT and result.context.platform == "local"
+        assert result.redis_version == "7.0.15"
+        # the artifact's binary, unpacked in the agent's work dir, not the system one
+        assert result.redis_server.startswith(str(tmp_path / "work"))
+    keys = [k.decode() for k in datasink.client().execute_command(
+        "TS.QUERYINDEX", "test_name=e2e-set", "platform=local")]
+    assert any(k.startswith("ci.benchmarks.redis/by.hash/") and
+               f"/oss-standalone/{sha}/" in k for k in keys), keys
+    assert any(k.startswith("ci.benchmarks.redis/by.branch/") and
+               "/oss-standalone/unstable/" in k for k in keys), keys
+    assert all(f"/{VARIANT}/local/oss-standalone/" in k for k in keys)
