@@ -14,6 +14,9 @@ KEYS = {"id", "os", "arch", "compiler", "cpp_compiler", "build_image", "run_imag
 
 @dataclass(frozen=True)
 class BuildVariant:
+    """How to compile Redis: ``{id, os, arch, compiler, cpp_compiler, build_image, run_image,
+    env}``; ``env`` (REDIS_CFLAGS, BUILD_TLS, MALLOC, ...) goes to ``make``."""
+
     id: str
     compiler: str = "gcc"
     cpp_compiler: str = "g++"
@@ -29,10 +32,12 @@ class BuildVariant:
 
 
 def default_variants_dir() -> Path:
+    """``setups/build-variants`` of the repository."""
     return repo_root() / "setups" / "build-variants"
 
 
 def load_variant(path: Path) -> BuildVariant:
+    """One variant file; :class:`SpecError` naming the file and key for a bad one."""
     raw = load_yaml(path)
     if not isinstance(raw, dict) or not raw.get("id"):
         raise SpecError([Problem(path, "id", "build variant needs an id")])
@@ -49,9 +54,12 @@ def load_variant(path: Path) -> BuildVariant:
 
 
 def load_variants(directory: Path | None = None) -> dict[str, BuildVariant]:
+    """Every ``*.yml`` variant of ``directory`` by id; a duplicate id is an error."""
     directory = directory or default_variants_dir()
     variants: dict[str, BuildVariant] = {}
     for path in sorted(directory.glob("*.yml")):
         variant = load_variant(path)
+        if variant.id in variants:
+            raise SpecError([Problem(path, "id", f"duplicate build variant id {variant.id!r}")])
         variants[variant.id] = variant
     return variants
