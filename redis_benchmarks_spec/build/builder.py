@@ -24,7 +24,13 @@ from redis_benchmarks_spec.build.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.build.heartbeat import Heartbeat
 from redis_benchmarks_spec.build.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.build.variants import BuildVariant
-from redis_benchmarks_spec.events.consumer import ConsumerStopped, Entry, GroupConsumer
+from redis_benchmarks_spec.events.consumer import (
+    RETRYABLE,
+    Backoff,
+    ConsumerStopped,
+    Entry,
+    GroupConsumer,
+)
 from redis_benchmarks_spec.events.messages import (
     ArtifactRef,
     BuildEvent,
@@ -71,6 +77,7 @@ class Builder:
         self.config = config
         self.stop_event = threading.Event()
         self.heartbeat: Heartbeat | None = None
+        self.backoff = Backoff(initial_s=0.5, cap_s=30.0)
         self.consumer = GroupConsumer(
             client, config.names.build_requests, config.names.builders_group, config.consumer,
             block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
@@ -101,11 +108,28 @@ class Builder:
                     break
                 for entry in entries:
                     heartbeat.set(f"request entry {entry.id}")
-                    self.handle(entry)
+                    self._handle_retrying(entry)
                     handled += 1
         return handled
 
+    def _handle_retrying(self, entry: Entry) -> None:
+        """:meth:`handle`, again after a lost broker (published variants are not redone)."""
+        while not self.stop_event.is_set():
+            try:
+                self.handle(entry)
+            except RETRYABLE as exc:
+                delay = self.backoff.next_delay()
+                log.warning("entry %s: redis unavailable (%s); retrying in %.1fs",
+                            entry.id, exc, delay)
+                self.stop_event.wait(delay)
+                continue
+            except ConsumerStopped:
+                return
+            self.backoff.reset()
+            return
+
     def handle(self, entry: Entry) -> None:
+        """Build (or reuse) every variant of one request, publish each outcome, then ACK."""
         request = self.consumer.decode(entry, BuildRequest)
         if request is None:
             return  # dead-lettered
