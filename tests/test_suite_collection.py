@@ -1,48 +1,150 @@
-"""Our suite collection: it loads and lints clean, and every redis-benchmark suite really
-runs (exact preload, keyspace check, no error replies) through the real runner."""
+"""Our suite collection in test-suites/: it loads and lints clean, covers what it promises, and
+every redis-benchmark suite really runs against a real redis-server: exact preload (DBSIZE ==
+keyspacelen), the suite's own command line accepted by redis-benchmark, no error replies."""
 
 from __future__ import annotations
 
+import csv
+import io
+import subprocess
+import time
 from pathlib import Path
 
-from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import default_suites_dir, load_catalog
+import pytest
+import redis
+
+from redis_benchmarks_spec.runner.process import free_port
+from redis_benchmarks_spec.spec.catalog import load_catalog
 from redis_benchmarks_spec.spec.lint import lint_catalog
 from redis_benchmarks_spec.spec.problems import ERROR
+from redis_benchmarks_spec.spec.suite import Suite
+
+SUITES_DIR = Path(__file__).resolve().parents[1] / "test-suites"
+REDIS_SERVER = "/usr/bin/redis-server"
+REDIS_BENCHMARK = "/usr/bin/redis-benchmark"
+QUICK_REQUESTS = "2000"
 
 GROUPS = {"string", "hash", "list", "set", "sorted-set", "stream", "bitmap", "hyperloglog",
-          "geo", "generic", "scripting", "connection"}
-REQUIRED_COMMANDS = {"get", "set", "incr", "mset", "append", "getrange", "zadd", "zrange",
-                     "zrangebyscore", "zincrby", "xadd", "xrange", "exists", "expire", "del",
-                     "eval", "evalsha", "ping", "multi", "exec"}
+          "geo", "generic", "scripting", "transactions", "connection"}
+REQUIRED_COMMANDS = {
+    "get", "set", "incr", "mset", "append", "getrange", "hset", "hget", "hgetall", "lpush",
+    "rpush", "lpop", "lrange", "lindex", "sadd", "sismember", "smembers", "zadd", "zrange",
+    "zrangebyscore", "zincrby", "zscore", "xadd", "xrange", "setbit", "getbit", "bitcount",
+    "pfadd", "pfcount", "geoadd", "geosearch", "geodist", "exists", "expire", "del", "ttl",
+    "eval", "evalsha", "ping", "multi", "exec",
+}
+REQUIRED_SUITES = {
+    "redis-benchmark-1Kkeys-string-get-100B", "redis-benchmark-string-set-100B",
+    "redis-benchmark-100Kkeys-hash-hget-100B", "redis-benchmark-list-lpush-100B",
+    "redis-benchmark-100Kkeys-zset-zrangebyscore", "redis-benchmark-ping-inline",
+}
+FORBIDDEN_ARGS = {"-h", "-p", "--csv", "-q", "--threads"}
+
+
+def _redis_benchmark_suites() -> list[Suite]:
+    return [s for s in load_catalog(SUITES_DIR).suites if s.tools == ["redis-benchmark"]]
 
 
 def test_collection_loads_and_lints_clean() -> None:
-    catalog = load_catalog(default_suites_dir())
-    assert catalog.problems == []
-    assert [p for p in lint_catalog(default_suites_dir()) if p.severity == ERROR] == []
+    catalog = load_catalog(SUITES_DIR)
+    assert [str(p) for p in catalog.errors] == []
+    assert [str(p) for p in lint_catalog(SUITES_DIR) if p.severity == ERROR] == []
     rb = [s for s in catalog.suites if s.tools == ["redis-benchmark"]]
     assert len(rb) >= 40
-    assert GROUPS <= {g for s in rb for g in s.tested_groups}
+    assert REQUIRED_SUITES <= {s.name for s in rb}
+    assert GROUPS <= {g for s in catalog.suites for g in s.tested_groups}
     covered = {c for s in catalog.suites for c in s.tested_commands}
     assert REQUIRED_COMMANDS <= covered, REQUIRED_COMMANDS - covered
-    pipelines = {a for s in rb for a in ("-P 10", "-P 100") if a in s.clientconfigs[0].arguments}
-    assert pipelines == {"-P 10", "-P 100"}
     memtier = [s for s in catalog.suites if s.tools == ["memtier_benchmark"]]
-    assert len(memtier) >= 3
-    # every suite whose command reads data checks an exact keyspace after its preload
-    for suite in rb:
+    assert 3 <= len(memtier)
+    assert any("multi" in s.tested_commands for s in memtier)
+
+
+def test_collection_conventions() -> None:
+    pipelines: set[str] = set()
+    payloads: set[str] = set()
+    for suite in load_catalog(SUITES_DIR).suites:
+        assert suite.path.name == f"{suite.name}.yml"
+        assert suite.topologies == ["oss-standalone"]
+        assert suite.priority in range(1, 6), suite.name
+        assert suite.dbconfig.configuration_parameters.get("save") == '""', suite.name
+        assert "$.\"ALL STATS\".Totals.\"Ops/sec\"" in suite.exporter.metrics
+        assert suite.exporter.break_by == ["version", "commit"]
+        if suite.tools != ["redis-benchmark"]:
+            continue
+        argv = suite.clientconfigs[0].argv()
+        assert not FORBIDDEN_ARGS & set(argv), suite.name
+        assert argv[argv.index("-c") + 1] == "50", suite.name
+        assert "-n" in argv, suite.name
+        pipelines.add(argv[argv.index("-P") + 1] if "-P" in argv else "1")
+        for size in ("10B", "100B", "1000B"):
+            if f"-{size}" in suite.name:
+                payloads.add(size)
+        # a suite that reads data has an exact preload and a keyspace check
         if suite.dbconfig.preload_tool:
             assert suite.dbconfig.keyspacelen, suite.name
+            assert suite.dbconfig.preload_tool.tool == "redis-cli", suite.name
+    assert {"1", "10", "100"} <= pipelines
+    assert payloads == {"10B", "100B", "1000B"}
 
 
-def test_every_redis_benchmark_suite_runs(tmp_path: Path) -> None:
-    suites = [s for s in load_catalog(default_suites_dir()).suites
-              if s.tools == ["redis-benchmark"]]
-    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path, test_time=1)
-    results = run_suites(config, suites)
-    failed = {r.test_name: r.reason for r in results if not r.ok}
-    assert failed == {}
-    assert all(r.result and r.result.totals.ops_per_sec > 0 for r in results)
-    assert all("ALL_STATS.Totals.Ops/sec" in r.metrics for r in results)
+def _quick_argv(suite: Suite) -> list[str]:
+    argv = suite.clientconfigs[0].argv()
+    i = argv.index("-n")
+    return argv[:i + 1] + [QUICK_REQUESTS] + argv[i + 2:]
+
+
+def _start_server(suite: Suite, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    log = (workdir / "redis.log").open("wb")
+    proc = subprocess.Popen(
+        [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir),
+         "--save", "", *suite.dbconfig.server_args()],
+        cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if redis.Redis(port=port, socket_timeout=1).ping():
+                return proc, port
+        except redis.ConnectionError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            raise AssertionError(f"redis-server did not start: {(workdir / 'redis.log').read_text()}")
+        time.sleep(0.02)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.mark.parametrize("suite", _redis_benchmark_suites(), ids=lambda s: s.name)
+def test_redis_benchmark_suite_runs(suite: Suite, tmp_path: Path) -> None:
+    proc, port = _start_server(suite, tmp_path)
+    try:
+        client = redis.Redis(port=port, socket_timeout=30)
+        for command in suite.dbconfig.init_commands:
+            client.execute_command(*command)
+        preload = suite.dbconfig.preload_tool
+        if preload:
+            client.execute_command(*preload.argv())
+        if suite.dbconfig.keyspacelen is not None:
+            assert client.dbsize() == suite.dbconfig.keyspacelen
+        errors_before = client.info("stats")["total_error_replies"]
+        run = subprocess.run(
+            [REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(port), "--csv", *_quick_argv(suite)],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr
+        rows = list(csv.DictReader(io.StringIO(run.stdout)))
+        assert rows, run.stdout + run.stderr
+        assert all(float(row["rps"]) > 0 for row in rows), rows
+        assert client.info("stats")["total_error_replies"] == errors_before
+    finally:
+        _stop(proc)
