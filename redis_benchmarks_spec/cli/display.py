@@ -9,6 +9,12 @@ from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, Tes
 from redis_benchmarks_spec.results.summary import row
 
 
+def make_console() -> Console:
+    """A console wide enough for result tables even when output is not a terminal."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 

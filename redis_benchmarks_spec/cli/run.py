@@ -18,7 +18,12 @@ from rich.progress import (
 )
 
 from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
-from redis_benchmarks_spec.cli.display import print_problems, results_table, summary_line
+from redis_benchmarks_spec.cli.display import (
+    make_console,
+    print_problems,
+    results_table,
+    summary_line,
+)
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, TestRunResult
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
@@ -152,12 +157,6 @@ def run_with_progress(console: Console, config: SessionConfig,
             progress.advance(task)
 
         return run_suites(config, suites, on_result=on_result)
-
-
-def make_console() -> Console:
-    """A console wide enough for the result table even when output is not a terminal."""
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from redis_benchmarks_spec.cli.display import make_console
 from redis_benchmarks_spec.spec.catalog import default_suites_dir, load_catalog
 from redis_benchmarks_spec.spec.lint import lint_catalog
 from redis_benchmarks_spec.spec.problems import ERROR
@@ -36,7 +37,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(s.name, ",".join(s.tools), ",".join(s.tested_groups),
                       ",".join(s.tested_commands), ",".join(s.topologies),
                       "" if s.priority is None else str(s.priority))
-    console = Console()
+    console = make_console()
     console.print(table)
     errors = catalog.errors
     if errors:

@@ -41,7 +41,12 @@ class ClientDriver(Protocol):
     binary: str
 
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
-                   test_time: int | None) -> Invocation: ...
+                   test_time: int | None, rate: float | None = None) -> Invocation: ...
+
+    def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+               test_time: int | None) -> Invocation | None:
+        """A short run that measures the rate a ``test_time`` run is sized from (or None)."""
+        ...
 
     def parse(self, inv: Invocation, returncode: int) -> ToolResult: ...
 
@@ -55,15 +60,24 @@ class RedisBenchmarkDriver:
         self.binary = binary
         self._version: str | None = None
 
+    @staticmethod
+    def _target(target: ClientTarget) -> redis_benchmark.Target:
+        return redis_benchmark.Target(target.host, target.port, target.password, target.user)
+
+    def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+               test_time: int | None) -> Invocation | None:
+        if test_time is None:
+            return None  # a full-length run needs no sizing
+        argv = redis_benchmark.warmup_argv(self.binary, cfg, self._target(target))
+        return Invocation(argv, out_prefix.with_suffix(".warmup.out"), None, 1.0)
+
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
-                   test_time: int | None) -> Invocation:
-        argv = redis_benchmark.build_argv(
-            self.binary, cfg, redis_benchmark.Target(target.host, target.port, target.password,
-                                                     target.user), test_time)
+                   test_time: int | None, rate: float | None = None) -> Invocation:
+        argv = redis_benchmark.build_argv(self.binary, cfg, self._target(target), test_time,
+                                          rate)
         n = redis_benchmark.requests_in(argv)
-        pipeline = int(redis_benchmark._option_value(argv, "-P") or 1)
-        expected = n / (redis_benchmark.ASSUMED_RPS_PER_STREAM *
-                        min(max(pipeline, 1), redis_benchmark.PIPELINE_CAP))
+        expected = n / (rate or redis_benchmark.ASSUMED_RPS_PER_STREAM *
+                        redis_benchmark._pipeline(argv))
         return Invocation(argv, out_prefix.with_suffix(".out"), None, expected)
 
     def parse(self, inv: Invocation, returncode: int) -> ToolResult:

@@ -20,8 +20,12 @@ class MemtierDriver:
         self.binary = binary
         self._version: str | None = None
 
+    def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+               test_time: int | None) -> Invocation | None:
+        return None  # memtier has --test-time itself
+
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
-                   test_time: int | None) -> Invocation:
+                   test_time: int | None, rate: float | None = None) -> Invocation:
         json_out = out_prefix.with_suffix(".json")
         mt = memtier.MemtierTarget(target.host, target.port, target.password, target.user,
                                    tls=target.tls, cluster_mode=target.cluster)

@@ -1,10 +1,12 @@
 """redis-benchmark driver: argv building, ``--test-time`` mapping and CSV parsing.
 
-redis-benchmark has no duration flag. ``--test-time T`` is mapped onto its request count:
-``-n = T * ASSUMED_RPS_PER_STREAM * min(P, PIPELINE_CAP)`` (P = ``-P`` pipeline depth), and
-never more than the suite's own ``-n`` (a quick run is never longer than the full one). The
-run therefore lasts *about* T seconds for cheap commands and less than the suite's full run
-for expensive ones; the real duration is measured and stored.
+redis-benchmark has no duration flag, so ``--test-time T`` is mapped onto its request count.
+First a short warm-up of the very same command (``WARMUP_REQUESTS x min(P, PIPELINE_CAP)``
+requests, a fraction of a second) measures the rate R on this machine; the measured run then
+gets ``-n = R x T``, never more than the suite's own ``-n`` (a quick run is never longer than
+the full one). Without a warm-up rate the fallback is ``T x ASSUMED_RPS_PER_STREAM x
+min(P, PIPELINE_CAP)``. The warm-up is not part of the result; the real duration of the
+measured run is stored.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from redis_benchmarks_spec.spec.commands import REDIS_BENCHMARK_VALUE_OPTS
 from redis_benchmarks_spec.spec.suite import ToolConfig
 
 ASSUMED_RPS_PER_STREAM = 100_000
+WARMUP_REQUESTS = 20_000
 PIPELINE_CAP = 10
 DEFAULT_REQUESTS = 100_000  # redis-benchmark's own default for -n
 # options the driver owns: a suite must not point the tool elsewhere or change its output
@@ -51,12 +54,20 @@ def _option_value(argv: list[str], name: str) -> str | None:
     return None
 
 
-def requests_for_test_time(argv: list[str], test_time: int) -> int:
+def _pipeline(argv: list[str]) -> int:
+    return min(max(int(_option_value(argv, "-P") or 1), 1), PIPELINE_CAP)
+
+
+def requests_for_test_time(argv: list[str], test_time: int, rate: float | None = None) -> int:
     """The ``-n`` that approximates ``test_time`` seconds for this argv (see module doc)."""
-    pipeline = int(_option_value(argv, "-P") or 1)
     suite_n = int(_option_value(argv, "-n") or DEFAULT_REQUESTS)
-    wanted = test_time * ASSUMED_RPS_PER_STREAM * min(max(pipeline, 1), PIPELINE_CAP)
-    return max(1, min(suite_n, wanted))
+    per_second = rate if rate else ASSUMED_RPS_PER_STREAM * _pipeline(argv)
+    return max(1, min(suite_n, int(test_time * per_second)))
+
+
+def warmup_requests(argv: list[str]) -> int:
+    suite_n = int(_option_value(argv, "-n") or DEFAULT_REQUESTS)
+    return max(1, min(suite_n, WARMUP_REQUESTS * _pipeline(argv)))
 
 
 def _strip_owned(argv: list[str]) -> list[str]:
@@ -92,12 +103,13 @@ def _replace_requests(argv: list[str], n: int) -> list[str]:
     return out + ["-n", str(n)] + argv[i:]
 
 
-def build_argv(binary: str, cfg: ToolConfig, target: Target,
-               test_time: int | None = None) -> list[str]:
-    """The full argv: suite arguments (shlex, no shell) plus target and ``--csv``."""
+def build_argv(binary: str, cfg: ToolConfig, target: Target, test_time: int | None = None,
+               rate: float | None = None) -> list[str]:
+    """The full argv: suite arguments (shlex, no shell) plus target and ``--csv``;
+    ``test_time`` (with the warm-up ``rate`` when known) sets ``-n``."""
     args = _strip_owned(cfg.argv())
     if test_time is not None:
-        args = _replace_requests(args, requests_for_test_time(args, test_time))
+        args = _replace_requests(args, requests_for_test_time(args, test_time, rate))
     auth: list[str] = []
     if target.user:
         auth += ["--user", target.user]
@@ -185,6 +197,11 @@ def version(binary: str) -> str:
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     text = (out.stdout or out.stderr).strip()
     return text.split()[-1] if text else "unknown"
+
+
+def warmup_argv(binary: str, cfg: ToolConfig, target: Target) -> list[str]:
+    full = build_argv(binary, cfg, target)
+    return full[:1] + _replace_requests(full[1:], warmup_requests(full))
 
 
 def requests_in(argv: list[str]) -> int:

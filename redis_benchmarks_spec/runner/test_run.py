@@ -130,10 +130,11 @@ def _execute(suite: Suite, topology: Topology, env: TestEnv, running: _Running) 
     target = ClientTarget(running.server.host, running.server.port)
     client = running.server.client()
     result.preload_duration_s = _prepare(suite, env, running, target, client, plan)
+    rates = _warm_up(suite, drivers, env, running, target, plan)
     before = info_mod.snapshot(client)
     result.redis_version, result.redis_git_sha = info_mod.server_identity(before)
     try:
-        tool_result = _run_clients(suite, drivers, env, running, target, plan)
+        tool_result = _run_clients(suite, drivers, env, running, target, plan, rates)
     except ServerErrorReplies as exc:
         count, kinds = info_mod.error_replies(before, info_mod.snapshot(client))
         raise ServerErrorReplies(max(count, exc.count),
@@ -162,11 +163,12 @@ def _prepare(suite: Suite, env: TestEnv, running: _Running, target: ClientTarget
 
 
 def _run_clients(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _Running,
-                 target: ClientTarget, plan: CpuPlan) -> ToolResult:
+                 target: ClientTarget, plan: CpuPlan, rates: list[float | None]) -> ToolResult:
     """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
     result = running.result
-    invocations = [d.invocation(cfg, target, running.out_dir / f"client-{i}", env.test_time)
-                   for i, (d, cfg) in enumerate(zip(drivers, suite.clientconfigs))]
+    invocations = [d.invocation(cfg, target, running.out_dir / f"client-{i}", env.test_time,
+                                rate)
+                   for i, (d, cfg, rate) in enumerate(zip(drivers, suite.clientconfigs, rates))]
     result.argv = [inv.argv for inv in invocations]
     result.paths.update({f"client_{i}_output": str(inv.stdout_path)
                          for i, inv in enumerate(invocations)})
@@ -188,6 +190,24 @@ def _run_clients(suite: Suite, drivers: list[ClientDriver], env: TestEnv, runnin
     result.tool_duration_s = time.monotonic() - started
     _saturation(result, sampler, plan, env.thresholds)
     return _parse_all(drivers, invocations, codes)
+
+
+def _warm_up(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _Running,
+             target: ClientTarget, plan: CpuPlan) -> list[float | None]:
+    """Rates measured by each driver's warm-up (None where a driver needs none)."""
+    rates: list[float | None] = []
+    for i, (driver, cfg) in enumerate(zip(drivers, suite.clientconfigs)):
+        inv = driver.warmup(cfg, target, running.out_dir / f"client-{i}", env.test_time)
+        if inv is None:
+            rates.append(None)
+            continue
+        proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+        try:
+            code = _wait(proc, inv, env)
+        finally:
+            env.registry.stop(proc)
+        rates.append(_parse_all([driver], [inv], [code]).totals.ops_per_sec or None)
+    return rates
 
 
 def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: TestEnv) -> int:
