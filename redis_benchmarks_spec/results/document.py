@@ -79,6 +79,7 @@ class TestRunResult:
     redis_version: str = ""
     redis_git_sha: str = ""
     redis_server: str = ""
+    server_args: list[str] = field(default_factory=list)  # suite + topology + run extras
     cpus: dict[str, list[int]] = field(default_factory=dict)
     start_ms: int = 0
     end_ms: int = 0

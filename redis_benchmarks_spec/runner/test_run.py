@@ -124,6 +124,7 @@ def _execute(suite: Suite, topology: Topology, env: TestEnv, running: _Running) 
     _record_cpus(result, plan)
     running.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{suite.name[:40]}-"))
     args = suite.dbconfig.server_args() + topology.server_args() + env.server_args
+    result.server_args = args
     running.server = env.launcher.start(ServerSpec(env.redis_server, args, plan.server,
                                                    running.server_dir))
     result.paths["server_log"] = str(running.server.log_path)
