@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.utils import HIREDIS_AVAILABLE
 
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
@@ -100,6 +101,8 @@ def query_latency(client: redis.Redis, args: argparse.Namespace) -> None:
     single = timed(lambda: one_side(metrics[-1], "unstable"), args.repeat)
     full = timed(lambda: [one_side(m, b) for m in metrics for b in ("unstable", "feature")],
                  max(3, args.repeat // 5))
+    parser = "hiredis" if HIREDIS_AVAILABLE else "pure-Python (pip install hiredis: ~4x faster)"
+    print(f"reply parser: {parser}")
     print(f"query, 1 metric x {args.tests} tests x {args.points} points, one side "
           f"(1 TS.MREVRANGE): median {statistics.median(single):.1f} ms, "
           f"max {max(single):.1f} ms")

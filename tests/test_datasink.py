@@ -78,3 +78,14 @@ def test_status_values_and_cli_status_counts(datasink: EmbeddedDatasink, client:
     assert main(["datasink", "status", "--datasink", datasink.url]) == 0
     out = capsys.readouterr().out
     assert "series: 18, tests known: 3, runs stored: 6" in out
+
+
+def test_long_test_lists_are_filtered_here_short_ones_by_the_server(client: redis.Redis) -> None:
+    names = [f"t-{i:02d}" for i in range(reader.MAX_SERVER_TEST_LIST + 4)]
+    push_results(client, [make_result(0, test_name=n) for n in names])
+    few, many = names[:3], names[: reader.MAX_SERVER_TEST_LIST + 2]
+    assert any(f.startswith("test_name=(") for f in unstable().filters(few))
+    assert not any(f.startswith("test_name") for f in unstable().filters(many))
+    assert sorted(reader.series_for_tests(client, unstable(), few)) == few
+    assert sorted(reader.series_for_tests(client, unstable(), many)) == many
+    assert unstable().filters()[-1] == "by=branch"  # the broad label goes last
