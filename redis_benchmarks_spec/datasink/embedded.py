@@ -174,8 +174,12 @@ class EmbeddedDatasink:
                 f"within {timeout:.0f}s{_libssl_hint(detail)}; log tail:\n{detail}")
         return self.status()
 
-    def down(self, timeout: float = 30.0) -> bool:
-        """Stop our server (SIGTERM: it saves first). Returns False when it was not running."""
+    def down(self, timeout: float = 180.0) -> bool:
+        """Stop our server (SIGTERM: it saves first). Returns False when it was not running.
+
+        The final save of a few GB (600k series) takes over 30 s on a busy 2-core machine,
+        hence the generous default ``timeout``.
+        """
         pid = self._recorded_pid()
         if pid is None:
             return False
@@ -186,7 +190,7 @@ class EmbeddedDatasink:
         os.kill(pid, signal.SIGTERM)
         if not wait_for(lambda: self._gone(pid), timeout=timeout, interval=0.1):
             raise DatasinkError(f"redis-stack-server pid {pid} ({self.data_dir}) did not stop "
-                                f"within {timeout:.0f}s after SIGTERM")
+                                f"within {timeout:.0f}s after SIGTERM (still saving? see {self.logfile})")
         self.pidfile.unlink(missing_ok=True)
         return True
 
