@@ -32,7 +32,7 @@ class Collector:
                 self.pushed += [(name, r) for r in results]
         return push
 
-    def keys(self) -> list[tuple[str, str, str]]:
+    def identities(self) -> list[tuple[str, str, str]]:
         with self.lock:
             return [(r.context.git.hash or "", r.context.platform, r.test_name)
                     for _, r in self.pushed]
@@ -88,14 +88,14 @@ def test_every_platform_runs_every_build_exactly_once(redis_server, names, tmp_p
     events = [publish_event(client, names, sha) for sha in shas]
     threads = [run_in_thread(a) for a in agents]
     try:
-        wait_until(lambda: len(collector.keys()) >= 6)
+        wait_until(lambda: len(collector.identities()) >= 6)
         time.sleep(1.0)  # a duplicate would show up now
     finally:
         for a in agents:
             a.stop()
         for t in threads:
             t.join(timeout=60)
-    keys = collector.keys()
+    keys = collector.identities()
     assert sorted(keys) == sorted((sha, p, "agent-set-0") for sha in shas for p in ("p1", "p2"))
     for _, result in collector.pushed:
         assert result.ok, result.reason
@@ -118,7 +118,7 @@ def test_garbage_entry_goes_to_dead_letter_and_work_goes_on(redis_server, names,
     assert agent.run(max_events=1) == 1
     dead = client.xrange(names.dead_letter)
     assert len(dead) == 1 and b"reason" in dead[0][1]
-    assert [k[0] for k in collector.keys()] == ["f" * 40]
+    assert [k[0] for k in collector.identities()] == ["f" * 40]
 
 
 def test_stop_mid_event_then_restart_resumes_without_duplicates(redis_server, names,  # type: ignore[no-untyped-def]
@@ -139,11 +139,11 @@ def test_stop_mid_event_then_restart_resumes_without_duplicates(redis_server, na
     event = publish_event(client, names, "a" * 40)
     assert first.run() == 0  # stopped before finishing the event: not acknowledged
     assert client.xpending(names.builds, "platform:p1")["pending"] == 1
-    assert len(collector.keys()) == 1
+    assert len(collector.identities()) == 1
     second = make_agent(redis_server, names, tmp_path, "p1", "p1-a", collector.for_agent("2"),
                         suites=suites)
     assert second.run(max_events=1) == 1
-    tests = sorted(k[2] for k in collector.keys())
+    tests = sorted(k[2] for k in collector.identities())
     assert tests == ["agent-set-0", "agent-set-1", "agent-set-2"]
     assert client.xpending(names.builds, "platform:p1")["pending"] == 0
     assert Ledger(client, names.prefix, event.id, "p1").done() == set(tests)
@@ -161,7 +161,7 @@ def test_entry_of_a_dead_agent_is_claimed_and_completed(redis_server, names, tmp
                        collector.for_agent("live"), idle_claim_ms=1000)
     time.sleep(1.2)
     assert alive.run(max_events=1) == 1
-    assert collector.keys() == [("b" * 40, "p1", "agent-set-0")]
+    assert collector.identities() == [("b" * 40, "p1", "agent-set-0")]
     assert client.xpending(names.builds, "platform:p1")["pending"] == 0
 
 
@@ -190,4 +190,4 @@ def test_events_for_other_platforms_are_skipped(redis_server, names, tmp_path) -
     client = redis_server.client()
     publish_event(client, names, "d" * 40, platforms=["p2"])
     assert agent.run(max_events=1) == 1
-    assert collector.keys() == []
+    assert collector.identities() == []

@@ -47,7 +47,7 @@ def points(sink: redis.Redis, test: str) -> dict[str, int]:
     return {k.decode(): len(sink.execute_command("TS.RANGE", k, "-", "+")) for k in keys}
 
 
-def test_kill_9_mid_test_is_recovered_by_the_other_agent(redis_server, datasink: EmbeddedDatasink,  # noqa: F811
+def test_kill_9_mid_test_is_recovered_by_the_other_agent(redis_server, datasink: EmbeddedDatasink,
                                                           tmp_path: Path) -> None:
     prefix = f"k{uuid.uuid4().hex[:6]}"
     names = StreamNames.with_prefix(prefix)
