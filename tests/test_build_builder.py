@@ -135,6 +135,25 @@ def test_same_sha_and_variant_reuses_the_artifact(redis_server, names, variants_
     assert first.artifact == second.artifact and first.request_id != second.request_id
 
 
+def test_variant_edited_under_the_same_id_is_rebuilt(redis_server, names, variants_dir,  # type: ignore[no-untyped-def]
+                                                      tmp_path) -> None:
+    client = redis_server.client()
+    repo = tiny_redis_repo(tmp_path / "origin")
+    sha = git(repo, "rev-parse", "HEAD")
+    queue(client, names, repo, sha, [MARKED])
+    assert make_builder(client, names, variants_dir, tmp_path).run(max_requests=1) == 1
+    (variants_dir / "marked.yml").write_text(tiny_variant_yaml(MARKED, "-DRBS_MARKER=edited"))
+    queue(client, names, repo, sha, [MARKED])
+    assert make_builder(client, names, variants_dir, tmp_path).run(max_requests=1) == 1
+    first, second = events(client, names)
+    assert first.artifact.location != second.artifact.location
+    assert artifacts.fetch(client, first.artifact)  # the old build is still there, intact
+    binaries = unpack(artifacts.fetch(client, second.artifact), tmp_path / "edited")
+    out = subprocess.run([str(binaries["redis-server"]), "--version"], capture_output=True,
+                         text=True, timeout=10, check=True).stdout
+    assert "build=edited" in out
+
+
 def test_malformed_request_is_dead_lettered_and_work_goes_on(redis_server, names,  # type: ignore[no-untyped-def]
                                                              variants_dir, tmp_path) -> None:
     client = redis_server.client()

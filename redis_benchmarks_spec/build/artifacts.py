@@ -1,9 +1,10 @@
 """Build artifacts: tar.gz bytes in Redis (chunked, with a TTL) or in S3, verified on fetch.
 
 Keys (all built here):
-    <prefix>:artifact:<sha>:<variant>            manifest hash: kind, location, sha256, size,
-                                                 chunks, redis_version, env, compiler
-    <prefix>:artifact:<sha>:<variant>:<i>        chunk i of the tar.gz (kind ``redis``)
+    <prefix>:artifact:<sha>:<variant>:<env digest>      manifest hash: kind, location, sha256,
+                                                        size, chunks, redis_version, env,
+                                                        compiler, redis_server_version
+    <prefix>:artifact:<sha>:<variant>:<env digest>:<i>  chunk i of the tar.gz (kind redis)
 The manifest is the index for both kinds, so an artifact for the same sha and variant is
 found and reused wherever its bytes live. In Redis the manifest is written in the same
 MULTI/EXEC as the chunks, so a reader that finds a manifest always finds every chunk.
@@ -67,9 +68,20 @@ class StoredArtifact:
     env: dict[str, str]
 
 
-def artifact_key(prefix: str, sha: str, variant: str) -> str:
-    """The manifest key of the artifact of ``sha`` built in ``variant``."""
-    return f"{prefix}:artifact:{sha}:{variant}"
+def env_digest(env: Mapping[str, str]) -> str:
+    """A short digest of a variant's make variables (part of the artifact key)."""
+    return hashlib.sha256(json.dumps(dict(env), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def artifact_key(prefix: str, sha: str, variant: str,
+                 env: Mapping[str, str] | None = None) -> str:
+    """The manifest key of the artifact of ``sha`` built in ``variant``.
+
+    With ``env`` (the variant's make variables) the key also names them, so a variant file
+    edited under the same id builds anew instead of reusing, or overwriting, the old build.
+    """
+    key = f"{prefix}:artifact:{sha}:{variant}"
+    return f"{key}:{env_digest(env)}" if env is not None else key
 
 
 def _s3_client() -> Any:

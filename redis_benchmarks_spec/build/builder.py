@@ -157,7 +157,8 @@ class Builder:
         variant = self.config.variants.get(variant_id)
         if variant is None:
             return _failure(request, variant_id, f"unknown build variant {variant_id!r}")
-        key = artifacts.artifact_key(self.config.names.prefix, request.sha, variant_id)
+        key = artifacts.artifact_key(self.config.names.prefix, request.sha, variant_id,
+                                     variant.make_env())
         stored = artifacts.existing(self.client, key)
         if stored is not None:
             log.info("reusing artifact %s", key)
@@ -177,8 +178,8 @@ class Builder:
     def _cache_path(self, request: BuildRequest, variant: BuildVariant) -> Path | None:
         if self.config.cache_dir is None:
             return None
-        digest = hashlib.sha256(json.dumps(variant.make_env(), sort_keys=True).encode())
-        name = f"{request.sha}-{variant.id.replace(':', '_')}-{digest.hexdigest()[:12]}.json"
+        digest = artifacts.env_digest(variant.make_env())
+        name = f"{request.sha}-{variant.id.replace(':', '_')}-{digest}.json"
         return self.config.cache_dir / name
 
     def _cached(self, request: BuildRequest, variant: BuildVariant) -> Artifact | None:
