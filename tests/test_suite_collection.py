@@ -70,9 +70,14 @@ def test_collection_conventions() -> None:
         assert suite.dbconfig.configuration_parameters.get("save") == '""', suite.name
         assert "$.\"ALL STATS\".Totals.\"Ops/sec\"" in suite.exporter.metrics
         assert suite.exporter.break_by == ["version", "commit"]
+        assert set(suite.tested_groups) <= GROUPS, suite.name
+        assert suite.build_variants == ["gcc:12.2.0-amd64-debian-bookworm-default", "dockerhub"]
         if suite.tools != ["redis-benchmark"]:
             continue
-        argv = suite.clientconfigs[0].argv()
+        client = suite.clientconfigs[0]
+        assert client.run_image == "redis:7.0.15", suite.name
+        assert client.resources == {"requests": {"cpus": "1", "memory": "2g"}}, suite.name
+        argv = client.argv()
         assert not FORBIDDEN_ARGS & set(argv), suite.name
         assert argv[argv.index("-c") + 1] == "50", suite.name
         assert "-n" in argv, suite.name
