@@ -90,3 +90,42 @@ def test_kill_9_mid_test_is_recovered_by_the_other_agent(redis_server, datasink:
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def test_sigterm_mid_test_finishes_it_and_a_restart_does_the_rest(redis_server,
+                                                                  datasink: EmbeddedDatasink,
+                                                                  tmp_path: Path) -> None:
+    prefix = f"s{uuid.uuid4().hex[:6]}"
+    names = StreamNames.with_prefix(prefix)
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    tests = [f"term-{i}-{prefix}" for i in range(2)]
+    for i, test in enumerate(tests):
+        (suites / f"s{i}.yml").write_text(SUITE.format(name=test, n=100_000))
+    sink = datasink.client()
+    publish_event(redis_server.client(), names, "5" * 40)
+    first = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-a", suites)
+    again = None
+    try:
+        wait_for_child(first, "redis-benchmark")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=120) == 0  # the running test was finished, then a clean exit
+        finished = [t for t in tests if points(sink, t)]
+        assert len(finished) == 1  # the test under way reached the datasink, the next did not
+        client = redis_server.client()
+        assert client.xpending(names.builds, "platform:p1")["pending"] == 1  # handed back
+        again = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-a", suites)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and \
+                client.xpending(names.builds, "platform:p1")["pending"]:
+            time.sleep(0.3)
+        for test in tests:
+            series = points(sink, test)
+            assert series and set(series.values()) == {1}, (test, series)
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=60) == 0
+    finally:
+        for proc in (first, again):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
