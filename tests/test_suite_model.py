@@ -172,3 +172,20 @@ def test_cli_lint_exit_codes_and_list_survives(tmp_path: Path) -> None:
     listed = rbs("suites", "list", str(tmp_path))
     assert listed.returncode == 0
     assert "good" in listed.stdout and "unknown" in listed.stdout
+
+
+def test_bad_quoting_and_defaults_are_problems_not_crashes(tmp_path: Path) -> None:
+    write(tmp_path, "quotes", GOOD.format(name="quotes", priority=1).replace(
+        "arguments: -c 50 -n 1000 -r 10 GET key:__rand_int__",
+        "arguments: '-n 10 EVAL \"return 1 0'"))
+    write(tmp_path, "good", GOOD.format(name="good", priority=True))
+    (tmp_path / "defaults.yml").write_text("exporter:\n  - redistimeseries:\n      metric: []\n"
+                                           "typo: 1\n")
+    catalog = load_catalog(tmp_path)
+    text = "\n".join(str(p) for p in catalog.problems)
+    assert "quotes.yml: clientconfig.arguments: cannot split the arguments" in text
+    assert "defaults.yml: typo: unknown key" in text
+    assert "defaults.yml: exporter.redistimeseries.metric: unknown key" in text
+    assert "good.yml: priority: expected an integer, got True" in text
+    assert [s.name for s in catalog.suites] == ["good"]
+    assert rbs("suites", "lint", str(tmp_path)).returncode == 1

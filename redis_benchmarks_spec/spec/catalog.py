@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redis_benchmarks_spec.spec.problems import ERROR, Problem, SpecError
-from redis_benchmarks_spec.spec.suite import ExporterConfig, Suite, load_yaml, parse_suite
+from redis_benchmarks_spec.spec.suite import (
+    RTS_KEYS,
+    ExporterConfig,
+    Suite,
+    _merge_list_form,
+    load_yaml,
+    parse_suite,
+)
 
 DEFAULTS_FILE = "defaults.yml"
 
@@ -35,7 +42,11 @@ class SuiteCatalog:
         return next((s for s in self.suites if s.name == name), None)
 
 
+DEFAULTS_KEYS = {"version", "exporter"}
+
+
 def load_defaults(directory: Path) -> tuple[ExporterConfig | None, list[Problem]]:
+    """``defaults.yml``: exporter defaults merged into every suite of the directory."""
     path = directory / DEFAULTS_FILE
     if not path.exists():
         return None, []
@@ -43,12 +54,23 @@ def load_defaults(directory: Path) -> tuple[ExporterConfig | None, list[Problem]
         raw = load_yaml(path) or {}
     except SpecError as exc:
         return None, exc.problems
-    rts = ((raw.get("exporter") or {}).get("redistimeseries") or {}) if isinstance(raw, dict) else {}
+    if not isinstance(raw, dict):
+        return None, [Problem(path, "", "top level is not a mapping")]
+    problems = [Problem(path, key, "unknown key in defaults.yml") for key in raw
+                if key not in DEFAULTS_KEYS]
+    exporter = _merge_list_form(raw.get("exporter") or {})
+    rts = _merge_list_form(exporter.get("redistimeseries") or {}) \
+        if isinstance(exporter, dict) else None
+    if not isinstance(rts, dict):
+        return None, problems + [Problem(path, "exporter.redistimeseries",
+                                         "expected a mapping")]
+    problems += [Problem(path, f"exporter.redistimeseries.{key}", "unknown key")
+                 for key in rts if key not in RTS_KEYS]
     return ExporterConfig(
         metrics=[str(m) for m in rts.get("metrics") or []],
         break_by=[str(b) for b in rts.get("break_by") or []],
         timemetric=rts.get("timemetric"),
-    ), []
+    ), problems
 
 
 def suite_files(directory: Path) -> list[Path]:

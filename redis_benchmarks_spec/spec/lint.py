@@ -11,6 +11,9 @@ from redis_benchmarks_spec.spec.suite import Suite
 
 KNOWN_TOOLS = {"redis-benchmark", "memtier_benchmark"}
 KNOWN_PRELOAD_TOOLS = KNOWN_TOOLS | {"redis-cli"}
+KNOWN_GROUPS = {"string", "hash", "list", "set", "sorted-set", "stream", "bitmap",
+                "hyperloglog", "geo", "generic", "scripting", "transactions", "connection",
+                "pubsub", "server", "cluster", "json", "search", "timeseries"}
 
 
 def lint_suite(suite: Suite) -> list[Problem]:
@@ -33,6 +36,10 @@ def lint_suite(suite: Suite) -> list[Problem]:
                     suite.path, "tested-commands",
                     f"{cmd!r} is never issued by the client arguments "
                     f"(they issue: {', '.join(sorted(issued)) or 'nothing'})"))
+    for group in suite.tested_groups:
+        if group not in KNOWN_GROUPS:
+            problems.append(Problem(suite.path, "tested-groups",
+                                    f"unknown group {group!r}", WARNING))
     if not suite.tested_commands:
         problems.append(Problem(suite.path, "tested-commands", "empty", WARNING))
     preload = suite.dbconfig.preload_tool

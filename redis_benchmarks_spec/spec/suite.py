@@ -157,9 +157,15 @@ class _Reader:
         if not tool:
             self.problem(f"{key}.tool", "missing")
             return None
+        arguments = str(raw.get("arguments") or "")
+        try:
+            shlex.split(arguments)
+        except ValueError as exc:
+            self.problem(f"{key}.arguments", f"cannot split the arguments: {exc}")
+            return None
         return ToolConfig(
             tool=str(tool),
-            arguments=str(raw.get("arguments") or ""),
+            arguments=arguments,
             run_image=raw.get("run_image"),
             resources=self.mapping(raw.get("resources"), f"{key}.resources"),
         )
@@ -188,7 +194,8 @@ def _dbconfig(reader: _Reader, value: Any) -> DbConfig:
     check = reader.mapping(raw.get("check"), "dbconfig.check")
     reader.unknown(check, CHECK_KEYS, "dbconfig.check.")
     keyspacelen = check.get("keyspacelen")
-    if keyspacelen is not None and not isinstance(keyspacelen, int):
+    if keyspacelen is not None and (not isinstance(keyspacelen, int)
+                                    or isinstance(keyspacelen, bool)):
         reader.problem("dbconfig.check.keyspacelen", f"expected an integer, got {keyspacelen!r}")
         keyspacelen = None
     params = reader.mapping(raw.get("configuration-parameters"),
@@ -252,7 +259,7 @@ def parse_suite(path: Path, raw: Any, defaults: ExporterConfig | None = None) ->
     if not name or not isinstance(name, str):
         reader.problem("name", "missing or not a string")
     priority = raw.get("priority")
-    if priority is not None and not isinstance(priority, int):
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
         reader.problem("priority", f"expected an integer, got {priority!r}")
         priority = None
     suite = Suite(
@@ -272,8 +279,7 @@ def parse_suite(path: Path, raw: Any, defaults: ExporterConfig | None = None) ->
         exporter=_exporter(reader, raw.get("exporter"), defaults),
     )
     fatal = [p for p in reader.problems
-             if p.severity == ERROR and p.key in ("name", "clientconfig", "clientconfigs")
-             or p.key.startswith("clientconfig")]
+             if p.severity == ERROR and (p.key == "name" or p.key.startswith("clientconfig"))]
     if fatal or not suite.clientconfigs:
         raise SpecError(reader.problems or [Problem(path, "clientconfig", "no client tool")])
     if suite.version and suite.version not in ("0.4", "0.3", "0.2", "0.1"):
