@@ -96,10 +96,14 @@ def main() -> None:
         (suites / "bench.yml").write_text(SUITE.format(args=ARGS, n=args.requests))
         rbs_ops, hand_ops, overheads = [], [], []
         for i in range(args.runs):
+            # alternate which side goes first (ABBA) so machine drift does not favour one
+            if i % 2:
+                hand_ops.append(by_hand(args.requests, plan.server[0], plan.client[0], root))
             ops, overhead = via_rbs(suites, root / f"out{i}")
             rbs_ops.append(ops)
             overheads.append(overhead)
-            hand_ops.append(by_hand(args.requests, plan.server[0], plan.client[0], root))
+            if not i % 2:
+                hand_ops.append(by_hand(args.requests, plan.server[0], plan.client[0], root))
             print(f"run {i + 1}: rbs {ops:,.0f} ops/s, by hand {hand_ops[-1]:,.0f} ops/s, "
                   f"overhead {overhead:.3f} s", flush=True)
     ratio = statistics.median(rbs_ops) / statistics.median(hand_ops)
