@@ -15,7 +15,12 @@ import psutil
 import pytest
 
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TestRunResult
+from redis_benchmarks_spec.results.document import (
+    STATUS_FAILED,
+    STATUS_OK,
+    STATUS_SKIPPED,
+    TestRunResult,
+)
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.spec.catalog import load_catalog
@@ -188,7 +193,7 @@ def test_interrupt_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert "interrupted" in out
-    gone, alive = psutil.wait_procs(descendants, timeout=10)
+    _, alive = psutil.wait_procs(descendants, timeout=10)
     assert alive == [], [p.pid for p in alive]
 
 
@@ -198,19 +203,19 @@ def test_cli_run_prints_table_and_exit_code(tmp_path: Path) -> None:
     suite(suites, "ok-set", "-n 5000 -t set", "set")
     out = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
                           str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok-set" in out.stdout and "ops/sec" in out.stdout
     summaries = list((tmp_path / "out").glob("*/summary.csv"))
     assert len(summaries) == 1
     assert "ok-set" in summaries[0].read_text()
     dry = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--dry-run"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, check=False)
     assert dry.returncode == 0 and "-n 5000 -t set" in dry.stdout
     suite(suites, "zz-fail", "-n 1000 -t set", "set", "    no-such-option: 1\n")
     bad = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
                           str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 1
     assert "zz-fail" in bad.stdout and "did not answer PING" in bad.stdout
 

@@ -158,7 +158,7 @@ def test_filter_selection(tmp_path: Path) -> None:
 
 def rbs(*args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("rbs") or str(Path(__file__).resolve().parents[1] / ".venv/bin/rbs")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_cli_lint_exit_codes_and_list_survives(tmp_path: Path) -> None:

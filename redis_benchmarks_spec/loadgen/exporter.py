@@ -24,8 +24,7 @@ _COMPONENT = re.compile(r'"([^"]*)"|\'([^\']*)\'|([^.\[\]]+)')
 
 def _components(path: str) -> list[str]:
     body = path.strip()
-    if body.startswith("$"):
-        body = body[1:]
+    body = body.removeprefix("$")
     parts = []
     for match in _COMPONENT.finditer(body):
         value = next(g for g in match.groups() if g is not None)

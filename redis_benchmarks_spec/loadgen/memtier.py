@@ -221,15 +221,14 @@ def _patch_data(data: dict[str, Any], names: list[str], per_command: dict[str, C
                 totals: CommandResult) -> None:
     """Exact latencies into every result block, and a merged ``ALL STATS`` for multi-run
     files (so ``$."ALL STATS"...`` paths work whatever the run count)."""
-    for name in data:
-        if name == SINGLE or RUN.match(name) or AGGREGATED.match(name):
-            block = data[name]
-            if name == SINGLE or AGGREGATED.match(name):
-                for cmd, res in per_command.items():
-                    if cmd in block:
-                        _rewrite_latencies(block[cmd], res.latency)
-                if "Totals" in block:
-                    _rewrite_latencies(block["Totals"], totals.latency)
+    # per-run blocks keep memtier's own per-run numbers; combined blocks get merged values
+    for name, block in data.items():
+        if name == SINGLE or AGGREGATED.match(name):
+            for cmd, res in per_command.items():
+                if cmd in block:
+                    _rewrite_latencies(block[cmd], res.latency)
+            if "Totals" in block:
+                _rewrite_latencies(block["Totals"], totals.latency)
     if SINGLE not in data:
         data[SINGLE] = {cmd: {"Ops/sec": r.ops_per_sec, "Count": r.latency.count}
                         for cmd, r in per_command.items()}
@@ -361,7 +360,7 @@ def _combine_without_histograms(results: list[ToolResult]) -> LatencySummary:
 
 def memtier_version(binary: str) -> str:
     """``memtier_benchmark --version`` -> e.g. "2.1.0" (or the first line when unusual)."""
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
     text = (out.stdout or out.stderr).strip()
     match = re.search(r"(\d+\.\d+\.\d+)", text)
     return match.group(1) if match else (text.splitlines()[0] if text else "unknown")

@@ -194,7 +194,7 @@ def check_server_errors(output: str, returncode: int) -> None:
 
 def version(binary: str) -> str:
     """``redis-benchmark --version`` (7.0+: 'redis-benchmark 7.0.15')."""
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
     text = (out.stdout or out.stderr).strip()
     return text.split()[-1] if text else "unknown"
 

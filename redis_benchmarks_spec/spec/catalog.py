@@ -134,10 +134,8 @@ class SuiteFilter:
             return False
         if self.topology and self.topology not in suite.topologies:
             return False
-        if self.build_variant and suite.build_variants and \
-                self.build_variant not in suite.build_variants:
-            return False
-        return True
+        return not (self.build_variant and suite.build_variants
+                    and self.build_variant not in suite.build_variants)
 
     def select(self, suites: list[Suite]) -> list[Suite]:
         return [s for s in suites if self.matches(s)]
