@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from redis_benchmarks_spec.loadgen import memtier
-from redis_benchmarks_spec.loadgen.drivers import ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.spec.suite import ToolConfig
 

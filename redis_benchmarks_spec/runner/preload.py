@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.loadgen.drivers import ClientDriver, ClientTarget
+from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget
 from redis_benchmarks_spec.runner.process import ProcessRegistry, tail
 from redis_benchmarks_spec.spec.suite import DbConfig
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.loadgen.drivers import ClientDriver, ToolPaths, make_driver
+from redis_benchmarks_spec.loadgen.base import ClientDriver
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths, make_driver
 from redis_benchmarks_spec.results.document import (
     STATUS_SKIPPED,
     RunContext,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.loadgen.drivers import ClientDriver, ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
 from redis_benchmarks_spec.results.document import (

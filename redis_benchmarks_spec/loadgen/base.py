@@ -1,0 +1,47 @@
+"""The client-driver interface: what a driver gets (target) and gives back (invocation)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.spec.suite import ToolConfig
+
+
+@dataclass(frozen=True)
+class ClientTarget:
+    host: str
+    port: int
+    password: str | None = None
+    user: str | None = None
+    tls: bool = False
+    cluster: bool = False
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One client process to start, with where its output goes."""
+
+    argv: list[str]
+    stdout_path: Path
+    result_path: Path | None  # a JSON file the tool writes itself (memtier), else None
+    expected_duration_s: float
+
+
+class ClientDriver(Protocol):
+    tool: str
+    binary: str
+
+    def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+                   test_time: int | None, rate: float | None = None) -> Invocation: ...
+
+    def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
+               test_time: int | None) -> Invocation | None:
+        """A short run that measures the rate a ``test_time`` run is sized from (or None)."""
+        ...
+
+    def parse(self, inv: Invocation, returncode: int) -> ToolResult: ...
+
+    def version(self) -> str: ...
