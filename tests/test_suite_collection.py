@@ -1,6 +1,7 @@
 """Our suite collection in test-suites/: it loads and lints clean, covers what it promises, and
 every redis-benchmark suite really runs against a real redis-server: exact preload (DBSIZE ==
-keyspacelen), the suite's own command line accepted by redis-benchmark, no error replies."""
+keyspacelen), the suite's own command line accepted by redis-benchmark, no error replies, reads
+that hit the preloaded keys (no keyspace misses), writes that create keys."""
 
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def test_redis_benchmark_suite_runs(suite: Suite, tmp_path: Path) -> None:
             client.execute_command(*preload.argv())
         if suite.dbconfig.keyspacelen is not None:
             assert client.dbsize() == suite.dbconfig.keyspacelen
-        errors_before = client.info("stats")["total_error_replies"]
+        before = client.info("stats")
         run = subprocess.run(
             [REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(port), "--csv", *_quick_argv(suite)],
             capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
@@ -150,6 +151,12 @@ def test_redis_benchmark_suite_runs(suite: Suite, tmp_path: Path) -> None:
         rows = list(csv.DictReader(io.StringIO(run.stdout)))
         assert rows, run.stdout + run.stderr
         assert all(float(row["rps"]) > 0 for row in rows), rows
-        assert client.info("stats")["total_error_replies"] == errors_before
+        after = client.info("stats")
+        assert after["total_error_replies"] == before["total_error_replies"]
+        if preload:
+            # __rand_int__ keys in [0, -r) all exist: a wrong -r or key name shows up as misses
+            assert after["keyspace_misses"] == before["keyspace_misses"], suite.name
+        elif suite.dbconfig.keyspacelen == 0:
+            assert client.dbsize() > 0, f"{suite.name}: a write suite created no key"
     finally:
         _stop(proc)
