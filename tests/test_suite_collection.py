@@ -16,6 +16,7 @@ import redis
 
 from redis_benchmarks_spec.runner.process import free_port
 from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.spec.commands import redis_benchmark_command
 from redis_benchmarks_spec.spec.lint import lint_catalog
 from redis_benchmarks_spec.spec.problems import ERROR
 from redis_benchmarks_spec.spec.suite import Suite
@@ -100,6 +101,22 @@ def _quick_argv(suite: Suite) -> list[str]:
     return argv[:i + 1] + [QUICK_REQUESTS] + argv[i + 2:]
 
 
+def _probe_argv(suite: Suite) -> list[str]:
+    """The suite's command with ``__rand_int__`` at the top of its range: ``-r`` minus one,
+    12 digits, as redis-benchmark writes it."""
+    argv = suite.clientconfigs[0].argv()
+    assert "-r" in argv, f"{suite.name}: a read suite needs -r to hit the preloaded keys"
+    top = f"{int(argv[argv.index('-r') + 1]) - 1:012d}"
+    return [arg.replace("__rand_int__", top) for arg in redis_benchmark_command(argv)]
+
+
+def _is_hit(reply: object) -> bool:
+    """A reply that found data: not nil, 0, empty, or a list holding a nil."""
+    if isinstance(reply, list):
+        return bool(reply) and None not in reply
+    return reply not in (None, 0, b"")
+
+
 def _start_server(suite: Suite, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     log = (workdir / "redis.log").open("wb")
@@ -143,6 +160,11 @@ def test_redis_benchmark_suite_runs(suite: Suite, tmp_path: Path) -> None:
             client.execute_command(*preload.argv())
         if suite.dbconfig.keyspacelen is not None:
             assert client.dbsize() == suite.dbconfig.keyspacelen
+        if preload:
+            # the highest key (and member) redis-benchmark will pick exists: the preload covers
+            # the whole -r range, members included (SISMEMBER, ZSCORE...)
+            probe = _probe_argv(suite)
+            assert _is_hit(client.execute_command(*probe)), probe
         before = client.info("stats")
         run = subprocess.run(
             [REDIS_BENCHMARK, "-h", "127.0.0.1", "-p", str(port), "--csv", *_quick_argv(suite)],
