@@ -1,16 +1,9 @@
-"""Per-test verdicts for baseline vs comparison: effect size, interval, FDR-adjusted p-value.
+"""Baseline vs comparison per test: effect size, interval, FDR-adjusted p-value, verdict.
 
-A test is a REGRESSION or an IMPROVEMENT only when all of these hold: the confidence
-interval of the change excludes zero, the estimated change is beyond the noise floor, and
-the Benjamini-Hochberg adjusted p-value (across every compared test) is below alpha. It is
-NO CHANGE when the whole interval lies inside +/- the noise floor. Anything else is
-UNKNOWN, with a reason and an estimate of the runs per side that would likely decide it.
-
-One point on a side gives no interval; such a test is UNKNOWN unless that point lies beyond
-the other side's observed min/max by more than the noise floor and by more than 3 robust
-standard deviations (1.4826 * MAD) of the other side, which needs at least 3 points there.
-
-The statistics themselves live in :mod:`redis_benchmarks_spec.analysis.stats`.
+:func:`compare_samples` (independent runs) and :func:`compare_paired` (interleaved A/B
+runs, paired by repetition) measure every test with :mod:`~.stats`, adjust the p-values
+across all tests with Benjamini-Hochberg, and let :mod:`~.verdict` decide each one.
+:func:`load_dir_samples` reads the samples from two local results directories.
 """
 
 from __future__ import annotations
@@ -23,44 +16,35 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.analysis.verdict import (
+    DEFAULT_METRIC,
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNKNOWN,
+    VERDICTS,
+    CompareOptions,
+    Evidence,
+    SinglePoint,
+    decide,
+    metric_direction,
+    single_point_check,
+)
 from redis_benchmarks_spec.results.document import TestRunResult
 
-REGRESSION = "REGRESSION"
-IMPROVEMENT = "IMPROVEMENT"
-NO_CHANGE = "NO CHANGE"
-UNKNOWN = "UNKNOWN"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNKNOWN, NO_CHANGE)
-
-DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
-#: the other side needs this many points before a single point can be judged against it
-MIN_POINTS_FOR_SINGLE_POINT_RULE = 3
-SINGLE_POINT_ROBUST_SDS = 3.0
-
-_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}", re.IGNORECASE)
+__all__ = [
+    "DEFAULT_METRIC", "IMPROVEMENT", "NO_CHANGE", "REGRESSION", "UNKNOWN", "VERDICTS",
+    "CompareOptions", "ComparisonReport", "ResultFilter", "TestComparison",
+    "compare_paired", "compare_samples", "load_dir_samples", "metric_direction",
+]
 
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
-                   "p: two-sided Mann-Whitney U")
+                   "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
+                   "on log values)")
 PAIRED_METHOD = ("Hodges-Lehmann (Walsh averages) of per-pair log ratios with the exact "
                  "Wilcoxon signed-rank interval; p: two-sided Wilcoxon signed-rank")
-
-
-def metric_direction(metric: str) -> int:
-    """+1 when higher is better (ops/sec, rps, throughput), -1 for latencies."""
-    return -1 if _LOWER_IS_BETTER.search(metric) else 1
-
-
-@dataclass
-class CompareOptions:
-    """Decision thresholds of a comparison."""
-
-    noise_floor_pct: float = 2.0
-    alpha: float = 0.05
-    confidence: float = 0.95
-    metric: str = DEFAULT_METRIC
-    max_runs: int = 200
 
 
 @dataclass
@@ -99,10 +83,12 @@ class ComparisonReport:
     method: str = UNPAIRED_METHOD
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
+        """The report :meth:`to_dict` wrote."""
         return cls(rows=[TestComparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
@@ -110,6 +96,7 @@ class ComparisonReport:
                    method=raw.get("method", UNPAIRED_METHOD))
 
     def by_verdict(self, verdict: str) -> list[TestComparison]:
+        """Rows with ``verdict``, in report order."""
         return [r for r in self.rows if r.verdict == verdict]
 
     @property
@@ -122,9 +109,8 @@ class _Pending:
     """A measured row waiting for the FDR adjustment and its verdict."""
 
     row: TestComparison
-    shift: stats.ShiftEstimate | None
-    single_point: str | None = None  # reason text when the one-point rule applies
-    single_point_beyond: bool = False
+    measured: bool
+    single_point: SinglePoint | None = None
     log_sd: float | None = None  # dispersion used to estimate runs when the CI is unbounded
 
 
@@ -138,36 +124,6 @@ def _log_sd(*sides: Sequence[float]) -> float | None:
     """Pooled SD of log values over the sides with at least 2 points."""
     sds = [float(np.std(np.log(np.asarray(s, dtype=float)), ddof=1)) for s in sides if len(s) >= 2]
     return float(np.sqrt(np.mean(np.square(sds)))) if sds else None
-
-
-def _single_point_beyond(single: float, others: Sequence[float], floor_pct: float) -> bool:
-    """True when ``single`` lies outside others' [min, max] by > floor and > 3 robust SDs."""
-    lo, hi = min(others), max(others)
-    margin = SINGLE_POINT_ROBUST_SDS * stats.robust_sd(others)
-    if single > hi:
-        return (single - hi) / hi * 100 > floor_pct and single - hi > margin
-    if single < lo:
-        return (lo - single) / lo * 100 > floor_pct and lo - single > margin
-    return False
-
-
-def _single_point_check(baseline: Sequence[float], comparison: Sequence[float],
-                        floor_pct: float) -> tuple[str | None, bool]:
-    """(reason, beyond) for the one-point rule, or (None, False) when it does not apply."""
-    nb, nc = len(baseline), len(comparison)
-    if nb != 1 and nc != 1:
-        return None, False
-    if nb == 1 and nc == 1:
-        return "1 point on each side: no spread to judge a change against", False
-    side, single, others = ("comparison", comparison[0], baseline) if nc == 1 else \
-        ("baseline", baseline[0], comparison)
-    reason = f"1 point on {side} side"
-    if len(others) < MIN_POINTS_FOR_SINGLE_POINT_RULE:
-        return f"{reason}, and fewer than {MIN_POINTS_FOR_SINGLE_POINT_RULE} on the other", False
-    if _single_point_beyond(single, others, floor_pct):
-        return (f"{reason}: it lies beyond the other side's range by more than the noise "
-                f"floor and {SINGLE_POINT_ROBUST_SDS:g} robust SDs"), True
-    return f"{reason}: not far enough outside the other side's observed spread", False
 
 
 def _base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
@@ -192,15 +148,18 @@ def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence
     if not baseline or not comparison:
         side = "baseline" if not baseline else "comparison"
         row.reason = f"no points on {side} side"
-        return _Pending(row, None)
+        return _Pending(row, False)
     try:
         shift = stats.unpaired_shift(baseline, comparison, options.confidence)
     except ValueError as exc:
         row.reason = str(exc)
-        return _Pending(row, None)
+        return _Pending(row, False)
     _fill_shift(row, shift)
-    reason, beyond = _single_point_check(baseline, comparison, options.noise_floor_pct)
-    return _Pending(row, shift, reason, beyond, _log_sd(baseline, comparison))
+    single = single_point_check(baseline, comparison, options.noise_floor_pct)
+    if single is not None and math.isfinite(single.p_value):
+        # a rank test cannot resolve one point; the prediction p joins the BH family instead
+        row.p_value = single.p_value
+    return _Pending(row, True, single, _log_sd(baseline, comparison))
 
 
 def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
@@ -210,93 +169,27 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     row.paired = True
     if not pairs:
         row.reason = "no complete pairs"
-        return _Pending(row, None)
+        return _Pending(row, False)
     try:
         shift = stats.paired_shift(pairs, options.confidence)
     except ValueError as exc:
         row.reason = str(exc)
-        return _Pending(row, None)
+        return _Pending(row, False)
     _fill_shift(row, shift)
-    single = "1 pair only: no spread to judge a change against" if len(pairs) == 1 else None
+    single = SinglePoint("1 pair only: no spread to judge a change against") \
+        if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
-    return _Pending(row, shift, single, False, log_sd)
+    return _Pending(row, True, single, log_sd)
 
 
-def _fmt_ci(row: TestComparison) -> str:
-    return f"CI [{row.ci_low_pct:+.2f}%, {row.ci_high_pct:+.2f}%]"
-
-
-def _direction_verdict(row: TestComparison) -> str:
-    worse = (row.change_pct or 0.0) * metric_direction(row.metric) < 0
-    return REGRESSION if worse else IMPROVEMENT
-
-
-def _runs_needed(pending: _Pending, options: CompareOptions) -> int | None:
-    """Runs per side that would likely shrink the interval enough to decide."""
+def _evidence(pending: _Pending) -> Evidence:
     row = pending.row
-    change = abs(row.change_pct or 0.0)
-    floor = options.noise_floor_pct
-    target = change if change > floor else floor - change
-    n = min(row.n_baseline, row.n_comparison)
-    if row.ci_low_pct is not None and row.ci_high_pct is not None:
-        return stats.runs_needed(n, (row.ci_high_pct - row.ci_low_pct) / 2, target,
-                                 options.max_runs)
-    if pending.log_sd is None:
-        return None
-    z = float(sps.norm.ppf(0.5 + options.confidence / 2))
-    # normal approximation of the half-width, 100 * z * sd * sqrt(2 / n), solved for n
-    if target <= 0:
-        return options.max_runs
-    needed = math.ceil(2 * (100 * z * pending.log_sd / target) ** 2)
-    return int(min(options.max_runs, max(n + 1, needed)))
-
-
-def _unknown_reason(row: TestComparison, options: CompareOptions) -> str:
-    floor = options.noise_floor_pct
-    if row.ci_low_pct is None or row.ci_high_pct is None:
-        return (f"too few points for a {options.confidence:.0%} interval "
-                f"(n={row.n_baseline}/{row.n_comparison})")
-    ci = _fmt_ci(row)
-    excludes_zero = row.ci_low_pct > 0 or row.ci_high_pct < 0
-    if not excludes_zero:
-        return f"{ci} includes 0 and reaches beyond the ±{floor:g}% noise floor"
-    if abs(row.change_pct or 0.0) <= floor:
-        return f"{ci} excludes 0 but the change is within the ±{floor:g}% noise floor"
-    return (f"{ci} excludes 0 but the adjusted p={row.p_adjusted:.3g} is not below "
-            f"alpha={options.alpha:g} after Benjamini-Hochberg across tests")
-
-
-def _decide(pending: _Pending, options: CompareOptions) -> None:
-    """Set verdict, reason and runs_needed of a measured row."""
-    row, floor = pending.row, options.noise_floor_pct
-    if pending.shift is None:
-        return  # no data: reason already set, runs unknown
-    if pending.single_point is not None:
-        row.verdict = _direction_verdict(row) if pending.single_point_beyond else UNKNOWN
-        row.reason = pending.single_point
-    elif row.ci_low_pct is not None and row.ci_high_pct is not None \
-            and -floor < row.ci_low_pct and row.ci_high_pct < floor:
-        row.verdict, row.reason = NO_CHANGE, f"{_fmt_ci(row)} inside ±{floor:g}% noise floor"
-    elif _is_significant(row, options):
-        row.verdict = _direction_verdict(row)
-        row.reason = (f"{row.change_pct:+.2f}%, {_fmt_ci(row)} excludes 0, "
-                      f"adjusted p={row.p_adjusted:.3g}")
-    else:
-        row.verdict, row.reason = UNKNOWN, _unknown_reason(row, options)
-    if row.verdict == UNKNOWN:
-        row.runs_needed = _runs_needed(pending, options)
-        if row.runs_needed is not None:
-            row.reason += f"; ~{row.runs_needed} runs per side would likely decide"
-
-
-def _is_significant(row: TestComparison, options: CompareOptions) -> bool:
-    if row.ci_low_pct is None or row.ci_high_pct is None or row.p_adjusted is None:
-        return False
-    excludes_zero = row.ci_low_pct > 0 or row.ci_high_pct < 0
-    beyond_floor = abs(row.change_pct or 0.0) > options.noise_floor_pct
-    return excludes_zero and beyond_floor and row.p_adjusted < options.alpha
+    return Evidence(metric=row.metric, n=min(row.n_baseline, row.n_comparison),
+                    change_pct=row.change_pct, ci_low_pct=row.ci_low_pct,
+                    ci_high_pct=row.ci_high_pct, p_adjusted=row.p_adjusted,
+                    log_sd=pending.log_sd, single_point=pending.single_point)
 
 
 def _finish(pending: list[_Pending], options: CompareOptions, problems: list[str],
@@ -304,7 +197,10 @@ def _finish(pending: list[_Pending], options: CompareOptions, problems: list[str
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
     for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True):
         item.row.p_adjusted = _finite(adjusted)
-        _decide(item, options)
+        if item.measured:  # rows without data keep UNKNOWN and the reason they already have
+            decision = decide(_evidence(item), options)
+            item.row.verdict, item.row.reason = decision.verdict, decision.reason
+            item.row.runs_needed = decision.runs_needed
     rows = [p.row for p in pending]
     summary = {v: sum(1 for r in rows if r.verdict == v) for v in VERDICTS}
     return ComparisonReport(rows, summary, options, list(problems), method)
@@ -313,7 +209,11 @@ def _finish(pending: list[_Pending], options: CompareOptions, problems: list[str
 def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
                     options: CompareOptions | None = None,
                     problems: list[str] | None = None) -> ComparisonReport:
-    """Compare independent (baseline, comparison) samples per test."""
+    """Compare independent (baseline, comparison) samples per test.
+
+    ``options.metric`` names the metric (and so its direction); ``problems`` (e.g. from
+    :func:`load_dir_samples`) are carried into the report.
+    """
     options = options or CompareOptions()
     pending = [_measure_unpaired(t, list(b), list(c), options)
                for t, (b, c) in sorted(samples.items())]
