@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
@@ -167,6 +168,22 @@ def _order_index(cdf: Callable[[int], float], total: int, confidence: float) -> 
     return lo
 
 
+@lru_cache(maxsize=1024)
+def mwu_order_index(m: int, n: int, confidence: float) -> int:
+    """k of the unpaired interval: the k-th smallest/largest of the m*n differences.
+
+    Cached: every test of a comparison usually has the same sample sizes, and each
+    evaluation asks scipy for several exact null probabilities.
+    """
+    return _order_index(lambda u: mwu_cdf(u, m, n), m * n, confidence)
+
+
+@lru_cache(maxsize=1024)
+def signed_rank_order_index(n: int, confidence: float) -> int:
+    """k of the paired interval: the k-th smallest/largest of the n(n+1)/2 Walsh averages."""
+    return _order_index(lambda t: signed_rank_cdf(t, n), n * (n + 1) // 2, confidence)
+
+
 def _interval_from_sorted(values: np.ndarray, k: int) -> tuple[float, float]:
     """The k-th smallest and k-th largest (1-based) of sorted values; infinite if k == 0."""
     if k < 1:
@@ -198,7 +215,7 @@ def unpaired_shift(baseline: Sequence[float], comparison: Sequence[float],
     lb, lc = _logs(baseline), _logs(comparison)
     diffs = np.sort(np.subtract.outer(lc, lb).ravel())
     m, n = lb.size, lc.size
-    k = _order_index(lambda u: mwu_cdf(u, m, n), m * n, confidence)
+    k = mwu_order_index(m, n, confidence)
     low, high = _interval_from_sorted(diffs, k)
     return ShiftEstimate(float(np.median(diffs)), low, high,
                          mann_whitney_p(baseline, comparison),
@@ -212,8 +229,7 @@ def paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95)
     ratios = _logs([c for _, c in pairs]) - _logs([b for b, _ in pairs])
     i, j = np.triu_indices(ratios.size)
     walsh = np.sort((ratios[i] + ratios[j]) / 2.0)
-    n = ratios.size
-    k = _order_index(lambda t: signed_rank_cdf(t, n), walsh.size, confidence)
+    k = signed_rank_order_index(ratios.size, confidence)
     low, high = _interval_from_sorted(walsh, k)
     return ShiftEstimate(float(np.median(walsh)), low, high, wilcoxon_p(ratios),
                          "Hodges-Lehmann (Walsh averages) of per-pair log ratios, "
