@@ -336,7 +336,8 @@ def test_cli_table_output(tmp_path: Path) -> None:
     assert "REGRESSION" in out.read_text() and "set" in out.read_text()
 
 
-def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     import importlib
 
     from redis_benchmarks_spec.cli import compare as cli
@@ -349,10 +350,27 @@ def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch) -
         return real(name, *a)
 
     monkeypatch.setattr(cli.importlib, "import_module", fake)
-    with pytest.raises(SystemExit, match="datasink comparisons need"):
-        main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc"])
-    with pytest.raises(SystemExit, match="--baseline-dir"):
-        main(["compare"])
+    # 2, not 1: CI must not mistake "could not compare" for "regression"
+    assert main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc"]) == 2
+    assert "datasink compare needs redis_benchmarks_spec.datasink.reader" in capsys.readouterr().err
+    assert main(["compare", "--fail-on-regression"]) == 2
+    assert "--baseline-dir" in capsys.readouterr().err
+
+
+def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from redis_benchmarks_spec.cli.main import main
+    base, comp = _dirs_with_regression(tmp_path)
+    assert main(["compare", "--baseline-dir", str(base)]) == 2
+    assert "both --baseline-dir and --comparison-dir" in capsys.readouterr().err
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--tests-regexp", "(", "--fail-on-regression"]) == 2
+    assert "--tests-regexp" in capsys.readouterr().err
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--tests-regexp", "^nothing$"]) == 2
+    assert "no tests to compare" in capsys.readouterr().err
+    assert main(["compare", "--baseline-branch", "a", "--comparison-branch", "b",
+                 "--from-date", "yesterday"]) == 2
+    assert "not an ISO date" in capsys.readouterr().err
 
 
 def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -35,6 +35,13 @@ from redis_benchmarks_spec.cli import datasink as datasink_cli
 Samples = dict[str, tuple[list[float], list[float]]]
 
 DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
+#: exit codes: 1 is reserved for --fail-on-regression, so CI can tell "slower" from "broken"
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+
+
+class CompareUsageError(Exception):
+    """The comparison cannot run as asked (missing side, bad date, no datasink...)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,8 +109,7 @@ def _reader() -> ModuleType:
     try:
         return importlib.import_module(DATASINK_READER)
     except ImportError:
-        raise SystemExit("rbs compare: datasink comparisons need "
-                         f"{DATASINK_READER}, not installed yet") from None
+        raise CompareUsageError(f"datasink compare needs {DATASINK_READER}") from None
 
 
 def _side(args: argparse.Namespace, side: str) -> Any:
@@ -113,7 +119,7 @@ def _side(args: argparse.Namespace, side: str) -> Any:
         value = getattr(args, f"{side}_{kind}")
         if value:
             return keys.Side(kind, value)
-    raise SystemExit(f"rbs compare: give --{side}-branch, --{side}-version or --{side}-hash")
+    raise CompareUsageError(f"give --{side}-branch, --{side}-version or --{side}-hash")
 
 
 def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
@@ -123,7 +129,7 @@ def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise SystemExit(f"rbs compare: not an ISO date: {text!r}") from None
+        raise CompareUsageError(f"not an ISO date: {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     if end_of_day and len(text) == 10:
@@ -135,7 +141,8 @@ def _selector(args: argparse.Namespace, reader: ModuleType, side: Any) -> Any:
     return reader.SeriesSelector(
         metric=args.metric, side=side, platform=args.platform, topology=args.topology,
         build_variant=args.build_variant, from_ms=_date_ms(args.from_date),
-        to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n)
+        to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n,
+        tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
 
 
 def _datasink_client(args: argparse.Namespace) -> Any:
@@ -146,8 +153,8 @@ def _datasink_client(args: argparse.Namespace) -> Any:
     if config is None:
         state = EmbeddedDatasink(args.data_dir).status()
         if not state.running:
-            raise SystemExit("rbs compare: the embedded datasink is not running; start it with "
-                             "`rbs datasink up` or give --datasink URL")
+            raise CompareUsageError("the embedded datasink is not running; start it with "
+                                    "`rbs datasink up` or give --datasink URL")
         config = DatasinkConfig(url=state.url or "")
     return connect(config)
 
@@ -176,14 +183,15 @@ def _wanted(client: Any, reader: ModuleType, args: argparse.Namespace, test: str
 def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
     """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side."""
     reader = _reader()
-    base_side, comp_side = _side(args, "baseline"), _side(args, "comparison")
+    base_sel = _selector(args, reader, _side(args, "baseline"))
+    comp_sel = _selector(args, reader, _side(args, "comparison"))
     problems: list[str] = []
     with _datasink_client(args) as client:
         try:
-            base = reader.series_for_tests(client, _selector(args, reader, base_side))
-            comp = reader.series_for_tests(client, _selector(args, reader, comp_side))
+            base = reader.series_for_tests(client, base_sel)
+            comp = reader.series_for_tests(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
-            raise SystemExit(f"rbs compare: {exc}") from None
+            raise CompareUsageError(str(exc)) from None
         tests = [t for t in sorted(set(base) | set(comp)) if _wanted(client, reader, args, t)]
     samples = {t: ([v for _, v in base.get(t, [])], [v for _, v in comp.get(t, [])])
                for t in tests}
@@ -194,16 +202,28 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
     return samples, problems
 
 
+def _check_regexps(args: argparse.Namespace) -> None:
+    for option in ("tests_regexp", "groups_regexp", "commands_regexp"):
+        text = getattr(args, option)
+        try:
+            re.compile(text or "")
+        except re.error as exc:
+            flag = "--" + option.replace("_", "-")
+            raise CompareUsageError(f"{flag} {text!r}: {exc}") from None
+
+
 def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
+    _check_regexps(args)
     if args.baseline_dir or args.comparison_dir:
         if not (args.baseline_dir and args.comparison_dir):
-            raise SystemExit("rbs compare: give both --baseline-dir and --comparison-dir")
+            raise CompareUsageError("give both --baseline-dir and --comparison-dir")
         keep = ResultFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
         return load_dir_samples(args.baseline_dir, args.comparison_dir, args.metric, keep=keep)
     if _uses_datasink(args):
         return samples_from_datasink(args)
-    raise SystemExit("rbs compare: give --baseline-dir/--comparison-dir, or a baseline and a "
-                     "comparison selector (--*-branch, --*-version, --*-hash) for the datasink")
+    raise CompareUsageError("give --baseline-dir/--comparison-dir, or a baseline and a "
+                            "comparison selector (--*-branch, --*-version, --*-hash) for the "
+                            "datasink")
 
 
 def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> None:
@@ -227,14 +247,20 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    samples, problems = _samples(args)
+    """Run ``rbs compare``: 0 done, 1 a REGRESSION with --fail-on-regression, 2 cannot run."""
+    err = Console(stderr=True)
+    try:
+        samples, problems = _samples(args)
+    except CompareUsageError as exc:
+        err.print(f"[red]rbs compare: {escape(str(exc))}[/]", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     if not samples:
-        Console(stderr=True).print("[red]rbs compare: no tests to compare[/]")
+        err.print("[red]rbs compare: no tests to compare[/]")
         for problem in problems:
-            Console(stderr=True).print(problem, highlight=False, soft_wrap=True)
-        return 2
+            err.print(escape(problem), highlight=False, soft_wrap=True)
+        return EXIT_USAGE
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=args.metric)
     report = compare_samples(samples, options, problems)
     write_report(report, args.format, args.output)
-    return 1 if args.fail_on_regression and report.has_regression else 0
+    return EXIT_REGRESSION if args.fail_on_regression and report.has_regression else 0
