@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from redis_benchmarks_spec.analysis import compare as cmp
+from redis_benchmarks_spec.analysis import verdict
 from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
     NO_CHANGE,
@@ -24,6 +25,11 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.results.document import TestRunResult
+from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
+    client_fixture,
+    datasink_fixture,
+    make_result,
+)
 
 OPS = "ALL_STATS.Totals.Ops/sec"
 P50 = "ALL_STATS.Totals.Percentile_Latencies.p50.00"
@@ -409,3 +415,112 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
     first = seen[0]
     assert first.platform == "x86" and first.last_n == 8
     assert first.from_ms == 1704067200000 and first.to_ms == 1706745599999
+
+
+def test_cli_compare_against_a_real_datasink(datasink: object, client: object,
+                                             tmp_path: Path) -> None:
+    """Branch vs branch through redis-stack-server: the writer's series, the reader's query."""
+    from redis_benchmarks_spec.cli.main import main
+    from redis_benchmarks_spec.datasink.writer import push_results
+
+    rng = np.random.default_rng(30)
+    results = []
+    for side, branch, scale in (("b", "unstable", 1.0), ("c", "pr-7", 0.8)):
+        for run in range(8):
+            offset = 0 if side == "b" else 100
+            for test, factor in (("get", 1.0), ("set", scale)):
+                doc = make_result(run + offset, test_name=test, branch=branch,
+                                  hash=f"{side}{run:03d}", version=f"9.{run}.{offset}")
+                doc.tested_groups = ["string"] if test == "get" else ["string", "write"]
+                doc.metrics = {OPS: float(1e5 * factor * rng.lognormal(0, 0.01))}
+                results.append(doc)
+    push_results(client, results)
+    out = tmp_path / "r.json"
+    argv = ["compare", "--datasink", datasink.url, "--baseline-branch", "unstable",
+            "--comparison-branch", "pr-7", "--platform", "icelake-2s", "--format", "json",
+            "--output", str(out), "--fail-on-regression"]
+    assert main(argv) == 1
+    rep = ComparisonReport.from_dict(json.loads(out.read_text()))
+    assert {r.test: (r.verdict, r.n_baseline, r.n_comparison) for r in rep.rows} == {
+        "get": (NO_CHANGE, 8, 8), "set": (REGRESSION, 8, 8)}
+    assert main([*argv, "--groups-regexp", "^write$"]) == 1
+    assert [r.test for r in ComparisonReport.from_dict(json.loads(out.read_text())).rows] \
+        == ["set"]
+    assert main([*argv, "--tests-regexp", "^get$", "--last-n", "3"]) == 0
+    (row,) = ComparisonReport.from_dict(json.loads(out.read_text())).rows
+    assert (row.test, row.n_baseline, row.n_comparison) == ("get", 3, 3)
+    assert main([*argv, "--platform", "cascadelake"]) == 2  # nothing stored there
+
+
+# --- verdict rules, directly -----------------------------------------------------------------
+
+
+def _evidence(**kw: object) -> verdict.Evidence:
+    base: dict[str, object] = {"metric": OPS, "n": 10, "change_pct": -5.0, "ci_low_pct": -8.0,
+                               "ci_high_pct": -3.0, "p_adjusted": 0.001}
+    base.update(kw)
+    return verdict.Evidence(**base)  # type: ignore[arg-type]
+
+
+def test_decide_each_condition_is_required() -> None:
+    opts = CompareOptions()
+    assert verdict.decide(_evidence(), opts).verdict == REGRESSION
+    assert verdict.decide(_evidence(metric=P50), opts).verdict == IMPROVEMENT
+    # interval touches 0, change within the floor, adjusted p too large: each alone -> UNKNOWN
+    for kw in ({"ci_high_pct": 0.5}, {"change_pct": -1.5, "ci_low_pct": -2.5,
+                                      "ci_high_pct": -0.5}, {"p_adjusted": 0.2}):
+        decision = verdict.decide(_evidence(**kw), opts)
+        assert decision.verdict == UNKNOWN, kw
+        assert decision.runs_needed is not None and decision.runs_needed > 10
+    inside = verdict.decide(_evidence(change_pct=0.2, ci_low_pct=-1.0, ci_high_pct=1.5), opts)
+    assert inside.verdict == NO_CHANGE and inside.runs_needed is None
+    # a wider floor turns the 5 % regression into UNKNOWN
+    assert verdict.decide(_evidence(), CompareOptions(noise_floor_pct=6)).verdict == UNKNOWN
+
+
+def test_runs_needed_from_interval_and_from_sd() -> None:
+    opts = CompareOptions()
+    # half-width 4 % must shrink below |change| 3 %: 10 * (4/3)^2 = 17.8 -> 18
+    ev = _evidence(change_pct=3.0, ci_low_pct=-1.0, ci_high_pct=7.0, p_adjusted=0.3)
+    assert verdict.runs_needed(ev, opts) == 18
+    # unbounded: 2 * (100 * 1.96 * 0.12 / 10)^2 = 11.06 -> 12
+    ev = _evidence(n=1, change_pct=-10.0, ci_low_pct=None, ci_high_pct=None, log_sd=0.12)
+    assert verdict.runs_needed(ev, opts) == 12
+
+
+def test_prediction_p_matches_t_distribution() -> None:
+    from scipy import stats as sps
+    others = [100.0, 110.0, 90.0, 105.0, 95.0]
+    logs = np.log(others)
+    t = (math.log(70.0) - logs.mean()) / (logs.std(ddof=1) * math.sqrt(1 + 1 / 5))
+    assert verdict.prediction_p(70.0, others) == pytest.approx(2 * sps.t.sf(abs(t), 4))
+    assert verdict.prediction_p(100.0, [100.0, 100.0, 100.0]) == 1.0
+    assert verdict.prediction_p(90.0, [100.0, 100.0, 100.0]) == 0.0
+
+
+def test_single_point_a_a_rarely_flags() -> None:
+    """7 baseline runs vs 1 comparison run at 12 % CV, 20 x 50 tests. min/max + 3 MAD alone
+    flags ~1.6 % (16 expected here); with the prediction p in BH it is ~0.1 %."""
+    flagged = 0
+    for sim in range(20):
+        rng = np.random.default_rng(500 + sim)
+        rep = compare_samples({f"t{i}": (_lognormal(rng, 1e5, 0.12, 7),
+                                         _lognormal(rng, 1e5, 0.12, 1)) for i in range(50)})
+        flagged += rep.summary[REGRESSION] + rep.summary[IMPROVEMENT]
+        assert all("1 point on comparison side" in r.reason for r in rep.rows)
+    assert flagged <= 5
+
+
+def test_a_a_many_comparisons_unpaired_and_paired() -> None:
+    flagged = 0
+    for sim in range(10):
+        rng = np.random.default_rng(700 + sim)
+        rep = compare_samples({f"t{i}": (_lognormal(rng, 1e5, 0.12, 10),
+                                         _lognormal(rng, 1e5, 0.12, 10)) for i in range(50)})
+        flagged += rep.summary[REGRESSION] + rep.summary[IMPROVEMENT]
+        pairs = {f"t{i}": list(zip(_lognormal(rng, 1e5, 0.12, 10),
+                                   _lognormal(rng, 1e5, 0.12, 10), strict=True))
+                 for i in range(50)}
+        rep = compare_paired(pairs)
+        flagged += rep.summary[REGRESSION] + rep.summary[IMPROVEMENT]
+    assert flagged <= 1  # of 1000 null tests
