@@ -189,3 +189,14 @@ def test_bad_quoting_and_defaults_are_problems_not_crashes(tmp_path: Path) -> No
     assert "good.yml: priority: expected an integer, got True" in text
     assert [s.name for s in catalog.suites] == ["good"]
     assert rbs("suites", "lint", str(tmp_path)).returncode == 1
+
+
+def test_list_arguments_defaults_yaml_and_missing_version(tmp_path: Path) -> None:
+    (tmp_path / "defaults.yaml").write_text("exporter: {}\n")
+    write(tmp_path, "listargs", "name: listargs\ntested-commands: [get]\nclientconfig:\n"
+                                "  tool: redis-benchmark\n  arguments: [-n, '10', GET, 'a b']\n")
+    catalog = load_catalog(tmp_path)
+    assert [s.name for s in catalog.suites] == ["listargs"]
+    assert catalog.suites[0].clientconfigs[0].argv() == ["-n", "10", "GET", "a b"]
+    assert any(p.key == "version" and p.severity == "warning" for p in catalog.problems)
+    assert catalog.errors == []

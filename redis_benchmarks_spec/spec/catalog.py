@@ -75,7 +75,7 @@ def load_defaults(directory: Path) -> tuple[ExporterConfig | None, list[Problem]
 
 def suite_files(directory: Path) -> list[Path]:
     files = sorted(list(directory.glob("*.yml")) + list(directory.glob("*.yaml")))
-    return [f for f in files if f.name != DEFAULTS_FILE]
+    return [f for f in files if f.name not in (DEFAULTS_FILE, "defaults.yaml")]
 
 
 def load_catalog(directory: Path) -> SuiteCatalog:

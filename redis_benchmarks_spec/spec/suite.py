@@ -157,7 +157,10 @@ class _Reader:
         if not tool:
             self.problem(f"{key}.tool", "missing")
             return None
-        arguments = str(raw.get("arguments") or "")
+        raw_args = raw.get("arguments") or ""
+        # a YAML list of arguments is the same command line, already split
+        arguments = shlex.join(str(a) for a in raw_args) if isinstance(raw_args, list) \
+            else str(raw_args)
         try:
             shlex.split(arguments)
         except ValueError as exc:
@@ -282,7 +285,9 @@ def parse_suite(path: Path, raw: Any, defaults: ExporterConfig | None = None) ->
              if p.severity == ERROR and (p.key == "name" or p.key.startswith("clientconfig"))]
     if fatal or not suite.clientconfigs:
         raise SpecError(reader.problems or [Problem(path, "clientconfig", "no client tool")])
-    if suite.version and suite.version not in ("0.4", "0.3", "0.2", "0.1"):
+    if not suite.version:
+        reader.problem("version", "missing (spec 0.4 suites declare it)", WARNING)
+    elif suite.version not in ("0.4", "0.3", "0.2", "0.1"):
         reader.problem("version", f"unexpected spec version {suite.version!r}", WARNING)
     suite.problems = reader.problems
     return suite
