@@ -222,3 +222,9 @@ def test_cli_run_prints_table_and_exit_code(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_passwords_are_redacted_from_stored_argv() -> None:
+    from redis_benchmarks_spec.runner.test_run import redact
+    assert redact(["rb", "-a", "secret", "-n", "1"]) == ["rb", "-a", "***", "-n", "1"]
+    assert redact(["m", "--authenticate=u:p", "-c", "1"]) == ["m", "--authenticate=***", "-c", "1"]

@@ -38,7 +38,7 @@ class MemtierDriver:
         output = inv.stdout_path.read_text(errors="replace") if inv.stdout_path.exists() else ""
         if returncode != 0:
             raise RuntimeError(f"memtier_benchmark exited with code {returncode}")
-        memtier.check_errors(inv.result_path, output)
+        memtier.check_errors(inv.result_path, output, inv.argv)
         return memtier.parse_memtier_json(inv.result_path)
 
     def version(self) -> str:

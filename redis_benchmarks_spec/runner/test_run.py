@@ -170,7 +170,7 @@ def _run_clients(suite: Suite, drivers: list[ClientDriver], env: TestEnv, runnin
     invocations = [d.invocation(cfg, target, running.out_dir / f"client-{i}", env.test_time,
                                 rate)
                    for i, (d, cfg, rate) in enumerate(zip(drivers, suite.clientconfigs, rates))]
-    result.argv = [inv.argv for inv in invocations]
+    result.argv = [redact(inv.argv) for inv in invocations]
     result.paths.update({f"client_{i}_output": str(inv.stdout_path)
                          for i, inv in enumerate(invocations)})
     result.tool_version = ",".join(sorted({f"{d.tool} {d.version()}" for d in drivers}))
@@ -191,6 +191,19 @@ def _run_clients(suite: Suite, drivers: list[ClientDriver], env: TestEnv, runnin
     result.tool_duration_s = time.monotonic() - started
     _saturation(result, sampler, plan, env.thresholds)
     return _parse_all(drivers, invocations, codes)
+
+
+SECRET_OPTIONS = {"-a", "--authenticate", "--pass", "--user-password"}
+
+
+def redact(argv: list[str]) -> list[str]:
+    """argv as stored in results: values of password options replaced."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg in SECRET_OPTIONS:
+            out[i + 1] = "***"
+    return [a.split("=", 1)[0] + "=***" if a.split("=", 1)[0] in SECRET_OPTIONS and "=" in a
+            else a for a in out]
 
 
 def _warm_up(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _Running,
