@@ -47,9 +47,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeAlias
 
 import numpy as np
 from scipy import stats as sps
+
+#: measurements of one side: a list or a numpy array
+Values: TypeAlias = "Sequence[float] | np.ndarray"
 
 #: above these sizes scipy's exact null distributions get slow; use its asymptotic method
 EXACT_MWU_MAX_PRODUCT = 2500
@@ -85,12 +89,12 @@ def log_to_pct(shift: float) -> float:
     return (math.exp(shift) - 1.0) * 100.0
 
 
-def median(values: Sequence[float]) -> float:
+def median(values: Values) -> float:
     """Median of a non-empty sequence."""
     return float(np.median(np.asarray(values, dtype=float)))
 
 
-def cv(values: Sequence[float]) -> float | None:
+def cv(values: Values) -> float | None:
     """Coefficient of variation (sample SD / mean), or None with fewer than 2 values."""
     arr = np.asarray(values, dtype=float)
     if arr.size < 2 or arr.mean() == 0:
@@ -98,13 +102,13 @@ def cv(values: Sequence[float]) -> float | None:
     return float(arr.std(ddof=1) / abs(arr.mean()))
 
 
-def robust_sd(values: Sequence[float]) -> float:
+def robust_sd(values: Values) -> float:
     """1.4826 * median absolute deviation: an SD estimate that ignores outliers."""
     arr = np.asarray(values, dtype=float)
     return float(MAD_TO_SD * np.median(np.abs(arr - np.median(arr))))
 
 
-def _logs(values: Sequence[float]) -> np.ndarray:
+def _logs(values: Values) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     if arr.size == 0 or np.any(arr <= 0) or not np.all(np.isfinite(arr)):
         raise ValueError("values must be finite and positive for a log-scale comparison")
@@ -191,7 +195,7 @@ def _interval_from_sorted(values: np.ndarray, k: int) -> tuple[float, float]:
     return float(values[k - 1]), float(values[values.size - k])
 
 
-def mann_whitney_p(baseline: Sequence[float], comparison: Sequence[float]) -> float:
+def mann_whitney_p(baseline: Values, comparison: Values) -> float:
     """Two-sided Mann-Whitney U p-value (scipy's method choice), NaN if a side is empty."""
     if len(baseline) == 0 or len(comparison) == 0:
         return math.nan
@@ -199,7 +203,7 @@ def mann_whitney_p(baseline: Sequence[float], comparison: Sequence[float]) -> fl
     return float(res.pvalue)
 
 
-def wilcoxon_p(log_ratios: Sequence[float]) -> float:
+def wilcoxon_p(log_ratios: Values) -> float:
     """Two-sided Wilcoxon signed-rank p-value; 1.0 if every difference is zero, NaN if none."""
     arr = np.asarray(log_ratios, dtype=float)
     if arr.size == 0:
@@ -209,7 +213,7 @@ def wilcoxon_p(log_ratios: Sequence[float]) -> float:
     return float(sps.wilcoxon(arr, alternative="two-sided").pvalue)
 
 
-def unpaired_shift(baseline: Sequence[float], comparison: Sequence[float],
+def unpaired_shift(baseline: Values, comparison: Values,
                    confidence: float = 0.95) -> ShiftEstimate:
     """HL log-ratio shift of comparison vs baseline with its Mann-Whitney interval."""
     lb, lc = _logs(baseline), _logs(comparison)
@@ -247,7 +251,7 @@ def _bh_from_definition(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def bh_adjust(p_values: Sequence[float]) -> list[float]:
+def bh_adjust(p_values: Values) -> list[float]:
     """Benjamini-Hochberg adjusted p-values; NaN entries stay NaN and are not counted."""
     arr = np.asarray(p_values, dtype=float)
     out = np.full(arr.size, math.nan)
