@@ -36,6 +36,10 @@ def lint_suite(suite: Suite) -> list[Problem]:
                     suite.path, "tested-commands",
                     f"{cmd!r} is never issued by the client arguments "
                     f"(they issue: {', '.join(sorted(issued)) or 'nothing'})"))
+        for cmd in sorted(issued - set(suite.tested_commands)):
+            problems.append(Problem(suite.path, "tested-commands",
+                                    f"the client issues {cmd!r} but tested-commands omits it",
+                                    WARNING))
     for group in suite.tested_groups:
         if group not in KNOWN_GROUPS:
             problems.append(Problem(suite.path, "tested-groups",
