@@ -32,8 +32,6 @@ from redis_benchmarks_spec.build import artifacts
 from redis_benchmarks_spec.build.compile import unpack
 from redis_benchmarks_spec.build.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.consumer import (
-    RETRYABLE,
-    Backoff,
     ConsumerStopped,
     Entry,
     GroupConsumer,
@@ -91,7 +89,6 @@ class Agent:
         self.push = push
         self.runner = runner
         self.stop_event = threading.Event()
-        self.backoff = Backoff(initial_s=0.5, cap_s=30.0)
         self.heartbeat = Heartbeat(client, config.names, config.platform, config.consumer,
                                    config.heartbeat_ttl_s)
         self.consumer = GroupConsumer(
@@ -125,20 +122,10 @@ class Agent:
 
     def _handle_retrying(self, entry: Entry) -> bool:
         """:meth:`handle`, again after a lost connection (it resumes from the ledger)."""
-        while not self.stop_event.is_set():
-            try:
-                done = self.handle(entry)
-            except RETRYABLE as exc:
-                delay = self.backoff.next_delay()
-                log.warning("entry %s: redis unavailable (%s); retrying in %.1fs",
-                            entry.id, exc, delay)
-                self.stop_event.wait(delay)
-                continue
-            except ConsumerStopped:
-                return False
-            self.backoff.reset()
-            return done
-        return False
+        try:
+            return self.consumer.call(lambda: self.handle(entry))
+        except ConsumerStopped:
+            return False
 
     def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
         status = TestRunStatus(event_id=event.id, platform=self.config.platform,

@@ -25,8 +25,6 @@ from redis_benchmarks_spec.build.heartbeat import Heartbeat
 from redis_benchmarks_spec.build.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.build.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
-    RETRYABLE,
-    Backoff,
     ConsumerStopped,
     Entry,
     GroupConsumer,
@@ -77,7 +75,6 @@ class Builder:
         self.config = config
         self.stop_event = threading.Event()
         self.heartbeat: Heartbeat | None = None
-        self.backoff = Backoff(initial_s=0.5, cap_s=30.0)
         self.consumer = GroupConsumer(
             client, config.names.build_requests, config.names.builders_group, config.consumer,
             block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
@@ -114,18 +111,9 @@ class Builder:
 
     def _handle_retrying(self, entry: Entry) -> None:
         """:meth:`handle`, again after a lost broker (published variants are not redone)."""
-        while not self.stop_event.is_set():
-            try:
-                self.handle(entry)
-            except RETRYABLE as exc:
-                delay = self.backoff.next_delay()
-                log.warning("entry %s: redis unavailable (%s); retrying in %.1fs",
-                            entry.id, exc, delay)
-                self.stop_event.wait(delay)
-                continue
-            except ConsumerStopped:
-                return
-            self.backoff.reset()
+        try:
+            self.consumer.call(lambda: self.handle(entry))
+        except ConsumerStopped:
             return
 
     def handle(self, entry: Entry) -> None:

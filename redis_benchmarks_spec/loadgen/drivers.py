@@ -6,6 +6,7 @@ output files back into a :class:`ToolResult`. The runner does the process handli
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,8 @@ class ToolPaths:
                            ("memtier_benchmark", found.memtier)):
             if not path:
                 found.missing[tool] = f"{tool} not found (give --{_flag(tool)} or put it on PATH)"
+            elif not os.access(path, os.X_OK):
+                found.missing[tool] = f"{tool} not found: {path} is not an executable file"
         return found
 
 

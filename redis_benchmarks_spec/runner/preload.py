@@ -70,7 +70,6 @@ def _preload_with_tool(ctx: PreloadContext, tool_cfg) -> None:  # type: ignore[n
     try:
         code = proc.wait(timeout=ctx.timeout_s)
     except subprocess.TimeoutExpired as exc:
-        ctx.registry.stop(proc)
         raise PreloadError(f"preload with {tool_cfg.tool} timed out after "
                            f"{ctx.timeout_s:.0f}s; output tail:\n{tail(inv.stdout_path)}") from exc
     finally:
