@@ -29,14 +29,14 @@ from pathlib import Path
 import redis
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.compile import Artifact
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import Artifact
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.suite import Suite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from events_bench import start_redis, stop  # the same throwaway broker
@@ -60,12 +60,12 @@ class Recorder:
         self.runs: list[tuple[str, str]] = []  # (platform, sha)
         self.called_at: dict[tuple[str, str], float] = {}
 
-    def runner(self, config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    def runner(self, config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
         key = (config.context.platform, config.context.git.hash or "")
         with self.lock:
             self.called_at.setdefault(key, time.perf_counter())
             self.runs.append(key)
-        return [TestRunResult(test_name=s.name, run_id=new_id(), status="ok",
+        return [RunResult(test_name=s.name, run_id=new_id(), status="ok",
                               context=config.context) for s in suites]
 
 

@@ -22,7 +22,7 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonRep
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
-from redis_benchmarks_spec.spec.catalog import default_suites_dir, load_catalog
+from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
 
 METRIC = "ALL_STATS.Totals.Ops/sec"
 AA_SUITES = [

@@ -26,12 +26,12 @@ from typing import Any
 import redis
 from redis.utils import HIREDIS_AVAILABLE
 
+from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import PushReport, push_results
 from redis_benchmarks_spec.loadgen.result import CommandResult, LatencySummary, ToolResult
-from redis_benchmarks_spec.results.document import GitInfo, RunContext, TestRunResult
-from redis_benchmarks_spec.runner.process import free_port
+from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 
 PLATFORM = "icelake-2s"
 T0 = 1_700_000_000_000
@@ -52,14 +52,14 @@ def metric_names(count: int) -> list[str]:
         "ALL_STATS.Totals.Ops/sec"]
 
 
-def make_run(test: int, run: int, branch: str, metrics: list[str]) -> TestRunResult:
+def make_run(test: int, run: int, branch: str, metrics: list[str]) -> RunResult:
     """One ok run of test ``test`` on ``branch``, commit ``run``."""
     name = f"memtier_benchmark-bench-{test:04d}"
     start = T0 + run * 3_600_000
     git = GitInfo(branch=branch, hash=f"{branch[:4]}{run:036d}")
     latency = LatencySummary(count=1000, mean_ms=0.5, percentiles_ms={"p50.00": 0.4})
     tool = ToolResult("memtier_benchmark", CommandResult(1e5, latency), histogram="HISTFAAA" * 40)
-    return TestRunResult(
+    return RunResult(
         test_name=name, run_id=f"{name}:{branch}:{run}", status="ok", start_ms=start,
         context=RunContext(triggering_env="ci", platform=PLATFORM, git=git), result=tool,
         tested_groups=["string"], tested_commands=["get"],

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.events.consumer import GroupConsumer, publish
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent, event_id_for
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.runner.process import free_port, wait_for
 
 NAMES = StreamNames.with_prefix("bench")
 

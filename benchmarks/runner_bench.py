@@ -22,12 +22,12 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.loadgen.redis_benchmark import parse_csv
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
-from redis_benchmarks_spec.runner.process import free_port, wait_for
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.suites.catalog import load_catalog
 
 ARGS = "-c 50 -r 100000 -d 100 -t set"
 SUITE = """

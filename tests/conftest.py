@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.runner.process import free_port, wait_for
+from redis_benchmarks_spec.common.process import free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

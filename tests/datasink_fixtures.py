@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import redis
 
+from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink, libssl_dir
 from redis_benchmarks_spec.loadgen.result import CommandResult, LatencySummary, ToolResult
-from redis_benchmarks_spec.results.document import GitInfo, RunContext, TestRunResult
-from redis_benchmarks_spec.runner.process import free_port
+from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_NAME = "memtier_benchmark-1Mkeys-string-get-10B"
@@ -76,7 +76,7 @@ def counting_client(sink: EmbeddedDatasink) -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
-def make_result(run: int = 0, test_name: str = TEST_NAME, **context: Any) -> TestRunResult:
+def make_result(run: int = 0, test_name: str = TEST_NAME, **context: Any) -> RunResult:
     """An ok result of ``test_name``, run number ``run`` (start time and values follow it)."""
     git = GitInfo(org="redis", repo="redis", branch=context.pop("branch", "unstable"),
                   version=context.pop("version", "7.2.4"),
@@ -90,7 +90,7 @@ def make_result(run: int = 0, test_name: str = TEST_NAME, **context: Any) -> Tes
     latency = LatencySummary(count=10, mean_ms=0.5, percentiles_ms={"p50.00": 0.4})
     tool = ToolResult(tool="memtier_benchmark", totals=CommandResult(1000.0 + run, latency),
                       histogram="HISTFAAAACl4nJNpmSzMwMDAxQABzFCaEUzOmNZg/wEi0NzIyMi0mYmFiQGIAQBuPgXx")
-    return TestRunResult(
+    return RunResult(
         test_name=test_name, run_id=f"{test_name}:{1_700_000_000_000 + run}:r{run}",
         status="ok", context=ctx, tested_groups=["string"], tested_commands=["get"],
         start_ms=1_700_000_000_000 + run * 60_000, end_ms=1_700_000_000_000 + run * 60_000 + 5,

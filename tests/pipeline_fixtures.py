@@ -12,14 +12,14 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.compile import BINARIES, Artifact
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import BINARIES, Artifact
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     BuildEvent,
     SourceLocation,
-    TestFilters,
+    SuiteFilters,
     event_id_for,
     new_id,
 )
@@ -64,7 +64,7 @@ def publish_event(client: redis.Redis, names: StreamNames, sha: str,
     event = BuildEvent(
         id=event_id_for(request_id, variant), request_id=request_id, org="redis", repo="redis",
         branch="unstable", sha=sha, commit_time_ms=1_700_000_000_000, build_variant=variant,
-        artifact=ref, redis_version="7.0.15", filters=TestFilters(),
+        artifact=ref, redis_version="7.0.15", filters=SuiteFilters(),
         platforms=platforms or [])
     publish(client, names.builds, event)
     return event

@@ -10,7 +10,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, order, paired_samples, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
-from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.suites.catalog import load_catalog
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """

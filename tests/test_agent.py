@@ -14,7 +14,7 @@ from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.events.consumer import GroupConsumer
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import run_suites
 from tests.pipeline_fixtures import SUITE, publish_event
 
@@ -24,10 +24,10 @@ class Collector:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pushed: list[tuple[str, TestRunResult]] = []
+        self.pushed: list[tuple[str, RunResult]] = []
 
     def for_agent(self, name: str):  # type: ignore[no-untyped-def]
-        def push(results: list[TestRunResult]) -> None:
+        def push(results: list[RunResult]) -> None:
             with self.lock:
                 self.pushed += [(name, r) for r in results]
         return push
@@ -168,7 +168,7 @@ def test_entry_of_a_dead_agent_is_claimed_and_completed(redis_server, names, tmp
 def test_recorded_but_unpushed_results_are_pushed_not_rerun(redis_server, names, tmp_path) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     event = publish_event(client, names, "c" * 40)
-    recorded = TestRunResult(test_name="agent-set-0", run_id="agent-set-0:1:x", status="ok")
+    recorded = RunResult(test_name="agent-set-0", run_id="agent-set-0:1:x", status="ok")
     Ledger(client, names.prefix, event.id, "p1").record("agent-set-0", [recorded])
     calls: list[str] = []
 

@@ -15,12 +15,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, heartbeats, read_statuses
-from redis_benchmarks_spec.results.document import TestRunResult
-from redis_benchmarks_spec.runner.process import free_port, wait_for
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.suite import Suite
 from tests.conftest import redis_server_bin
 from tests.pipeline_fixtures import SUITE, publish_event
 
@@ -77,7 +77,7 @@ def suites_dir(tmp_path: Path, count: int, n: int = 2000) -> Path:
 
 
 def make_agent(client: redis.Redis, names: StreamNames, tmp_path: Path, suites: Path,
-               runner, pushed: list[TestRunResult], heartbeat_ttl_s: int = 60) -> Agent:  # type: ignore[no-untyped-def]
+               runner, pushed: list[RunResult], heartbeat_ttl_s: int = 60) -> Agent:  # type: ignore[no-untyped-def]
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
                          work_dir=tmp_path / "work", results_dir=tmp_path / "results",
                          block_ms=200, idle_claim_ms=60_000, heartbeat_ttl_s=heartbeat_ttl_s)
@@ -90,7 +90,7 @@ def test_broker_outage_mid_test_is_ridden_out_without_rerun(broker: Broker,
     event = publish_event(broker.client(), names, "1" * 40)
     calls: list[str] = []
 
-    def runner_with_outage(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    def runner_with_outage(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
         calls.extend(s.name for s in suites)
         results = run_suites(config, suites)
         if len(calls) == 1:  # the broker dies as the first test ends, back 2 s later
@@ -98,7 +98,7 @@ def test_broker_outage_mid_test_is_ridden_out_without_rerun(broker: Broker,
             threading.Timer(2.0, broker.start).start()
         return results
 
-    pushed: list[TestRunResult] = []
+    pushed: list[RunResult] = []
     agent = make_agent(broker.client(), names, tmp_path, suites_dir(tmp_path, 2),
                        runner_with_outage, pushed)
     assert agent.run(max_events=1) == 1
@@ -115,12 +115,12 @@ def test_suite_that_cannot_run_is_failed_and_the_event_goes_on(broker: Broker,
     names = StreamNames.with_prefix(f"f{uuid.uuid4().hex[:6]}")
     event = publish_event(broker.client(), names, "2" * 40)
 
-    def runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    def runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
         if suites[0].name == "res-set-0":
             raise OSError("exec format error: redis-server")
         return run_suites(config, suites)
 
-    pushed: list[TestRunResult] = []
+    pushed: list[RunResult] = []
     agent = make_agent(broker.client(), names, tmp_path, suites_dir(tmp_path, 2), runner,
                        pushed)
     assert agent.run(max_events=1) == 1
@@ -137,13 +137,13 @@ def test_heartbeat_stays_alive_through_a_test_longer_than_its_ttl(broker: Broker
     publish_event(broker.client(), names, "3" * 40)
     seen: list[tuple[bool, str]] = []
 
-    def slow_runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    def slow_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
         time.sleep(4.0)  # longer than the 2 s heartbeat TTL
         (beat,) = [h for h in heartbeats(broker.client(), names) if h.agent == "p1-a"]
         seen.append((beat.alive, beat.info))
         return run_suites(config, suites)
 
-    pushed: list[TestRunResult] = []
+    pushed: list[RunResult] = []
     agent = make_agent(broker.client(), names, tmp_path, suites_dir(tmp_path, 1), slow_runner,
                        pushed, heartbeat_ttl_s=2)
     assert agent.run(max_events=1) == 1
@@ -156,11 +156,11 @@ def test_sigterm_with_events_queued_then_restart_drops_nothing(broker: Broker,
     shas = [f"{i:040x}" for i in (7, 8, 9)]
     for sha in shas:
         publish_event(broker.client(), names, sha)
-    pushed: list[TestRunResult] = []
+    pushed: list[RunResult] = []
     suites = suites_dir(tmp_path, 1)
     holder: dict[str, Agent] = {}
 
-    def stopping_runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+    def stopping_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
         holder["agent"].stop()  # SIGTERM during the first event's test: finish it, exit
         return run_suites(config, suites)
 

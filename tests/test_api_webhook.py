@@ -16,9 +16,9 @@ import waitress
 
 from redis_benchmarks_spec.api.github import TriggerPolicy
 from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, signature_for
+from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.runner.process import free_port
 
 SAMPLES = Path(__file__).parent / "fixtures" / "github"
 SECRET = b"s3cr3t-webhook"

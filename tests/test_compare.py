@@ -26,7 +26,7 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -42,7 +42,7 @@ def _num(value: float | None) -> float:
     return value
 
 
-def _width(row: cmp.TestComparison) -> float:
+def _width(row: cmp.Comparison) -> float:
     return _num(row.ci_high_pct) - _num(row.ci_low_pct)
 
 
@@ -197,7 +197,7 @@ def test_json_round_trip() -> None:
 
 def _write_run(directory: Path, test: str, value: float, status: str = "ok") -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    doc = TestRunResult(test_name=test, run_id=directory.name, status=status,
+    doc = RunResult(test_name=test, run_id=directory.name, status=status,
                         metrics={OPS: value} if status == "ok" else {})
     doc.write(directory / "result.json")
 

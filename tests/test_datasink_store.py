@@ -20,7 +20,7 @@ from redis_benchmarks_spec.datasink.store import (
     marker_path,
     push_results_dir,
 )
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     client_fixture,
@@ -30,7 +30,7 @@ from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by impor
 )
 
 
-def write_session(directory: Path, tests: int = 3, runs: int = 2) -> list[TestRunResult]:
+def write_session(directory: Path, tests: int = 3, runs: int = 2) -> list[RunResult]:
     """Result files laid out like the runner's (``<test>/result.json``) plus a summary."""
     results = []
     for t in range(tests):
@@ -49,7 +49,7 @@ def all_points(client: redis.Redis) -> dict[str, list[tuple[int, float]]]:
             for key in reader.series_keys(client, ["by=(branch,version,hash)"])}
 
 
-def expected_datapoints(results: list[TestRunResult]) -> int:
+def expected_datapoints(results: list[RunResult]) -> int:
     return len(results) * 3 * len(METRICS)  # three sides (branch, version, hash) per metric
 
 
@@ -82,7 +82,7 @@ def test_unreachable_datasink_keeps_files_then_push_restores_every_point(
     files = sorted((tmp_path / "results").rglob("result.json"))
     assert len(files) == len(results)
     assert not any(marker_path(f).exists() for f in files)
-    assert [TestRunResult.read(f) for f in files]  # untouched, still valid documents
+    assert [RunResult.read(f) for f in files]  # untouched, still valid documents
     sink.up()
     try:
         restored = push_results_dir(sink.client(), tmp_path / "results")

@@ -10,7 +10,7 @@ import pytest
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.suites.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 

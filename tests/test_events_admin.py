@@ -17,8 +17,8 @@ from redis_benchmarks_spec.events.messages import (
     BuildEvent,
     BuildFailure,
     BuildRequest,
+    RunStatus,
     SourceLocation,
-    TestRunStatus,
     event_id_for,
 )
 from redis_benchmarks_spec.events.names import StreamNames
@@ -47,8 +47,8 @@ def _event(req: BuildRequest, variant: str) -> BuildEvent:
                       artifact=ArtifactRef("redis", f"art:{variant}", "0" * 64, 10))
 
 
-def _status(event: BuildEvent, platform: str, test: str, state: str) -> TestRunStatus:
-    return TestRunStatus(event_id=event.id, platform=platform, agent=f"{platform}-1",
+def _status(event: BuildEvent, platform: str, test: str, state: str) -> RunStatus:
+    return RunStatus(event_id=event.id, platform=platform, agent=f"{platform}-1",
                          test_name=test, state=state, reason="boom" if state == "failed" else "")
 
 

@@ -13,9 +13,9 @@ from redis_benchmarks_spec.events.messages import (
     BuildRequest,
     MalformedMessage,
     MessageError,
+    RunStatus,
     SourceLocation,
-    TestFilters,
-    TestRunStatus,
+    SuiteFilters,
     decode_any,
     decode_value,
     encode_value,
@@ -29,7 +29,7 @@ def _request(**over: object) -> BuildRequest:
         "org": "redis", "repo": "redis", "branch": "unstable", "sha": "a" * 40, "commit_time_ms": 1_700_000_000_123,
         "source": SourceLocation("redis", "rbs:source:aaa:1", sha256="f" * 64), "pr": 1234,
         "tag": None, "version": "7.2.4",
-        "filters": TestFilters(tests_regexp="memtier.*get", priority_min=0, priority_max=10),
+        "filters": SuiteFilters(tests_regexp="memtier.*get", priority_min=0, priority_max=10),
         "platforms": ["icelake-2s", "cascadelake"], "build_variants": ["gcc:12.2.0-amd64-debian-bookworm-default"],
     }
     base.update(over)
@@ -61,7 +61,7 @@ def test_values_round_trip_exactly(value: object) -> None:
     _request(), _request(branch=None, pr=None, tag="v7.2.4", version=None), _event(),
     BuildFailure(request_id="r", sha="s", build_variant="gcc", reason="make exited 2",
                  log_tail="error: x\n" * 3),
-    TestRunStatus(event_id="e", platform="p", agent="a", test_name="t", state="failed",
+    RunStatus(event_id="e", platform="p", agent="a", test_name="t", state="failed",
                   reason="timeout"),
 ])
 def test_messages_round_trip_through_a_real_stream(redis_server, msg) -> None:  # type: ignore[no-untyped-def]
@@ -111,7 +111,7 @@ def test_wrong_kind_is_malformed() -> None:
 
 def test_invalid_values_refused_at_construction() -> None:
     with pytest.raises(MessageError):
-        TestRunStatus(event_id="e", platform="p", agent="a", test_name="t", state="done")
+        RunStatus(event_id="e", platform="p", agent="a", test_name="t", state="done")
     with pytest.raises(MessageError):
         SourceLocation("ftp", "x")
 

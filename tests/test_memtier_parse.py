@@ -29,7 +29,7 @@ from redis_benchmarks_spec.loadgen.memtier import (
     parse_memtier_json,
 )
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolOutputError, ToolResult
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "memtier"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "samples" / "memtier"

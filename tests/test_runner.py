@@ -18,11 +18,11 @@ from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
     STATUS_SKIPPED,
-    TestRunResult,
+    RunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.suites.catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[1]
 RBS = str(REPO / ".venv" / "bin" / "rbs")
@@ -65,12 +65,12 @@ def suite(directory: Path, name: str, args: str, command: str, dbextra: str = ""
         SUITE.format(name=name, args=args, command=command, dbextra=dbextra))
 
 
-def run(directory: Path, results: Path, test_time: int | None = None) -> list[TestRunResult]:
+def run(directory: Path, results: Path, test_time: int | None = None) -> list[RunResult]:
     config = SessionConfig(tools=ToolPaths(), results_dir=results, test_time=test_time)
     return run_suites(config, load_catalog(directory).suites)
 
 
-def by_name(results: list[TestRunResult]) -> dict[str, TestRunResult]:
+def by_name(results: list[RunResult]) -> dict[str, RunResult]:
     return {r.test_name: r for r in results}
 
 
@@ -99,7 +99,7 @@ def test_ok_run_records_everything(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "out" / "get" / "oss-standalone" / "result.json").read_text())
     assert doc["schema_version"] == 1 and doc["status"] == "ok"
     assert Path(doc["paths"]["server_log"]).exists()
-    assert TestRunResult.read(tmp_path / "out" / "get" / "oss-standalone" / "result.json").metrics \
+    assert RunResult.read(tmp_path / "out" / "get" / "oss-standalone" / "result.json").metrics \
         == r.metrics
 
 
@@ -224,6 +224,6 @@ if __name__ == "__main__":
 
 
 def test_passwords_are_redacted_from_stored_argv() -> None:
-    from redis_benchmarks_spec.runner.test_run import redact
+    from redis_benchmarks_spec.runner.execute import redact
     assert redact(["rb", "-a", "secret", "-n", "1"]) == ["rb", "-a", "***", "-n", "1"]
     assert redact(["m", "--authenticate=u:p", "-c", "1"]) == ["m", "--authenticate=***", "-c", "1"]

@@ -10,7 +10,7 @@ import pytest
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import CpuUsage
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import load_catalog
+from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds, is_client_bound
 
 # Two redis-benchmark processes with 500 connections each, sharing ONE client core

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.runner.process import free_port
-from redis_benchmarks_spec.spec.catalog import load_catalog
-from redis_benchmarks_spec.spec.commands import redis_benchmark_command
-from redis_benchmarks_spec.spec.lint import lint_catalog
-from redis_benchmarks_spec.spec.problems import ERROR
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.common.process import free_port
+from redis_benchmarks_spec.suites.catalog import load_catalog
+from redis_benchmarks_spec.suites.commands import redis_benchmark_command
+from redis_benchmarks_spec.suites.lint import lint_catalog
+from redis_benchmarks_spec.suites.problems import ERROR
+from redis_benchmarks_spec.suites.suite import Suite
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "test-suites"
 REDIS_SERVER = "/usr/bin/redis-server"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.spec.catalog import SuiteFilter, load_catalog
-from redis_benchmarks_spec.spec.commands import issued_commands
-from redis_benchmarks_spec.spec.lint import lint_catalog
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
+from redis_benchmarks_spec.suites.commands import issued_commands
+from redis_benchmarks_spec.suites.lint import lint_catalog
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 GOOD = """
 version: 0.4

@@ -28,27 +28,27 @@ import redis
 
 from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.agent.selection import for_platform, select_suites
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.compile import unpack
-from redis_benchmarks_spec.build.heartbeat import Heartbeat
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
     GroupConsumer,
 )
-from redis_benchmarks_spec.events.messages import BuildEvent, TestRunStatus
+from redis_benchmarks_spec.events.heartbeat import Heartbeat
+from redis_benchmarks_spec.events.messages import BuildEvent, RunStatus
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.results.document import GitInfo, RunContext, TestRunResult
+from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.catalog import SuiteFilter, load_catalog
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
+from redis_benchmarks_spec.suites.suite import Suite
 
 log = logging.getLogger(__name__)
 
-Pusher = Callable[[list[TestRunResult]], None]
-Runner = Callable[[SessionConfig, list[Suite]], list[TestRunResult]]
+Pusher = Callable[[list[RunResult]], None]
+Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
 # the suite is recorded as failed and the event goes on instead of crash-looping the agent
@@ -75,7 +75,7 @@ class AgentConfig:
     heartbeat_ttl_s: int = 60
 
 
-def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[TestRunResult]:
+def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
     return run_suites(config, suites)
 
 
@@ -128,7 +128,7 @@ class Agent:
             return False
 
     def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
-        status = TestRunStatus(event_id=event.id, platform=self.config.platform,
+        status = RunStatus(event_id=event.id, platform=self.config.platform,
                                agent=self.config.consumer, test_name=test, state=state,
                                reason=reason)
         self.consumer.call(lambda: record_statuses(self.client, self.config.names, [status]))

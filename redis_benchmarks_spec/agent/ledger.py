@@ -15,7 +15,7 @@ import json
 
 import redis
 
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 LEDGER_TTL_S = 30 * 24 * 3600
 
@@ -29,7 +29,7 @@ class Ledger:
     def done(self) -> set[str]:
         return {m.decode() for m in self.client.smembers(self.done_key)}  # type: ignore[union-attr]
 
-    def record(self, test: str, results: list[TestRunResult]) -> None:
+    def record(self, test: str, results: list[RunResult]) -> None:
         payload = json.dumps([r.to_dict() for r in results])
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.results_key, test, payload)
@@ -42,13 +42,13 @@ class Ledger:
         pipe.expire(self.done_key, LEDGER_TTL_S)
         pipe.execute()
 
-    def unpushed(self) -> dict[str, list[TestRunResult]]:
+    def unpushed(self) -> dict[str, list[RunResult]]:
         """Tests recorded but not marked done: their results may not have reached the sink."""
         done = self.done()
-        out: dict[str, list[TestRunResult]] = {}
+        out: dict[str, list[RunResult]] = {}
         rows: dict[bytes, bytes] = self.client.hgetall(self.results_key)  # type: ignore[assignment]
         for test, raw in rows.items():
             name = test.decode()
             if name not in done:
-                out[name] = [TestRunResult.from_dict(d) for d in json.loads(raw)]
+                out[name] = [RunResult.from_dict(d) for d in json.loads(raw)]
         return out

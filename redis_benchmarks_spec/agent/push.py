@@ -10,7 +10,7 @@ import redis
 
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.consumer import Backoff
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class DatasinkPusher:
         # series this process created: their points go in one TS.MADD on later pushes
         self.known_series: set[str] = set()
 
-    def __call__(self, results: list[TestRunResult]) -> None:
+    def __call__(self, results: list[RunResult]) -> None:
         """Push ``results``; waits out an unreachable datasink until :attr:`stop` is set."""
         while True:
             try:

@@ -5,8 +5,8 @@ those; one that names none runs on all)."""
 from __future__ import annotations
 
 from redis_benchmarks_spec.events.messages import BuildEvent
-from redis_benchmarks_spec.spec.catalog import SuiteFilter
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.catalog import SuiteFilter
+from redis_benchmarks_spec.suites.suite import Suite
 
 
 def event_filter(event: BuildEvent) -> SuiteFilter:

@@ -32,12 +32,23 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 __all__ = [
-    "DEFAULT_METRIC", "IMPROVEMENT", "NO_CHANGE", "REGRESSION", "UNKNOWN", "VERDICTS",
-    "CompareOptions", "ComparisonReport", "ResultFilter", "TestComparison",
-    "compare_paired", "compare_samples", "load_dir_samples", "metric_direction",
+    "DEFAULT_METRIC",
+    "IMPROVEMENT",
+    "NO_CHANGE",
+    "REGRESSION",
+    "UNKNOWN",
+    "VERDICTS",
+    "CompareOptions",
+    "Comparison",
+    "ComparisonReport",
+    "ResultFilter",
+    "compare_paired",
+    "compare_samples",
+    "load_dir_samples",
+    "metric_direction",
 ]
 
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
@@ -48,10 +59,9 @@ PAIRED_METHOD = ("Hodges-Lehmann (Walsh averages) of per-pair log ratios with th
 
 
 @dataclass
-class TestComparison:
+class Comparison:
     """One test's comparison; percentages are comparison relative to baseline."""
 
-    __test__ = False  # not a pytest test class
 
     test: str
     metric: str
@@ -76,7 +86,7 @@ class TestComparison:
 class ComparisonReport:
     """All rows of one comparison, counts per verdict, the options and non-fatal problems."""
 
-    rows: list[TestComparison]
+    rows: list[Comparison]
     summary: dict[str, int]
     options: CompareOptions
     problems: list[str] = field(default_factory=list)
@@ -89,13 +99,13 @@ class ComparisonReport:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
         """The report :meth:`to_dict` wrote."""
-        return cls(rows=[TestComparison(**r) for r in raw["rows"]],
+        return cls(rows=[Comparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
                    problems=list(raw.get("problems", [])),
                    method=raw.get("method", UNPAIRED_METHOD))
 
-    def by_verdict(self, verdict: str) -> list[TestComparison]:
+    def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""
         return [r for r in self.rows if r.verdict == verdict]
 
@@ -108,7 +118,7 @@ class ComparisonReport:
 class _Pending:
     """A measured row waiting for the FDR adjustment and its verdict."""
 
-    row: TestComparison
+    row: Comparison
     measured: bool
     single_point: SinglePoint | None = None
     log_sd: float | None = None  # dispersion used to estimate runs when the CI is unbounded
@@ -127,15 +137,15 @@ def _log_sd(*sides: Sequence[float]) -> float | None:
 
 
 def _base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
-              options: CompareOptions) -> TestComparison:
-    return TestComparison(
+              options: CompareOptions) -> Comparison:
+    return Comparison(
         test=test, metric=options.metric, n_baseline=len(baseline), n_comparison=len(comparison),
         baseline_median=stats.median(baseline) if baseline else None,
         comparison_median=stats.median(comparison) if comparison else None,
         cv_baseline=stats.cv(baseline), cv_comparison=stats.cv(comparison))
 
 
-def _fill_shift(row: TestComparison, shift: stats.ShiftEstimate) -> None:
+def _fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:
     row.change_pct = stats.log_to_pct(shift.estimate)
     row.ci_low_pct = _finite(stats.log_to_pct(shift.low))
     row.ci_high_pct = _finite(stats.log_to_pct(shift.high))
@@ -255,7 +265,7 @@ class ResultFilter:
     groups: str | None = None
     commands: str | None = None
 
-    def accepts(self, doc: TestRunResult) -> bool:
+    def accepts(self, doc: RunResult) -> bool:
         if not re.search(self.name, doc.test_name):
             return False
         if self.groups and not any(re.search(self.groups, g) for g in doc.tested_groups):
@@ -275,7 +285,7 @@ def _load_side(directory: Path, metric: str, keep: ResultFilter,
         if not _looks_like_result(path):
             continue
         try:
-            doc = TestRunResult.read(path)
+            doc = RunResult.read(path)
         except (ValueError, OSError) as exc:
             problems.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
             continue

@@ -16,8 +16,8 @@ from redis_benchmarks_spec.analysis.compare import (
     NO_CHANGE,
     REGRESSION,
     UNKNOWN,
+    Comparison,
     ComparisonReport,
-    TestComparison,
     metric_direction,
 )
 
@@ -41,26 +41,26 @@ def _pct(value: float | None) -> str:
     return NA if value is None else f"{value:+.2f}%"
 
 
-def _ci(row: TestComparison) -> str:
+def _ci(row: Comparison) -> str:
     if row.ci_low_pct is None or row.ci_high_pct is None:
         return "unbounded"
     return f"[{row.ci_low_pct:+.2f}%, {row.ci_high_pct:+.2f}%]"
 
 
-def _p(row: TestComparison) -> str:
+def _p(row: Comparison) -> str:
     if row.p_value is None:
         return NA
     adj = NA if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
     return f"{row.p_value:.3g} ({adj})"
 
 
-def _cv(row: TestComparison) -> str:
+def _cv(row: Comparison) -> str:
     def one(v: float | None) -> str:
         return NA if v is None else f"{v * 100:.1f}%"
     return f"{one(row.cv_baseline)} / {one(row.cv_comparison)}"
 
 
-def _n(row: TestComparison) -> str:
+def _n(row: Comparison) -> str:
     return f"{row.n_baseline} / {row.n_comparison}"
 
 
@@ -107,7 +107,7 @@ def to_rich_table(report: ComparisonReport) -> Table:
     return table
 
 
-def _ordered(report: ComparisonReport) -> list[TestComparison]:
+def _ordered(report: ComparisonReport) -> list[Comparison]:
     rank = {REGRESSION: 0, IMPROVEMENT: 1, UNKNOWN: 2, NO_CHANGE: 3}
     return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
 
@@ -132,22 +132,22 @@ MD_HEADER = ["Test", "n b / c", "Baseline", "Comparison", "Change", "95% CI",
              "p (adj)", "CV b / c", "Verdict"]
 
 
-def _md_row(row: TestComparison) -> list[str]:
+def _md_row(row: Comparison) -> list[str]:
     return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
             _pct(row.change_pct), _ci(row), _p(row), _cv(row), row.verdict]
 
 
-def _md_flagged_row(row: TestComparison) -> list[str]:
+def _md_flagged_row(row: Comparison) -> list[str]:
     return [*_md_row(row), row.reason]
 
 
-def _md_unknown_row(row: TestComparison) -> list[str]:
+def _md_unknown_row(row: Comparison) -> list[str]:
     needed = NA if row.runs_needed is None else str(row.runs_needed)
     return [*_md_row(row)[:-1], needed, row.reason]
 
 
-def _md_section(title: str, rows: list[TestComparison],
-                render: Callable[[TestComparison], list[str]], header: list[str]) -> list[str]:
+def _md_section(title: str, rows: list[Comparison],
+                render: Callable[[Comparison], list[str]], header: list[str]) -> list[str]:
     if not rows:
         return []
     return [f"### {title} ({len(rows)})", "", *_md_table(header, [render(r) for r in rows]), ""]

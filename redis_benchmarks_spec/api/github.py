@@ -16,7 +16,7 @@ from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     BuildRequest,
     SourceLocation,
-    TestFilters,
+    SuiteFilters,
     now_ms,
 )
 
@@ -40,7 +40,7 @@ class TriggerPolicy:
     git_remote: str | None = None  # a mirror to fetch from instead of the payload's clone URL
     platforms: tuple[str, ...] = ()
     build_variants: tuple[str, ...] = ()
-    filters: TestFilters = field(default_factory=TestFilters)
+    filters: SuiteFilters = field(default_factory=SuiteFilters)
     triggering_env: str = "ci"
 
 

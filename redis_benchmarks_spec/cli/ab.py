@@ -15,7 +15,7 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paire
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.suite import Suite
 
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:

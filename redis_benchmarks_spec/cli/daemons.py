@@ -16,14 +16,14 @@ import redis
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
-from redis_benchmarks_spec.build.artifacts import S3Target
-from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
-from redis_benchmarks_spec.build.source import GitOptions
-from redis_benchmarks_spec.build.variants import default_variants_dir, load_variants
+from redis_benchmarks_spec.builder.artifacts import S3Target
+from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.source import GitOptions
+from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.spec.catalog import SuiteFilter, default_suites_dir
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
 ENV_DATASINK = "RBS_DATASINK"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, TestRunResult
+from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
 from redis_benchmarks_spec.results.summary import row
 
 
@@ -19,7 +19,7 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def results_table(results: list[TestRunResult], title: str = "Results") -> Table:
+def results_table(results: list[RunResult], title: str = "Results") -> Table:
     table = Table(title=title, show_lines=False)
     for col, justify in (("test", "left"), ("topology", "left"), ("status", "left"),
                          ("ops/sec", "right"), ("p50 ms", "right"), ("p99 ms", "right"),
@@ -37,7 +37,7 @@ def results_table(results: list[TestRunResult], title: str = "Results") -> Table
     return table
 
 
-def print_problems(console: Console, results: list[TestRunResult]) -> None:
+def print_problems(console: Console, results: list[RunResult]) -> None:
     """Failed and skipped tests with their reasons and log tails."""
     for result in results:
         if result.status == STATUS_OK:
@@ -49,7 +49,7 @@ def print_problems(console: Console, results: list[TestRunResult]) -> None:
             console.print(result.log_tail, style="dim", highlight=False, markup=False)
 
 
-def summary_line(results: list[TestRunResult]) -> str:
+def summary_line(results: list[RunResult]) -> str:
     counts = {s: sum(1 for r in results if r.status == s) for s in ("ok", "failed", "skipped")}
     return (f"{len(results)} test run(s): {counts['ok']} ok, {counts['failed']} failed, "
             f"{counts['skipped']} skipped")

@@ -15,9 +15,9 @@ from rich.table import Table
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
-from redis_benchmarks_spec.events.messages import TestFilters
+from redis_benchmarks_spec.events.messages import SuiteFilters
 from redis_benchmarks_spec.events.status import heartbeats
-from redis_benchmarks_spec.events.trigger import (
+from redis_benchmarks_spec.intake.trigger import (
     DEFAULT_SOURCE_TTL_S,
     RedisSourceStore,
     RequestOptions,
@@ -96,7 +96,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     options = RequestOptions(
         org=args.org, repo_name=args.repo_name, pr=args.pr, platforms=args.platforms,
         build_variants=args.build_variants, triggering_env=args.triggering_env,
-        filters=TestFilters(args.tests_regexp, args.groups_regexp, args.commands_regexp,
+        filters=SuiteFilters(args.tests_regexp, args.groups_regexp, args.commands_regexp,
                             args.priority_min, args.priority_max),
     )
     done = trigger(client, names, args.repo, selection, options, store)

@@ -25,11 +25,11 @@ from redis_benchmarks_spec.cli.display import (
     summary_line,
 )
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, TestRunResult
+from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
-from redis_benchmarks_spec.spec.catalog import SuiteFilter, default_suites_dir, load_catalog
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir, load_catalog
+from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
 
@@ -143,14 +143,14 @@ def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> 
 
 
 def run_with_progress(console: Console, config: SessionConfig,
-                      suites: list[Suite]) -> list[TestRunResult]:
+                      suites: list[Suite]) -> list[RunResult]:
     total = len(plan_tests(config, suites))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("remaining"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("running suites", total=total)
 
-        def on_result(result: TestRunResult) -> None:
+        def on_result(result: RunResult) -> None:
             colour = {"ok": "green", "failed": "red"}.get(result.status, "yellow")
             progress.console.print(f"[{colour}]{result.status:>7}[/] {result.test_name}",
                                    highlight=False)
@@ -189,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def push_to_datasink(console: Console, args: argparse.Namespace,
-                     results: list[TestRunResult], results_dir: Path) -> None:
+                     results: list[RunResult], results_dir: Path) -> None:
     """Push this session's results; when that fails they stay on disk for `rbs datasink push`."""
     from redis_benchmarks_spec.datasink.session_push import push_session
     outcome = push_session(results_dir, args.datasink, args.datasink_data_dir)
@@ -197,7 +197,7 @@ def push_to_datasink(console: Console, args: argparse.Namespace,
     console.print(f"[{colour}]datasink: {outcome.message}[/]", highlight=False, soft_wrap=True)
 
 
-def report(console: Console, config: SessionConfig, results: list[TestRunResult]) -> int:
+def report(console: Console, config: SessionConfig, results: list[RunResult]) -> int:
     csv_path, json_path = write_summary(results, config.results_dir)
     console.print(results_table(results, title=f"Results ({config.results_dir})"))
     print_problems(console, results)

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from redis_benchmarks_spec.cli.display import make_console
-from redis_benchmarks_spec.spec.catalog import default_suites_dir, load_catalog
-from redis_benchmarks_spec.spec.lint import lint_catalog
-from redis_benchmarks_spec.spec.problems import ERROR
+from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
+from redis_benchmarks_spec.suites.lint import lint_catalog
+from redis_benchmarks_spec.suites.problems import ERROR
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -23,7 +23,7 @@ import platformdirs
 import psutil
 import redis
 
-from redis_benchmarks_spec.runner.process import free_port, tail, wait_for
+from redis_benchmarks_spec.common.process import free_port, tail, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBSSL_ENV = "RBS_LIBSSL_DIR"

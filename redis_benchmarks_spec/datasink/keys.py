@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 PREFIX = "ci.benchmarks.redis"
 
@@ -88,7 +88,7 @@ class Scope:
         return cls(*parts)
 
     @classmethod
-    def of(cls, result: TestRunResult) -> Scope:
+    def of(cls, result: RunResult) -> Scope:
         ctx = result.context
         return cls(ctx.triggering_env, ctx.git.org, ctx.git.repo)
 
@@ -155,7 +155,7 @@ def release_version(raw: str | None) -> str | None:
     return match.group(1)
 
 
-def run_labels(result: TestRunResult) -> dict[str, str]:
+def run_labels(result: RunResult) -> dict[str, str]:
     """Labels every series of one run carries besides its name: deployment and tested items."""
     labels = {LABEL_DEPLOYMENT_TYPE: result.context.deployment_type}
     if result.tested_groups:
@@ -167,7 +167,7 @@ def run_labels(result: TestRunResult) -> dict[str, str]:
     return {name: label_value(value) for name, value in labels.items() if value}
 
 
-def sides_of(result: TestRunResult) -> list[Side]:
+def sides_of(result: RunResult) -> list[Side]:
     """The sides a run's metrics are written to.
 
     The branch when known; the release version (from the git info, else the version the
@@ -188,7 +188,7 @@ def sides_of(result: TestRunResult) -> list[Side]:
     return sides
 
 
-def series_ids(result: TestRunResult) -> list[SeriesId]:
+def series_ids(result: RunResult) -> list[SeriesId]:
     """Every series one run writes: one per metric and side."""
     ctx = result.context
     scope = Scope.of(result)

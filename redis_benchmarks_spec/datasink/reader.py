@@ -15,7 +15,7 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.datasink import keys
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 Point = tuple[int, float]
 
@@ -241,16 +241,16 @@ def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
                                                    low, high)]
 
 
-def result_document(client: redis.Redis, run_id: str) -> TestRunResult:
+def result_document(client: redis.Redis, run_id: str) -> RunResult:
     """The full result document stored for ``run_id``."""
     key = keys.run_key(run_id)
     raw = client.get(key)
     if raw is None:
         raise RunNotFoundError(f"no result document at {key}")
-    return TestRunResult.from_dict(json.loads(raw))
+    return RunResult.from_dict(json.loads(raw))
 
 
-def run_document(client: redis.Redis, run_id: str) -> TestRunResult:
+def run_document(client: redis.Redis, run_id: str) -> RunResult:
     """The full result document of ``run_id`` (alias of :func:`result_document`)."""
     return result_document(client, run_id)
 

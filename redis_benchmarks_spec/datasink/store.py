@@ -22,7 +22,7 @@ import redis
 
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, push_results
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 MARKER_SUFFIX = ".pushed"
 # what a datasink failure looks like from here: the server cannot be reached or refuses us
@@ -136,7 +136,7 @@ def push_results_dir(client: redis.Redis, results_dir: Path,
 def _push_file(client: redis.Redis, path: Path, sink: str, options: PushOptions | None,
                report: PushReport, known: set[str]) -> None:
     try:
-        result = TestRunResult.read(path)
+        result = RunResult.read(path)
     except ValueError as exc:
         report.failed[str(path)] = str(exc)
         report.files_not_pushed.append(str(path))

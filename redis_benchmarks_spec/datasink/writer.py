@@ -16,7 +16,7 @@ from typing import Any, Literal
 import redis
 
 from redis_benchmarks_spec.datasink import keys
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 
 TimestampSource = Literal["start", "commit"]
 HASH_SERIES_CHUNK_BYTES = 256
@@ -86,7 +86,7 @@ class PushReport:
         return f"{text}: {self.error}" if self.error else text
 
 
-def push_results(client: redis.Redis, results: list[TestRunResult],
+def push_results(client: redis.Redis, results: list[RunResult],
                  options: PushOptions | None = None,
                  known_series: set[str] | None = None) -> PushReport:
     """Push every ok result, one pipelined round trip each.
@@ -116,7 +116,7 @@ def push_results(client: redis.Redis, results: list[TestRunResult],
     return report
 
 
-def skip_reason(result: TestRunResult, options: PushOptions) -> str:
+def skip_reason(result: RunResult, options: PushOptions) -> str:
     """Why ``result`` has nothing to push, or '' when it has."""
     if not result.ok:
         return f"status {result.status}"
@@ -129,7 +129,7 @@ def skip_reason(result: TestRunResult, options: PushOptions) -> str:
     return ""
 
 
-def timestamp_of(result: TestRunResult, options: PushOptions) -> int:
+def timestamp_of(result: RunResult, options: PushOptions) -> int:
     """The timestamp (ms) every point of ``result`` gets."""
     if options.timestamp == "commit":
         commit_ms = result.context.git.commit_time_ms
@@ -139,7 +139,7 @@ def timestamp_of(result: TestRunResult, options: PushOptions) -> int:
     return result.start_ms
 
 
-def push_one(client: redis.Redis, result: TestRunResult, options: PushOptions,
+def push_one(client: redis.Redis, result: RunResult, options: PushOptions,
              known: set[str], report: PushReport) -> int:
     """Write one run in one round trip; returns the number of datapoints written.
 
@@ -178,7 +178,7 @@ def push_one(client: redis.Redis, result: TestRunResult, options: PushOptions,
     return len(series)
 
 
-def queue_add(pipe: Any, series: keys.SeriesId, result: TestRunResult, ts: int,
+def queue_add(pipe: Any, series: keys.SeriesId, result: RunResult, ts: int,
               options: PushOptions) -> None:
     """Queue a TS.ADD of one point that creates the series, with its labels, if needed."""
     labels = {**series.labels(), **keys.run_labels(result)}
@@ -198,7 +198,7 @@ def madd_refusals(series: list[keys.SeriesId], reply: Any) -> list[keys.SeriesId
     return [s for s, item in zip(series, reply) if isinstance(item, Exception)]
 
 
-def readd(client: redis.Redis, result: TestRunResult, series: list[keys.SeriesId], ts: int,
+def readd(client: redis.Redis, result: RunResult, series: list[keys.SeriesId], ts: int,
           options: PushOptions) -> None:
     """Send points TS.MADD refused again as TS.ADD (creating, ON_DUPLICATE LAST)."""
     pipe = client.pipeline(transaction=False)
@@ -208,7 +208,7 @@ def readd(client: redis.Redis, result: TestRunResult, series: list[keys.SeriesId
     check_replies(result, commands, pipe.execute(raise_on_error=False))
 
 
-def queue_indexes(pipe: Any, result: TestRunResult) -> None:
+def queue_indexes(pipe: Any, result: RunResult) -> None:
     """Queue the index-set updates that let readers list tests, branches, versions..."""
     scope = keys.Scope.of(result)
     idx = keys.index_keys(scope)
@@ -224,12 +224,12 @@ def queue_indexes(pipe: Any, result: TestRunResult) -> None:
         pipe.sadd(side_sets[side.kind], side.value)
 
 
-def queue_document(pipe: Any, result: TestRunResult) -> None:
+def queue_document(pipe: Any, result: RunResult) -> None:
     """Queue the full result document under its run id, and the test's run index.
 
     Stored as a plain string of JSON rather than a RedisJSON document: it is written once
     and always read whole (analysis wants the encoded histogram, not a path inside it), it
-    is the same JSON as the file on disk (``TestRunResult.to_dict``), and it works on any RedisTimeSeries datasink,
+    is the same JSON as the file on disk (``RunResult.to_dict``), and it works on any RedisTimeSeries datasink,
     including shared ones that do not load the JSON module.
     """
     pipe.set(keys.run_key(result.run_id), json.dumps(result.to_dict(), sort_keys=True))
@@ -238,7 +238,7 @@ def queue_document(pipe: Any, result: TestRunResult) -> None:
     pipe.sadd(keys.index_keys(scope).runs, result.run_id)
 
 
-def check_replies(result: TestRunResult, commands: list[tuple[Any, ...]],
+def check_replies(result: RunResult, commands: list[tuple[Any, ...]],
                   replies: list[Any]) -> None:
     """Raise :class:`DatasinkWriteError` naming the first rejected command and its key."""
     errors = []

@@ -17,7 +17,7 @@ from redis_benchmarks_spec.events.messages import (
     BuildRequest,
     MalformedMessage,
     Message,
-    TestRunStatus,
+    RunStatus,
     decode_value,
 )
 from redis_benchmarks_spec.events.names import StreamNames
@@ -93,7 +93,7 @@ class EventStatus:
     """All recorded test statuses of one build event."""
 
     event_id: str
-    statuses: list[TestRunStatus]
+    statuses: list[RunStatus]
 
     @property
     def in_flight(self) -> bool:
@@ -118,7 +118,7 @@ def inflight(client: redis.Redis, names: StreamNames, limit: int = 100) -> list[
 
 
 def failed_tests(client: redis.Redis, names: StreamNames,
-                 limit: int = 100) -> list[TestRunStatus]:
+                 limit: int = 100) -> list[RunStatus]:
     """Failed tests of the recent events."""
     return [s for e in recent_events(client, names, limit) for s in e.statuses
             if s.state == "failed"]

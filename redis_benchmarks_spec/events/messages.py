@@ -101,10 +101,9 @@ class SourceLocation:
 
 
 @dataclass(frozen=True)
-class TestFilters:
+class SuiteFilters:
     """Which tests a request asks for (regexps match the whole name, Python syntax)."""
 
-    __test__: ClassVar[bool] = False  # not a pytest test class despite its name
 
     tests_regexp: str = ".*"
     groups_regexp: str = ".*"
@@ -168,7 +167,7 @@ class BuildRequest(Message):
     pr: int | None = None
     tag: str | None = None
     version: str | None = None
-    filters: TestFilters = field(default_factory=TestFilters)
+    filters: SuiteFilters = field(default_factory=SuiteFilters)
     platforms: list[str] = field(default_factory=list)  # empty = every platform
     build_variants: list[str] = field(default_factory=list)  # empty = builder's defaults
     triggering_env: str = "ci"
@@ -196,7 +195,7 @@ class BuildEvent(Message):
     pr: int | None = None
     tag: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # e.g. REDIS_CFLAGS used by the build
-    filters: TestFilters = field(default_factory=TestFilters)
+    filters: SuiteFilters = field(default_factory=SuiteFilters)
     platforms: list[str] = field(default_factory=list)
     triggering_env: str = "ci"
     built_at_ms: int = field(default_factory=now_ms)
@@ -226,10 +225,9 @@ FINAL_STATES: tuple[str, ...] = ("completed", "failed")
 
 
 @dataclass(frozen=True)
-class TestRunStatus(Message):
+class RunStatus(Message):
     """The state of one test of one build event on one platform (agents -> status)."""
 
-    __test__: ClassVar[bool] = False
 
     KIND: ClassVar[str] = "test-status"
     VERSION: ClassVar[int] = 1
@@ -253,7 +251,7 @@ class TestRunStatus(Message):
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
-    t.KIND: t for t in (BuildRequest, BuildEvent, BuildFailure, TestRunStatus)
+    t.KIND: t for t in (BuildRequest, BuildEvent, BuildFailure, RunStatus)
 }
 
 

@@ -6,9 +6,9 @@ Defaults (prefix ``rbs``):
 ``rbs:build-requests``         stream of BuildRequest (trigger, webhook -> builders)
 ``rbs:builds``                 stream of BuildEvent (builders -> agents)
 ``rbs:build-failures``         stream of BuildFailure
-``rbs:test-status``            stream of TestRunStatus (every state change, for followers)
+``rbs:test-status``            stream of RunStatus (every state change, for followers)
 ``rbs:dead-letter``            stream of entries no consumer could decode, with the reason
-``rbs:status:<event id>``      hash ``<platform>|<test name>`` -> encoded TestRunStatus
+``rbs:status:<event id>``      hash ``<platform>|<test name>`` -> encoded RunStatus
 ``rbs:status-index``           sorted set of event ids by last status update (ms)
 ``rbs:heartbeat:<pf>:<agent>`` string with a TTL, refreshed by each live agent
 ``rbs:heartbeats``             sorted set of heartbeat keys by last beat (ms)

@@ -18,7 +18,7 @@ import redis
 
 from redis_benchmarks_spec.events.messages import (
     MalformedMessage,
-    TestRunStatus,
+    RunStatus,
     encode_message,
     now_ms,
 )
@@ -34,7 +34,7 @@ def status_field(platform: str, test_name: str) -> str:
 
 
 def record_statuses(client: redis.Redis, names: StreamNames,
-                    statuses: Iterable[TestRunStatus]) -> int:
+                    statuses: Iterable[RunStatus]) -> int:
     """Store statuses (hash + index + status stream) in one round trip; how many."""
     pipe = client.pipeline(transaction=False)
     count = 0
@@ -57,17 +57,17 @@ def _pack(fields: dict[str, bytes]) -> bytes:
                       separators=(",", ":")).encode()
 
 
-def _unpack(raw: bytes, where: str) -> TestRunStatus:
+def _unpack(raw: bytes, where: str) -> RunStatus:
     try:
         fields = json.loads(raw)
     except ValueError as exc:
         raise MalformedMessage(where, None, f"status value is not JSON: {exc}") from exc
     if not isinstance(fields, dict):
         raise MalformedMessage(where, None, "status value is not an object")
-    return TestRunStatus.decode(fields, where)
+    return RunStatus.decode(fields, where)
 
 
-def read_statuses(client: redis.Redis, names: StreamNames, event_id: str) -> list[TestRunStatus]:
+def read_statuses(client: redis.Redis, names: StreamNames, event_id: str) -> list[RunStatus]:
     """Every recorded status of one build event, sorted by platform and test."""
     raw: Any = client.hgetall(names.status_key(event_id))
     key = names.status_key(event_id)
@@ -75,7 +75,7 @@ def read_statuses(client: redis.Redis, names: StreamNames, event_id: str) -> lis
     return sorted(statuses, key=lambda s: (s.platform, s.test_name))
 
 
-def platform_done(statuses: Iterable[TestRunStatus], platform: str) -> bool:
+def platform_done(statuses: Iterable[RunStatus], platform: str) -> bool:
     """True when ``platform`` has recorded :data:`EVENT_DONE` in a final state."""
     return any(s.platform == platform and s.test_name == EVENT_DONE and s.final
                for s in statuses)

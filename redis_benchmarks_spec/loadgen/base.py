@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 
 @dataclass(frozen=True)

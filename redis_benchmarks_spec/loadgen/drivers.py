@@ -14,7 +14,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import redis_benchmark
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 
 class RedisBenchmarkDriver:

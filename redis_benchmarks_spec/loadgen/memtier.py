@@ -49,7 +49,7 @@ from redis_benchmarks_spec.loadgen.result import (
     ToolOutputError,
     ToolResult,
 )
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 TOOL = "memtier_benchmark"
 SINGLE = "ALL STATS"

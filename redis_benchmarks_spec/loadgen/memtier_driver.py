@@ -7,7 +7,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import memtier
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # a run with neither --test-time nor -n: memtier's default is 10000 requests per client
 DEFAULT_EXPECTED_S = 60.0

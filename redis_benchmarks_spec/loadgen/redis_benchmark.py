@@ -25,8 +25,8 @@ from redis_benchmarks_spec.loadgen.result import (
     ToolOutputError,
     ToolResult,
 )
-from redis_benchmarks_spec.spec.commands import REDIS_BENCHMARK_VALUE_OPTS
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.commands import REDIS_BENCHMARK_VALUE_OPTS
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 ASSUMED_RPS_PER_STREAM = 100_000
 WARMUP_REQUESTS = 20_000

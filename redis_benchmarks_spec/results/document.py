@@ -59,10 +59,9 @@ class CpuUsage:
 
 
 @dataclass
-class TestRunResult:
+class RunResult:
     """Everything one test run produced. ``metrics`` are the exporter's named values."""
 
-    __test__ = False  # not a pytest test class, despite the name
 
     test_name: str
     run_id: str
@@ -105,7 +104,7 @@ class TestRunResult:
         return raw
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> TestRunResult:
+    def from_dict(cls, raw: dict[str, Any]) -> RunResult:
         version = raw.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ValueError(f"unsupported result schema_version {version!r} (want {SCHEMA_VERSION})")
@@ -122,7 +121,7 @@ class TestRunResult:
         tmp.replace(path)
 
     @classmethod
-    def read(cls, path: Path) -> TestRunResult:
+    def read(cls, path: Path) -> RunResult:
         try:
             return cls.from_dict(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError) as exc:

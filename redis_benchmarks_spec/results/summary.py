@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from redis_benchmarks_spec.results.document import STATUS_OK, TestRunResult
+from redis_benchmarks_spec.results.document import STATUS_OK, RunResult
 
 CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p99_ms", "p999_ms",
                "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
@@ -45,7 +45,7 @@ class Row:
     reason: str
 
 
-def row(result: TestRunResult) -> Row:
+def row(result: RunResult) -> Row:
     tr = result.result if result.status == STATUS_OK else None
     pct = tr.totals.latency.percentiles_ms if tr else {}
     cpu_c, cpu_s = result.cpu.get("client"), result.cpu.get("server")
@@ -61,7 +61,7 @@ def row(result: TestRunResult) -> Row:
         reason=result.reason.splitlines()[0] if result.reason else "")
 
 
-def write_summary(results: list[TestRunResult], directory: Path) -> tuple[Path, Path]:
+def write_summary(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
     """``summary.csv`` and ``summary.json`` of a session; returns both paths."""
     rows = [row(r) for r in results]
     csv_path, json_path = directory / "summary.csv", directory / "summary.json"

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.results.document import TestRunResult
-from redis_benchmarks_spec.runner.process import ProcessRegistry
+from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.suite import Suite
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
@@ -42,7 +42,7 @@ class ABRun:
 
     side: str
     repetition: int
-    result: TestRunResult
+    result: RunResult
 
 
 def order(repetition: int) -> tuple[str, str]:

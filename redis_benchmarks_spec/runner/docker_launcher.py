@@ -18,8 +18,8 @@ import tarfile
 import uuid
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerSpec, ServerStartError
-from redis_benchmarks_spec.runner.process import free_port, wait_for
 
 LABEL = "rbs.managed"
 DOCKER_TIMEOUT = 120

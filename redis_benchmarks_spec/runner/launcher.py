@@ -11,7 +11,7 @@ from typing import Protocol
 
 import redis
 
-from redis_benchmarks_spec.runner.process import ProcessRegistry, free_port, tail, wait_for
+from redis_benchmarks_spec.common.process import ProcessRegistry, free_port, tail, wait_for
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget
-from redis_benchmarks_spec.runner.process import ProcessRegistry, tail
-from redis_benchmarks_spec.spec.suite import DbConfig
+from redis_benchmarks_spec.suites.suite import DbConfig
 
 
 class PreloadError(RuntimeError):

@@ -13,19 +13,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import ProcessRegistry
 from redis_benchmarks_spec.loadgen.base import ClientDriver
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths, make_driver
 from redis_benchmarks_spec.results.document import (
     STATUS_SKIPPED,
     RunContext,
-    TestRunResult,
+    RunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.execute import RunEnv, run_test
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
-from redis_benchmarks_spec.runner.process import ProcessRegistry
-from redis_benchmarks_spec.runner.test_run import TestEnv, run_test
-from redis_benchmarks_spec.spec.suite import Suite
-from redis_benchmarks_spec.spec.topology import Topology, load_topologies
+from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.topology import Topology, load_topologies
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
 log = logging.getLogger(__name__)
@@ -86,9 +86,9 @@ def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPath
     return ""
 
 
-def _skipped(test: PlannedTest, config: SessionConfig) -> TestRunResult:
+def _skipped(test: PlannedTest, config: SessionConfig) -> RunResult:
     now = int(time.time() * 1000)
-    return TestRunResult(
+    return RunResult(
         test_name=test.suite.name, run_id=f"{test.suite.name}:{now}:skipped",
         status=STATUS_SKIPPED, reason=test.skip_reason, context=config.context,
         suite_file=str(test.suite.path), tool=",".join(test.suite.tools),
@@ -113,12 +113,12 @@ def make_launcher(config: SessionConfig, registry: ProcessRegistry) -> ServerLau
     return ProcessLauncher(registry)
 
 
-def make_env(config: SessionConfig, registry: ProcessRegistry) -> TestEnv:
+def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
     tools = config.tools.resolve()
     if not tools.redis_server:
         raise FileNotFoundError("redis-server not found: give --redis-server or put it on PATH")
     context = replace(config.context, deployment_type=config.launcher)
-    return TestEnv(
+    return RunEnv(
         redis_server=tools.redis_server, drivers=_drivers(tools),
         launcher=make_launcher(config, registry), registry=registry,
         allocator=CpuAllocator(config.cpus), context=context,
@@ -128,14 +128,14 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> TestEnv:
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],
-               on_result: Callable[[TestRunResult], None] | None = None,
+               on_result: Callable[[RunResult], None] | None = None,
                stop: threading.Event | None = None,
-               registry: ProcessRegistry | None = None) -> list[TestRunResult]:
+               registry: ProcessRegistry | None = None) -> list[RunResult]:
     """Run every planned test; everything started is stopped even on KeyboardInterrupt."""
     registry = registry or ProcessRegistry()
     env = make_env(config, registry)
     config.results_dir.mkdir(parents=True, exist_ok=True)
-    results: list[TestRunResult] = []
+    results: list[RunResult] = []
     try:
         for test in plan_tests(config, suites):
             if stop is not None and stop.is_set():

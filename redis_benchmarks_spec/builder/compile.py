@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.build.variants import BuildVariant
-from redis_benchmarks_spec.runner.process import tail
+from redis_benchmarks_spec.builder.variants import BuildVariant
+from redis_benchmarks_spec.common.process import tail
 
 BINARIES = ("redis-server", "redis-cli", "redis-benchmark")
 DEFAULT_TIMEOUT_S = 1800

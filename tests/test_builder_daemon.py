@@ -14,10 +14,10 @@ import psutil
 import pytest
 import redis
 
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
-from redis_benchmarks_spec.build.compile import unpack
-from redis_benchmarks_spec.build.variants import load_variants
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import unpack
+from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.events.consumer import GroupConsumer, publish
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,

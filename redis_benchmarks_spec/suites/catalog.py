@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.spec.problems import ERROR, Problem, SpecError
-from redis_benchmarks_spec.spec.suite import (
+from redis_benchmarks_spec.suites.problems import ERROR, Problem, SpecError
+from redis_benchmarks_spec.suites.suite import (
     RTS_KEYS,
     ExporterConfig,
     Suite,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.build.source import GitOptions, SourceError, fetch_source
+from redis_benchmarks_spec.builder.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     SOURCE_REDIS,

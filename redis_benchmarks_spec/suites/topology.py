@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redis_benchmarks_spec.spec.catalog import repo_root
-from redis_benchmarks_spec.spec.problems import Problem, SpecError
-from redis_benchmarks_spec.spec.suite import load_yaml
+from redis_benchmarks_spec.suites.catalog import repo_root
+from redis_benchmarks_spec.suites.problems import Problem, SpecError
+from redis_benchmarks_spec.suites.suite import load_yaml
 
 
 @dataclass

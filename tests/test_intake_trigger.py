@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.cli import pipeline
-from redis_benchmarks_spec.events.gitsource import GitError
-from redis_benchmarks_spec.events.messages import BuildRequest, TestFilters
+from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.trigger import (
+from redis_benchmarks_spec.intake.gitsource import GitError
+from redis_benchmarks_spec.intake.trigger import (
     RedisSourceStore,
     RequestOptions,
     Selection,
@@ -72,7 +72,7 @@ def test_archive_stored_with_ttl_and_extracts_to_committed_files(redis_server, r
     client = redis_server.client()
     head = _shas(repo, 1)[0]
     [done] = trigger(client, NAMES, str(repo), Selection(commit=head),
-                     RequestOptions(pr=42, filters=TestFilters(tests_regexp="get")),
+                     RequestOptions(pr=42, filters=SuiteFilters(tests_regexp="get")),
                      RedisSourceStore(ttl_s=600))
     [req] = _queued(client)
     assert req == done.request

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from redis_benchmarks_spec.spec.catalog import load_catalog
-from redis_benchmarks_spec.spec.commands import issued_commands
-from redis_benchmarks_spec.spec.problems import WARNING, Problem
-from redis_benchmarks_spec.spec.suite import Suite
+from redis_benchmarks_spec.suites.catalog import load_catalog
+from redis_benchmarks_spec.suites.commands import issued_commands
+from redis_benchmarks_spec.suites.problems import WARNING, Problem
+from redis_benchmarks_spec.suites.suite import Suite
 
 KNOWN_TOOLS = {"redis-benchmark", "memtier_benchmark"}
 KNOWN_PRELOAD_TOOLS = KNOWN_TOOLS | {"redis-cli"}

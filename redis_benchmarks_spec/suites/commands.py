@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from redis_benchmarks_spec.spec.suite import ToolConfig
+from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # redis-benchmark -t test names and the commands they send
 REDIS_BENCHMARK_TESTS: dict[str, set[str]] = {

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from redis_benchmarks_spec.spec.problems import ERROR, WARNING, Problem, SpecError
+from redis_benchmarks_spec.suites.problems import ERROR, WARNING, Problem, SpecError
 
 TOP_LEVEL_KEYS = {
     "version", "name", "description", "dbconfig", "tested-groups", "tested-commands",

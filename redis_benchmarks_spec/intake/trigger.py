@@ -15,17 +15,17 @@ from typing import Any, Protocol
 
 import redis
 
-from redis_benchmarks_spec.events import gitsource
-from redis_benchmarks_spec.events.gitsource import Commit
 from redis_benchmarks_spec.events.messages import (
     SOURCE_REDIS,
     SOURCE_S3,
     BuildRequest,
     SourceLocation,
-    TestFilters,
+    SuiteFilters,
     new_id,
 )
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.intake import gitsource
+from redis_benchmarks_spec.intake.gitsource import Commit
 
 DEFAULT_SOURCE_TTL_S = 7 * 24 * 3600
 
@@ -62,7 +62,7 @@ class RequestOptions:
     org: str | None = None  # default: from a GitHub origin remote
     repo_name: str | None = None
     pr: int | None = None
-    filters: TestFilters = field(default_factory=TestFilters)
+    filters: SuiteFilters = field(default_factory=SuiteFilters)
     platforms: tuple[str, ...] = ()
     build_variants: tuple[str, ...] = ()
     triggering_env: str = "ci"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
@@ -21,7 +22,7 @@ from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
     RunContext,
-    TestRunResult,
+    RunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
 from redis_benchmarks_spec.runner.launcher import (
@@ -31,9 +32,8 @@ from redis_benchmarks_spec.runner.launcher import (
     ServerStartError,
 )
 from redis_benchmarks_spec.runner.preload import PreloadContext, PreloadError, prepare_dataset
-from redis_benchmarks_spec.runner.process import ProcessRegistry, tail
-from redis_benchmarks_spec.spec.suite import Suite
-from redis_benchmarks_spec.spec.topology import Topology
+from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
 from redis_benchmarks_spec.telemetry.cpu import CpuSampler, SaturationThresholds, is_client_bound
 
@@ -43,7 +43,7 @@ CLIENT_BOUND = "client-bound"
 SHARED_CORES = "shared-cores"
 
 
-class TestFailure(RuntimeError):
+class RunFailure(RuntimeError):
     """A test failed for a reason worth showing; ``log_tail`` holds the evidence."""
 
     def __init__(self, reason: str, log_tail: str = "") -> None:
@@ -52,7 +52,7 @@ class TestFailure(RuntimeError):
 
 
 @dataclass
-class TestEnv:
+class RunEnv:
     """Everything a test run needs that is the same for all tests of a session."""
 
     redis_server: str
@@ -73,23 +73,23 @@ class TestEnv:
 class _Running:
     """State of a test in flight, so clean-up knows what to stop."""
 
-    result: TestRunResult
+    result: RunResult
     out_dir: Path
     server: ServerHandle | None = None
     server_dir: Path | None = None
 
 
-def _new_result(suite: Suite, topology: Topology, env: TestEnv) -> TestRunResult:
+def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
     start_ms = int(time.time() * 1000)
     context = RunContext(**{**env.context.__dict__, "topology": topology.name})
-    return TestRunResult(
+    return RunResult(
         test_name=suite.name, run_id=f"{suite.name}:{start_ms}:{uuid.uuid4().hex[:8]}",
         status=STATUS_FAILED, context=context, suite_file=str(suite.path),
         tested_groups=suite.tested_groups, tested_commands=suite.tested_commands,
         tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms)
 
 
-def run_test(suite: Suite, topology: Topology, env: TestEnv) -> TestRunResult:
+def run_test(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
     """Run one suite on one topology; never raises for a test failure, it records it."""
     result = _new_result(suite, topology, env)
     out_dir = env.results_dir / suite.name / topology.name
@@ -98,7 +98,7 @@ def run_test(suite: Suite, topology: Topology, env: TestEnv) -> TestRunResult:
     try:
         _execute(suite, topology, env, running)
         result.status = STATUS_OK
-    except TestFailure as exc:
+    except RunFailure as exc:
         result.reason, result.log_tail = str(exc), exc.log_tail
     except ServerErrorReplies as exc:
         result.reason = str(exc)
@@ -115,7 +115,7 @@ def run_test(suite: Suite, topology: Topology, env: TestEnv) -> TestRunResult:
     return result
 
 
-def _execute(suite: Suite, topology: Topology, env: TestEnv, running: _Running) -> None:
+def _execute(suite: Suite, topology: Topology, env: RunEnv, running: _Running) -> None:
     result = running.result
     drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
     # parallel clients asking 0.5 CPU each share one core
@@ -147,14 +147,14 @@ def _execute(suite: Suite, topology: Topology, env: TestEnv, running: _Running) 
     _finish_result(suite, result, tool_result)
 
 
-def _record_cpus(result: TestRunResult, plan: CpuPlan) -> None:
+def _record_cpus(result: RunResult, plan: CpuPlan) -> None:
     result.cpus = {"server": plan.server, "client": plan.client}
     if plan.warning:
         log.warning("%s: %s", result.test_name, plan.warning)
         result.flags.append(SHARED_CORES)
 
 
-def _prepare(suite: Suite, env: TestEnv, running: _Running, target: ClientTarget,
+def _prepare(suite: Suite, env: RunEnv, running: _Running, target: ClientTarget,
              client: redis.Redis, plan: CpuPlan) -> float | None:
     preload = suite.dbconfig.preload_tool
     driver = env.drivers.get(preload.tool) if preload else None
@@ -163,7 +163,7 @@ def _prepare(suite: Suite, env: TestEnv, running: _Running, target: ClientTarget
     return prepare_dataset(ctx, suite.dbconfig)
 
 
-def _run_clients(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _Running,
+def _run_clients(suite: Suite, drivers: list[ClientDriver], env: RunEnv, running: _Running,
                  target: ClientTarget, plan: CpuPlan, rates: list[float | None]) -> ToolResult:
     """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
     result = running.result
@@ -206,7 +206,7 @@ def redact(argv: list[str]) -> list[str]:
             else a for a in out]
 
 
-def _warm_up(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _Running,
+def _warm_up(suite: Suite, drivers: list[ClientDriver], env: RunEnv, running: _Running,
              target: ClientTarget, plan: CpuPlan) -> list[float | None]:
     """Rates measured by each driver's warm-up (None where a driver needs none)."""
     rates: list[float | None] = []
@@ -224,13 +224,13 @@ def _warm_up(suite: Suite, drivers: list[ClientDriver], env: TestEnv, running: _
     return rates
 
 
-def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: TestEnv) -> int:
+def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: RunEnv) -> int:
     expected = float(env.test_time) if env.test_time else inv.expected_duration_s
     timeout = expected * 3 + env.timeout_buffer_s
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
-        raise TestFailure(f"client {inv.argv[0]} timed out after {timeout:.0f}s",
+        raise RunFailure(f"client {inv.argv[0]} timed out after {timeout:.0f}s",
                           tail(inv.stdout_path)) from exc
 
 
@@ -243,14 +243,14 @@ def _parse_all(drivers: list[ClientDriver], invocations: list[Invocation],
         except ServerErrorReplies:
             raise
         except (RuntimeError, ValueError) as exc:
-            raise TestFailure(f"{driver.tool}: {exc}", tail(inv.stdout_path)) from exc
+            raise RunFailure(f"{driver.tool}: {exc}", tail(inv.stdout_path)) from exc
     if len(parsed) == 1:
         return parsed[0]
     from redis_benchmarks_spec.loadgen.memtier import merge_results
     return merge_results(parsed)
 
 
-def _saturation(result: TestRunResult, sampler: CpuSampler, plan: CpuPlan,
+def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
                 thresholds: SaturationThresholds) -> None:
     client = sampler.usage("client", len(plan.client))
     server = sampler.usage("server", len(plan.server))
@@ -265,13 +265,13 @@ def _check_errors(before: info_mod.InfoSnapshot, after: info_mod.InfoSnapshot) -
         raise ServerErrorReplies(count, f"server INFO errorstats: {kinds or 'unknown kinds'}")
 
 
-def _finish_result(suite: Suite, result: TestRunResult, tool_result: ToolResult) -> None:
+def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:
     result.result = tool_result
     metrics, missing = evaluate_metrics(tool_result.data, suite.exporter.metrics)
     result.metrics, result.missing_metrics = metrics, missing
 
 
-def _cleanup(env: TestEnv, running: _Running) -> None:
+def _cleanup(env: RunEnv, running: _Running) -> None:
     if running.server is not None:
         env.launcher.stop(running.server)
         kept = running.out_dir / "redis-server.log"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.compile import Artifact
-from redis_benchmarks_spec.build.variants import load_variant, load_variants
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import Artifact
+from redis_benchmarks_spec.builder.variants import load_variant, load_variants
 from redis_benchmarks_spec.events.messages import ARTIFACT_S3, ArtifactRef
-from redis_benchmarks_spec.spec.problems import SpecError
+from redis_benchmarks_spec.suites.problems import SpecError
 
 
 def artifact(size: int) -> Artifact:

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.compile import Artifact, BuildError, build
-from redis_benchmarks_spec.build.heartbeat import Heartbeat
-from redis_benchmarks_spec.build.source import GitOptions, SourceError, fetch_source
-from redis_benchmarks_spec.build.variants import BuildVariant
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
+from redis_benchmarks_spec.builder.source import GitOptions, SourceError, fetch_source
+from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
     GroupConsumer,
 )
+from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
     ArtifactRef,
     BuildEvent,

@@ -14,20 +14,20 @@ import pytest
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
-from redis_benchmarks_spec.build import artifacts
-from redis_benchmarks_spec.build.builder import Builder, BuilderConfig
-from redis_benchmarks_spec.build.compile import unpack
-from redis_benchmarks_spec.build.variants import load_variants
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder.compile import unpack
+from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.trigger import (
+from redis_benchmarks_spec.intake.trigger import (
     RedisSourceStore,
     RequestOptions,
     Selection,
     trigger,
 )
-from redis_benchmarks_spec.results.document import TestRunResult
+from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.pipeline_fixtures import SUITE
 
@@ -101,10 +101,10 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
         (suites / f"{name}.yml").write_text(SUITE.format(name=name, n=5000).replace(
             "build-variants: [gcc:12.2.0-amd64-debian-bookworm-default]",
             f"build-variants: ['{VARIANT}']").replace("-t set", f"-t {command}"))
-    pushed: list[TestRunResult] = []
+    pushed: list[RunResult] = []
     sink = DatasinkPusher(datasink.client())
 
-    def push(results: list[TestRunResult]) -> None:
+    def push(results: list[RunResult]) -> None:
         pushed.extend(results)
         sink(results)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.build.compile import Artifact
+from redis_benchmarks_spec.builder.compile import Artifact
 from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ARTIFACT_S3, ArtifactRef
 
 CHUNK_BYTES = 4 * 1024 * 1024

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.spec.catalog import repo_root
-from redis_benchmarks_spec.spec.problems import Problem, SpecError
-from redis_benchmarks_spec.spec.suite import load_yaml
+from redis_benchmarks_spec.suites.catalog import repo_root
+from redis_benchmarks_spec.suites.problems import Problem, SpecError
+from redis_benchmarks_spec.suites.suite import load_yaml
 
 KEYS = {"id", "os", "arch", "compiler", "cpp_compiler", "build_image", "run_image", "env"}
 
