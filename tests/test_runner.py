@@ -227,3 +227,49 @@ def test_passwords_are_redacted_from_stored_argv() -> None:
     from redis_benchmarks_spec.runner.execute import redact
     assert redact(["rb", "-a", "secret", "-n", "1"]) == ["rb", "-a", "***", "-n", "1"]
     assert redact(["m", "--authenticate=u:p", "-c", "1"]) == ["m", "--authenticate=***", "-c", "1"]
+
+
+class _StopThenFail:
+    """The real process launcher, whose stop() stops the server and then reports a failure
+    (as a Docker engine that errors on ``rm`` would)."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.stopped_pids: list[int] = []
+
+    def start(self, spec):  # type: ignore[no-untyped-def]
+        return self.inner.start(spec)
+
+    def stop(self, handle) -> None:  # type: ignore[no-untyped-def]
+        self.inner.stop(handle)
+        self.stopped_pids.extend(handle.pids)
+        raise RuntimeError("engine said no")
+
+
+def test_result_is_written_when_cleanup_fails(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.common.process import ProcessRegistry
+    from redis_benchmarks_spec.runner.execute import run_test
+    from redis_benchmarks_spec.runner.session import make_env
+    from redis_benchmarks_spec.suites.topology import load_topologies
+
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    suite(suites, "ping", "-c 5 -n 2000 PING", "ping")
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "results")
+    registry = ProcessRegistry()
+    env = make_env(config, registry)
+    failing = _StopThenFail(env.launcher)
+    env.launcher = failing
+    try:
+        result = run_test(load_catalog(suites).suites[0], load_topologies()["oss-standalone"],
+                          env)
+    finally:
+        registry.stop_all()
+    assert result.status == STATUS_OK, result.reason
+    assert result.cleanup_errors == ["stop the server: RuntimeError: engine said no"]
+    stored = RunResult.read(tmp_path / "results" / "ping" / "oss-standalone" / "result.json")
+    assert stored.metrics["ALL_STATS.Totals.Ops/sec"] > 0
+    assert stored.cleanup_errors == result.cleanup_errors
+    assert failing.stopped_pids and not any(psutil.pid_exists(p) and
+                                            psutil.Process(p).status() != "zombie"
+                                            for p in failing.stopped_pids)

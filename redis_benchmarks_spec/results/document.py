@@ -62,7 +62,6 @@ class CpuUsage:
 class RunResult:
     """Everything one test run produced. ``metrics`` are the exporter's named values."""
 
-
     test_name: str
     run_id: str
     status: str
@@ -92,6 +91,7 @@ class RunResult:
     cpu: dict[str, CpuUsage] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
     paths: dict[str, str] = field(default_factory=dict)
+    cleanup_errors: list[str] = field(default_factory=list)  # clean-up that failed after the run
     schema_version: int = SCHEMA_VERSION
 
     @property

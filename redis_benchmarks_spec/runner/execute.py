@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,16 +70,6 @@ class RunEnv:
     server_args: list[str] = field(default_factory=list)  # extra args for every server
 
 
-@dataclass
-class _Running:
-    """State of a test in flight, so clean-up knows what to stop."""
-
-    result: RunResult
-    out_dir: Path
-    server: ServerHandle | None = None
-    server_dir: Path | None = None
-
-
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
     start_ms = int(time.time() * 1000)
     context = RunContext(**{**env.context.__dict__, "topology": topology.name})
@@ -91,60 +82,186 @@ def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
 
 def run_test(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
     """Run one suite on one topology; never raises for a test failure, it records it."""
-    result = _new_result(suite, topology, env)
-    out_dir = env.results_dir / suite.name / topology.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    running = _Running(result, out_dir)
-    try:
-        _execute(suite, topology, env, running)
-        result.status = STATUS_OK
-    except RunFailure as exc:
-        result.reason, result.log_tail = str(exc), exc.log_tail
-    except ServerErrorReplies as exc:
-        result.reason = str(exc)
-        result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
-                                     if k.startswith("client_"))
-    except (PreloadError, ServerStartError) as exc:
-        result.reason = str(exc)
-    except (redis.RedisError, OSError) as exc:
-        result.reason = f"{type(exc).__name__}: {exc}"
-    finally:
-        _cleanup(env, running)
-        result.end_ms = int(time.time() * 1000)
-        result.write(out_dir / "result.json")
-    return result
+    return SuiteRun(suite, topology, env).run()
 
 
-def _execute(suite: Suite, topology: Topology, env: RunEnv, running: _Running) -> None:
-    result = running.result
-    drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
-    # parallel clients asking 0.5 CPU each share one core
-    client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
-    plan = env.allocator.plan(topology.server_cpus, client_cpus)
-    _record_cpus(result, plan)
-    running.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{suite.name[:40]}-"))
-    args = suite.dbconfig.server_args() + topology.server_args() + env.server_args
-    result.server_args = args
-    running.server = env.launcher.start(ServerSpec(env.redis_server, args, plan.server,
-                                                   running.server_dir))
-    result.paths["server_log"] = str(running.server.log_path)
-    target = ClientTarget(running.server.host, running.server.port)
-    client = running.server.client()
-    result.preload_duration_s = _prepare(suite, env, running, target, client, plan)
-    rates = _warm_up(suite, drivers, env, running, target, plan)
-    before = info_mod.snapshot(client)
-    result.redis_version, result.redis_git_sha = info_mod.server_identity(before)
+class SuiteRun:
+    """One suite on one topology, owned from plan to written result.
+
+    Everything the run starts is recorded on this object so clean-up knows what to stop, and
+    ``run`` writes ``result.json`` even when the test or its clean-up fails: a measurement that
+    was taken is never lost because a container would not stop or a log would not copy.
+    """
+
+    def __init__(self, suite: Suite, topology: Topology, env: RunEnv) -> None:
+        self.suite, self.topology, self.env = suite, topology, env
+        self.result = _new_result(suite, topology, env)
+        self.out_dir = env.results_dir / suite.name / topology.name
+        self.server: ServerHandle | None = None
+        self.server_dir: Path | None = None
+
+    def run(self) -> RunResult:
+        result = self.result
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._execute()
+            result.status = STATUS_OK
+        except RunFailure as exc:
+            result.reason, result.log_tail = str(exc), exc.log_tail
+        except ServerErrorReplies as exc:
+            result.reason = str(exc)
+            result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
+                                         if k.startswith("client_"))
+        except (PreloadError, ServerStartError) as exc:
+            result.reason = str(exc)
+        except (redis.RedisError, OSError) as exc:
+            result.reason = f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            # Ctrl-C / SIGTERM / a bug: record why, write what was measured, then re-raise.
+            result.reason = result.reason or "interrupted before the test finished"
+            raise
+        finally:
+            self._cleanup()
+            result.end_ms = int(time.time() * 1000)
+            self._write()
+        return result
+
+    # -- the test, top to bottom ----------------------------------------------------------
+
+    def _execute(self) -> None:
+        suite, env, result = self.suite, self.env, self.result
+        drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
+        # parallel clients asking 0.5 CPU each share one core
+        client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
+        plan = env.allocator.plan(self.topology.server_cpus, client_cpus)
+        _record_cpus(result, plan)
+        server = self._start_server(plan)
+        target = ClientTarget(server.host, server.port)
+        client = server.client()
+        result.preload_duration_s = self._prepare(target, client, plan)
+        rates = self._warm_up(drivers, target, plan)
+        before = info_mod.snapshot(client)
+        result.redis_version, result.redis_git_sha = info_mod.server_identity(before)
+        try:
+            tool_result = self._run_clients(drivers, target, plan, rates)
+        except ServerErrorReplies as exc:
+            count, kinds = info_mod.error_replies(before, info_mod.snapshot(client))
+            raise ServerErrorReplies(max(count, exc.count),
+                                     f"{exc.detail}; server errorstats: {kinds or 'none'}"
+                                     ) from exc
+        after = info_mod.snapshot(client)
+        result.info_delta = info_mod.info_delta(before, after)
+        result.commandstats_delta = info_mod.commandstats_delta(before, after)
+        _check_errors(before, after)
+        _finish_result(self.suite, result, tool_result)
+
+    def _start_server(self, plan: CpuPlan) -> ServerHandle:
+        env = self.env
+        self.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{self.suite.name[:40]}-"))
+        args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.server_args
+        self.result.server_args = args
+        self.server = env.launcher.start(ServerSpec(env.redis_server, args, plan.server,
+                                                    self.server_dir))
+        self.result.paths["server_log"] = str(self.server.log_path)
+        return self.server
+
+    def _prepare(self, target: ClientTarget, client: redis.Redis, plan: CpuPlan) -> float | None:
+        env = self.env
+        preload = self.suite.dbconfig.preload_tool
+        driver = env.drivers.get(preload.tool) if preload else None
+        ctx = PreloadContext(client, target, env.registry, self.out_dir, env.preload_timeout_s,
+                             driver, plan.client)
+        return prepare_dataset(ctx, self.suite.dbconfig)
+
+    def _warm_up(self, drivers: list[ClientDriver], target: ClientTarget,
+                 plan: CpuPlan) -> list[float | None]:
+        """Rates measured by each driver's warm-up (None where a driver needs none)."""
+        env = self.env
+        rates: list[float | None] = []
+        for i, (driver, cfg) in enumerate(zip(drivers, self.suite.clientconfigs)):
+            inv = driver.warmup(cfg, target, self.out_dir / f"client-{i}", env.test_time)
+            if inv is None:
+                rates.append(None)
+                continue
+            proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+            try:
+                code = _wait(proc, inv, env)
+            finally:
+                env.registry.stop(proc)
+            rates.append(_parse_all([driver], [inv], [code]).totals.ops_per_sec or None)
+        return rates
+
+    def _run_clients(self, drivers: list[ClientDriver], target: ClientTarget, plan: CpuPlan,
+                     rates: list[float | None]) -> ToolResult:
+        """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
+        env, result = self.env, self.result
+        invocations = [d.invocation(cfg, target, self.out_dir / f"client-{i}", env.test_time,
+                                    rate)
+                       for i, (d, cfg, rate) in enumerate(zip(drivers, self.suite.clientconfigs,
+                                                              rates))]
+        result.argv = [redact(inv.argv) for inv in invocations]
+        result.paths.update({f"client_{i}_output": str(inv.stdout_path)
+                             for i, inv in enumerate(invocations)})
+        result.tool_version = ",".join(sorted({f"{d.tool} {_version(d)}" for d in drivers}))
+        sampler = CpuSampler()
+        assert self.server is not None
+        sampler.watch("server", self.server.pids)
+        started = time.monotonic()
+        procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+                 for inv in invocations]
+        sampler.watch("client", [p.pid for p in procs])
+        sampler.start()
+        try:
+            codes = [_wait(p, inv, env) for p, inv in zip(procs, invocations)]
+        finally:
+            sampler.stop()
+            for p in procs:
+                env.registry.stop(p)
+        result.tool_duration_s = time.monotonic() - started
+        _saturation(result, sampler, plan, env.thresholds)
+        return _parse_all(drivers, invocations, codes)
+
+    # -- the end: clean-up never loses the result -----------------------------------------
+
+    def _cleanup(self) -> None:
+        """Stop what this run started; a failing step is recorded and the others still run."""
+        self._cleanup_step("stop the server", self._stop_server)
+        self._cleanup_step("keep the server log", self._keep_server_log)
+        if self.server_dir is not None:
+            shutil.rmtree(self.server_dir, ignore_errors=True)
+
+    def _cleanup_step(self, what: str, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except (OSError, RuntimeError, redis.RedisError) as exc:
+            log.warning("%s: could not %s: %s", self.result.test_name, what, exc)
+            self.result.cleanup_errors.append(f"{what}: {type(exc).__name__}: {exc}")
+
+    def _stop_server(self) -> None:
+        if self.server is not None:
+            self.env.launcher.stop(self.server)
+
+    def _keep_server_log(self) -> None:
+        if self.server is None:
+            return
+        kept = self.out_dir / "redis-server.log"
+        shutil.copyfile(self.server.log_path, kept)
+        self.result.paths["server_log"] = str(kept)
+        if self.result.status != STATUS_OK and not self.result.log_tail:
+            self.result.log_tail = tail(kept)
+
+    def _write(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.result.write(self.out_dir / "result.json")
+
+
+def _version(driver: ClientDriver) -> str:
+    """A tool that cannot tell its version does not fail the run."""
     try:
-        tool_result = _run_clients(suite, drivers, env, running, target, plan, rates)
-    except ServerErrorReplies as exc:
-        count, kinds = info_mod.error_replies(before, info_mod.snapshot(client))
-        raise ServerErrorReplies(max(count, exc.count),
-                                 f"{exc.detail}; server errorstats: {kinds or 'none'}") from exc
-    after = info_mod.snapshot(client)
-    _check_errors(before, after)
-    result.info_delta = info_mod.info_delta(before, after)
-    result.commandstats_delta = info_mod.commandstats_delta(before, after)
-    _finish_result(suite, result, tool_result)
+        return driver.version()
+    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as exc:
+        log.warning("%s --version failed: %s", driver.tool, exc)
+        return "unknown"
 
 
 def _record_cpus(result: RunResult, plan: CpuPlan) -> None:
@@ -152,45 +269,6 @@ def _record_cpus(result: RunResult, plan: CpuPlan) -> None:
     if plan.warning:
         log.warning("%s: %s", result.test_name, plan.warning)
         result.flags.append(SHARED_CORES)
-
-
-def _prepare(suite: Suite, env: RunEnv, running: _Running, target: ClientTarget,
-             client: redis.Redis, plan: CpuPlan) -> float | None:
-    preload = suite.dbconfig.preload_tool
-    driver = env.drivers.get(preload.tool) if preload else None
-    ctx = PreloadContext(client, target, env.registry, running.out_dir, env.preload_timeout_s,
-                         driver, plan.client)
-    return prepare_dataset(ctx, suite.dbconfig)
-
-
-def _run_clients(suite: Suite, drivers: list[ClientDriver], env: RunEnv, running: _Running,
-                 target: ClientTarget, plan: CpuPlan, rates: list[float | None]) -> ToolResult:
-    """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
-    result = running.result
-    invocations = [d.invocation(cfg, target, running.out_dir / f"client-{i}", env.test_time,
-                                rate)
-                   for i, (d, cfg, rate) in enumerate(zip(drivers, suite.clientconfigs, rates))]
-    result.argv = [redact(inv.argv) for inv in invocations]
-    result.paths.update({f"client_{i}_output": str(inv.stdout_path)
-                         for i, inv in enumerate(invocations)})
-    result.tool_version = ",".join(sorted({f"{d.tool} {d.version()}" for d in drivers}))
-    sampler = CpuSampler()
-    assert running.server is not None
-    sampler.watch("server", running.server.pids)
-    started = time.monotonic()
-    procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
-             for inv in invocations]
-    sampler.watch("client", [p.pid for p in procs])
-    sampler.start()
-    try:
-        codes = [_wait(p, inv, env) for p, inv in zip(procs, invocations)]
-    finally:
-        sampler.stop()
-        for p in procs:
-            env.registry.stop(p)
-    result.tool_duration_s = time.monotonic() - started
-    _saturation(result, sampler, plan, env.thresholds)
-    return _parse_all(drivers, invocations, codes)
 
 
 SECRET_OPTIONS = {"-a", "--authenticate", "--pass", "--user-password"}
@@ -204,24 +282,6 @@ def redact(argv: list[str]) -> list[str]:
             out[i + 1] = "***"
     return [a.split("=", 1)[0] + "=***" if a.split("=", 1)[0] in SECRET_OPTIONS and "=" in a
             else a for a in out]
-
-
-def _warm_up(suite: Suite, drivers: list[ClientDriver], env: RunEnv, running: _Running,
-             target: ClientTarget, plan: CpuPlan) -> list[float | None]:
-    """Rates measured by each driver's warm-up (None where a driver needs none)."""
-    rates: list[float | None] = []
-    for i, (driver, cfg) in enumerate(zip(drivers, suite.clientconfigs)):
-        inv = driver.warmup(cfg, target, running.out_dir / f"client-{i}", env.test_time)
-        if inv is None:
-            rates.append(None)
-            continue
-        proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
-        try:
-            code = _wait(proc, inv, env)
-        finally:
-            env.registry.stop(proc)
-        rates.append(_parse_all([driver], [inv], [code]).totals.ops_per_sec or None)
-    return rates
 
 
 def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: RunEnv) -> int:
@@ -269,15 +329,3 @@ def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> 
     result.result = tool_result
     metrics, missing = evaluate_metrics(tool_result.data, suite.exporter.metrics)
     result.metrics, result.missing_metrics = metrics, missing
-
-
-def _cleanup(env: RunEnv, running: _Running) -> None:
-    if running.server is not None:
-        env.launcher.stop(running.server)
-        kept = running.out_dir / "redis-server.log"
-        shutil.copyfile(running.server.log_path, kept)
-        running.result.paths["server_log"] = str(kept)
-        if running.result.status != STATUS_OK and not running.result.log_tail:
-            running.result.log_tail = tail(kept)
-    if running.server_dir is not None:
-        shutil.rmtree(running.server_dir, ignore_errors=True)
