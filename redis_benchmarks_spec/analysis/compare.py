@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.analysis.context import CompareContext
 from redis_benchmarks_spec.analysis.verdict import (
     DEFAULT_METRIC,
     IMPROVEMENT,
@@ -80,6 +81,8 @@ class Comparison:
     reason: str = ""
     runs_needed: int | None = None
     paired: bool = False
+    # comparison median / baseline median - 1: shown beside the change (a different estimator)
+    median_ratio_pct: float | None = None
 
 
 @dataclass
@@ -91,6 +94,7 @@ class ComparisonReport:
     options: CompareOptions
     problems: list[str] = field(default_factory=list)
     method: str = UNPAIRED_METHOD
+    context: CompareContext | None = None  # what was compared (the reports' header)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
@@ -99,11 +103,13 @@ class ComparisonReport:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
         """The report :meth:`to_dict` wrote."""
+        context = raw.get("context")
         return cls(rows=[Comparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
                    problems=list(raw.get("problems", [])),
-                   method=raw.get("method", UNPAIRED_METHOD))
+                   method=raw.get("method", UNPAIRED_METHOD),
+                   context=CompareContext.from_dict(context) if context else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""
@@ -142,7 +148,14 @@ def _base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
         test=test, metric=options.metric, n_baseline=len(baseline), n_comparison=len(comparison),
         baseline_median=stats.median(baseline) if baseline else None,
         comparison_median=stats.median(comparison) if comparison else None,
-        cv_baseline=stats.cv(baseline), cv_comparison=stats.cv(comparison))
+        cv_baseline=stats.cv(baseline), cv_comparison=stats.cv(comparison),
+        median_ratio_pct=_median_ratio_pct(baseline, comparison))
+
+
+def _median_ratio_pct(baseline: Sequence[float], comparison: Sequence[float]) -> float | None:
+    if not baseline or not comparison or stats.median(baseline) == 0:
+        return None
+    return _finite((stats.median(comparison) / stats.median(baseline) - 1) * 100)
 
 
 def _fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:

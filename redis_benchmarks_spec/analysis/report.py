@@ -20,6 +20,7 @@ from redis_benchmarks_spec.analysis.compare import (
     ComparisonReport,
     metric_direction,
 )
+from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
                  UNKNOWN: "yellow", NO_CHANGE: "dim"}
@@ -54,6 +55,14 @@ def _p(row: Comparison) -> str:
     return f"{row.p_value:.3g} ({adj})"
 
 
+def _ratio(row: Comparison) -> str:
+    return _pct(row.median_ratio_pct)
+
+
+def _needed(row: Comparison) -> str:
+    return NA if row.runs_needed is None else str(row.runs_needed)
+
+
 def _cv(row: Comparison) -> str:
     def one(v: float | None) -> str:
         return NA if v is None else f"{v * 100:.1f}%"
@@ -76,14 +85,42 @@ def _direction_note(report: ComparisonReport) -> str:
     return f"`{report.options.metric}` ({better} is better)"
 
 
+def _side_text(side: SideInfo) -> str:
+    parts = [side.label or "?"]
+    if side.commits:
+        parts.append("commit " + ", ".join(short(c) for c in side.commits[:3])
+                     + (f" (+{len(side.commits) - 3})" if len(side.commits) > 3 else ""))
+    if side.versions:
+        parts.append("version " + ", ".join(side.versions[:3]))
+    parts.append(f"{side.runs} run(s)")
+    return "; ".join(parts)
+
+
+def header_lines(context: CompareContext | None) -> list[str]:
+    """What was compared, as plain lines: each side, then where (platform, variant...)."""
+    if context is None:
+        return []
+    where = [f"{name} {', '.join(values)}" for name, values in (
+        ("platform", context.platforms), ("build variant", context.build_variants),
+        ("topology", context.topologies)) if values]
+    lines = [f"baseline:   {_side_text(context.baseline)}",
+             f"comparison: {_side_text(context.comparison)}"]
+    if where or context.paired:
+        lines.append("; ".join(where + (["interleaved runs, paired by repetition"]
+                                        if context.paired else [])))
+    return lines
+
+
 def _footnote(report: ComparisonReport) -> str:
     o = report.options
-    return (f"Change and {o.confidence:.0%} CI: {report.method}. Verdict: REGRESSION/IMPROVEMENT "
+    return (f"Change: {report.method}, as % of the baseline, with its {o.confidence:.0%} CI. "
+            "Median ratio: comparison median / baseline median - 1 (a different estimator, "
+            "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
             f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
             f"floor and the Benjamini-Hochberg adjusted p (across all {len(report.rows)} tests) "
             f"is below alpha={o.alpha:g}; NO CHANGE when the CI lies inside the noise floor; "
-            "otherwise UNKNOWN with the estimated runs per side that would likely decide it. "
-            "p (adj) = raw p-value (BH-adjusted). n b / c = points per side.")
+            "otherwise UNKNOWN with the estimated runs per side that would likely decide it "
+            "(runs needed). p (adj) = raw p-value (BH-adjusted). n b / c = points per side.")
 
 
 # --- rich ----------------------------------------------------------------------------------
@@ -91,19 +128,22 @@ def _footnote(report: ComparisonReport) -> str:
 
 def to_rich_table(report: ComparisonReport) -> Table:
     """A terminal table of every row, verdicts coloured."""
-    table = Table(title=f"{_direction_note(report)}: {_summary_line(report)}",
-                  caption=_footnote(report), caption_justify="left")
-    for col, justify in (("test", "left"), ("n b / c", "right"), ("baseline", "right"),
-                         ("comparison", "right"), ("change", "right"), ("95% CI", "right"),
-                         ("p (adj)", "right"), ("CV b / c", "right"), ("verdict", "left"),
+    title = "\n".join([*(escape(line) for line in header_lines(report.context)),
+                       f"{_direction_note(report)}: {_summary_line(report)}"])
+    table = Table(title=title, caption=_footnote(report), caption_justify="left")
+    for col, justify in (("test", "left"), ("n b / c", "right"), ("baseline median", "right"),
+                         ("comparison median", "right"), ("median ratio", "right"),
+                         ("change (HL)", "right"), ("95% CI", "right"), ("p (adj)", "right"),
+                         ("CV b / c", "right"), ("verdict", "left"), ("runs needed", "right"),
                          ("why", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for row in _ordered(report):
         style = VERDICT_STYLE.get(row.verdict, "")
         why = "" if row.verdict == NO_CHANGE else escape(row.reason)
-        table.add_row(escape(row.test), _n(row), _num(row.baseline_median), _num(row.comparison_median),
-                      _pct(row.change_pct), _ci(row), _p(row), _cv(row),
-                      f"[{style}]{row.verdict}[/]", why)
+        table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
+                      _num(row.comparison_median), _ratio(row), _pct(row.change_pct), _ci(row),
+                      _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
+                      _needed(row) if row.verdict == UNKNOWN else "", why)
     return table
 
 
@@ -128,13 +168,13 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-MD_HEADER = ["Test", "n b / c", "Baseline", "Comparison", "Change", "95% CI",
-             "p (adj)", "CV b / c", "Verdict"]
+MD_HEADER = ["Test", "n b / c", "Baseline median", "Comparison median", "Median ratio",
+             "Change (HL)", "95% CI", "p (adj)", "CV b / c", "Verdict"]
 
 
 def _md_row(row: Comparison) -> list[str]:
     return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
-            _pct(row.change_pct), _ci(row), _p(row), _cv(row), row.verdict]
+            _ratio(row), _pct(row.change_pct), _ci(row), _p(row), _cv(row), row.verdict]
 
 
 def _md_flagged_row(row: Comparison) -> list[str]:
@@ -142,27 +182,46 @@ def _md_flagged_row(row: Comparison) -> list[str]:
 
 
 def _md_unknown_row(row: Comparison) -> list[str]:
-    needed = NA if row.runs_needed is None else str(row.runs_needed)
-    return [*_md_row(row)[:-1], needed, row.reason]
+    return [*_md_row(row)[:-1], _needed(row), row.reason]
 
 
 def _md_section(title: str, rows: list[Comparison],
-                render: Callable[[Comparison], list[str]], header: list[str]) -> list[str]:
+                render: Callable[[Comparison], list[str]], header: list[str],
+                level: str = "###") -> list[str]:
     if not rows:
         return []
-    return [f"### {title} ({len(rows)})", "", *_md_table(header, [render(r) for r in rows]), ""]
+    return [f"{level} {title} ({len(rows)})", "", *_md_table(header, [render(r) for r in rows]),
+            ""]
 
 
-def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -> str:
-    """A GitHub pull-request comment: summary, regressions, improvements, unknowns."""
-    lines = [f"## {title}", "", f"**{_summary_line(report)}** on {_direction_note(report)}", ""]
+def _md_side(side: SideInfo) -> list[str]:
+    commits = ", ".join(f"`{short(c)}`" for c in side.commits) or NA
+    return [side.label or NA, commits, ", ".join(side.versions) or NA, str(side.runs)]
+
+
+def markdown_header(context: CompareContext | None) -> list[str]:
+    """What was compared, as a small Markdown table and a line saying where."""
+    if context is None:
+        return []
+    rows = list(zip(["Source", "Commits", "Versions", "Runs"], _md_side(context.baseline),
+                    _md_side(context.comparison)))
+    lines = [*_md_table(["", "Baseline", "Comparison"], [list(r) for r in rows]), ""]
+    where = header_lines(context)[2:]
+    return lines + ([f"On {where[0]}.", ""] if where else [])
+
+
+def markdown_verdicts(report: ComparisonReport, level: str = "###") -> list[str]:
+    """Regressions, improvements, unknowns, no change (folded) and problems (folded)."""
+    lines: list[str] = []
     lines += _md_section(f"{VERDICT_ICON[REGRESSION]} Regressions",
-                         report.by_verdict(REGRESSION), _md_flagged_row, [*MD_HEADER, "Why"])
+                         report.by_verdict(REGRESSION), _md_flagged_row, [*MD_HEADER, "Why"],
+                         level)
     lines += _md_section(f"{VERDICT_ICON[IMPROVEMENT]} Improvements",
-                         report.by_verdict(IMPROVEMENT), _md_flagged_row, [*MD_HEADER, "Why"])
+                         report.by_verdict(IMPROVEMENT), _md_flagged_row, [*MD_HEADER, "Why"],
+                         level)
     unknown_header = [*MD_HEADER[:-1], "Runs/side needed", "Why"]
     lines += _md_section(f"{VERDICT_ICON[UNKNOWN]} Unknown", report.by_verdict(UNKNOWN),
-                         _md_unknown_row, unknown_header)
+                         _md_unknown_row, unknown_header, level)
     no_change = report.by_verdict(NO_CHANGE)
     if no_change:
         lines += [f"<details><summary>No change ({len(no_change)})</summary>", "",
@@ -170,6 +229,23 @@ def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -
     if report.problems:
         lines += [f"<details><summary>Problems ({len(report.problems)})</summary>", ""]
         lines += [f"- {_md_cell(p)}" for p in report.problems] + ["", "</details>", ""]
+    return lines
+
+
+def summary_markdown(report: ComparisonReport) -> str:
+    """The bold verdict-count line."""
+    return f"**{_summary_line(report)}** on {_direction_note(report)}"
+
+
+def footnote(report: ComparisonReport) -> str:
+    """How the columns and verdicts are defined."""
+    return _footnote(report)
+
+
+def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -> str:
+    """A GitHub pull-request comment: header, summary, regressions, improvements, unknowns."""
+    lines = [f"## {title}", "", *markdown_header(report.context), summary_markdown(report), ""]
+    lines += markdown_verdicts(report)
     lines += [f"<sub>{_footnote(report)}</sub>", ""]
     return "\n".join(lines)
 

@@ -198,13 +198,13 @@ def _unknown_reason(evidence: Evidence, options: CompareOptions) -> str:
     if not evidence.bounded:
         return f"too few points for a {options.confidence:.0%} interval (n={evidence.n})"
     assert evidence.ci_low_pct is not None and evidence.ci_high_pct is not None
-    ci = evidence.ci_text()
+    # the interval and the runs needed have their own columns: the reason says only why
     if not (evidence.ci_low_pct > 0 or evidence.ci_high_pct < 0):
-        return f"{ci} includes 0 and reaches beyond the ±{floor:g}% noise floor"
+        return f"interval includes 0 and reaches beyond the ±{floor:g}% noise floor"
     if abs(evidence.change_pct or 0.0) <= floor:
-        return f"{ci} excludes 0 but the change is within the ±{floor:g}% noise floor"
-    return (f"{ci} excludes 0 but the adjusted p={_p_text(evidence)} is not below "
-            f"alpha={options.alpha:g} after Benjamini-Hochberg across tests")
+        return f"interval excludes 0 but the change is within the ±{floor:g}% noise floor"
+    return (f"interval excludes 0 but the adjusted p is not below alpha={options.alpha:g} "
+            "after Benjamini-Hochberg across tests")
 
 
 def runs_needed(evidence: Evidence, options: CompareOptions) -> int | None:
@@ -235,11 +235,11 @@ def _verdict_only(evidence: Evidence, options: CompareOptions) -> Decision:
     if evidence.single_point is not None:
         return _decide_single(evidence, evidence.single_point, options)
     if _inside_floor(evidence, floor):
-        return Decision(NO_CHANGE, f"{evidence.ci_text()} inside ±{floor:g}% noise floor")
+        return Decision(NO_CHANGE, f"interval inside the ±{floor:g}% noise floor")
     if _is_significant(evidence, options):
         return Decision(_direction_verdict(evidence),
-                        f"{evidence.change_pct:+.2f}%, {evidence.ci_text()} excludes 0, "
-                        f"adjusted p={_p_text(evidence)}")
+                        f"interval excludes 0, change beyond the ±{floor:g}% noise floor, "
+                        f"adjusted p below alpha={options.alpha:g}")
     return Decision(UNKNOWN, _unknown_reason(evidence, options))
 
 
@@ -251,5 +251,4 @@ def decide(evidence: Evidence, options: CompareOptions) -> Decision:
     needed = runs_needed(evidence, options)
     if needed is None:
         return decision
-    return Decision(UNKNOWN, f"{decision.reason}; ~{needed} runs per side would likely decide",
-                    needed)
+    return Decision(UNKNOWN, decision.reason, needed)

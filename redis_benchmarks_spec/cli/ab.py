@@ -12,6 +12,11 @@ import shlex
 from rich.console import Console
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
+from redis_benchmarks_spec.analysis.context import (
+    CompareContext,
+    context_from_results,
+    side_from_results,
+)
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
@@ -33,6 +38,17 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alpha", type=float, default=0.05)
     g.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     g.add_argument("--fail-on-regression", action="store_true")
+
+
+def ab_context(ab: ABConfig, runs: list[ABRun]) -> CompareContext:
+    """The report header of an A/B session: each side's server binary, commits, versions."""
+    docs = {side.name: [r.result for r in runs if r.side == side.name and r.result.ok]
+            for side in (ab.baseline, ab.comparison)}
+    return context_from_results(
+        side_from_results(f"redis-server {ab.baseline.redis_server}", docs[ab.baseline.name]),
+        side_from_results(f"redis-server {ab.comparison.redis_server}",
+                          docs[ab.comparison.name]),
+        docs[ab.baseline.name] + docs[ab.comparison.name], paired=True)
 
 
 def wants_ab(args: argparse.Namespace) -> bool:
@@ -68,6 +84,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                              metric=args.metric)
     problems = [f"{r.test_name}: {r.reason}" for r in failed]
     report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
+    report.context = ab_context(ab, runs)
     write_report(report, args.format, None)
     console.print(f"results: {config.results_dir}")
     if failed:

@@ -29,6 +29,11 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
     load_dir_samples,
 )
+from redis_benchmarks_spec.analysis.context import (
+    CompareContext,
+    SideInfo,
+    context_from_dirs,
+)
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 
@@ -202,6 +207,26 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
     return samples, problems
 
 
+def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:
+    kind, value = next((k, getattr(args, f"{side}_{k}")) for k in ("branch", "version", "hash")
+                       if getattr(args, f"{side}_{k}"))
+    return SideInfo(label=f"{kind} {value}", commits=[value] if kind == "hash" else [],
+                    versions=[value] if kind == "version" else [],
+                    runs=sum(len(v) for v in values))
+
+
+def compare_context(args: argparse.Namespace, samples: Samples) -> CompareContext:
+    """The report header: from the result documents of two directories, else the selectors."""
+    if args.baseline_dir and args.comparison_dir:
+        return context_from_dirs(args.baseline_dir, args.comparison_dir)
+    one = [v for v in (args.platform,) if v]
+    return CompareContext(
+        baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
+        comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()]),
+        platforms=one, build_variants=[args.build_variant] if args.build_variant else [],
+        topologies=[args.topology] if args.topology else [])
+
+
 def _check_regexps(args: argparse.Namespace) -> None:
     for option in ("tests_regexp", "groups_regexp", "commands_regexp"):
         text = getattr(args, option)
@@ -262,5 +287,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=args.metric)
     report = compare_samples(samples, options, problems)
+    report.context = compare_context(args, samples)
     write_report(report, args.format, args.output)
     return EXIT_REGRESSION if args.fail_on_regression and report.has_regression else 0

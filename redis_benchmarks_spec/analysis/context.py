@@ -1,0 +1,101 @@
+"""What a comparison compared: per side the source, commits, versions and runs; where.
+
+Every report (terminal, Markdown, HTML, the pull-request comment) opens with this header, so
+a reader knows which builds the verdicts are about before reading a number. It is built from
+the result documents of each side (directories, A/B sessions) or from the selectors and
+point counts of a datasink query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redis_benchmarks_spec.results.document import RunResult
+
+SHORT_SHA = 10
+
+
+@dataclass
+class SideInfo:
+    """One side of a comparison: where it came from and what it measured."""
+
+    label: str = ""  # "results/A", "branch unstable", "redis-server ./old/redis-server"
+    commits: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    runs: int = 0  # result documents (or datasink points) over every test of the side
+
+
+@dataclass
+class CompareContext:
+    """The header of a comparison report."""
+
+    baseline: SideInfo = field(default_factory=SideInfo)
+    comparison: SideInfo = field(default_factory=SideInfo)
+    platforms: list[str] = field(default_factory=list)
+    build_variants: list[str] = field(default_factory=list)
+    topologies: list[str] = field(default_factory=list)
+    paired: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> CompareContext:
+        data = dict(raw)
+        data["baseline"] = SideInfo(**data.get("baseline", {}))
+        data["comparison"] = SideInfo(**data.get("comparison", {}))
+        return cls(**data)
+
+
+def _sorted_unique(values: Iterable[str | None]) -> list[str]:
+    return sorted({v for v in values if v})
+
+
+def _commit(doc: RunResult) -> str | None:
+    sha = doc.context.git.hash or doc.redis_git_sha
+    return sha if sha and sha.strip("0") else None  # a release build reports all zeros
+
+
+def side_from_results(label: str, docs: list[RunResult]) -> SideInfo:
+    """A side described by its result documents (git info first, else what the server said)."""
+    commits = _sorted_unique(_commit(d) for d in docs)
+    versions = _sorted_unique(d.context.git.version or d.redis_version for d in docs)
+    return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs))
+
+
+def context_from_results(baseline: SideInfo, comparison: SideInfo,
+                         docs: list[RunResult], paired: bool = False) -> CompareContext:
+    """The header of a comparison whose sides are described, over ``docs`` of both sides."""
+    return CompareContext(
+        baseline=baseline, comparison=comparison,
+        platforms=_sorted_unique(d.context.platform for d in docs),
+        build_variants=_sorted_unique(d.context.build_variant for d in docs),
+        topologies=_sorted_unique(d.context.topology for d in docs), paired=paired)
+
+
+def result_documents(directory: Path) -> list[RunResult]:
+    """Every readable ``result.json`` under ``directory`` (unreadable ones are skipped: the
+    comparison itself reports them as problems)."""
+    docs = []
+    for path in sorted(directory.rglob("result.json")):
+        try:
+            docs.append(RunResult.read(path))
+        except (ValueError, OSError):
+            continue
+    return docs
+
+
+def context_from_dirs(baseline_dir: Path, comparison_dir: Path) -> CompareContext:
+    """The header of a comparison of two results directories."""
+    base = [d for d in result_documents(baseline_dir) if d.ok]
+    comp = [d for d in result_documents(comparison_dir) if d.ok]
+    return context_from_results(side_from_results(str(baseline_dir), base),
+                                side_from_results(str(comparison_dir), comp), base + comp)
+
+
+def short(sha: str) -> str:
+    """A commit shortened for display (full hashes stay in JSON)."""
+    return sha[:SHORT_SHA] if len(sha) == 40 else sha
