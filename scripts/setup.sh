@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev)
+APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium)
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
@@ -28,7 +28,7 @@ STAMP=.venv/.rbs-installed
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   echo "setup: installing redis-benchmarks-spec into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e ".[dev,datasink,api]"
+  .venv/bin/pip install -q -e ".[dev,datasink,api,github,report]"
   touch "$STAMP"
 fi
 

@@ -48,6 +48,9 @@ from redis_benchmarks_spec.suites.suite import Suite
 log = logging.getLogger(__name__)
 
 Pusher = Callable[[list[RunResult]], None]
+# called once the platform has finished an event (after EVENT_DONE and the ACK), e.g. to
+# update the pull-request comment; it must not raise for an outside service's failure
+EventDone = Callable[[BuildEvent, str], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
@@ -83,11 +86,13 @@ class Agent:
     """One lab-host agent: a consumer of its platform's group (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
-                 runner: Runner = _default_runner) -> None:
+                 runner: Runner = _default_runner, on_event_done: EventDone | None = None
+                 ) -> None:
         self.client = client
         self.config = config
         self.push = push
         self.runner = runner
+        self.on_event_done = on_event_done
         self.stop_event = threading.Event()
         self.heartbeat = Heartbeat(client, config.names, config.platform, config.consumer,
                                    config.heartbeat_ttl_s)
@@ -157,7 +162,12 @@ class Agent:
             return False
         self._status(event, EVENT_DONE, "completed", f"{len(suites)} suite(s)")
         self.consumer.ack(entry.id)
+        self._event_done(event)
         return True
+
+    def _event_done(self, event: BuildEvent) -> None:
+        if self.on_event_done is not None:
+            self.on_event_done(event, self.config.platform)
 
     def _push_unconfirmed(self, ledger: Ledger) -> None:
         for test, results in ledger.unpushed().items():
@@ -189,6 +199,7 @@ class Agent:
                 self._status(event, suite.name, "failed", str(exc))
             self._status(event, EVENT_DONE, "failed", str(exc))
             self.consumer.ack(entry.id)
+            self._event_done(event)
             return False
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

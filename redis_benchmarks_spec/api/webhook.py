@@ -30,6 +30,9 @@ DELIVERY_TTL_S = 7 * 24 * 3600
 SIGNATURE_PREFIX = "sha256="
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+# called after a request was enqueued, with the delivery's event name and payload (e.g. to
+# post the "build started" pull-request comment); must not raise for a service's failure
+OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
 
 # enqueue once per delivery id: the SET NX and the XADD happen atomically
 _ENQUEUE_ONCE = """
@@ -83,9 +86,11 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
 class WebhookApp:
     """WSGI callable: ``waitress.serve(WebhookApp(config, client))``."""
 
-    def __init__(self, config: WebhookConfig, client: redis.Redis) -> None:
+    def __init__(self, config: WebhookConfig, client: redis.Redis,
+                 on_enqueued: OnEnqueued | None = None) -> None:
         self.config = config
         self.client = client
+        self.on_enqueued = on_enqueued
         self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -122,10 +127,14 @@ class WebhookApp:
         if event == "ping":
             return 200, {"status": "pong"}
         try:
-            decision = decide(event, json.loads(body), self.config.policy)
+            payload = json.loads(body)
+            decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
-        return self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""))
+        status, answer = self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""))
+        if status == 201 and decision.request is not None and self.on_enqueued is not None:
+            self.on_enqueued(decision.request, event, payload)
+        return status, answer
 
     def _read_body(self, environ: dict[str, Any]) -> bytes:
         limit = self.config.max_body_bytes

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +21,11 @@ from redis_benchmarks_spec.builder.artifacts import S3Target
 from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
+from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
@@ -81,6 +84,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                         "datasink)")
     a.add_argument("--memtier-bin", default=None)
     a.add_argument("--redis-benchmark-bin", default=None)
+    add_github_args(a, agent=True)
     a.set_defaults(func=cmd_agent)
 
 
@@ -144,7 +148,14 @@ def cmd_agent(args: argparse.Namespace) -> int:
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
     pusher = DatasinkPusher(datasink)
-    agent = Agent(_broker(args), _agent_config(args), pusher)
+    broker, config = _broker(args), _agent_config(args)
+    try:
+        notifier = notifier_from_args(args, broker, config.names, datasink)
+    except GitHubConfigError as exc:
+        print(f"rbs agent: {exc}", file=sys.stderr)
+        return 2
+    agent = Agent(broker, config, pusher,
+                  on_event_done=notifier.platform_done if notifier else None)
 
     def stop() -> None:
         pusher.stop.set()

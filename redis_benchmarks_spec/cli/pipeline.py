@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
@@ -26,6 +27,7 @@ from redis_benchmarks_spec.intake.trigger import (
     SourceStore,
     trigger,
 )
+from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 
 ENV_BROKER = "RBS_BROKER"
 ENV_SECRET = "RBS_WEBHOOK_SECRET"
@@ -166,6 +168,7 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--build-variants", type=_csv, default=())
     p.add_argument("--max-body", type=int, default=5 * 1024 * 1024, help="bytes")
     _add_broker(p)
+    add_github_args(p)
     p.set_defaults(func=cmd_api)
 
 
@@ -186,7 +189,13 @@ def cmd_api(args: argparse.Namespace) -> int:
     config = WebhookConfig(secret=secret, policy=policy, names=names_mod.from_args(args),
                            max_body_bytes=args.max_body)
     client = redis.Redis.from_url(args.broker, socket_timeout=5, socket_connect_timeout=2)
-    serve(WebhookApp(config, client), args.host, args.port, args.threads)
+    try:
+        notifier = notifier_from_args(args, client, config.names)
+    except GitHubConfigError as exc:
+        Console(stderr=True).print(f"[red]rbs api: {exc}[/]", highlight=False)
+        return 2
+    hook = webhook_hook(notifier) if notifier else None
+    serve(WebhookApp(config, client, on_enqueued=hook), args.host, args.port, args.threads)
     return 0
 
 

@@ -217,6 +217,11 @@ def list_platforms(client: redis.Redis, scope: keys.Scope) -> list[str]:
     return _members(client, keys.index_keys(scope).platforms)
 
 
+def list_topologies(client: redis.Redis, scope: keys.Scope) -> list[str]:
+    """Topologies with results in ``scope``."""
+    return _members(client, keys.index_keys(scope).topologies)
+
+
 def list_build_variants(client: redis.Redis, scope: keys.Scope) -> list[str]:
     """Build variants with results in ``scope``."""
     return _members(client, keys.index_keys(scope).build_variants)

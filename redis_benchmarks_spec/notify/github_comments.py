@@ -1,0 +1,71 @@
+"""One pull-request comment, found by a hidden marker and created once, then edited.
+
+Talks to the GitHub REST API through PyGithub (issue comments: list, create, update) at a
+configurable base URL, so GitHub Enterprise and the tests' local stand-in work alike. The
+token comes from the environment or a file, never from a command line, and PyGithub masks
+it in its debug log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from github import Auth, Github, GithubException
+
+from redis_benchmarks_spec.notify.github_config import (
+    DEFAULT_API_URL,
+    ENV_API_URL,
+    ENV_TOKEN,
+    ENV_TOKEN_FILE,
+    GitHubConfig,
+    GitHubConfigError,
+    load_config,
+)
+
+
+@dataclass(frozen=True)
+class PullRequestRef:
+    """Which pull request: ``org/repo#number``."""
+
+    org: str
+    repo: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.org}/{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True)
+class Upserted:
+    """What :func:`upsert_comment` did."""
+
+    comment_id: int
+    created: bool
+    url: str
+
+
+def _client(config: GitHubConfig) -> Github:
+    # lazy: no GET of the repository or the issue before the comment calls
+    return Github(base_url=config.api_url.rstrip("/"), auth=Auth.Token(config.token),
+                  timeout=config.timeout_s, retry=None, lazy=True)
+
+
+def upsert_comment(config: GitHubConfig, pr: PullRequestRef, marker: str,
+                   body: str) -> Upserted:
+    """Edit the comment holding ``marker`` on ``pr``, or create it; ``body`` must contain
+    the marker so the next call finds it. Raises ``GithubException`` on API errors."""
+    if marker not in body:
+        raise ValueError("the comment body must contain its marker")
+    issue = _client(config).get_repo(f"{pr.org}/{pr.repo}").get_issue(pr.number)
+    for comment in issue.get_comments():
+        if marker in (comment.body or ""):
+            if comment.body != body:
+                comment.edit(body)
+            return Upserted(comment.id, False, comment.html_url)
+    created = issue.create_comment(body)
+    return Upserted(created.id, True, created.html_url)
+
+
+__all__ = ["DEFAULT_API_URL", "ENV_API_URL", "ENV_TOKEN", "ENV_TOKEN_FILE", "GitHubConfig",
+           "GitHubConfigError", "GithubException", "PullRequestRef", "Upserted",
+           "load_config", "upsert_comment"]

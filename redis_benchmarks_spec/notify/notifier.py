@@ -1,0 +1,148 @@
+"""Posts and edits the pull-request comment at the pipeline's two moments.
+
+* :meth:`PrNotifier.accepted`: the webhook receiver enqueued a build request for a pull
+  request: store the PR's base (the baseline) and post the "build started" comment.
+* :meth:`PrNotifier.platform_done`: an agent finished a build event on its platform: compare
+  the head commit against the baseline in the datasink, store the platform's section, and
+  re-render the one comment from every section stored so far.
+
+Both are best effort: a GitHub or broker error is logged with the pull request it was for
+and never fails the webhook or the agent's work.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from dataclasses import dataclass, field
+
+import redis
+import requests
+from github import GithubException
+
+from redis_benchmarks_spec.events.messages import BuildEvent, BuildRequest
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.notify import pr_state
+from redis_benchmarks_spec.notify.github_comments import (
+    GitHubConfig,
+    PullRequestRef,
+    Upserted,
+    upsert_comment,
+)
+from redis_benchmarks_spec.notify.pr_body import queued_body, results_body
+from redis_benchmarks_spec.notify.pr_compare import (
+    PrCompareOptions,
+    comparison_flags,
+    platform_report,
+)
+from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+
+log = logging.getLogger(__name__)
+
+NOTIFY_ERRORS = (GithubException, requests.RequestException, redis.RedisError,
+                 pr_state.PrInfoError)
+LOCK_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where readers find more: a Grafana dashboard URL and a base URL for HTML reports."""
+
+    grafana_url: str = ""
+    report_base_url: str = ""
+
+
+@dataclass
+class PrNotifier:
+    """The comment's writer; ``datasink`` is needed only by :meth:`platform_done`."""
+
+    broker: redis.Redis
+    names: StreamNames
+    github: GitHubConfig
+    datasink: redis.Redis | None = None
+    options: PrCompareOptions = field(default_factory=PrCompareOptions)
+    links: Links = field(default_factory=Links)
+
+    def accepted(self, request: BuildRequest, info: PrInfo) -> Upserted | None:
+        """Store the PR's base for the agents and post the "build started" comment."""
+        try:
+            pr_state.save_info(self.broker, self.names, request.id, info)
+            with self._lock(info):
+                if pr_state.load_sections(self.broker, self.names, info):
+                    return None  # results of an earlier trigger of this commit are shown
+                return self._upsert(info, queued_body(info, request.platforms))
+        except NOTIFY_ERRORS as exc:
+            log.error("PR comment on %s/%s#%s not posted: %s", info.org, info.repo,
+                      info.number, exc)
+            return None
+
+    def platform_done(self, event: BuildEvent, platform: str) -> Upserted | None:
+        """Compare, store this platform's section and edit (or create) the comment."""
+        if event.pr is None:
+            return None
+        try:
+            info = self._info(event)
+            pr_state.save_section(self.broker, self.names, info, self._section(event, platform, info))
+            with self._lock(info):
+                sections = pr_state.load_sections(self.broker, self.names, info)
+                body = results_body(info, sections, self._pending(event, sections))
+                return self._upsert(info, body)
+        except NOTIFY_ERRORS as exc:
+            log.error("PR comment on %s/%s#%s (event %s, %s) not updated: %s", event.org,
+                      event.repo, event.pr, event.id, platform, exc)
+            return None
+
+    def _info(self, event: BuildEvent) -> PrInfo:
+        stored = pr_state.load_info(self.broker, self.names, event.request_id)
+        if stored is not None and stored.head_sha == event.sha:
+            return stored
+        assert event.pr is not None
+        return PrInfo(org=event.org, repo=event.repo, number=event.pr, head_sha=event.sha,
+                      head_ref=event.branch or "", base_ref=self.options.default_base_branch)
+
+    def _section(self, event: BuildEvent, platform: str, info: PrInfo) -> Section:
+        failed = [s for s in read_statuses(self.broker, self.names, event.id)
+                  if s.platform == platform and s.test_name == EVENT_DONE
+                  and s.state == "failed"]
+        section = Section(platform=platform, build_variant=event.build_variant,
+                          state="failed" if failed else "completed",
+                          reason=failed[0].reason if failed else "",
+                          links=self._links(event, platform, info))
+        if failed or self.datasink is None:
+            section.reason = section.reason or "no datasink to compare from"
+            section.state = "failed"
+            return section
+        report = platform_report(self.datasink, event, platform, info, self.options)
+        section.report = report.to_dict()
+        section.flags = comparison_flags(self.datasink, event, platform,
+                                         [r.test for r in report.rows])
+        return section
+
+    def _links(self, event: BuildEvent, platform: str, info: PrInfo) -> dict[str, str]:
+        links: dict[str, str] = {}
+        if self.links.grafana_url:
+            query = urllib.parse.urlencode({"var-platform": platform,
+                                            "var-branch": info.base_ref or "All",
+                                            "var-build_variant": event.build_variant})
+            sep = "&" if "?" in self.links.grafana_url else "?"
+            links["Grafana"] = f"{self.links.grafana_url}{sep}{query}"
+        if self.links.report_base_url:
+            name = urllib.parse.quote(f"{event.id}-{platform}.html".replace(":", "_"))
+            links["HTML report"] = f"{self.links.report_base_url.rstrip('/')}/{name}"
+        return links
+
+    def _pending(self, event: BuildEvent, sections: list[Section]) -> list[str]:
+        done = {s.platform for s in sections if s.build_variant == event.build_variant}
+        return [p for p in event.platforms if p not in done]
+
+    def _lock(self, info: PrInfo) -> redis.lock.Lock:
+        return self.broker.lock(pr_state.lock_key(self.names, info), timeout=LOCK_TIMEOUT_S,
+                                blocking_timeout=LOCK_TIMEOUT_S)
+
+    def _upsert(self, info: PrInfo, body: str) -> Upserted:
+        done = upsert_comment(self.github, PullRequestRef(info.org, info.repo, info.number),
+                              info.marker, body)
+        log.info("PR comment %s on %s/%s#%s: %s", done.comment_id, info.org, info.repo,
+                 info.number, "created" if done.created else "edited")
+        return done

@@ -1,0 +1,93 @@
+"""The pull-request comment's Markdown: formatting only (the numbers come from the reports).
+
+States: "queued" (trigger accepted, nothing finished yet), then one section per platform
+and build variant as each finishes, with an overall verdict table on top.
+"""
+
+from __future__ import annotations
+
+from redis_benchmarks_spec.analysis.compare import (
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNKNOWN,
+    ComparisonReport,
+)
+from redis_benchmarks_spec.analysis.context import short
+from redis_benchmarks_spec.analysis.report import (
+    footnote,
+    markdown_header,
+    markdown_verdicts,
+    summary_markdown,
+)
+from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+
+UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
+TITLE = "Benchmark results"
+
+
+def _what(info: PrInfo) -> str:
+    head = f"head `{short(info.head_sha)}`" + (f" (`{info.head_ref}`)" if info.head_ref else "")
+    base = f"base `{info.base_ref or '?'}`" + (f" at `{short(info.base_sha)}`"
+                                               if info.base_sha else "")
+    return f"Pull request #{info.number}: {head} compared with {base}."
+
+
+def queued_body(info: PrInfo, platforms: list[str]) -> str:
+    """The comment as soon as the trigger is accepted."""
+    where = ", ".join(f"`{p}`" for p in platforms) if platforms else "every platform"
+    return "\n".join([info.marker, f"## {TITLE}", "", _what(info), "",
+                      f":hourglass: Build started; benchmarks queued on {where}.", ""])
+
+
+def _flags(section: Section, report: ComparisonReport) -> dict[str, list[str]]:
+    flags = {test: list(values) for test, values in section.flags.items() if values}
+    for row in report.rows:
+        cvs = [cv for cv in (row.cv_baseline, row.cv_comparison) if cv is not None]
+        if cvs and max(cvs) > UNSTABLE_CV:
+            flags.setdefault(row.test, []).append(f"unstable (CV {max(cvs):.0%})")
+    return flags
+
+
+def _section_lines(section: Section) -> list[str]:
+    lines = [f"### `{section.platform}` · `{section.build_variant}`", ""]
+    if section.state != "completed" or section.report is None:
+        return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
+    report = ComparisonReport.from_dict(section.report)
+    lines += [*markdown_header(report.context), summary_markdown(report), ""]
+    lines += markdown_verdicts(report, level="####")
+    flags = _flags(section, report)
+    if flags:
+        lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
+                                             for t, f in sorted(flags.items())), ""]
+    if section.links:
+        lines += [" · ".join(f"[{label}]({url})" for label, url in section.links.items()), ""]
+    return lines
+
+
+def _counts_table(sections: list[Section]) -> list[str]:
+    out = ["| Platform | Build variant | Regressions | Improvements | Unknown | No change |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for s in sections:
+        if s.report is None:
+            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | |")
+            continue
+        c = s.report["summary"]
+        out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
+                   f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(NO_CHANGE, 0)} |")
+    return out + [""]
+
+
+def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> str:
+    """The comment with every finished section; ``pending`` platforms still running."""
+    lines = [info.marker, f"## {TITLE}", "", _what(info), ""]
+    lines += _counts_table(sections)
+    if pending:
+        lines += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
+                  ""]
+    for section in sections:
+        lines += _section_lines(section)
+    reports = [ComparisonReport.from_dict(s.report) for s in sections if s.report]
+    if reports:
+        lines += [f"<sub>{footnote(reports[0])}</sub>", ""]
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""A pull request's comparison on one platform, read from the datasink.
+
+Where the baseline comes from (documented in README, "Pull-request comments"):
+
+1. the series of the base commit (``by.hash/<base sha>``), when that exact commit was
+   benchmarked on this platform and build variant;
+2. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
+   ``baseline_points`` points: the recent history the pull request would merge into.
+
+The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
+narrowed to the event's platform, build variant, triggering env and repository, one
+topology at a time (a test with two topologies gives two rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import redis
+
+from redis_benchmarks_spec.analysis.compare import (
+    DEFAULT_METRIC,
+    CompareOptions,
+    ComparisonReport,
+    compare_samples,
+)
+from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
+from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.notify.pr_state import PrInfo
+
+Samples = dict[str, tuple[list[float], list[float]]]
+
+
+@dataclass(frozen=True)
+class PrCompareOptions:
+    metric: str = DEFAULT_METRIC
+    baseline_points: int = 10
+    default_base_branch: str = "unstable"  # when the trigger did not say (rbs trigger --pr)
+    noise_floor_pct: float = 2.0
+    alpha: float = 0.05
+
+
+def _selector(event: BuildEvent, platform: str, side: keys.Side,
+              options: PrCompareOptions) -> reader.SeriesSelector:
+    return reader.SeriesSelector(
+        metric=options.metric, side=side, platform=platform,
+        build_variant=event.build_variant, triggering_env=event.triggering_env,
+        github_org=event.org, github_repo=event.repo)
+
+
+def _read(client: redis.Redis, selector: reader.SeriesSelector,
+          topologies: list[str]) -> dict[str, list[float]]:
+    """Values per row name (test, or "test [topology]" when several topologies)."""
+    out: dict[str, list[float]] = {}
+    for topology in topologies:
+        found = reader.series_for_tests(client, replace(selector, topology=topology))
+        for test, pts in found.items():
+            name = test if len(topologies) == 1 else f"{test} [{topology}]"
+            out[name] = [v for _, v in pts]
+    return out
+
+
+def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
+                  info: PrInfo | None, options: PrCompareOptions) -> tuple[keys.Side, int | None]:
+    """The baseline's side and point limit (see the module docstring)."""
+    if info and info.base_sha:
+        side = keys.Side("hash", info.base_sha)
+        if reader.count_series(client, _selector(event, platform, side, options).filters()):
+            return side, None
+    branch = (info.base_ref if info and info.base_ref else options.default_base_branch)
+    return keys.Side("branch", branch), options.baseline_points
+
+
+def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
+                    info: PrInfo | None, options: PrCompareOptions) -> ComparisonReport:
+    """Head commit vs baseline for every test the event ran on ``platform``."""
+    scope = keys.Scope(event.triggering_env, event.org, event.repo)
+    topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
+    base_side, last_n = baseline_side(client, event, platform, info, options)
+    base_sel = replace(_selector(event, platform, base_side, options), last_n=last_n)
+    comp = _read(client, _selector(event, platform, keys.Side("hash", event.sha), options),
+                 topologies)
+    base = _read(client, base_sel, topologies)
+    samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
+    problems = [f"{t}: no baseline points on {base_side.kind} {base_side.value}"
+                for t, (b, _) in samples.items() if not b]
+    report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
+                                                     alpha=options.alpha,
+                                                     metric=options.metric), problems)
+    label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
+                                                      else "")
+    report.context = CompareContext(
+        baseline=SideInfo(label=label, commits=[base_side.value] if base_side.kind == "hash"
+                          else [], runs=sum(len(b) for b, _ in samples.values())),
+        comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
+                            versions=[event.redis_version] if event.redis_version else [],
+                            runs=sum(len(c) for _, c in samples.values())),
+        platforms=[platform], build_variants=[event.build_variant])
+    return report
+
+
+def comparison_flags(client: redis.Redis, event: BuildEvent, platform: str,
+                     tests: list[str]) -> dict[str, list[str]]:
+    """Flags (client-bound, shared-cores...) of the head commit's runs per test."""
+    scope = keys.Scope(event.triggering_env, event.org, event.repo)
+    flags: dict[str, list[str]] = {}
+    for test in tests:
+        name = test.split(" [", 1)[0]
+        for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
+            doc = reader.result_document(client, run_id)
+            if doc.context.git.hash == event.sha and doc.context.platform == platform:
+                flags.setdefault(test, [])
+                flags[test] += [f for f in doc.flags if f not in flags[test]]
+    return flags

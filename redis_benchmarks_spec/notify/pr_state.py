@@ -1,0 +1,148 @@
+"""What the pull-request comment is built from, kept in the broker (this module owns the
+keys ``<prefix>:pr-info:<request id>`` and ``<prefix>:pr-comment:<org>/<repo>#<pr>@<sha>``).
+
+The webhook receiver stores the pull request's base (branch and commit) when it accepts a
+trigger: the build event does not carry it, and the agent needs it to pick the baseline.
+Each platform that finishes stores its section (its comparison report); the comment is
+rendered from every section stored so far, under a lock, so two platforms finishing at
+once never lose each other's section or create two comments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.events.names import StreamNames
+
+INFO_TTL_S = 30 * 24 * 3600
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_NAME = re.compile(r"^[A-Za-z0-9._/:-]{1,200}$")
+
+
+class PrInfoError(ValueError):
+    """A pull-request payload field that is missing or not what GitHub documents."""
+
+
+@dataclass(frozen=True)
+class PrInfo:
+    """A triggered pull request: where to comment and what to compare against."""
+
+    org: str
+    repo: str
+    number: int
+    head_sha: str
+    head_ref: str = ""
+    base_ref: str = ""
+    base_sha: str = ""
+    title: str = ""
+    html_url: str = ""
+
+    @property
+    def comment_id(self) -> str:
+        """The comment's identity: one per pull request and triggered commit."""
+        return f"{self.org}/{self.repo}#{self.number}@{self.head_sha}"
+
+    @property
+    def marker(self) -> str:
+        return f"<!-- rbs-pr-comment {self.comment_id} -->"
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> PrInfo:
+        return cls(**raw)
+
+
+def _str(obj: dict[str, Any], key: str, pattern: re.Pattern[str]) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not pattern.match(value):
+        raise PrInfoError(f"pull_request field {key!r} is missing or malformed")
+    return value
+
+
+def _obj(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _text(obj: dict[str, Any], key: str, limit: int) -> str:
+    value = obj.get(key)
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def from_payload(payload: dict[str, Any]) -> PrInfo:
+    """The :class:`PrInfo` of a ``pull_request`` delivery (validated: untrusted input)."""
+    pr = _obj(payload, "pull_request")
+    base, head = _obj(pr, "base"), _obj(pr, "head")
+    if not base or not head:
+        raise PrInfoError("delivery has no pull_request with base and head")
+    repo = _obj(base, "repo")
+    number = pr.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        raise PrInfoError("pull_request.number is not a positive integer")
+    return PrInfo(org=_str(_obj(repo, "owner"), "login", _NAME), repo=_str(repo, "name", _NAME),
+                  number=number, head_sha=_str(head, "sha", _SHA),
+                  head_ref=_str(head, "ref", _NAME), base_ref=_str(base, "ref", _NAME),
+                  base_sha=_str(base, "sha", _SHA), title=_text(pr, "title", 200),
+                  html_url=_text(pr, "html_url", 300))
+
+
+def info_key(names: StreamNames, request_id: str) -> str:
+    return f"{names.prefix}:pr-info:{request_id}"
+
+
+def sections_key(names: StreamNames, info: PrInfo) -> str:
+    return f"{names.prefix}:pr-comment:{info.comment_id}"
+
+
+def lock_key(names: StreamNames, info: PrInfo) -> str:
+    return f"{names.prefix}:pr-comment-lock:{info.comment_id}"
+
+
+def save_info(client: redis.Redis, names: StreamNames, request_id: str, info: PrInfo) -> None:
+    client.set(info_key(names, request_id), json.dumps(asdict(info)), ex=INFO_TTL_S)
+
+
+def load_info(client: redis.Redis, names: StreamNames, request_id: str) -> PrInfo | None:
+    raw = client.get(info_key(names, request_id))
+    if raw is None:
+        return None
+    try:
+        return PrInfo.from_dict(json.loads(raw))
+    except (ValueError, TypeError) as exc:
+        raise PrInfoError(f"{info_key(names, request_id)}: {exc}") from exc
+
+
+@dataclass
+class Section:
+    """One platform and build variant of the comment: its comparison, flags, state."""
+
+    platform: str
+    build_variant: str
+    state: str  # "completed" or "failed"
+    report: dict[str, Any] | None = None  # ComparisonReport.to_dict()
+    flags: dict[str, list[str]] = field(default_factory=dict)  # per test
+    reason: str = ""
+    links: dict[str, str] = field(default_factory=dict)  # label -> URL
+
+    @property
+    def field_name(self) -> str:
+        return f"{self.platform}|{self.build_variant}"
+
+
+def save_section(client: redis.Redis, names: StreamNames, info: PrInfo,
+                 section: Section) -> None:
+    key = sections_key(names, info)
+    pipe = client.pipeline(transaction=False)
+    pipe.hset(key, section.field_name, json.dumps(asdict(section)))
+    pipe.expire(key, INFO_TTL_S)
+    pipe.execute()
+
+
+def load_sections(client: redis.Redis, names: StreamNames, info: PrInfo) -> list[Section]:
+    raw: Any = client.hgetall(sections_key(names, info))
+    return sorted((Section(**json.loads(v)) for v in raw.values()),
+                  key=lambda s: s.field_name)
