@@ -19,6 +19,7 @@ import numpy as np
 
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.context import CompareContext
+from redis_benchmarks_spec.analysis.paired import best_paired_shift
 from redis_benchmarks_spec.analysis.verdict import (
     DEFAULT_METRIC,
     IMPROVEMENT,
@@ -55,8 +56,9 @@ __all__ = [
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
                    "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
                    "on log values)")
-PAIRED_METHOD = ("Hodges-Lehmann (Walsh averages) of per-pair log ratios with the exact "
-                 "Wilcoxon signed-rank interval; p: two-sided Wilcoxon signed-rank")
+PAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
+                 "Shapiro-Wilk check), else Hodges-Lehmann (Walsh averages) with the exact "
+                 "Wilcoxon signed-rank interval and p; each row names its method")
 
 
 @dataclass
@@ -83,6 +85,7 @@ class Comparison:
     paired: bool = False
     # comparison median / baseline median - 1: shown beside the change (a different estimator)
     median_ratio_pct: float | None = None
+    method: str = ""  # the interval method of this row (paired rows choose per test)
 
 
 @dataclass
@@ -194,11 +197,12 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
         row.reason = "no complete pairs"
         return _Pending(row, False)
     try:
-        shift = stats.paired_shift(pairs, options.confidence)
+        shift = best_paired_shift(pairs, options.confidence)
     except ValueError as exc:
         row.reason = str(exc)
         return _Pending(row, False)
     _fill_shift(row, shift)
+    row.method = shift.method
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
