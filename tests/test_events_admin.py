@@ -4,11 +4,9 @@ A builder and agents are played by publishing their messages with the shared hel
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
-from redis_benchmarks_spec.cli import pipeline
+from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events.consumer import GroupConsumer, publish
 from redis_benchmarks_spec.events.follow import Follower, wait
@@ -53,10 +51,7 @@ def _status(event: BuildEvent, platform: str, test: str, state: str) -> RunStatu
 
 
 def rbs(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rbs")
-    pipeline.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return main(argv)
 
 
 def test_follower_finishes_when_every_platform_is_done(redis_server) -> None:  # type: ignore[no-untyped-def]
@@ -136,7 +131,7 @@ def test_cancel_and_replay_an_event(redis_server) -> None:  # type: ignore[no-un
     assert not is_cancelled(client, NAMES, ev.id)
     assert read_statuses(client, NAMES, ev.id) == []
     assert rbs(["admin", "replay", "missing", "--broker", redis_server.url,
-                "--stream-prefix", "adm"]) == 1
+                "--stream-prefix", "adm"]) == 2  # an unknown id is an input error
 
 
 def test_replay_a_request(redis_server) -> None:  # type: ignore[no-untyped-def]

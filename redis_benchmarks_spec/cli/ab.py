@@ -22,6 +22,8 @@ from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_sample
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
+DEFAULT_REPETITIONS = 10
+
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("interleaved A/B (both servers required)")
@@ -32,7 +34,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--comparison-server-args", default="",
                    help="extra redis-server arguments for side B only (e.g. a deliberate "
                         "slowdown for calibration)")
-    g.add_argument("--repetitions", type=int, default=10, help="runs per side per suite")
+    g.add_argument("--repetitions", type=int, default=None,
+                   help=f"runs per side per suite (default {DEFAULT_REPETITIONS})")
     g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
     g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
     g.add_argument("--alpha", type=float, default=0.05)
@@ -57,21 +60,20 @@ def wants_ab(args: argparse.Namespace) -> bool:
 
 def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
            suites: list[Suite]) -> int:
-    if not (args.baseline_server and args.comparison_server):
-        console.print("[red]A/B mode needs both --baseline-server and --comparison-server[/]")
-        return 2
+    """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
+    repetitions = args.repetitions or DEFAULT_REPETITIONS
     ab = ABConfig(
         session=config,
         baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args)),
         comparison=Side("comparison", args.comparison_server,
                         shlex.split(args.comparison_server_args)),
-        repetitions=args.repetitions)
+        repetitions=repetitions)
 
     def on_run(run: ABRun) -> None:
         r = run.result
         value = r.metrics.get(args.metric)
         shown = f"{value:,.0f}" if value is not None else r.status
-        console.print(f"rep {run.repetition + 1:>2}/{args.repetitions} {run.side:<10} "
+        console.print(f"rep {run.repetition + 1:>2}/{repetitions} {run.side:<10} "
                       f"{r.test_name}: {shown}", highlight=False)
 
     runs = run_ab(ab, suites, on_run=on_run)

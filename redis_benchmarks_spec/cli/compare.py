@@ -35,23 +35,27 @@ from redis_benchmarks_spec.analysis.context import (
     context_from_dirs,
 )
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
+from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
 DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
 #: exit codes: 1 is reserved for --fail-on-regression, so CI can tell "slower" from "broken"
-EXIT_REGRESSION = 1
-EXIT_USAGE = 2
+EXIT_REGRESSION = EXIT_FAILED
 
 
-class CompareUsageError(Exception):
+class CompareUsageError(UsageError):
     """The comparison cannot run as asked (missing side, bad date, no datasink...)."""
+
+    def __init__(self, problem: str, hint: str = "", what: str = "") -> None:
+        super().__init__(what, problem, hint)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare a baseline and a comparison build per test",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__)
     _add_source_args(p)
     datasink_cli.add_remote_args(p)
     datasink_cli.add_embedded_args(p)
@@ -161,6 +165,7 @@ def _datasink_client(args: argparse.Namespace) -> Any:
             raise CompareUsageError("the embedded datasink is not running; start it with "
                                     "`rbs datasink up` or give --datasink URL")
         config = DatasinkConfig(url=state.url or "")
+    datasink_cli.check_reachable(config)
     return connect(config)
 
 
@@ -227,18 +232,21 @@ def compare_context(args: argparse.Namespace, samples: Samples) -> CompareContex
         topologies=[args.topology] if args.topology else [])
 
 
-def _check_regexps(args: argparse.Namespace) -> None:
+def _check_args(args: argparse.Namespace) -> None:
     for option in ("tests_regexp", "groups_regexp", "commands_regexp"):
-        text = getattr(args, option)
-        try:
-            re.compile(text or "")
-        except re.error as exc:
-            flag = "--" + option.replace("_", "-")
-            raise CompareUsageError(f"{flag} {text!r}: {exc}") from None
+        checks.regexp("--" + option.replace("_", "-"), getattr(args, option))
+    for flag, path in (("--baseline-dir", args.baseline_dir),
+                       ("--comparison-dir", args.comparison_dir)):
+        if path is not None:
+            checks.existing_dir(flag, path)
+    if args.output is not None:
+        checks.output_file("--output", args.output)
+    if args.last_n is not None and args.last_n < 1:
+        raise UsageError(f"--last-n {args.last_n}", "must be at least 1")
 
 
 def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
-    _check_regexps(args)
+    _check_args(args)
     if args.baseline_dir or args.comparison_dir:
         if not (args.baseline_dir and args.comparison_dir):
             raise CompareUsageError("give both --baseline-dir and --comparison-dir")
@@ -274,11 +282,7 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``rbs compare``: 0 done, 1 a REGRESSION with --fail-on-regression, 2 cannot run."""
     err = Console(stderr=True)
-    try:
-        samples, problems = _samples(args)
-    except CompareUsageError as exc:
-        err.print(f"[red]rbs compare: {escape(str(exc))}[/]", highlight=False, soft_wrap=True)
-        return EXIT_USAGE
+    samples, problems = _samples(args)
     if not samples:
         err.print("[red]rbs compare: no tests to compare[/]")
         for problem in problems:

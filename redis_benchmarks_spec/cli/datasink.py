@@ -10,10 +10,15 @@ from pathlib import Path
 import redis
 from rich.console import Console
 
+from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import reader
-from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
+from redis_benchmarks_spec.datasink.embedded import (
+    DatasinkError,
+    DatasinkStatus,
+    EmbeddedDatasink,
+)
 from redis_benchmarks_spec.datasink.store import (
-    UNREACHABLE,
     DatasinkConfig,
     connect,
     push_results_dir,
@@ -69,23 +74,42 @@ def add_remote_args(p: argparse.ArgumentParser) -> None:
 
 
 def remote_config(args: argparse.Namespace) -> DatasinkConfig | None:
-    """The remote datasink the arguments name, or None for the embedded one."""
+    """The remote datasink the arguments name (URL checked), or None for the embedded one."""
     if not args.datasink:
         return None
+    checks.redis_url("--datasink", args.datasink)
+    for flag, attr in (("--tls-ca-cert", "tls_ca_cert"), ("--tls-cert", "tls_cert"),
+                       ("--tls-key", "tls_key")):
+        value = getattr(args, attr, None)
+        if value and not Path(value).is_file():
+            raise UsageError(f"{flag} {value}", "no such file")
     return DatasinkConfig(
         url=args.datasink, username=args.username,
         password=args.password or os.environ.get(PASSWORD_ENV),
         ssl_ca_certs=args.tls_ca_cert, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
 
 
+def start_embedded(sink: EmbeddedDatasink) -> DatasinkStatus:
+    """``sink.up()``, its failure as a one-line :class:`UsageError`."""
+    try:
+        return sink.up()
+    except DatasinkError as exc:
+        first = str(exc).splitlines()[0]
+        raise UsageError(f"embedded datasink in {sink.data_dir}", first,
+                         f"see {sink.logfile}") from None
+
+
+def check_reachable(config: DatasinkConfig, flag: str = "--datasink") -> None:
+    """The datasink answers and has the TimeSeries module; else a :class:`UsageError`."""
+    with connect(config) as client:
+        checks.reachable(flag, config.display_url, client)
+        checks.has_timeseries(flag, config.display_url, client)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     console = Console()
     sink = EmbeddedDatasink(args.data_dir, port=args.port)
-    try:
-        state = sink.up()
-    except DatasinkError as exc:
-        Console(stderr=True).print(f"[red]{exc}[/]", highlight=False, soft_wrap=True)
-        return 1
+    state = start_embedded(sink)
     console.print(f"datasink running at {state.url} (pid {state.pid}, data in {state.data_dir})",
                   highlight=False, soft_wrap=True)
     return 0
@@ -111,13 +135,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         console.print(f"embedded datasink: running at {state.url} (pid {state.pid}, data in "
                       f"{state.data_dir})", highlight=False, soft_wrap=True)
         config = DatasinkConfig(url=state.url or "")
-    try:
-        with connect(config) as client:
-            print_contents(console, client)
-    except UNREACHABLE as exc:
-        console.print(f"[red]datasink {config.display_url} unreachable: {exc}[/]",
-                      highlight=False, soft_wrap=True)
-        return 1
+    check_reachable(config)
+    with connect(config) as client:
+        print_contents(console, client)
     return 0
 
 
@@ -128,8 +148,8 @@ def print_contents(console: Console, client: redis.Redis) -> None:
     console.print(f"series: {reader.count_series(client)}, tests known: {len(tests)}, "
                   f"runs stored: {reader.count_runs(client)}")
     for scope in all_scopes:
-        tests = reader.list_tests(client, scope)
-        console.print(f"{scope.path}: {len(tests)} test(s), branches "
+        scope_tests = reader.list_tests(client, scope)
+        console.print(f"{scope.path}: {len(scope_tests)} test(s), branches "
                       f"{reader.list_branches(client, scope) or '-'}, versions "
                       f"{reader.list_versions(client, scope) or '-'}, platforms "
                       f"{reader.list_platforms(client, scope)}", highlight=False, soft_wrap=True)
@@ -140,13 +160,12 @@ def print_contents(console: Console, client: redis.Redis) -> None:
 
 def cmd_push(args: argparse.Namespace) -> int:
     console = Console()
+    checks.existing_dir("results directory", args.results_dir)
     config = remote_config(args)
+    if config is not None:
+        check_reachable(config)
     if config is None:
-        try:
-            state = EmbeddedDatasink(args.data_dir).up()
-        except DatasinkError as exc:
-            Console(stderr=True).print(f"[red]{exc}[/]", highlight=False, soft_wrap=True)
-            return 1
+        state = start_embedded(EmbeddedDatasink(args.data_dir))
         config = DatasinkConfig(url=state.url or "")
     with connect(config) as client:
         report = push_results_dir(client, args.results_dir,

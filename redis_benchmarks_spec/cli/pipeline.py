@@ -12,12 +12,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
 from redis_benchmarks_spec.events.messages import SuiteFilters
 from redis_benchmarks_spec.events.status import heartbeats
+from redis_benchmarks_spec.intake import gitsource
 from redis_benchmarks_spec.intake.trigger import (
     DEFAULT_SOURCE_TTL_S,
     RedisSourceStore,
@@ -25,6 +28,7 @@ from redis_benchmarks_spec.intake.trigger import (
     S3SourceStore,
     Selection,
     SourceStore,
+    TriggerError,
     trigger,
 )
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError
@@ -52,7 +56,19 @@ def _add_broker(p: argparse.ArgumentParser) -> None:
 
 
 def _client(args: argparse.Namespace) -> redis.Redis:
-    return redis.Redis.from_url(args.broker, socket_timeout=60, socket_connect_timeout=10)
+    """The broker, checked: a bad URL or a broker that is down is a one-line usage error."""
+    return checks.broker("--broker", args.broker)
+
+
+def _check_repo(location: str) -> None:
+    """``--repo``: a remote URL, or a local directory that is a git repository."""
+    if gitsource.is_remote(location):
+        return
+    path = Path(location).expanduser()
+    checks.existing_dir("--repo", path)
+    if not (path / ".git").exists() and not (path / "HEAD").is_file():
+        raise UsageError(f"--repo {location}", "not a git repository",
+                         "give the top directory of a clone, or a remote URL")
 
 
 # --------------------------------------------------------------------------- trigger
@@ -90,6 +106,9 @@ def _register_trigger(sub: argparse._SubParsersAction) -> None:
 
 def cmd_trigger(args: argparse.Namespace) -> int:
     """Queue the requests; with --wait follow them until done or timeout."""
+    _check_repo(args.repo)
+    for flag in ("tests_regexp", "groups_regexp", "commands_regexp"):
+        checks.regexp("--" + flag.replace("_", "-"), getattr(args, flag))
     client = _client(args)
     names = names_mod.from_args(args)
     store: SourceStore = (S3SourceStore(args.s3_bucket) if args.s3_bucket
@@ -101,7 +120,11 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         filters=SuiteFilters(args.tests_regexp, args.groups_regexp, args.commands_regexp,
                             args.priority_min, args.priority_max),
     )
-    done = trigger(client, names, args.repo, selection, options, store)
+    try:
+        done = trigger(client, names, args.repo, selection, options, store)
+    except (TriggerError, gitsource.GitError) as exc:
+        raise UsageError(f"--repo {args.repo}", str(exc).splitlines()[0] if str(exc)
+                         else type(exc).__name__) from None
     console = Console()
     for t in done:
         console.print(f"queued request [bold]{t.request.id}[/] for {t.request.org}/"
@@ -293,8 +316,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         fresh = admin.cancel_event(_client(args), names_mod.from_args(args), args.event_id)
     except admin.AdminError as exc:
-        Console(stderr=True).print(f"[red]{exc}[/]")
-        return 1
+        raise UsageError(args.event_id, str(exc)) from None
     print(f"{args.event_id}: {'cancelled' if fresh else 'was already cancelled'}")
     return 0
 
@@ -304,8 +326,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         done = admin.replay(_client(args), names_mod.from_args(args), args.event_id)
     except admin.AdminError as exc:
-        Console(stderr=True).print(f"[red]{exc}[/]")
-        return 1
+        raise UsageError(args.event_id, str(exc)) from None
     print(f"{args.event_id}: re-queued on {done.stream} as {done.new_entry_id} "
           f"(was {done.old_entry_id})")
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -17,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
 from redis_benchmarks_spec.cli.display import (
     make_console,
@@ -24,6 +26,8 @@ from redis_benchmarks_spec.cli.display import (
     results_table,
     summary_line,
 )
+from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
@@ -98,20 +102,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def select_suites(args: argparse.Namespace, console: Console) -> list[Suite] | None:
-    catalog = load_catalog(args.suites_dir or default_suites_dir())
+def select_suites(args: argparse.Namespace, console: Console) -> list[Suite]:
+    """The suites the selection flags pick; raises :class:`UsageError` when none."""
+    directory = args.suites_dir or default_suites_dir()
+    catalog = load_catalog(directory)
     for problem in catalog.errors:
-        console.print(f"[yellow]{problem}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]{escape(str(problem))}[/]", highlight=False, soft_wrap=True)
     tests = [t for item in args.test for t in item.split(",") if t]
-    unknown = [t for t in tests if catalog.by_name(t) is None]
-    if unknown:
-        console.print(f"[red]unknown test(s): {', '.join(unknown)}[/]")
-        return None
+    check_test_names(catalog, tests, directory)
     flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
                       groups_regexp=args.groups_regexp, commands_regexp=args.commands_regexp,
                       priority_min=args.priority_min, priority_max=args.priority_max,
                       topology=args.topology)
-    return flt.select(catalog.suites)
+    selected = flt.select(catalog.suites)
+    if not selected:
+        raise UsageError("selection", f"no suite of the {len(catalog.suites)} in {directory} "
+                         "matches", "`rbs run --dry-run` without filters lists them all")
+    return selected
 
 
 def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig:
@@ -124,7 +131,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                         redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         results_dir=results_dir, context=context, test_time=args.test_time,
         topology_filter=args.topology, launcher=args.launcher,
-        cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
+        cpus=parse_cpus(args.cpus),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct))
 
@@ -136,9 +143,10 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
     for test in plan_tests(config, suites):
         topo = test.topology.name if test.topology else "?"
-        note = f"  [yellow]skip: {test.skip_reason}[/]" if test.skip_reason else ""
+        note = f"  [yellow]skip: {escape(test.skip_reason)}[/]" if test.skip_reason else ""
         args = " | ".join(c.arguments for c in test.suite.clientconfigs)
-        console.print(f"{test.suite.name} [{topo}] {','.join(test.suite.tools)}: {args}{note}",
+        console.print(f"{escape(test.suite.name)} {escape(f'[{topo}]')} "
+                      f"{','.join(test.suite.tools)}: {escape(args)}{note}",
                       highlight=False, soft_wrap=True)
 
 
@@ -159,18 +167,36 @@ def run_with_progress(console: Console, config: SessionConfig,
         return run_suites(config, suites, on_result=on_result)
 
 
+def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
+    """Refuse to start when every planned test would be skipped (nothing to measure)."""
+    planned = plan_tests(config, suites)
+    reasons = sorted({t.skip_reason for t in planned if t.skip_reason})
+    if planned and all(t.skip_reason for t in planned):
+        raise UsageError("selection", f"all {len(planned)} selected test(s) would be "
+                         f"skipped: {'; '.join(reasons)}")
+
+
+def check_datasink(args: argparse.Namespace) -> None:
+    """An explicit --datasink must answer and hold TimeSeries before anything runs."""
+    if args.no_datasink or not args.datasink:
+        return
+    from redis_benchmarks_spec.cli.datasink import check_reachable
+    from redis_benchmarks_spec.datasink.store import DatasinkConfig
+    checks.redis_url("--datasink", args.datasink)
+    check_reachable(DatasinkConfig(url=args.datasink))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
+    check_run_args(args)
     console = make_console()
     suites = select_suites(args, console)
-    if suites is None:
-        return 2
-    if not suites:
-        console.print("[red]no suite matches the selection[/]")
-        return 2
     config = session_config(args, args.results_dir)
     if args.dry_run:
         print_plan(console, config, suites)
         return 0
+    check_runnable(config, suites)
+    check_datasink(args)
     config.results_dir = session_dir(args.results_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.display import make_console
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
 from redis_benchmarks_spec.suites.lint import lint_catalog
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    directory = args.suites_dir or default_suites_dir()
+    directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
     catalog = load_catalog(directory)
     table = Table(title=f"{len(catalog.suites)} suites in {directory}")
     for col in ("name", "tool", "groups", "commands", "topologies", "priority"):
@@ -47,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    directory = args.suites_dir or default_suites_dir()
+    directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
     problems = lint_catalog(directory)
     console = Console(stderr=True)
     for p in problems:

@@ -1,0 +1,55 @@
+"""The argument parser every ``rbs`` command uses.
+
+One class so that every (sub)command gets the same behaviour: ``-v`` accepted anywhere on
+the command line, defaults shown in ``--help``, help text without reStructuredText markup,
+and a parse error reported as one line naming the command (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from redis_benchmarks_spec.cli.errors import EXIT_USAGE
+
+# defaults not worth showing in help: they mean "not given"
+_QUIET_DEFAULTS: tuple[object, ...] = (None, False, "", [], ())
+
+
+class RbsHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps description line breaks, shows non-trivial defaults, drops ``RST`` quoting."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = (action.help or "").replace("``", "`")
+        default = action.default
+        if (default is argparse.SUPPRESS or "default" in text or not action.option_strings
+                or _is_quiet(default)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(text.replace("``", "`"))
+
+
+def _is_quiet(default: object) -> bool:
+    try:
+        return default in _QUIET_DEFAULTS
+    except TypeError:  # unhashable or odd comparisons: show it
+        return False
+
+
+class RbsParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with the house rules above; sub-parsers inherit it."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", RbsHelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        # SUPPRESS: a sub-parser sets `verbose` only when -v is given after the command, so
+        # it never resets a -v given before it
+        self.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help="debug logging (accepted anywhere on the command line)")
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (hint: {self.prog} --help)\n")
+        sys.exit(EXIT_USAGE)

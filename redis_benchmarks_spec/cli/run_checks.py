@@ -1,0 +1,97 @@
+"""``rbs run``: every input checked before a server starts (see :mod:`cli.checks`)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+from pathlib import Path
+
+from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.suites.catalog import SuiteCatalog
+
+BINARY_FLAGS = (("--redis-server", "redis_server"),
+                ("--redis-benchmark-bin", "redis_benchmark_bin"),
+                ("--memtier-bin", "memtier_bin"),
+                ("--baseline-server", "baseline_server"),
+                ("--comparison-server", "comparison_server"))
+REGEXP_FLAGS = (("--tests-regexp", "tests_regexp"), ("--groups-regexp", "groups_regexp"),
+                ("--commands-regexp", "commands_regexp"))
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """Flags, files and binaries of ``rbs run``; raises :class:`UsageError`."""
+    for flag, attr in REGEXP_FLAGS:
+        checks.regexp(flag, getattr(args, attr))
+    if args.suites_dir is not None:
+        checks.existing_dir("--suites-dir", args.suites_dir)
+    checks.writable_dir("--results-dir", args.results_dir, create=not args.dry_run)
+    for flag, attr in BINARY_FLAGS:
+        if getattr(args, attr):
+            setattr(args, attr, checks.executable(flag, getattr(args, attr)))
+    _check_ab(args)
+    if not (args.baseline_server or args.comparison_server or args.dry_run):
+        checks.tool("--redis-server", args.redis_server, "redis-server")
+    if args.test_time is not None and args.test_time <= 0:
+        raise UsageError(f"--test-time {args.test_time}", "must be a positive number of seconds")
+    parse_cpus(args.cpus)
+    if args.datasink_data_dir is not None:
+        checks.writable_dir("--datasink-data-dir", args.datasink_data_dir)
+
+
+def _check_ab(args: argparse.Namespace) -> None:
+    if bool(args.baseline_server) != bool(args.comparison_server):
+        given = "--baseline-server" if args.baseline_server else "--comparison-server"
+        raise UsageError(given, "A/B mode needs both --baseline-server and --comparison-server")
+    ab = bool(args.baseline_server)
+    if not ab and args.repetitions is not None:
+        raise UsageError(f"--repetitions {args.repetitions}",
+                         "only used in A/B mode for now",
+                         "give --baseline-server and --comparison-server, or drop it")
+    if ab and args.repetitions is not None and args.repetitions < 1:
+        raise UsageError(f"--repetitions {args.repetitions}", "must be at least 1")
+    if not ab:
+        for flag, attr in (("--baseline-server-args", "baseline_server_args"),
+                           ("--comparison-server-args", "comparison_server_args")):
+            if getattr(args, attr):
+                raise UsageError(flag, "only used in A/B mode",
+                                 "give --baseline-server and --comparison-server")
+
+
+def parse_cpus(text: str | None) -> list[int] | None:
+    """``--cpus 0,2,3`` as a list of CPU ids."""
+    if not text:
+        return None
+    try:
+        cpus = [int(c) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise UsageError(f"--cpus {text}", "not a comma-separated list of CPU ids",
+                         "e.g. --cpus 0,1,2,3") from None
+    if not cpus or any(c < 0 for c in cpus):
+        raise UsageError(f"--cpus {text}", "not a comma-separated list of CPU ids")
+    return cpus
+
+
+def check_test_names(catalog: SuiteCatalog, tests: list[str], directory: Path) -> None:
+    """Every ``--test`` names a suite; suggests the closest names (case-insensitive)."""
+    names = [s.name for s in catalog.suites]
+    for test in tests:
+        if catalog.by_name(test) is not None:
+            continue
+        raise UsageError(f"--test {test}", f"no suite of that name in {directory}",
+                         _did_you_mean(test, names))
+
+
+def _did_you_mean(test: str, names: list[str]) -> str:
+    folded = {n.lower(): n for n in names}
+    exact = folded.get(test.lower())
+    if exact:
+        return f"did you mean {exact}? (names are case-sensitive)"
+    close = difflib.get_close_matches(test.lower(), list(folded), n=3, cutoff=0.6)
+    if close:
+        return "did you mean " + " or ".join(folded[c] for c in close) + "?"
+    contains = [n for n in names if re.search(re.escape(test), n, re.IGNORECASE)][:3]
+    if contains:
+        return "did you mean " + " or ".join(contains) + "?"
+    return "`rbs suites list` shows the names"

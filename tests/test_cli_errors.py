@@ -1,0 +1,138 @@
+"""One error path: each user mistake of issue 9 (lists 2 and 6) gives one line on stderr
+naming the flag, file or value, no traceback, and exit code 2; nothing is started."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.cli.main import main
+from tests.conftest import RedisServer
+
+REPO = Path(__file__).resolve().parents[1]
+RBS = str(REPO / ".venv" / "bin" / "rbs")
+DOWN = "redis://127.0.0.1:1"  # port 1: nothing listens there
+
+SUITE = """version: 0.4
+name: {name}
+tested-groups: [string]
+tested-commands: [set]
+redis-topologies: [oss-standalone]
+clientconfig:
+  tool: {tool}
+  arguments: -n 100 -t set
+"""
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, (argv, code, err)
+    assert "Traceback" not in err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("rbs "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def suites(tmp_path: Path) -> Path:
+    directory = tmp_path / "suites"
+    directory.mkdir()
+    (directory / "s-set.yml").write_text(SUITE.format(name="s-set", tool="redis-benchmark"))
+    return directory
+
+
+def _not_executable(tmp_path: Path) -> str:
+    path = tmp_path / "redis-server"
+    path.write_text("#!/bin/sh\n")
+    path.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    return str(path)
+
+
+def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                          suites: Path) -> None:
+    base = ["run", "--suites-dir", str(suites), "--no-datasink",
+            "--results-dir", str(tmp_path / "out")]
+    one_error_line(capsys, [*base, "--tests-regexp", "set("], "--tests-regexp", "set(")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    one_error_line(capsys, [*base, "--results-dir", str(a_file)], "--results-dir",
+                   "not a directory")
+    one_error_line(capsys, [*base, "--results-dir", "/proc/x"], "--results-dir", "/proc/x")
+    one_error_line(capsys, [*base, "--redis-server", _not_executable(tmp_path)],
+                   "--redis-server", "not executable")
+    one_error_line(capsys, [*base, "--redis-server", str(tmp_path / "nope")],
+                   "--redis-server", "no such file")
+    one_error_line(capsys, [*base, "--test", "S-SET"], "--test S-SET", "did you mean s-set")
+    one_error_line(capsys, [*base, "--repetitions", "3"], "--repetitions")
+    one_error_line(capsys, [*base, "--cpus", "a,b"], "--cpus")
+    one_error_line(capsys, ["suites", "list", str(tmp_path / "nonexistent")], "nonexistent")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_run_refuses_when_every_test_would_be_skipped(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path) -> None:
+    (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark"))
+    env_path = os.environ["PATH"]
+    os.environ["PATH"] = os.pathsep.join(p for p in env_path.split(os.pathsep)
+                                         if not (Path(p) / "memtier_benchmark").exists())
+    try:
+        one_error_line(capsys, ["run", "--suites-dir", str(suites), "--no-datasink",
+                                "--results-dir", str(tmp_path / "out")],
+                       "all 1 selected test(s) would be skipped", "memtier_benchmark")
+    finally:
+        os.environ["PATH"] = env_path
+
+
+def test_datasink_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                         suites: Path, redis_server: RedisServer) -> None:
+    one_error_line(capsys, ["datasink", "status", "--datasink", "localhost:6379"],
+                   "--datasink localhost:6379", "redis://localhost:6379")
+    one_error_line(capsys, ["datasink", "status", "--datasink", DOWN], DOWN, "cannot connect")
+    # a plain Redis is reachable but has no TimeSeries module
+    one_error_line(capsys, ["datasink", "status", "--datasink", redis_server.url],
+                   redis_server.url, "RedisTimeSeries")
+    one_error_line(capsys, ["datasink", "push", str(tmp_path / "nonexist")], "nonexist",
+                   "no such directory")
+    one_error_line(capsys, ["run", "--suites-dir", str(suites), "--datasink", DOWN,
+                            "--results-dir", str(tmp_path / "out")], "--datasink", DOWN)
+
+
+def test_compare_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                        redis_server: RedisServer) -> None:
+    side = ["--baseline-branch", "a", "--comparison-branch", "b"]
+    one_error_line(capsys, ["compare", *side, "--datasink", DOWN], DOWN, "cannot connect")
+    one_error_line(capsys, ["compare", *side, "--datasink", redis_server.url],
+                   "RedisTimeSeries")
+    dirs = ["--baseline-dir", str(tmp_path), "--comparison-dir", str(tmp_path)]
+    one_error_line(capsys, ["compare", *dirs, "--output", "/proc/x.md"], "--output /proc/x.md")
+    one_error_line(capsys, ["compare", "--baseline-dir", str(tmp_path), "--comparison-dir",
+                            str(tmp_path / "missing")], "--comparison-dir", "no such directory")
+    one_error_line(capsys, ["compare", *dirs, "--tests-regexp", "("], "--tests-regexp")
+
+
+def test_pipeline_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    one_error_line(capsys, ["admin", "streams", "--broker", DOWN], "--broker", DOWN)
+    one_error_line(capsys, ["trigger", "--repo", "/nope", "--broker", DOWN], "--repo /nope")
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    one_error_line(capsys, ["trigger", "--repo", str(not_git), "--broker", DOWN],
+                   "not a git repository")
+
+
+def test_parse_errors_and_the_installed_entry_point(tmp_path: Path) -> None:
+    out = subprocess.run([RBS, "run", "--tests-regexp", "set(", "--no-datasink", "-v"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    bad = subprocess.run([RBS, "compare", "--noise-floor", "x"], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "--noise-floor" in bad.stderr
+    assert "Traceback" not in bad.stderr
