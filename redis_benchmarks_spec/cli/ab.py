@@ -10,6 +10,7 @@ import argparse
 import shlex
 
 from rich.console import Console
+from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
 from redis_benchmarks_spec.analysis.context import (
@@ -18,8 +19,9 @@ from redis_benchmarks_spec.analysis.context import (
     side_from_results,
 )
 from redis_benchmarks_spec.cli.compare import write_report
+from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
-from redis_benchmarks_spec.runner.session import SessionConfig
+from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests
 from redis_benchmarks_spec.suites.suite import Suite
 
 DEFAULT_REPETITIONS = 10
@@ -39,7 +41,6 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
     g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
     g.add_argument("--alpha", type=float, default=0.05)
-    g.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     g.add_argument("--fail-on-regression", action="store_true")
 
 
@@ -58,6 +59,25 @@ def wants_ab(args: argparse.Namespace) -> bool:
     return bool(args.baseline_server or args.comparison_server)
 
 
+def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
+                       metric: str) -> list[ABRun]:
+    """The A/B runs with the current side, repetition and test shown; a line per run."""
+    reps = ab.repetitions
+    total = 2 * reps * len(plan_tests(ab.session, suites))
+    with RunProgress(console, total) as progress:
+        def on_start(side: str, rep: int, suite: Suite) -> None:
+            progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
+
+        def on_run(run: ABRun) -> None:
+            r = run.result
+            value = r.metrics.get(metric)
+            shown = f"{value:,.0f}" if value is not None else r.status
+            progress.finished(f"rep {run.repetition + 1:>2}/{reps} {run.side:<10} "
+                              f"{escape(r.test_name)}: {shown}")
+
+        return run_ab(ab, suites, on_run=on_run, on_start=on_start)
+
+
 def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
            suites: list[Suite]) -> int:
     """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
@@ -69,18 +89,11 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
 
-    def on_run(run: ABRun) -> None:
-        r = run.result
-        value = r.metrics.get(args.metric)
-        shown = f"{value:,.0f}" if value is not None else r.status
-        console.print(f"rep {run.repetition + 1:>2}/{repetitions} {run.side:<10} "
-                      f"{r.test_name}: {shown}", highlight=False)
-
-    runs = run_ab(ab, suites, on_run=on_run)
+    runs = _run_with_progress(console, ab, suites, args.metric)
     failed = [r.result for r in runs if not r.result.ok]
     for result in failed:
-        console.print(f"[red]FAILED[/] {result.test_name}: {result.reason}", highlight=False,
-                      soft_wrap=True)
+        console.print(f"[red]FAILED[/] {escape(result.test_name)}: {escape(result.reason)}",
+                      highlight=False, soft_wrap=True)
     pairs = paired_samples(runs, args.metric)
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=args.metric)
@@ -88,7 +101,8 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
     report.context = ab_context(ab, runs)
     write_report(report, args.format, None)
-    console.print(f"results: {config.results_dir}")
+    console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
+                  soft_wrap=True)
     if failed:
         return 1
     return 1 if args.fail_on_regression and report.has_regression else 0

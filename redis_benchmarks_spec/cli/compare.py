@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import io
 import re
 import sys
 from datetime import datetime, timedelta, timezone
@@ -37,6 +36,7 @@ from redis_benchmarks_spec.analysis.context import (
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 
 Samples = dict[str, tuple[list[float], list[float]]]
@@ -260,15 +260,16 @@ def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
 
 
 def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> None:
-    """Print or write the report in ``fmt``; problems go to stderr for the table format."""
+    """Print or write the report in ``fmt``; problems go to stderr for the table format.
+
+    Tables follow the console policy (``cli.console``): never cut, in a pipe or a file too.
+    """
     if fmt == "table":
+        console = export_console() if output else make_console()
+        print_table(console, to_rich_table(report))
         if output:
-            console = Console(record=True, file=io.StringIO(), width=200)
-            console.print(to_rich_table(report))
             output.write_text(console.export_text())
-        else:
-            Console().print(to_rich_table(report))
-        err = Console(stderr=True)
+        err = make_console(stderr=True)
         for problem in report.problems:
             err.print(f"[yellow]{escape(problem)}[/]", highlight=False, soft_wrap=True)
         return

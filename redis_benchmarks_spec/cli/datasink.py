@@ -11,6 +11,7 @@ import redis
 from rich.console import Console
 
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import reader
 from redis_benchmarks_spec.datasink.embedded import (
@@ -107,7 +108,7 @@ def check_reachable(config: DatasinkConfig, flag: str = "--datasink") -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     sink = EmbeddedDatasink(args.data_dir, port=args.port)
     state = start_embedded(sink)
     console.print(f"datasink running at {state.url} (pid {state.pid}, data in {state.data_dir})",
@@ -118,13 +119,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     sink = EmbeddedDatasink(args.data_dir)
     stopped = sink.down()
-    Console().print(f"datasink {'stopped' if stopped else 'was not running'} ({sink.data_dir})",
+    make_console().print(f"datasink {'stopped' if stopped else 'was not running'} ({sink.data_dir})",
                     highlight=False, soft_wrap=True)
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     config = remote_config(args)
     if config is None:
         state = EmbeddedDatasink(args.data_dir).status()
@@ -159,7 +160,7 @@ def print_contents(console: Console, client: redis.Redis) -> None:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    console = Console()
+    console = make_console()
     checks.existing_dir("results directory", args.results_dir)
     config = remote_config(args)
     if config is not None:

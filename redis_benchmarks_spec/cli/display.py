@@ -1,40 +1,100 @@
-"""Terminal display of run results (formatting only; nothing here computes statistics)."""
+"""Display of run results (formatting only; nothing here computes statistics).
+
+Terminal tables follow the console policy of :mod:`redis_benchmarks_spec.cli.console`;
+``--format json|csv|markdown`` renders the same rows as a document for scripts.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
-from redis_benchmarks_spec.results.summary import row
+from redis_benchmarks_spec.results.summary import CSV_COLUMNS, Row, row
 
+__all__ = [
+    "finished_line",
+    "make_console",
+    "print_problems",
+    "render_results",
+    "results_table",
+    "summary_line",
+]
 
-def make_console() -> Console:
-    """A console wide enough for result tables even when output is not a terminal."""
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
+RUN_FORMATS = ("table", "json", "csv", "markdown")
+STATUS_STYLE = {STATUS_OK: "green", STATUS_FAILED: "red"}
 
 
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _columns(rows: list[Row]) -> list[tuple[str, str, str]]:
+    """(header, Row attribute, format) shown for these rows: p99.9 only when measured."""
+    cols = [("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
+            ("p99 ms", "p99_ms", ".3f")]
+    if any(r.p999_ms is not None for r in rows):
+        cols.append(("p99.9 ms", "p999_ms", ".3f"))
+    return cols + [("client cpu %", "client_cpu_pct", ".0f"),
+                   ("server cpu %", "server_cpu_pct", ".0f")]
+
+
 def results_table(results: list[RunResult], title: str = "Results") -> Table:
-    table = Table(title=title, show_lines=False)
-    for col, justify in (("test", "left"), ("topology", "left"), ("status", "left"),
-                         ("ops/sec", "right"), ("p50 ms", "right"), ("p99 ms", "right"),
-                         ("p99.9 ms", "right"), ("client cpu %", "right"),
-                         ("server cpu %", "right"), ("flags", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for result in results:
-        r = row(result)
-        style = {STATUS_OK: "green", STATUS_FAILED: "red"}.get(r.status, "yellow")
-        table.add_row(r.test_name, r.topology, f"[{style}]{r.status}[/]",
-                      _num(r.ops_per_sec, ",.0f"), _num(r.p50_ms, ".3f"),
-                      _num(r.p99_ms, ".3f"), _num(r.p999_ms, ".3f"),
-                      _num(r.client_cpu_pct, ".0f"), _num(r.server_cpu_pct, ".0f"),
-                      r.flags)
+    """The result table of a session (print it with ``console.print_table``)."""
+    rows = [row(r) for r in results]
+    numbers = _columns(rows)
+    table = Table(title=escape(title), show_lines=False)
+    for col in ("test", "topology", "status"):
+        table.add_column(col)
+    for header, _, _ in numbers:
+        table.add_column(header, justify="right")
+    table.add_column("flags")
+    for r in rows:
+        style = STATUS_STYLE.get(r.status, "yellow")
+        table.add_row(escape(r.test_name), escape(r.topology), f"[{style}]{r.status}[/]",
+                      *(_num(getattr(r, attr), fmt) for _, attr, fmt in numbers),
+                      escape(r.flags))
     return table
+
+
+def render_results(results: list[RunResult], fmt: str) -> str:
+    """The session's rows as JSON, CSV or GitHub Markdown (the summary files' columns)."""
+    rows = [row(r) for r in results]
+    if fmt == "json":
+        return json.dumps([r.__dict__ for r in rows], indent=2)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow(r.__dict__)
+        return out.getvalue().rstrip("\n")
+    if fmt == "markdown":
+        numbers = _columns(rows)
+        header = ["test", "topology", "status", *(h for h, _, _ in numbers), "flags"]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for r in rows:
+            cells = [r.test_name, r.topology, r.status,
+                     *(_num(getattr(r, attr), f) for _, attr, f in numbers), r.flags]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines)
+    raise ValueError(f"unknown format {fmt!r} (one of {', '.join(RUN_FORMATS)})")
+
+
+def finished_line(result: RunResult) -> str:
+    """One line per finished test (markup): status, name, topology, ops/sec, reason."""
+    r = row(result)
+    style = STATUS_STYLE.get(r.status, "yellow")
+    ops = f" {r.ops_per_sec:,.0f} ops/sec" if r.ops_per_sec is not None else ""
+    why = f": {escape(r.reason)}" if r.reason and r.status != STATUS_OK else ""
+    return (f"[{style}]{r.status:>7}[/] {escape(r.test_name)} {escape(f'[{r.topology}]')}"
+            f"{ops}{why}")
 
 
 def print_problems(console: Console, results: list[RunResult]) -> None:
@@ -43,8 +103,8 @@ def print_problems(console: Console, results: list[RunResult]) -> None:
         if result.status == STATUS_OK:
             continue
         colour = "red" if result.status == STATUS_FAILED else "yellow"
-        console.print(f"[{colour}]{result.status.upper()}[/] {result.test_name}: {result.reason}",
-                      highlight=False, soft_wrap=True)
+        console.print(f"[{colour}]{result.status.upper()}[/] {escape(result.test_name)}: "
+                      f"{escape(result.reason)}", highlight=False, soft_wrap=True)
         if result.log_tail:
             console.print(result.log_tail, style="dim", highlight=False, markup=False)
 

@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 import redis
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.events import admin
@@ -125,7 +125,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     except (TriggerError, gitsource.GitError) as exc:
         raise UsageError(f"--repo {args.repo}", str(exc).splitlines()[0] if str(exc)
                          else type(exc).__name__) from None
-    console = Console()
+    console = make_console()
     for t in done:
         console.print(f"queued request [bold]{t.request.id}[/] for {t.request.org}/"
                       f"{t.request.repo} {t.request.sha[:12]} ({t.archive_bytes} bytes of "
@@ -139,7 +139,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
                   on_update=lambda progress: live.update(_progress_table(
                       progress, follower.expected_platforms)))
     if not ok:
-        Console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
+        make_console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
         return 2
     return 1 if _any_failure(follower) else 0
 
@@ -203,7 +203,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     secret = (args.secret_file.read_bytes().strip() if args.secret_file
               else os.environ.get(ENV_SECRET, "").encode())
     if not secret:
-        Console(stderr=True).print(f"[red]no webhook secret: set ${ENV_SECRET} or "
+        make_console(stderr=True).print(f"[red]no webhook secret: set ${ENV_SECRET} or "
                                    "--secret-file[/]")
         return 2
     policy = TriggerPolicy(trigger_label=args.trigger_label, branches=args.branches,
@@ -215,7 +215,7 @@ def cmd_api(args: argparse.Namespace) -> int:
     try:
         notifier = notifier_from_args(args, client, config.names)
     except GitHubConfigError as exc:
-        Console(stderr=True).print(f"[red]rbs api: {exc}[/]", highlight=False)
+        make_console(stderr=True).print(f"[red]rbs api: {exc}[/]", highlight=False)
         return 2
     hook = webhook_hook(notifier) if notifier else None
     serve(WebhookApp(config, client, on_enqueued=hook), args.host, args.port, args.threads)
@@ -258,7 +258,7 @@ def cmd_streams(args: argparse.Namespace) -> int:
                           "", "", "")
             for c in g.consumers:
                 table.add_row("", "", "", "", "", c.name, str(c.pending), _ms(c.idle_ms))
-    Console().print(table)
+    print_table(make_console(), table)
     return 0
 
 
@@ -271,7 +271,7 @@ def cmd_heartbeats(args: argparse.Namespace) -> int:
     for hb in heartbeats(_client(args), names_mod.from_args(args)):
         table.add_row(hb.platform, hb.agent, _ms(int(now - hb.last_ms)) + " ago",
                       "[green]yes[/]" if hb.alive else "[red]no[/]", hb.info)
-    Console().print(table)
+    print_table(make_console(), table)
     return 0
 
 
@@ -288,14 +288,14 @@ def cmd_inflight(args: argparse.Namespace) -> int:
         for platform, counts in sorted(per.items()):
             table.add_row(ev.event_id, platform, *(str(counts.get(k, 0)) for k in
                                                    ("pending", "running", "completed", "failed")))
-    Console().print(table)
+    print_table(make_console(), table)
     return 0
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
     """Print build failures and failed tests."""
     client, names = _client(args), names_mod.from_args(args)
-    console = Console()
+    console = make_console()
     builds = Table(title="build failures")
     for col in ("request", "sha", "variant", "reason"):
         builds.add_column(col)
@@ -306,8 +306,8 @@ def cmd_failed(args: argparse.Namespace) -> int:
         tests.add_column(col)
     for s in admin.failed_tests(client, names, args.limit):
         tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.reason)
-    console.print(builds)
-    console.print(tests)
+    print_table(console, builds)
+    print_table(console, tests)
     return 0
 
 

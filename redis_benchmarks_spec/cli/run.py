@@ -4,34 +4,36 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
+from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.display import (
-    make_console,
+    RUN_FORMATS,
+    finished_line,
     print_problems,
+    render_results,
     results_table,
     summary_line,
 )
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
-from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
+from redis_benchmarks_spec.runner.session import (
+    PlannedTest,
+    SessionConfig,
+    plan_tests,
+    run_suites,
+)
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir, load_catalog
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
@@ -91,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results-dir", type=Path, default=Path("results"),
                    help="where result documents go (a timestamped folder per run)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.add_argument("--format", choices=RUN_FORMATS, default="table",
+                   help="results (or, in A/B mode, the comparison) as a terminal table, JSON, "
+                        "CSV or GitHub Markdown on stdout; progress lines go to stderr then")
     add_ab_args(p)
     g = p.add_argument_group("datasink")
     g.add_argument("--datasink", default=None, metavar="URL",
@@ -152,19 +157,15 @@ def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> 
 
 def run_with_progress(console: Console, config: SessionConfig,
                       suites: list[Suite]) -> list[RunResult]:
+    """Run the session with a progress display: current test, one line per finished test."""
     total = len(plan_tests(config, suites))
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TextColumn("remaining"), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("running suites", total=total)
+    with RunProgress(console, total) as progress:
+        def on_start(test: PlannedTest) -> None:
+            topo = test.topology.name if test.topology else "?"
+            progress.started(f"{test.suite.name} [{topo}]")
 
-        def on_result(result: RunResult) -> None:
-            colour = {"ok": "green", "failed": "red"}.get(result.status, "yellow")
-            progress.console.print(f"[{colour}]{result.status:>7}[/] {result.test_name}",
-                                   highlight=False)
-            progress.advance(task)
-
-        return run_suites(config, suites, on_result=on_result)
+        return run_suites(config, suites, on_start=on_start,
+                          on_result=lambda r: progress.finished(finished_line(r)))
 
 
 def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
@@ -189,7 +190,8 @@ def check_datasink(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
     check_run_args(args)
-    console = make_console()
+    # documents (json, csv, markdown) own stdout; people's lines then go to stderr
+    console = make_console(stderr=args.format != "table")
     suites = select_suites(args, console)
     config = session_config(args, args.results_dir)
     if args.dry_run:
@@ -208,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    code = report(console, config, results)
+    code = report(console, args, config, results)
     if not args.no_datasink:
         push_to_datasink(console, args, results, config.results_dir)
     return code
@@ -223,12 +225,17 @@ def push_to_datasink(console: Console, args: argparse.Namespace,
     console.print(f"[{colour}]datasink: {outcome.message}[/]", highlight=False, soft_wrap=True)
 
 
-def report(console: Console, config: SessionConfig, results: list[RunResult]) -> int:
+def report(console: Console, args: argparse.Namespace, config: SessionConfig,
+           results: list[RunResult]) -> int:
+    """Summary files, then the results in ``--format`` (documents on stdout), problems."""
     csv_path, json_path = write_summary(results, config.results_dir)
-    console.print(results_table(results, title=f"Results ({config.results_dir})"))
+    if args.format == "table":
+        print_table(console, results_table(results, title=f"Results ({config.results_dir})"))
+    else:
+        sys.stdout.write(render_results(results, args.format) + "\n")
+        sys.stdout.flush()
     print_problems(console, results)
-    console.print(summary_line(results))
-    console.print(f"results: {config.results_dir}  (summary: {csv_path.name}, {json_path.name})")
+    console.print(summary_line(results), highlight=False)
+    console.print(f"results: {escape(str(config.results_dir))}  (summary: {csv_path.name}, "
+                  f"{json_path.name})", highlight=False, soft_wrap=True)
     return 1 if any(r.status == STATUS_FAILED for r in results) else 0
-
-

@@ -49,6 +49,9 @@ def _check_ab(args: argparse.Namespace) -> None:
         raise UsageError(f"--repetitions {args.repetitions}",
                          "only used in A/B mode for now",
                          "give --baseline-server and --comparison-server, or drop it")
+    if ab and args.format == "csv":
+        raise UsageError("--format csv", "not available in A/B mode",
+                         "use table, markdown or json for the comparison")
     if ab and args.repetitions is not None and args.repetitions < 1:
         raise UsageError(f"--repetitions {args.repetitions}", "must be at least 1")
     if not ab:

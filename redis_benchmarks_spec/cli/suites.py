@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
-from redis_benchmarks_spec.cli.display import make_console
+from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
 from redis_benchmarks_spec.suites.lint import lint_catalog
 from redis_benchmarks_spec.suites.problems import ERROR
@@ -38,11 +37,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(s.name, ",".join(s.tools), ",".join(s.tested_groups),
                       ",".join(s.tested_commands), ",".join(s.topologies),
                       "" if s.priority is None else str(s.priority))
-    console = make_console()
-    console.print(table)
+    print_table(make_console(), table)
     errors = catalog.errors
     if errors:
-        err = Console(stderr=True)
+        err = make_console(stderr=True)
         err.print(f"[yellow]{len(errors)} problem(s) while loading; run `rbs suites lint`[/]")
     return 0
 
@@ -50,7 +48,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
     problems = lint_catalog(directory)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     for p in problems:
         style = "red" if p.severity == ERROR else "yellow"
         console.print(f"[{style}]{p}[/]", highlight=False, soft_wrap=True)

@@ -60,8 +60,12 @@ def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig
 
 def run_ab(config: ABConfig, suites: list[Suite],
            on_run: Callable[[ABRun], None] | None = None,
-           stop: threading.Event | None = None) -> list[ABRun]:
-    """Every suite ``repetitions`` times per side, interleaved; returns every run."""
+           stop: threading.Event | None = None,
+           on_start: Callable[[str, int, Suite], None] | None = None) -> list[ABRun]:
+    """Every suite ``repetitions`` times per side, interleaved; returns every run.
+
+    ``on_start(side, repetition, suite)`` is called before each run (progress displays).
+    """
     sides = {BASELINE: config.baseline, COMPARISON: config.comparison}
     registry = ProcessRegistry()
     runs: list[ABRun] = []
@@ -71,6 +75,8 @@ def run_ab(config: ABConfig, suites: list[Suite],
                 if stop is not None and stop.is_set():
                     return runs
                 cfg = _side_config(config, sides[side_name], rep)
+                if on_start:
+                    on_start(side_name, rep, suite)
                 for result in run_suites(cfg, [suite], registry=registry):
                     run = ABRun(side_name, rep, result)
                     runs.append(run)

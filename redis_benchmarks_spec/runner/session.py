@@ -130,8 +130,12 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
 def run_suites(config: SessionConfig, suites: list[Suite],
                on_result: Callable[[RunResult], None] | None = None,
                stop: threading.Event | None = None,
-               registry: ProcessRegistry | None = None) -> list[RunResult]:
-    """Run every planned test; everything started is stopped even on KeyboardInterrupt."""
+               registry: ProcessRegistry | None = None,
+               on_start: Callable[[PlannedTest], None] | None = None) -> list[RunResult]:
+    """Run every planned test; everything started is stopped even on KeyboardInterrupt.
+
+    ``on_start`` is called before each test (progress displays), ``on_result`` after it.
+    """
     registry = registry or ProcessRegistry()
     env = make_env(config, registry)
     config.results_dir.mkdir(parents=True, exist_ok=True)
@@ -140,6 +144,8 @@ def run_suites(config: SessionConfig, suites: list[Suite],
         for test in plan_tests(config, suites):
             if stop is not None and stop.is_set():
                 break
+            if on_start:
+                on_start(test)
             if test.skip_reason or test.topology is None:
                 result = _skipped(test, config)
             else:

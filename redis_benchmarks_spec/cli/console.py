@@ -1,0 +1,94 @@
+"""One console policy for every command: nothing the user reads is ever cut.
+
+- In a terminal, a table is printed as a table when it fits the width with names, numbers
+  and verdicts on one line each (only free-text columns such as "why" wrap); when it does
+  not fit, it is printed as one block per row ("records"), so an 80-column pane still shows
+  every name and number whole.
+- When output is not a terminal (a pipe, a file, a CI log), lines are never wrapped and
+  tables are rendered at their natural width, however wide.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+#: width used when output is not a terminal: wide enough that nothing wraps or is cut
+UNBOUNDED_WIDTH = 10_000
+#: columns whose text may wrap inside the cell (free text, not names or numbers)
+WRAPPABLE = frozenset({"why", "reason", "doing", "state", "description", "caption"})
+
+
+def make_console(stderr: bool = False) -> Console:
+    """The console for stdout (or stderr) under the policy above."""
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=UNBOUNDED_WIDTH, soft_wrap=False)
+
+
+def export_console() -> Console:
+    """A console that renders into memory (``export_text``), e.g. for ``--output FILE``."""
+    import io
+    return Console(record=True, file=io.StringIO(), width=UNBOUNDED_WIDTH)
+
+
+def print_table(console: Console, table: Table,
+                wrappable: frozenset[str] = WRAPPABLE) -> None:
+    """Print ``table`` whole: as a table when it fits, else as one block per row."""
+    for column in table.columns:
+        if _header(column.header) in wrappable:
+            column.overflow = "fold"
+        else:
+            column.no_wrap = True
+    if required_width(console, table) <= console.width:
+        console.print(table)
+    else:
+        print_records(console, table)
+
+
+def required_width(console: Console, table: Table) -> int:
+    """Columns needed to show ``table`` with no cell cut: no-wrap columns at their widest
+    cell, wrappable ones at their longest word, plus padding and borders."""
+    total = 0
+    for column in table.columns:
+        cells = [column.header, *column.cells]
+        sizes = [Measurement.get(console, console.options, c) for c in cells]
+        widest = max((m.maximum if column.no_wrap else m.minimum) for m in sizes)
+        left, right = table.padding[3], table.padding[1]
+        total += widest + left + right
+    edges = len(table.columns) + 1 if table.box else 0
+    return total + edges
+
+
+def print_records(console: Console, table: Table) -> None:
+    """Each row as a block: the first cell in bold, then ``header: value`` lines."""
+    if table.title:
+        console.print(table.title, style="bold", soft_wrap=True)
+    columns = [(_header(c.header), list(c.cells)) for c in table.columns]
+    rows = max((len(cells) for _, cells in columns), default=0)
+    for i in range(rows):
+        first = _text(columns[0][1][i]) if columns else Text("")
+        first.stylize("bold")
+        console.print(first, soft_wrap=True)
+        for header, cells in columns[1:]:
+            value = _text(cells[i])
+            if not value.plain:
+                continue
+            console.print(Text.assemble(f"  {header}: ", value), soft_wrap=True)
+    if table.caption:
+        console.print(table.caption, style="dim", soft_wrap=True)
+
+
+def _header(header: RenderableType) -> str:
+    return header.plain if isinstance(header, Text) else str(header)
+
+
+def _text(cell: RenderableType) -> Text:
+    if isinstance(cell, Text):
+        return cell.copy()
+    if isinstance(cell, str):
+        return Text.from_markup(cell)
+    return Text(str(cell))

@@ -1,0 +1,58 @@
+"""The progress display of ``rbs run`` (A/B included).
+
+In a terminal: a bar with the test running now (and its side and repetition in A/B),
+counts and times; a line per finished test is printed above it. Anywhere else (a pipe, a
+CI log) the bar is not drawn and the output is exactly one line per finished test.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Column
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class RunProgress:
+    """``with RunProgress(console, total) as p: p.started(...); p.finished(...)``."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console = console
+        self._progress = Progress(
+            # the test name folds onto more lines rather than being cut
+            TextColumn("{task.description}", table_column=Column(ratio=1, overflow="fold")),
+            BarColumn(bar_width=20), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+            console=console, transient=True)
+        self._task: TaskID | None = None
+        self._total = total
+
+    def __enter__(self) -> RunProgress:  # noqa: PYI034 (final class; py3.10 has no Self)
+        self._progress.__enter__()
+        self._task = self._progress.add_task("starting", total=self._total)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.__exit__(kind, value, tb)
+
+    def started(self, what: str) -> None:
+        """Show ``what`` (plain text: the test, its topology, side...) as running now."""
+        assert self._task is not None
+        self._progress.update(self._task, description=f"running {escape(what)}")
+
+    def finished(self, line: str) -> None:
+        """Print one line (markup) for a finished test and advance the bar."""
+        assert self._task is not None
+        self._progress.console.print(line, highlight=False, soft_wrap=True)
+        self._progress.advance(self._task)

@@ -1,0 +1,134 @@
+"""Output that fits: names, numbers and verdicts are never cut, piped or in an 80-column
+terminal; ``--format`` documents; one line per finished test when not interactive."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_samples
+from redis_benchmarks_spec.analysis.report import to_rich_table
+from redis_benchmarks_spec.cli.console import print_table
+from redis_benchmarks_spec.cli.display import render_results, results_table
+from redis_benchmarks_spec.results.document import RunResult
+
+REPO = Path(__file__).resolve().parents[1]
+RBS = str(REPO / ".venv" / "bin" / "rbs")
+LONG = "redis-benchmark-a-suite-name-long-enough-to-be-cut-at-eighty-columns"
+SUITE = """version: 0.4
+name: {name}
+tested-groups: [string]
+tested-commands: [{cmd}]
+redis-topologies: [oss-standalone]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -n 5000 -t {cmd}
+exporter:
+  redistimeseries:
+    metrics:
+      - $."ALL STATS".Totals."Ops/sec"
+"""
+
+
+def _rbs(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RBS, *argv], capture_output=True, text=True, timeout=180,
+                          check=False, env={**os.environ, "COLUMNS": "80", **env})
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One piped `rbs run` of two long-named suites; its results directory and output."""
+    root = tmp_path_factory.mktemp("out")
+    suites = root / "suites"
+    suites.mkdir()
+    for name, cmd in ((LONG, "set"), (LONG + "-get", "get")):
+        (suites / f"{name}.yml").write_text(SUITE.format(name=name, cmd=cmd))
+    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(root / "results"),
+               "--no-datasink")
+    assert out.returncode == 0, out.stdout + out.stderr
+    (session_dir,) = (root / "results").iterdir()
+    return session_dir, out
+
+
+def _results(session_dir: Path) -> list[RunResult]:
+    return [RunResult.read(p) for p in sorted(session_dir.rglob("result.json"))]
+
+
+def test_piped_run_shows_whole_names_and_a_line_per_test(
+        session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    session_dir, out = session
+    assert "…" not in out.stdout
+    finished = [line for line in out.stdout.splitlines() if line.startswith("     ok ")]
+    assert len(finished) == 2, out.stdout  # one line per finished test, no progress bar
+    for result in _results(session_dir):
+        ops = f"{result.result.totals.ops_per_sec:,.0f}"
+        table_rows = [line for line in out.stdout.splitlines()
+                      if f" {result.test_name} " in line and "│" in line]
+        assert len(table_rows) == 1 and ops in table_rows[0], out.stdout
+
+
+def test_80_column_terminal_shows_every_name_and_number(
+        session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results = _results(session[0])
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    print_table(console, results_table(results))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    for result in results:
+        assert result.test_name in text
+        assert f"{result.result.totals.ops_per_sec:,.0f}" in text
+
+
+def test_compare_verdicts_whole_in_a_terminal_and_in_a_pipe(
+        session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    samples = {LONG: ([100.0, 101, 99, 100, 102], [80.0, 81, 79, 80, 82]),
+               LONG + "-get": ([100.0, 101, 99], [100.0, 100, 101])}
+    report = compare_samples(samples, CompareOptions())
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    print_table(console, to_rich_table(report))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "REGRESSION" in text and LONG in text and "…" not in text
+    session_dir = session[0]
+    piped = _rbs("compare", "--baseline-dir", str(session_dir), "--comparison-dir",
+                 str(session_dir))
+    assert piped.returncode == 0, piped.stderr
+    assert "…" not in piped.stdout and LONG in piped.stdout
+
+
+def test_formats(session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    results = _results(session[0])
+    rows = json.loads(render_results(results, "json"))
+    assert {r["test_name"] for r in rows} == {LONG, LONG + "-get"}
+    assert all(r["ops_per_sec"] > 0 for r in rows)
+    parsed = list(csv.DictReader(io.StringIO(render_results(results, "csv"))))
+    assert [r["test_name"] for r in parsed] == [r["test_name"] for r in rows]
+    markdown = render_results(results, "markdown").splitlines()
+    assert markdown[0].startswith("| test | topology | status | ops/sec")
+    assert len(markdown) == 2 + len(results)
+
+
+def test_run_format_json_owns_stdout(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
+               "--no-datasink", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)  # nothing but the document on stdout
+    assert rows[0]["test_name"] == "one" and rows[0]["status"] == "ok"
+    assert "one" in out.stderr  # the finished-test line went to stderr
+
+
+def test_dry_run_keeps_bracketed_topology(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    out = _rbs("run", "--suites-dir", str(suites), "--dry-run")
+    assert out.returncode == 0 and "one [oss-standalone] redis-benchmark" in out.stdout
