@@ -11,7 +11,6 @@ from types import TracebackType
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Column
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,6 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 
 
 class RunProgress:
