@@ -12,7 +12,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import BINARIES, Artifact
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
@@ -59,7 +59,9 @@ def publish_event(client: redis.Redis, names: StreamNames, sha: str,
                   platforms: list[str] | None = None) -> BuildEvent:
     variant = "gcc:12.2.0-amd64-debian-bookworm-default"
     artifact = system_artifact()
-    ref = artifacts.store(client, artifacts.artifact_key(names.prefix, sha, variant), artifact)
+    signer = artifacts.Signer(signing.load_key(), sha, variant)  # the host key agents use
+    ref = artifacts.store(client, artifacts.artifact_key(names.prefix, sha, variant), artifact,
+                          signer)
     request_id = new_id()
     event = BuildEvent(
         id=event_id_for(request_id, variant), request_id=request_id, org="redis", repo="redis",

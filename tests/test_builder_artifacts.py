@@ -14,6 +14,12 @@ from redis_benchmarks_spec.builder.variants import load_variant, load_variants
 from redis_benchmarks_spec.events.messages import ARTIFACT_S3, ArtifactRef
 from redis_benchmarks_spec.suites.problems import SpecError
 
+KEY = b"k" * 32
+
+
+def signer(sha: str) -> artifacts.Signer:
+    return artifacts.Signer(KEY, sha, "v1")
+
 
 def artifact(size: int) -> Artifact:
     data = os.urandom(size)
@@ -26,18 +32,18 @@ def test_large_artifact_is_chunked_and_round_trips(redis_server) -> None:  # typ
     client = redis_server.client()
     art = artifact(2 * artifacts.CHUNK_BYTES + 123)
     key = artifacts.artifact_key("t", "a" * 40, "v1")
-    ref = artifacts.store(client, key, art, ttl_s=600)
+    ref = artifacts.store(client, key, art, signer("a" * 40), ttl_s=600)
     assert ref.chunks == 3 and ref.size_bytes == len(art.data)
     assert 0 < client.ttl(f"{key}:2") <= 600 and 0 < client.ttl(key) <= 600
     assert artifacts.fetch(client, ref) == art.data
-    stored = artifacts.existing(client, key)
+    stored = artifacts.existing(client, key, signer("a" * 40))
     assert stored is not None and stored.ref == ref and stored.env == {"REDIS_CFLAGS": "-O3"}
 
 
 def test_corrupt_chunk_is_detected(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     key = artifacts.artifact_key("t", "b" * 40, "v1")
-    ref = artifacts.store(client, key, artifact(1000))
+    ref = artifacts.store(client, key, artifact(1000), signer("b" * 40))
     client.setrange(f"{key}:0", 10, b"XX")
     with pytest.raises(artifacts.ArtifactCorrupt, match="does not match"):
         artifacts.fetch(client, ref)
@@ -46,11 +52,11 @@ def test_corrupt_chunk_is_detected(redis_server) -> None:  # type: ignore[no-unt
 def test_expired_chunk_means_missing_and_no_reuse(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     key = artifacts.artifact_key("t", "c" * 40, "v1")
-    ref = artifacts.store(client, key, artifact(artifacts.CHUNK_BYTES + 1))
+    ref = artifacts.store(client, key, artifact(artifacts.CHUNK_BYTES + 1), signer("c" * 40))
     client.delete(f"{key}:1")
     with pytest.raises(artifacts.ArtifactMissing, match=r"chunks \[1\]"):
         artifacts.fetch(client, ref)
-    assert artifacts.existing(client, key) is None  # the builder rebuilds it
+    assert artifacts.existing(client, key, signer("c" * 40)) is None  # the builder rebuilds it
 
 
 def test_s3_without_boto3_is_a_clear_error(redis_server) -> None:  # type: ignore[no-untyped-def]

@@ -28,15 +28,17 @@ import redis
 
 from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.agent.selection import for_platform, select_suites
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import unpack
+from redis_benchmarks_spec.builder.unpack import UnpackError
+from redis_benchmarks_spec.common.paths import inside
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
     GroupConsumer,
 )
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
-from redis_benchmarks_spec.events.messages import BuildEvent, RunStatus
+from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, BuildEvent, RunStatus
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -76,6 +78,8 @@ class AgentConfig:
     block_ms: int = 5000
     idle_claim_ms: int = 300_000
     heartbeat_ttl_s: int = 60
+    # MAC key shared with the builders (see builder/signing.py)
+    artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
 
 def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
@@ -131,6 +135,11 @@ class Agent:
             return self.consumer.call(lambda: self.handle(entry))
         except ConsumerStopped:
             return False
+        except Exception as exc:  # noqa: BLE001 - the per-entry boundary: poison never loops
+            # whatever one entry raises, it is parked in the dead-letter stream with its
+            # reason (replayable) and the agent serves the next one instead of exiting
+            self.consumer.poison(entry, exc)
+            return False
 
     def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
         status = RunStatus(event_id=event.id, platform=self.config.platform,
@@ -152,7 +161,7 @@ class Agent:
             self.consumer.ack(entry.id)
             return True
         ledger = Ledger(self.client, self.config.names.prefix, event.id, self.config.platform)
-        self._push_unconfirmed(ledger)
+        self._push_unconfirmed(event, ledger)
         suites = select_suites(event, self.config.suite_filter,
                                load_catalog(self.config.suites_dir).suites)
         todo = [s for s in suites if s.name not in ledger.done()]
@@ -169,19 +178,25 @@ class Agent:
         if self.on_event_done is not None:
             self.on_event_done(event, self.config.platform)
 
-    def _push_unconfirmed(self, ledger: Ledger) -> None:
+    def _push_unconfirmed(self, event: BuildEvent, ledger: Ledger) -> None:
         for test, results in ledger.unpushed().items():
             log.info("pushing results of %s recorded by a previous holder", test)
             self.push(results)
             ledger.mark_done(test)
+            # the previous holder died before the final status: finish it, or it stays
+            # "running" forever
+            failed = [r for r in results if not r.ok]
+            self._status(event, test, "failed" if failed or not results else "completed",
+                         "; ".join(r.reason for r in failed) or
+                         ("" if results else "no result recorded"))
 
     def _run_event(self, entry: Entry, event: BuildEvent, todo: list[Suite],
                    ledger: Ledger) -> bool:
         """Run the suites still to do; False when stopped or the entry was lost."""
-        workdir = self.config.work_dir / event.id.replace(":", "_")
+        workdir = inside(self.config.work_dir, event.id.replace(":", "_"))
         try:
             with self.consumer.keepalive(entry.id) as lost:
-                binaries = unpack(artifacts.fetch(self.client, event.artifact), workdir / "bin")
+                binaries = self._unpack(event, workdir / "bin")
                 if "redis-server" not in binaries:
                     raise artifacts.ArtifactError(
                         f"artifact {event.artifact.location} holds no redis-server "
@@ -198,11 +213,25 @@ class Agent:
             for suite in todo:
                 self._status(event, suite.name, "failed", str(exc))
             self._status(event, EVENT_DONE, "failed", str(exc))
-            self.consumer.ack(entry.id)
+            self.consumer.dead_letter(entry.id, entry.fields, f"artifact: {exc}")
             self._event_done(event)
             return False
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _unpack(self, event: BuildEvent, dest: Path) -> dict[str, Path]:
+        """The artifact's binaries: MAC checked before fetching, bytes before unpacking."""
+        artifacts.check_mac(self.config.artifact_key, event.artifact, event.sha,
+                            event.build_variant)
+        prefix = f"{self.config.names.prefix}:artifact:"
+        if event.artifact.kind == ARTIFACT_REDIS and not event.artifact.location.startswith(prefix):
+            raise artifacts.ArtifactForged(f"artifact location {event.artifact.location!r} is "
+                                           f"not under {prefix}")
+        try:
+            return unpack(artifacts.fetch(self.client, event.artifact), dest)
+        except UnpackError as exc:
+            raise artifacts.ArtifactCorrupt(f"artifact {event.artifact.location}: {exc}") \
+                from exc
 
     def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
                    ledger: Ledger, lost: threading.Event) -> None:
@@ -210,8 +239,8 @@ class Agent:
         self.heartbeat.set(f"{event.id} {suite.name}")
         started = time.monotonic()
         try:
-            results = self.runner(replace(session, results_dir=session.results_dir / suite.name),
-                                  [suite])
+            results_dir = inside(session.results_dir, suite.name)
+            results = self.runner(replace(session, results_dir=results_dir), [suite])
         except SUITE_ERRORS as exc:
             log.error("event %s: suite %s could not run: %s", event.id, suite.name, exc)
             ledger.record(suite.name, [])
@@ -240,6 +269,6 @@ class Agent:
                              build_variant=event.build_variant, git=git)
         return SessionConfig(
             tools=replace(self.config.tools, redis_server=str(redis_server)),
-            results_dir=self.config.results_dir / event.id.replace(":", "_"),
+            results_dir=inside(self.config.results_dir, event.id.replace(":", "_")),
             context=context, test_time=self.config.test_time, cpus=self.config.cpus,
             launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology)

@@ -20,10 +20,17 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.builder.compile import Artifact
-from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ARTIFACT_S3, ArtifactRef
+from redis_benchmarks_spec.events.messages import (
+    ARTIFACT_REDIS,
+    ARTIFACT_S3,
+    ArtifactRef,
+    MessageError,
+)
+from redis_benchmarks_spec.events.validation import ARTIFACT_CHUNK_BYTES
 
-CHUNK_BYTES = 4 * 1024 * 1024
+CHUNK_BYTES = ARTIFACT_CHUNK_BYTES
 DEFAULT_TTL_S = 14 * 24 * 3600
 
 
@@ -37,6 +44,10 @@ class ArtifactMissing(ArtifactError):
 
 class ArtifactCorrupt(ArtifactError):
     """The fetched bytes do not match the sha256 the build event carries."""
+
+
+class ArtifactForged(ArtifactError):
+    """The artifact's MAC is missing or wrong: no builder holding our key made it."""
 
 
 class S3Unavailable(ArtifactError):
@@ -93,10 +104,10 @@ def _s3_client() -> Any:
     return boto3.client("s3")
 
 
-def _manifest(artifact: Artifact, kind: str, location: str,
-              chunks: int) -> Mapping[Any, str | int]:
-    return {"kind": kind, "location": location, "sha256": artifact.sha256,
-            "size": len(artifact.data), "chunks": chunks,
+def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:
+    return {"kind": ref.kind, "location": ref.location, "sha256": artifact.sha256,
+            "mac": ref.mac, "chunks": ref.chunks,
+            "size": len(artifact.data),
             "redis_version": artifact.redis_version,
             "redis_server_version": artifact.redis_server_version,
             "env": json.dumps(artifact.env, sort_keys=True),
@@ -104,48 +115,76 @@ def _manifest(artifact: Artifact, kind: str, location: str,
             "cflags_verified": int(artifact.cflags_verified)}
 
 
-def store(client: redis.Redis, key: str, artifact: Artifact, ttl_s: int = DEFAULT_TTL_S,
-          s3: S3Target | None = None) -> ArtifactRef:
+@dataclass(frozen=True)
+class Signer:
+    """What a stored artifact is signed for: the commit and the variant, with the key."""
+
+    key: bytes
+    sha: str
+    variant: str
+
+    def mac(self, sha256: str, size: int) -> str:
+        return signing.mac(self.key, self.sha, self.variant, sha256, size)
+
+
+def store(client: redis.Redis, key: str, artifact: Artifact, signer: Signer,
+          ttl_s: int = DEFAULT_TTL_S, s3: S3Target | None = None) -> ArtifactRef:
     """Store ``artifact`` (in Redis chunks, or in S3 when ``s3`` is set) and its manifest."""
+    mac = signer.mac(artifact.sha256, len(artifact.data))
     if s3 is not None:
-        return _store_s3(client, key, artifact, ttl_s, s3)
+        return _store_s3(client, key, artifact, ttl_s, s3, mac)
     chunks = [artifact.data[i:i + CHUNK_BYTES]
               for i in range(0, len(artifact.data), CHUNK_BYTES)] or [b""]
+    ref = ArtifactRef(ARTIFACT_REDIS, key, artifact.sha256, len(artifact.data), len(chunks),
+                      mac)
     pipe = client.pipeline(transaction=True)
     for i, chunk in enumerate(chunks):
         pipe.set(f"{key}:{i}", chunk, ex=ttl_s)
-    pipe.hset(key, mapping=_manifest(artifact, ARTIFACT_REDIS, key, len(chunks)))
+    pipe.hset(key, mapping=_manifest(artifact, ref))
     pipe.expire(key, ttl_s)
     pipe.execute()
-    return ArtifactRef(ARTIFACT_REDIS, key, artifact.sha256, len(artifact.data), len(chunks))
+    return ref
 
 
 def _store_s3(client: redis.Redis, key: str, artifact: Artifact, ttl_s: int,
-              s3: S3Target) -> ArtifactRef:
+              s3: S3Target, mac: str) -> ArtifactRef:
     object_key = f"{s3.prefix}/{key.replace(':', '/')}.tar.gz"
     _s3_client().put_object(Bucket=s3.bucket, Key=object_key, Body=artifact.data,
                             Metadata={"sha256": artifact.sha256})
     location = f"s3://{s3.bucket}/{object_key}"
+    ref = ArtifactRef(ARTIFACT_S3, location, artifact.sha256, len(artifact.data), 1, mac)
     pipe = client.pipeline(transaction=True)
-    pipe.hset(key, mapping=_manifest(artifact, ARTIFACT_S3, location, 1))
+    pipe.hset(key, mapping=_manifest(artifact, ref))
     pipe.expire(key, ttl_s)
     pipe.execute()
-    return ArtifactRef(ARTIFACT_S3, location, artifact.sha256, len(artifact.data), 1)
+    return ref
 
 
-def existing(client: redis.Redis, key: str) -> StoredArtifact | None:
-    """The artifact already stored under ``key`` (reused for the same sha and variant)."""
+def existing(client: redis.Redis, key: str, signer: Signer) -> StoredArtifact | None:
+    """The artifact already stored under ``key`` (reused for the same sha and variant).
+
+    The manifest lives in the broker, which others can write: it is reused only when it
+    parses, its MAC is ours and, for Redis chunks, every chunk is there. Anything else is
+    rebuilt (and overwritten), never trusted.
+    """
     raw: dict[bytes, bytes] = client.hgetall(key)  # type: ignore[assignment]
     if not raw:
         return None
-    fields = {k.decode(): v.decode() for k, v in raw.items()}
-    kind = fields.get("kind", ARTIFACT_REDIS)
-    ref = ArtifactRef(kind, fields.get("location", key), fields["sha256"], int(fields["size"]),
-                      int(fields["chunks"]))
-    if kind == ARTIFACT_REDIS and \
-            client.exists(*[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks:
+    try:
+        fields = {k.decode(): v.decode() for k, v in raw.items()}
+        ref = ArtifactRef(fields.get("kind", ARTIFACT_REDIS), fields.get("location", key),
+                          fields["sha256"], int(fields["size"]), int(fields["chunks"]),
+                          fields.get("mac", ""))
+        env = json.loads(fields["env"])
+    except (KeyError, ValueError, MessageError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not signing.verify(signer.key, ref.mac, signer.sha, signer.variant, ref.sha256,
+                          ref.size_bytes):
+        return None
+    if ref.kind == ARTIFACT_REDIS and (ref.location != key or client.exists(
+            *[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks):
         return None  # chunks expired before the manifest: rebuild
-    return StoredArtifact(ref, fields.get("redis_version", ""), json.loads(fields["env"]))
+    return StoredArtifact(ref, fields.get("redis_version", ""), env)
 
 
 def _fetch_redis(client: redis.Redis, ref: ArtifactRef) -> bytes:
@@ -158,13 +197,25 @@ def _fetch_redis(client: redis.Redis, ref: ArtifactRef) -> bytes:
 
 def _fetch_s3(ref: ArtifactRef) -> bytes:
     bucket, _, object_key = ref.location.removeprefix("s3://").partition("/")
-    body: bytes = _s3_client().get_object(Bucket=bucket, Key=object_key)["Body"].read()
+    stream = _s3_client().get_object(Bucket=bucket, Key=object_key)["Body"]
+    body: bytes = stream.read(ref.size_bytes + 1)  # never more than the event announced
     return body
 
 
+def check_mac(key: bytes, ref: ArtifactRef, sha: str, variant: str) -> None:
+    """:class:`ArtifactForged` unless ``ref`` carries our MAC for that commit and variant."""
+    if not signing.verify(key, ref.mac, sha, variant, ref.sha256, ref.size_bytes):
+        raise ArtifactForged(f"artifact {ref.location}: "
+                             f"{'wrong' if ref.mac else 'no'} MAC for {sha[:12]} {variant} "
+                             "(not made by a builder holding the artifact key)")
+
+
 def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
-    """The artifact's bytes, verified against the sha256 its event carries."""
+    """The artifact's bytes, verified against the size and sha256 its event carries."""
     data = _fetch_s3(ref) if ref.kind == ARTIFACT_S3 else _fetch_redis(client, ref)
+    if len(data) != ref.size_bytes:
+        raise ArtifactCorrupt(f"artifact {ref.location}: {len(data)} bytes, the event says "
+                              f"{ref.size_bytes}")
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
         raise ArtifactCorrupt(f"artifact {ref.location}: sha256 {digest} does not match the "

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.builder.unpack import unpack as safe_unpack
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.common.process import tail
 
@@ -130,11 +131,6 @@ def _redis_version(line: str) -> str:
 
 
 def unpack(data: bytes, dest: Path) -> dict[str, Path]:
-    """Extract an artifact; returns binary name -> path."""
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")
-    found = {name: dest / name for name in BINARIES if (dest / name).exists()}
-    for path in found.values():
-        path.chmod(0o755)
-    return found
+    """Extract an artifact with the limits of :mod:`.unpack`; binary name -> path."""
+    names = safe_unpack(data, dest)
+    return {name: dest / name for name in BINARIES if name in names}

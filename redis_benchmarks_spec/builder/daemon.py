@@ -19,7 +19,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.builder.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.builder.variants import BuildVariant
@@ -65,6 +65,8 @@ class BuilderConfig:
     git: GitOptions = field(default_factory=GitOptions)
     s3: artifacts.S3Target | None = None  # artifacts to S3 instead of Redis chunks
     heartbeat_ttl_s: int = 60
+    # MAC key shared with the agents (see builder/signing.py)
+    artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
 
 class Builder:
@@ -115,6 +117,10 @@ class Builder:
             self.consumer.call(lambda: self.handle(entry))
         except ConsumerStopped:
             return
+        except Exception as exc:  # noqa: BLE001 - the per-entry boundary: poison never loops
+            # whatever one entry raises, the entry is parked in the dead-letter stream with
+            # its reason (replayable) and the builder serves the next one
+            self.consumer.poison(entry, exc)
 
     def handle(self, entry: Entry) -> None:
         """Build (or reuse) every variant of one request, publish each outcome, then ACK."""
@@ -147,7 +153,8 @@ class Builder:
             return _failure(request, variant_id, f"unknown build variant {variant_id!r}")
         key = artifacts.artifact_key(self.config.names.prefix, request.sha, variant_id,
                                      variant.make_env())
-        stored = artifacts.existing(self.client, key)
+        signer = artifacts.Signer(self.config.artifact_key, request.sha, variant_id)
+        stored = artifacts.existing(self.client, key, signer)
         if stored is not None:
             log.info("reusing artifact %s", key)
             return _event(request, variant, stored.ref, stored.redis_version)
@@ -155,8 +162,8 @@ class Builder:
             self.heartbeat.set(f"building {request.sha[:12]} {variant_id}")
         try:
             artifact = self._cached(request, variant) or self._build(request, variant)
-            ref = artifacts.store(self.client, key, artifact, self.config.artifact_ttl_s,
-                                  self.config.s3)
+            ref = artifacts.store(self.client, key, artifact, signer,
+                                  self.config.artifact_ttl_s, self.config.s3)
         except BuildError as exc:
             return _failure(request, variant_id, str(exc), exc.log_tail)
         except (SourceError, artifacts.ArtifactError) as exc:

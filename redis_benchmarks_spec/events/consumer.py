@@ -114,7 +114,7 @@ def original_fields(dead_letter_fields: Mapping[Any, Any]) -> dict[str, bytes]:
     """The original entry fields stored in a dead-letter entry (to inspect or replay)."""
     out: dict[str, bytes] = {}
     for key, value in dead_letter_fields.items():
-        name = _text(key)
+        name = key.decode(errors="backslashreplace") if isinstance(key, bytes) else str(key)
         if name.startswith(DEAD_LETTER_FIELD_PREFIX):
             out[name[len(DEAD_LETTER_FIELD_PREFIX):]] = (
                 value if isinstance(value, bytes) else str(value).encode())
@@ -182,7 +182,9 @@ class GroupConsumer:
             self._pending_cursor = None
             return []
         self._pending_cursor = reply[-1][0]
-        return [self._entry_or_dead(eid, f, PENDING) for eid, f in reply]
+        # a restart re-reads its own backlog: an entry that crashed this daemon every time
+        # must meet the same delivery limit as a claimed one, or it crash-loops forever
+        return self._drop_poison([self._entry_or_dead(eid, f, PENDING) for eid, f in reply])
 
     def _claim_idle(self) -> list[Entry]:
         # a full scan of the group's pending list at most every idle_claim_ms / 2
@@ -268,7 +270,9 @@ class GroupConsumer:
             "consumer": self.consumer, "entry_id": entry_id, "at_ms": str(now_ms()),
         }
         for key, value in fields.items():
-            record[DEAD_LETTER_FIELD_PREFIX + _text(key)] = value
+            # bytes names are kept byte for byte: a non-UTF-8 name must not fail the move
+            name = key if isinstance(key, bytes) else str(key).encode()
+            record[DEAD_LETTER_FIELD_PREFIX.encode() + name] = value
 
         def _run() -> str:
             pipe = self.client.pipeline(transaction=True)
@@ -277,6 +281,13 @@ class GroupConsumer:
             return _text(pipe.execute()[0])
 
         return str(self.call(_run))
+
+    def poison(self, entry: Entry, exc: BaseException) -> str:
+        """Dead-letter an entry whose handling raised ``exc`` (the daemon goes on)."""
+        reason = f"{type(exc).__name__}: {exc}"[:2000]
+        log.error("%s: entry %s failed: %s; moved to %s", self.stream, entry.id, reason,
+                  self.dead_letter_stream, exc_info=exc)
+        return self.dead_letter(entry.id, entry.fields, reason)
 
     def owns(self, entry_id: str) -> bool:
         """True while ``entry_id`` is pending and owned by this consumer."""

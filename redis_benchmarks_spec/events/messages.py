@@ -30,6 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
+from redis_benchmarks_spec.common.safejson import loads as bounded_json_loads
+from redis_benchmarks_spec.events import validation as check
+from redis_benchmarks_spec.events.errors import MessageError
+
 KIND_FIELD = "kind"
 VERSION_FIELD = "v"
 RESERVED_FIELDS = (KIND_FIELD, VERSION_FIELD)
@@ -38,9 +42,10 @@ TAG_STR = b"s:"
 TAG_BYTES = b"b:"
 TAG_JSON = b"j:"
 
-
-class MessageError(ValueError):
-    """Base class of message encoding/decoding errors."""
+# an entry is untrusted: bounded before anything is parsed
+MAX_FIELDS = 64
+MAX_FIELD_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 8
 
 
 class MalformedMessage(MessageError):
@@ -98,18 +103,29 @@ class SourceLocation:
     def __post_init__(self) -> None:
         if self.kind not in SOURCE_KINDS:
             raise MessageError(f"source kind {self.kind!r} is not one of {SOURCE_KINDS}")
+        if self.kind == SOURCE_GIT:
+            check.url("source.location", self.location)
+        else:
+            check.key("source.location", self.location)
+        if self.sha256 is not None:
+            check.sha256("source.sha256", self.sha256)
 
 
 @dataclass(frozen=True)
 class SuiteFilters:
     """Which tests a request asks for (regexps match the whole name, Python syntax)."""
 
-
     tests_regexp: str = ".*"
     groups_regexp: str = ".*"
     commands_regexp: str = ".*"
     priority_min: int | None = None
     priority_max: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tests_regexp", "groups_regexp", "commands_regexp"):
+            check.regexp(f"filters.{name}", getattr(self, name))
+        check.optional_integer("filters.priority_min", self.priority_min, -check.MAX_INT)
+        check.optional_integer("filters.priority_max", self.priority_max, -check.MAX_INT)
 
 
 @dataclass(frozen=True)
@@ -121,10 +137,17 @@ class ArtifactRef:
     sha256: str
     size_bytes: int
     chunks: int = 1  # >1: Redis keys f"{location}:{i}" for i in range(chunks)
+    # HMAC-SHA256 (hex) with the builders' and agents' artifact key: see builder/signing.py
+    mac: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in ARTIFACT_KINDS:
             raise MessageError(f"artifact kind {self.kind!r} is not one of {ARTIFACT_KINDS}")
+        check.key("artifact.location", self.location)
+        check.sha256("artifact.sha256", self.sha256)
+        check.artifact_size(self.size_bytes, self.chunks, self.kind == ARTIFACT_REDIS)
+        if self.mac:
+            check.sha256("artifact.mac", self.mac)
 
 
 # --------------------------------------------------------------------------- messages
@@ -173,13 +196,20 @@ class BuildRequest(Message):
     triggering_env: str = "ci"
     requested_at_ms: int = field(default_factory=now_ms)
 
+    def __post_init__(self) -> None:
+        check.ident("id", self.id)
+        _check_origin(self)
+        check.names("platforms", self.platforms)
+        check.names("build_variants", self.build_variants)
+        check.integer("requested_at_ms", self.requested_at_ms)
+
 
 @dataclass(frozen=True)
 class BuildEvent(Message):
     """One built artifact of one request in one build variant (builders -> agents)."""
 
     KIND: ClassVar[str] = "build-event"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # v2: artifact.mac
 
     id: str  # event_id_for(request_id, build_variant)
     request_id: str
@@ -200,6 +230,16 @@ class BuildEvent(Message):
     triggering_env: str = "ci"
     built_at_ms: int = field(default_factory=now_ms)
 
+    def __post_init__(self) -> None:
+        check.ident("id", self.id)
+        check.ident("request_id", self.request_id)
+        _check_origin(self)
+        check.name("build_variant", self.build_variant)
+        check.text("redis_version", self.redis_version, 200)
+        check.env("env", self.env)
+        check.names("platforms", self.platforms)
+        check.integer("built_at_ms", self.built_at_ms)
+
 
 @dataclass(frozen=True)
 class BuildFailure(Message):
@@ -217,6 +257,13 @@ class BuildFailure(Message):
     repo: str = ""
     branch: str | None = None
     failed_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        check.ident("request_id", self.request_id)
+        check.text("sha", self.sha, 64)
+        check.name("build_variant", self.build_variant)
+        check.text("reason", self.reason)
+        check.text("log_tail", self.log_tail, check.MAX_LOG_TAIL)
 
 
 TestState = Literal["pending", "running", "completed", "failed"]
@@ -243,11 +290,29 @@ class RunStatus(Message):
     def __post_init__(self) -> None:
         if self.state not in TEST_STATES:
             raise MessageError(f"test state {self.state!r} is not one of {TEST_STATES}")
+        check.ident("event_id", self.event_id)
+        check.name("platform", self.platform)
+        check.name("agent", self.agent)
+        check.name("test_name", self.test_name)
+        check.text("reason", self.reason)
 
     @property
     def final(self) -> bool:
         """True when the test will not change state any more."""
         return self.state in FINAL_STATES
+
+
+def _check_origin(message: BuildRequest | BuildEvent) -> None:
+    """The fields a request and its events share: where the code comes from."""
+    check.name("org", message.org)
+    check.name("repo", message.repo)
+    check.optional_ref("branch", message.branch)
+    check.sha("sha", message.sha)
+    check.integer("commit_time_ms", message.commit_time_ms)
+    check.optional_ref("tag", message.tag)
+    check.optional_ref("version", message.version)
+    check.optional_integer("pr", message.pr, 1, 2**31)
+    check.name("triggering_env", message.triggering_env)
 
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
@@ -282,13 +347,15 @@ def _jsonable(value: Any) -> Any:
 def decode_value(raw: bytes | str) -> Any:
     """The Python value of one tagged field value; ``ValueError`` when it is garbled."""
     data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if len(data) > MAX_FIELD_BYTES:
+        raise ValueError(f"value of {len(data)} bytes exceeds {MAX_FIELD_BYTES}")
     tag, body = data[:2], data[2:]
     if tag == TAG_STR:
         return body.decode("utf-8")
     if tag == TAG_BYTES:
         return body
     if tag == TAG_JSON:
-        return json.loads(body)
+        return bounded_json_loads(body, MAX_JSON_DEPTH)
     raise ValueError(f"unknown type tag {tag!r}")
 
 
@@ -307,12 +374,33 @@ def _text(raw: Any) -> str:
     return raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else str(raw)
 
 
+def _texts(fields: Mapping[Any, Any], entry_id: str | None) -> dict[str, Any]:
+    """Field names as text; a non-UTF-8 name or too many fields is malformed."""
+    if len(fields) > MAX_FIELDS:
+        raise MalformedMessage(entry_id, None, f"{len(fields)} fields (limit {MAX_FIELDS})")
+    texts: dict[str, Any] = {}
+    for raw_name, value in fields.items():
+        try:
+            texts[_text(raw_name)] = value
+        except UnicodeDecodeError as exc:
+            raise MalformedMessage(entry_id, repr(raw_name)[:80],
+                                   "field name is not UTF-8") from exc
+    return texts
+
+
+def _header_text(texts: dict[str, Any], name: str, entry_id: str | None) -> str:
+    try:
+        return _text(texts[name])[:100]
+    except UnicodeDecodeError as exc:
+        raise MalformedMessage(entry_id, name, "not UTF-8") from exc
+
+
 def kind_of(fields: Mapping[Any, Any], entry_id: str | None = None) -> type[Message]:
     """The message class an entry claims to be, or :class:`MalformedMessage`."""
-    texts = {_text(k): v for k, v in fields.items()}
+    texts = _texts(fields, entry_id)
     if KIND_FIELD not in texts:
         raise MalformedMessage(entry_id, KIND_FIELD, "missing")
-    kind = _text(texts[KIND_FIELD])
+    kind = _header_text(texts, KIND_FIELD, entry_id)
     if kind not in MESSAGE_TYPES:
         raise MalformedMessage(entry_id, KIND_FIELD, f"unknown message kind {kind!r}")
     return MESSAGE_TYPES[kind]
@@ -325,7 +413,7 @@ def decode_any(fields: Mapping[Any, Any], entry_id: str | None = None) -> Messag
 
 def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None = None) -> M:
     """Decode stream ``fields`` (bytes or str keys/values) into ``cls``, checking every type."""
-    texts = {_text(k): v for k, v in fields.items()}
+    texts = _texts(fields, entry_id)
     _check_header(cls, texts, entry_id)
     hints = _hints(cls)
     names = set(hints)
@@ -338,8 +426,8 @@ def decode_message(cls: type[M], fields: Mapping[Any, Any], entry_id: str | None
             raise MalformedMessage(entry_id, name, "missing")
         try:
             kwargs[name] = _coerce(decode_value(texts[name]), hints[name], name)
-        except (ValueError, TypeError, UnicodeDecodeError) as exc:
-            raise MalformedMessage(entry_id, name, str(exc)) from exc
+        except (ValueError, TypeError, RecursionError) as exc:  # UnicodeError is a ValueError
+            raise MalformedMessage(entry_id, name, str(exc)[:500]) from exc
     try:
         return cls(**kwargs)
     except MessageError as exc:
@@ -360,12 +448,12 @@ def _hints(cls: type) -> dict[str, Any]:
 def _check_header(cls: type[Message], texts: dict[str, Any], entry_id: str | None) -> None:
     if KIND_FIELD not in texts:
         raise MalformedMessage(entry_id, KIND_FIELD, "missing")
-    kind = _text(texts[KIND_FIELD])
+    kind = _header_text(texts, KIND_FIELD, entry_id)
     if kind != cls.KIND:
         raise MalformedMessage(entry_id, KIND_FIELD, f"expected {cls.KIND!r}, got {kind!r}")
     if VERSION_FIELD not in texts:
         raise MalformedMessage(entry_id, VERSION_FIELD, "missing")
-    version = _text(texts[VERSION_FIELD])
+    version = _header_text(texts, VERSION_FIELD, entry_id)
     if version != str(cls.VERSION):
         raise MalformedMessage(entry_id, VERSION_FIELD,
                                f"unsupported {cls.KIND} version {version!r} "
