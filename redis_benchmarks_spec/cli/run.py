@@ -35,6 +35,7 @@ from redis_benchmarks_spec.runner.session import (
     run_suites,
 )
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir, load_catalog
+from redis_benchmarks_spec.suites.problems import ERROR, Problem
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
@@ -111,8 +112,6 @@ def select_suites(args: argparse.Namespace, console: Console) -> list[Suite]:
     """The suites the selection flags pick; raises :class:`UsageError` when none."""
     directory = args.suites_dir or default_suites_dir()
     catalog = load_catalog(directory)
-    for problem in catalog.errors:
-        console.print(f"[yellow]{escape(str(problem))}[/]", highlight=False, soft_wrap=True)
     tests = [t for item in args.test for t in item.split(",") if t]
     check_test_names(catalog, tests, directory)
     flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
@@ -123,7 +122,25 @@ def select_suites(args: argparse.Namespace, console: Console) -> list[Suite]:
     if not selected:
         raise UsageError("selection", f"no suite of the {len(catalog.suites)} in {directory} "
                          "matches", "`rbs run --dry-run` without filters lists them all")
+    print_selected_problems(console, catalog.problems, selected, directory)
     return selected
+
+
+def print_selected_problems(console: Console, problems: list[Problem], selected: list[Suite],
+                            directory: Path) -> None:
+    """Problems of the selected suites in full; of every other file, one line with a count."""
+    paths = {s.path for s in selected}
+    for problem in problems:
+        if problem.path in paths:
+            colour = "red" if problem.severity == ERROR else "yellow"
+            console.print(f"[{colour}]{escape(str(problem))}[/]", highlight=False,
+                          soft_wrap=True)
+    rest = [p for p in problems if p.path not in paths]
+    if rest:
+        files = len({p.path for p in rest})
+        console.print(f"[dim]{len(rest)} problem(s) in {files} other file(s) not shown "
+                      f"(rbs suites lint {escape(str(directory))})[/]", highlight=False,
+                      soft_wrap=True)
 
 
 def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig:

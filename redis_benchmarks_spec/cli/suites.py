@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from rich.table import Table
@@ -24,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     lint = ssub.add_parser("lint", help="check suites; exit non-zero on any error")
     lint.add_argument("suites_dir", nargs="?", type=Path, default=None,
                       help="directory of suite YAML files (default: the repository's test-suites/)")
+    lint.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                      help="unknown keys are errors (default: on for our own test-suites/, "
+                           "off for other folders, where they are warnings)")
+    lint.add_argument("--other-suites-dir", action="append", type=Path, default=None,
+                      metavar="DIR",
+                      help="another suites folder (repeatable; default: $RBS_OTHER_SUITES_DIRS, "
+                           f"'{os.pathsep}'-separated): warn when one of ours shares a name "
+                           "with a different suite there")
     lint.set_defaults(func=cmd_lint)
 
 
@@ -47,11 +56,17 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
-    problems = lint_catalog(directory)
+    strict = args.strict if args.strict is not None else \
+        directory.resolve() == default_suites_dir().resolve()
+    others = args.other_suites_dir if args.other_suites_dir is not None else \
+        [Path(d) for d in os.environ.get("RBS_OTHER_SUITES_DIRS", "").split(os.pathsep) if d]
+    problems = lint_catalog(directory, others, strict=strict)
     console = make_console(stderr=True)
     for p in problems:
         style = "red" if p.severity == ERROR else "yellow"
         console.print(f"[{style}]{p}[/]", highlight=False, soft_wrap=True)
     errors = sum(1 for p in problems if p.severity == ERROR)
-    console.print(f"{errors} error(s), {len(problems) - errors} warning(s) in {directory}")
+    mode = "strict" if strict else "tolerant: unknown keys are warnings, --strict makes them errors"
+    console.print(f"{errors} error(s), {len(problems) - errors} warning(s) in {directory} "
+                  f"({mode})")
     return 1 if errors else 0

@@ -6,11 +6,12 @@ from pathlib import Path
 
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.commands import issued_commands
-from redis_benchmarks_spec.suites.problems import WARNING, Problem
+from redis_benchmarks_spec.suites.problems import ERROR, NAME_COLLISION, WARNING, Problem
 from redis_benchmarks_spec.suites.suite import Suite
 
 KNOWN_TOOLS = {"redis-benchmark", "memtier_benchmark"}
 KNOWN_PRELOAD_TOOLS = KNOWN_TOOLS | {"redis-cli"}
+SCRIPTING = {"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
 KNOWN_GROUPS = {"string", "hash", "list", "set", "sorted-set", "stream", "bitmap",
                 "hyperloglog", "geo", "generic", "scripting", "transactions", "connection",
                 "pubsub", "server", "cluster", "json", "search", "timeseries"}
@@ -30,12 +31,14 @@ def lint_suite(suite: Suite) -> list[Problem]:
         else:
             issued |= found
     if understood:
+        # commands a script runs cannot be seen from the arguments: not an error then
+        severity = WARNING if issued & SCRIPTING else ERROR
         for cmd in suite.tested_commands:
             if cmd not in issued:
                 problems.append(Problem(
                     suite.path, "tested-commands",
                     f"{cmd!r} is never issued by the client arguments "
-                    f"(they issue: {', '.join(sorted(issued)) or 'nothing'})"))
+                    f"(they issue: {', '.join(sorted(issued)) or 'nothing'})", severity))
         for cmd in sorted(issued - set(suite.tested_commands)):
             problems.append(Problem(suite.path, "tested-commands",
                                     f"the client issues {cmd!r} but tested-commands omits it",
@@ -53,9 +56,50 @@ def lint_suite(suite: Suite) -> list[Problem]:
     return problems
 
 
-def lint_catalog(directory: Path) -> list[Problem]:
+def definition(suite: Suite) -> tuple[object, ...]:
+    """What a suite measures: clients, server configuration and dataset (not its prose)."""
+    db = suite.dbconfig
+    preload = db.preload_tool
+    return (
+        tuple((c.tool, tuple(c.argv())) for c in suite.clientconfigs),
+        tuple(sorted(db.configuration_parameters.items())), db.keyspacelen,
+        (preload.tool, tuple(preload.argv())) if preload else None,
+        tuple(tuple(c) for c in db.init_commands), tuple(db.init_lua), db.dataset,
+        db.rdb_checks, db.wait_for_bgsave,
+    )
+
+
+def name_collisions(ours: list[Suite], others: dict[Path, list[Suite]]) -> list[Problem]:
+    """Warn when one of our suites shares its name with a different suite elsewhere.
+
+    Both would write into the same time series (the series key is built from the name), so
+    their points would mix in one history.
+    """
+    problems: list[Problem] = []
+    for directory, suites in others.items():
+        by_name = {s.name: s for s in suites}
+        for suite in ours:
+            other = by_name.get(suite.name)
+            if other is not None and definition(other) != definition(suite):
+                problems.append(Problem(
+                    suite.path, "name",
+                    f"{suite.name!r} is also the name of a different suite in {directory} "
+                    f"({other.path.name}): both would write the same time series; rename ours",
+                    WARNING, NAME_COLLISION))
+    return problems
+
+
+def lint_catalog(directory: Path, others: list[Path] | None = None,
+                 strict: bool = False) -> list[Problem]:
+    """Load problems, per-suite checks and name collisions with ``others`` (folders).
+
+    ``strict`` turns unknown keys into errors (the default for our own collection).
+    """
     catalog = load_catalog(directory)
     problems = list(catalog.problems)
     for suite in catalog.suites:
         problems += lint_suite(suite)
-    return problems
+    other_suites = {d: load_catalog(d).suites for d in others or []
+                    if d.resolve() != directory.resolve()}
+    problems += name_collisions(catalog.suites, other_suites)
+    return [p.strict() for p in problems] if strict else problems

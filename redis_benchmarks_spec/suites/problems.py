@@ -8,6 +8,12 @@ from pathlib import Path
 ERROR = "error"
 WARNING = "warning"
 
+# kinds of problem a caller treats specially (lint --strict, rbs run's per-suite report)
+UNKNOWN_KEY = "unknown-key"
+NAME_MISMATCH = "name-mismatch"
+UNPARSEABLE = "unparseable"
+NAME_COLLISION = "name-collision"
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -15,6 +21,13 @@ class Problem:
     key: str
     message: str
     severity: str = ERROR
+    kind: str = ""
+
+    def strict(self) -> Problem:
+        """This problem as ``rbs suites lint --strict`` sees it: unknown keys are errors."""
+        if self.kind == UNKNOWN_KEY and self.severity == WARNING:
+            return Problem(self.path, self.key, self.message, ERROR, self.kind)
+        return self
 
     def __str__(self) -> str:
         where = f"{self.path}" + (f": {self.key}" if self.key else "")
