@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.suites.catalog import repo_root
+from redis_benchmarks_spec.suites.catalog import data_root
 from redis_benchmarks_spec.suites.problems import Problem, SpecError
 from redis_benchmarks_spec.suites.suite import load_yaml
 
@@ -32,8 +32,8 @@ class BuildVariant:
 
 
 def default_variants_dir() -> Path:
-    """``setups/build-variants`` of the repository."""
-    return repo_root() / "setups" / "build-variants"
+    """``setups/build-variants`` shipped with the package (the repository's)."""
+    return data_root() / "setups" / "build-variants"
 
 
 def load_variant(path: Path) -> BuildVariant:

@@ -43,7 +43,7 @@ from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("suite selection")
     g.add_argument("--suites-dir", type=Path, default=None,
-                   help="directory of suite YAML files (default: the repository's test-suites/)")
+                   help="directory of suite YAML files (default: the suites shipped with rbs, the repository's test-suites/)")
     g.add_argument("--test", action="append", default=[],
                    help="run this suite by name (repeatable, or comma-separated)")
     g.add_argument("--tests-regexp", default=".*", help="suites whose name matches")

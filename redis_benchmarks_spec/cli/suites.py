@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ssub = p.add_subparsers(dest="suites_command", metavar="ACTION", required=True)
     lst = ssub.add_parser("list", help="list the suites of a directory")
     lst.add_argument("suites_dir", nargs="?", type=Path, default=None,
-                     help="directory of suite YAML files (default: the repository's test-suites/)")
+                     help="directory of suite YAML files (default: the suites shipped with rbs, the repository's test-suites/)")
     lst.set_defaults(func=cmd_list)
     lint = ssub.add_parser("lint", help="check suites; exit non-zero on any error")
     lint.add_argument("suites_dir", nargs="?", type=Path, default=None,

@@ -19,12 +19,29 @@ from redis_benchmarks_spec.suites.suite import (
 DEFAULTS_FILE = "defaults.yml"
 
 
+PACKAGE_DATA = Path(__file__).resolve().parents[1] / "_data"
+
+
 def repo_root() -> Path:
+    """The source checkout this package runs from (meaningless for an installed wheel)."""
     return Path(__file__).resolve().parents[2]
 
 
+def data_root() -> Path:
+    """The directory holding ``test-suites/`` and ``setups/``.
+
+    A source checkout (or editable install) reads them in place at the repository root; a
+    wheel carries a copy under ``redis_benchmarks_spec/_data`` (see ``setup.py``).
+    """
+    checkout = repo_root()
+    if (checkout / "test-suites").is_dir() and (checkout / "setups").is_dir():
+        return checkout
+    return PACKAGE_DATA
+
+
 def default_suites_dir() -> Path:
-    return repo_root() / "test-suites"
+    """The suites shipped with the package (the repository's ``test-suites/``)."""
+    return data_root() / "test-suites"
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redis_benchmarks_spec.suites.catalog import repo_root
+from redis_benchmarks_spec.suites.catalog import data_root
 from redis_benchmarks_spec.suites.problems import Problem, SpecError
 from redis_benchmarks_spec.suites.suite import load_yaml
 
@@ -35,7 +35,7 @@ class Topology:
 
 
 def default_topologies_file() -> Path:
-    return repo_root() / "setups" / "topologies.yml"
+    return data_root() / "setups" / "topologies.yml"
 
 
 def load_topologies(path: Path | None = None) -> dict[str, Topology]:
