@@ -15,10 +15,12 @@ from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import reader
 from redis_benchmarks_spec.datasink.embedded import (
+    DEFAULT_PORT,
     DatasinkError,
     DatasinkStatus,
     EmbeddedDatasink,
 )
+from redis_benchmarks_spec.datasink.session_push import started_note
 from redis_benchmarks_spec.datasink.store import (
     DatasinkConfig,
     connect,
@@ -36,7 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     dsub = p.add_subparsers(dest="datasink_command", metavar="ACTION", required=True)
     up = dsub.add_parser("up", help="start the embedded datasink (no-op when it runs)")
     add_embedded_args(up)
-    up.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    up.add_argument("--port", type=int, default=None,
+                    help=f"port (default: the one used last time, else {DEFAULT_PORT}, else a "
+                         "free one, kept for next time)")
     up.set_defaults(func=cmd_up)
     down = dsub.add_parser("down", help="stop the embedded datasink")
     add_embedded_args(down)
@@ -57,9 +61,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_embedded_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, default=None,
+    p.add_argument("--datasink-data-dir", dest="data_dir", type=Path, default=None,
+                   metavar="DIR",
                    help="data directory of the embedded datasink "
                         "(default: the user data dir, redis-benchmarks-spec/datasink)")
+    # the old spelling keeps working, unlisted: one flag name across commands
+    p.add_argument("--data-dir", dest="data_dir", type=Path, help=argparse.SUPPRESS)
 
 
 def add_remote_args(p: argparse.ArgumentParser) -> None:
@@ -111,8 +118,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     console = make_console()
     sink = EmbeddedDatasink(args.data_dir, port=args.port)
     state = start_embedded(sink)
-    console.print(f"datasink running at {state.url} (pid {state.pid}, data in {state.data_dir})",
-                  highlight=False, soft_wrap=True)
+    if state.started:
+        console.print(started_note(state).rstrip("; "), highlight=False, soft_wrap=True,
+                      markup=False)
+    else:
+        console.print(f"datasink already running at {state.url} (pid {state.pid}, data in "
+                      f"{state.data_dir})", highlight=False, soft_wrap=True, markup=False)
     return 0
 
 

