@@ -26,7 +26,8 @@ class RedisBenchmarkDriver:
 
     @staticmethod
     def _target(target: ClientTarget) -> redis_benchmark.Target:
-        return redis_benchmark.Target(target.host, target.port, target.password, target.user)
+        return redis_benchmark.Target(target.host, target.port, target.password, target.user,
+                                      target.cluster)
 
     def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                test_time: int | None) -> Invocation | None:

@@ -45,6 +45,7 @@ class Target:
     port: int
     password: str | None = None
     user: str | None = None
+    cluster: bool = False  # --cluster: redis-benchmark routes by slot ({tag} keys)
 
 
 def _option_value(argv: list[str], name: str) -> str | None:
@@ -115,7 +116,8 @@ def build_argv(binary: str, cfg: ToolConfig, target: Target, test_time: int | No
         auth += ["--user", target.user]
     if target.password:
         auth += ["-a", target.password]
-    return [binary, "-h", target.host, "-p", str(target.port), *auth, "--csv", *args]
+    cluster = ["--cluster"] if target.cluster else []
+    return [binary, "-h", target.host, "-p", str(target.port), *auth, *cluster, "--csv", *args]
 
 
 def _float(row: dict[str, str], field: str, source: str) -> float:

@@ -59,6 +59,47 @@ class CpuUsage:
 
 
 @dataclass
+class NodeRecord:
+    """One server node of the deployment a test ran on, with what it did during the run."""
+
+    index: int
+    role: str  # primary | replica
+    host: str
+    port: int
+    cpus: list[int] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)
+    container_id: str = ""
+    primary: int | None = None  # for a replica: index of its primary
+    cluster_port: int | None = None
+    slots: list[int] | None = None  # [first, last] hash slot of a cluster primary
+    log_path: str = ""
+    notes: list[str] = field(default_factory=list)
+    info_delta: dict[str, float] = field(default_factory=dict)
+    commandstats_delta: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class DeploymentRecord:
+    """The topology as it was started: type, nodes, their ports, roles and CPUs."""
+
+    name: str
+    type: str
+    launcher: str = "process"
+    primaries: int = 1
+    replicas: int = 0
+    io_threads: int | None = None
+    setup_s: float | None = None  # nodes up, cluster formed (replica sync not included)
+    full_sync_s: list[float] = field(default_factory=list)  # per replica, REPLICAOF to link up
+    nodes: list[NodeRecord] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> DeploymentRecord:
+        data = dict(raw)
+        data["nodes"] = [NodeRecord(**n) for n in data.get("nodes", [])]
+        return cls(**data)
+
+
+@dataclass
 class RunResult:
     """Everything one test run produced. ``metrics`` are the exporter's named values."""
 
@@ -92,6 +133,7 @@ class RunResult:
     flags: list[str] = field(default_factory=list)
     paths: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)  # clean-up that failed after the run
+    deployment: DeploymentRecord | None = None  # absent in documents written before topologies
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -112,6 +154,8 @@ class RunResult:
         data["context"] = RunContext.from_dict(data.get("context", {}))
         data["result"] = ToolResult.from_dict(data["result"]) if data.get("result") else None
         data["cpu"] = {k: CpuUsage(**v) for k, v in data.get("cpu", {}).items()}
+        if data.get("deployment"):
+            data["deployment"] = DeploymentRecord.from_dict(data["deployment"])
         return cls(**data)
 
     def write(self, path: Path) -> None:

@@ -81,7 +81,7 @@ class DockerLauncher:
     """Implements the runner's ServerLauncher with one container per server."""
 
     def __init__(self) -> None:
-        self._containers: dict[int, str] = {}  # port -> container id
+        self._containers: dict[str, ServerHandle] = {}  # container id -> handle (to stop_all)
 
     def start(self, spec: ServerSpec) -> ServerHandle:
         image = image_for(spec.binary)
@@ -93,8 +93,9 @@ class DockerLauncher:
                      "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
                      "--port", str(port), "--bind", "127.0.0.1", "--dir", "/data",
                      "--save", "", *spec.args)
-        self._containers[port] = cid
-        handle = ServerHandle("127.0.0.1", port, [], spec.workdir / "redis-server.log")
+        handle = ServerHandle("127.0.0.1", port, [], spec.workdir / "redis-server.log",
+                             container_id=cid)
+        self._containers[cid] = handle
         handle.pids = [int(docker("inspect", "-f", "{{.State.Pid}}", cid) or 0)]
         up = wait_for(lambda: self._answers(handle, cid), spec.start_timeout)
         if not up or docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
@@ -114,8 +115,9 @@ class DockerLauncher:
             return False
 
     def stop(self, handle: ServerHandle) -> None:
-        cid = self._containers.pop(handle.port, None)
-        if cid is None:
+        """Stop and remove the container of ``handle`` by its own id (once)."""
+        cid = handle.container_id
+        if self._containers.pop(cid, None) is None:
             return
         try:
             docker("stop", "-t", "10", cid, timeout=60)
@@ -124,8 +126,8 @@ class DockerLauncher:
             docker("rm", "-f", cid, timeout=60)
 
     def stop_all(self) -> None:
-        for port in list(self._containers):
-            self.stop(ServerHandle("127.0.0.1", port, [], Path("/dev/null")))
+        for handle in list(self._containers.values()):
+            self.stop(handle)
 
 
 def _logs(cid: str) -> str:

@@ -25,15 +25,23 @@ from redis_benchmarks_spec.results.document import (
     RunContext,
     RunResult,
 )
-from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
+from redis_benchmarks_spec.runner import cluster, node_stats
+from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
+from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.launcher import (
     ServerHandle,
     ServerLauncher,
-    ServerSpec,
     ServerStartError,
 )
-from redis_benchmarks_spec.runner.preload import PreloadContext, PreloadError, prepare_dataset
-from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.runner.preload import (
+    PreloadContext,
+    PreloadError,
+    keyspace_size,
+    prepare_dataset,
+)
+from redis_benchmarks_spec.runner.replication import ReplicationError
+from redis_benchmarks_spec.suites.problems import SpecError
+from redis_benchmarks_spec.suites.suite import Suite, load_yaml
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
 from redis_benchmarks_spec.telemetry.cpu import CpuSampler, SaturationThresholds, is_client_bound
@@ -97,7 +105,8 @@ class SuiteRun:
         self.suite, self.topology, self.env = suite, topology, env
         self.result = _new_result(suite, topology, env)
         self.out_dir = env.results_dir / suite.name / topology.name
-        self.server: ServerHandle | None = None
+        self.deployment: Deployment | None = None
+        self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
 
     def run(self) -> RunResult:
@@ -112,7 +121,8 @@ class SuiteRun:
             result.reason = str(exc)
             result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
                                          if k.startswith("client_"))
-        except (PreloadError, ServerStartError) as exc:
+        except (PreloadError, ServerStartError, cluster.ClusterError, ReplicationError,
+                CpuShortage) as exc:
             result.reason = str(exc)
         except (redis.RedisError, OSError) as exc:
             result.reason = f"{type(exc).__name__}: {exc}"
@@ -133,37 +143,91 @@ class SuiteRun:
         drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
-        plan = env.allocator.plan(self.topology.server_cpus, client_cpus)
+        topo = self.topology
+        plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count, client_cpus)
         _record_cpus(result, plan)
-        server = self._start_server(plan)
-        target = ClientTarget(server.host, server.port)
-        client = server.client()
-        result.preload_duration_s = self._prepare(target, client, plan)
+        deployment = self._start_deployment(plan)
+        server = deployment.entry.handle
+        target = ClientTarget(server.host, server.port, cluster=topo.is_cluster)
+        result.preload_duration_s = self._prepare_deployment(plan)
         rates = self._warm_up(drivers, target, plan)
-        before = info_mod.snapshot(client)
-        result.redis_version, result.redis_git_sha = info_mod.server_identity(before)
+        before = node_stats.snapshot(deployment)
+        result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
         try:
             tool_result = self._run_clients(drivers, target, plan, rates)
         except ServerErrorReplies as exc:
-            count, kinds = info_mod.error_replies(before, info_mod.snapshot(client))
+            count, kinds = node_stats.error_replies(before, node_stats.snapshot(deployment))
             raise ServerErrorReplies(max(count, exc.count),
                                      f"{exc.detail}; server errorstats: {kinds or 'none'}"
                                      ) from exc
-        after = info_mod.snapshot(client)
-        result.info_delta = info_mod.info_delta(before, after)
-        result.commandstats_delta = info_mod.commandstats_delta(before, after)
+        after = node_stats.snapshot(deployment)
+        node_stats.record_deltas(result, deployment, before, after)
         _check_errors(before, after)
+        _add_totals(tool_result, node_stats.replication_metrics(deployment, before, after))
         _finish_result(self.suite, result, tool_result)
 
-    def _start_server(self, plan: CpuPlan) -> ServerHandle:
+    def _start_deployment(self, plan: CpuPlan) -> Deployment:
+        """Every node of the topology up (a cluster formed, replicas not linked yet)."""
         env = self.env
         self.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{self.suite.name[:40]}-"))
         args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.server_args
         self.result.server_args = args
-        self.server = env.launcher.start(ServerSpec(env.redis_server, args, plan.server,
-                                                    self.server_dir))
+        self.deployment = Deployment(
+            DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
+                           env.context.deployment_type), env.launcher)
+        try:
+            self.deployment.start()
+        finally:
+            self.result.deployment = self.deployment.record()
+        self.server = self.deployment.entry.handle
         self.result.paths["server_log"] = str(self.server.log_path)
-        return self.server
+        return self.deployment
+
+    def _prepare_deployment(self, plan: CpuPlan) -> float | None:
+        """The dataset on every node: replicas linked before or after the preload
+        (``preload_before_replica``), a cluster's dataset copied from a scratch node."""
+        deployment = self.deployment
+        assert deployment is not None
+        before_replica = preload_before_replica(self.suite)
+        if deployment.replicas and not before_replica:
+            deployment.link_replicas()
+        if self.topology.is_cluster:
+            duration = self._prepare_cluster(plan)
+        else:
+            entry = deployment.entry.handle
+            duration = self._prepare(ClientTarget(entry.host, entry.port), entry.client(), plan)
+        if deployment.replicas:
+            if before_replica:
+                deployment.link_replicas()
+            deployment.wait_in_sync()
+            _check_replica_keyspace(deployment, self.suite.dbconfig.keyspacelen)
+        self.result.deployment = deployment.record()
+        return duration
+
+    def _prepare_cluster(self, plan: CpuPlan) -> float | None:
+        """Prepare the dataset on a scratch standalone node exactly as for oss-standalone
+        (EVAL loops, tools, init commands run unchanged), then copy every key to the primary
+        owning its slot; the duration includes the copy."""
+        deployment = self.deployment
+        assert deployment is not None
+        scratch = deployment.start_scratch(plan.client)
+        try:
+            duration = self._prepare(ClientTarget(scratch.host, scratch.port), scratch.client(),
+                                     plan)
+            started = time.monotonic()
+            cluster.load_from_scratch(scratch, deployment.primaries,
+                                      self.suite.dbconfig.init_commands)
+            copy_s = time.monotonic() - started
+        finally:
+            deployment.stop_scratch()
+        expected = self.suite.dbconfig.keyspacelen
+        if expected is not None:
+            actual = cluster.keyspace_sum(deployment.primaries)
+            if actual != expected:
+                raise PreloadError(f"keyspace check failed: expected {expected} keys "
+                                   f"(dbconfig.check.keyspacelen), found {actual} summed "
+                                   f"over {len(deployment.primaries)} primaries")
+        return None if duration is None else duration + copy_s
 
     def _prepare(self, target: ClientTarget, client: redis.Redis, plan: CpuPlan) -> float | None:
         env = self.env
@@ -204,8 +268,8 @@ class SuiteRun:
                              for i, inv in enumerate(invocations)})
         result.tool_version = ",".join(sorted({f"{d.tool} {_version(d)}" for d in drivers}))
         sampler = CpuSampler()
-        assert self.server is not None
-        sampler.watch("server", self.server.pids)
+        assert self.deployment is not None
+        sampler.watch("server", self.deployment.pids)
         started = time.monotonic()
         procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
                  for inv in invocations]
@@ -238,14 +302,22 @@ class SuiteRun:
             self.result.cleanup_errors.append(f"{what}: {type(exc).__name__}: {exc}")
 
     def _stop_server(self) -> None:
-        if self.server is not None:
-            self.env.launcher.stop(self.server)
+        """Every node (and a scratch node) by its own pid or container id."""
+        if self.deployment is not None:
+            errors = self.deployment.stop()
+            if errors:
+                raise RuntimeError("; ".join(errors))
 
     def _keep_server_log(self) -> None:
-        if self.server is None:
+        """The entry node's log as redis-server.log; other nodes' logs beside it."""
+        if self.deployment is None or not self.deployment.nodes:
             return
+        for node in self.deployment.nodes[1:]:
+            kept_node = self.out_dir / f"redis-server-{node.role}-{node.index}.log"
+            shutil.copyfile(node.handle.log_path, kept_node)
+            self.result.paths[f"server_log_{node.index}"] = str(kept_node)
         kept = self.out_dir / "redis-server.log"
-        shutil.copyfile(self.server.log_path, kept)
+        shutil.copyfile(self.deployment.entry.handle.log_path, kept)
         self.result.paths["server_log"] = str(kept)
         if self.result.status != STATUS_OK and not self.result.log_tail:
             self.result.log_tail = tail(kept)
@@ -319,10 +391,43 @@ def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
         result.flags.append(CLIENT_BOUND)
 
 
-def _check_errors(before: info_mod.InfoSnapshot, after: info_mod.InfoSnapshot) -> None:
-    count, kinds = info_mod.error_replies(before, after)
+def _check_errors(before: node_stats.NodeSnapshots, after: node_stats.NodeSnapshots) -> None:
+    count, kinds = node_stats.error_replies(before, after)
     if count > 0:
         raise ServerErrorReplies(count, f"server INFO errorstats: {kinds or 'unknown kinds'}")
+
+
+def preload_before_replica(suite: Suite) -> bool:
+    """``dbconfig.preload_before_replica``: from the suite model when it has the key, else
+    from the suite file itself (older models report the key as unknown and drop it)."""
+    value = getattr(suite.dbconfig, "preload_before_replica", None)
+    if value is None:
+        try:
+            raw = load_yaml(suite.path)
+        except SpecError:
+            return False
+        db = raw.get("dbconfig") if isinstance(raw, dict) else None
+        value = db.get("preload_before_replica") if isinstance(db, dict) else None
+    return value is True
+
+
+def _check_replica_keyspace(deployment: Deployment, expected: int | None) -> None:
+    if expected is None:
+        return
+    for replica in deployment.replicas:
+        with replica.client() as client:
+            actual = keyspace_size(client)
+        if actual != expected:
+            raise PreloadError(f"keyspace check failed on {replica.name}: expected {expected} "
+                               f"keys (dbconfig.check.keyspacelen), found {actual}")
+
+
+def _add_totals(tool_result: ToolResult, values: dict[str, float]) -> None:
+    """Deployment figures (full-sync time) beside the tool's, where exporter paths find them
+    (``$."ALL STATS".Totals.ReplicationFullSyncSecondsV2``)."""
+    if values:
+        totals = tool_result.data.setdefault("ALL STATS", {}).setdefault("Totals", {})
+        totals.update(values)
 
 
 def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:

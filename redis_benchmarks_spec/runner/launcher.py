@@ -1,5 +1,6 @@
-"""Starting Redis for a test. The runner only sees :class:`ServerLauncher`; the process
-launcher here is the first implementation (a Docker launcher and clusters come later)."""
+"""Starting one Redis node. The runner only sees :class:`ServerLauncher` (this process launcher
+and ``docker_launcher.DockerLauncher``); deployments of several nodes (replicas, clusters) are
+built from it in ``deployment.py``."""
 
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ class ServerSpec:
 
 @dataclass
 class ServerHandle:
-    """A running Redis the runner can talk to."""
+    """A running Redis the runner can talk to, with the ids it is stopped by."""
 
     host: str
     port: int
     pids: list[int]
     log_path: Path
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
+    container_id: str = ""  # set by the Docker launcher
 
     def client(self, timeout: float = 30.0) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=timeout,

@@ -7,6 +7,7 @@ test; it stops early only when asked to (``stop`` event, SIGINT/SIGTERM).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -30,9 +31,6 @@ from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_TOPOLOGY_TYPES = {"oss-standalone"}
-
-
 @dataclass
 class SessionConfig:
     tools: ToolPaths
@@ -46,6 +44,7 @@ class SessionConfig:
     server_args: list[str] = field(default_factory=list)
     preload_timeout_s: float = 600.0
     launcher: str = "process"  # or "docker"
+    strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
 
 
 @dataclass
@@ -59,22 +58,40 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
     """Each suite on each of its topologies (that the filter allows), with skip reasons."""
     tools = config.tools.resolve()
     catalogue = config.topologies if config.topologies is not None else load_topologies()
+    allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
     planned: list[PlannedTest] = []
     for suite in suites:
         names = [t for t in suite.topologies
                  if not config.topology_filter or t == config.topology_filter]
         for name in names:
             topo = catalogue.get(name)
-            planned.append(PlannedTest(suite, topo, _skip_reason(suite, topo, name, tools)))
+            reason = _skip_reason(suite, topo, name, tools) or \
+                _cpu_skip_reason(suite, topo, allocator)
+            planned.append(PlannedTest(suite, topo, reason))
     return planned
+
+
+def client_cpus(suite: Suite) -> int:
+    """CPUs the suite's clients get: parallel clients asking 0.5 CPU each share one core."""
+    return max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
+
+
+def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocator) -> str:
+    if topo is None or not allocator.strict:
+        return ""
+    need = allocator.needed([topo.cpus_per_node] * topo.node_count, client_cpus(suite))
+    if need <= len(allocator.cpus):
+        return ""
+    return f"--strict-cpus: topology {topo.name!r} needs {need} CPUs ({topo.node_count} " \
+           f"node(s) x {topo.cpus_per_node} + client), this host gives {len(allocator.cpus)}"
 
 
 def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPaths) -> str:
     if topo is None:
         return f"topology {name!r} is not in the topologies catalogue"
-    if topo.type not in SUPPORTED_TOPOLOGY_TYPES or topo.primaries != 1 or topo.replicas:
-        return f"topology {name!r} ({topo.type}, {topo.primaries} primaries) is not supported " \
-               f"by the process launcher yet"
+    unsupported = topo.unsupported_reason()
+    if unsupported:
+        return unsupported
     for tool in suite.tools:
         if tool in tools.missing:
             return tools.missing[tool]
@@ -121,7 +138,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
     return RunEnv(
         redis_server=tools.redis_server, drivers=_drivers(tools),
         launcher=make_launcher(config, registry), registry=registry,
-        allocator=CpuAllocator(config.cpus), context=context,
+        allocator=CpuAllocator(config.cpus, strict=config.strict_cpus), context=context,
         results_dir=config.results_dir, test_time=config.test_time,
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s)
