@@ -266,7 +266,8 @@ def test_result_is_written_when_cleanup_fails(tmp_path: Path) -> None:
     finally:
         registry.stop_all()
     assert result.status == STATUS_OK, result.reason
-    assert result.cleanup_errors == ["stop the server: RuntimeError: engine said no"]
+    port = result.deployment.nodes[0].port if result.deployment else 0
+    assert result.cleanup_errors == [f"stop primary-0:{port}: RuntimeError: engine said no"]
     stored = RunResult.read(tmp_path / "results" / "ping" / "oss-standalone" / "result.json")
     assert stored.metrics["ALL_STATS.Totals.Ops/sec"] > 0
     assert stored.cleanup_errors == result.cleanup_errors

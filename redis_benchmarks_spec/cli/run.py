@@ -65,6 +65,9 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
                    help="start redis-server as a local process or in a Docker container")
     g.add_argument("--cpus", default=None,
                    help="comma-separated CPU ids to allocate from (default: all this process may use)")
+    g.add_argument("--strict-cpus", action="store_true",
+                   help="skip a test whose topology and client need more CPUs than given, "
+                        "instead of sharing cores (flagged shared-cores)")
     g.add_argument("--client-bound-client-pct", type=float, default=90.0,
                    help="client-bound flag: client CPU >= this %% of its cores ...")
     g.add_argument("--client-bound-server-pct", type=float, default=75.0,
@@ -153,7 +156,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                         redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         results_dir=results_dir, context=context, test_time=args.test_time,
         topology_filter=args.topology, launcher=args.launcher,
-        cpus=parse_cpus(args.cpus),
+        cpus=parse_cpus(args.cpus), strict_cpus=args.strict_cpus,
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct))
 

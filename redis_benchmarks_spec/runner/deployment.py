@@ -210,9 +210,10 @@ class Deployment:
             assert replica.primary is not None
             replication.wait_offsets_equal(replica, self.nodes[replica.primary], timeout_s)
 
-    def stop(self) -> list[str]:
-        """Stop every node by its own id, newest first; returns what could not be stopped."""
-        errors: list[str] = []
+    def stop(self) -> list[tuple[str, str]]:
+        """Stop every node by its own id, newest first (the scratch node too, if one still
+        runs); returns ``(what, error)`` for each node that could not be stopped."""
+        errors: list[tuple[str, str]] = []
         nodes = ([self.scratch] if self.scratch else []) + list(reversed(self.nodes))
         self.scratch = None
         for node in nodes:
@@ -221,7 +222,7 @@ class Deployment:
                 _quiesce(node)
                 self.launcher.stop(node.handle)
             except (OSError, RuntimeError, redis.RedisError) as exc:
-                errors.append(f"{node.name}: {type(exc).__name__}: {exc}")
+                errors.append((f"stop {node.name}", f"{type(exc).__name__}: {exc}"))
         return errors
 
     def record(self) -> DeploymentRecord:

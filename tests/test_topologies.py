@@ -1,0 +1,284 @@
+"""Topologies for real: io-threads, replicas and an OSS cluster started by the process and the
+Docker launcher, a short redis-benchmark suite against each, and nothing of ours left after."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
+from redis_benchmarks_spec.runner.cluster import SLOTS, slot_ranges
+from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuShortage
+from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
+from redis_benchmarks_spec.suites.catalog import load_catalog
+from redis_benchmarks_spec.suites.topology import load_topologies
+
+REPO = Path(__file__).resolve().parents[1]
+
+# HSET over exactly 1,000 preloaded hashes ({tag}: redis-benchmark --cluster routes by slot;
+# standalone keeps the literal tag). The EVAL preload writes keys of every slot range.
+SUITE = """
+version: 0.4
+name: {name}
+dbconfig:
+{before}  configuration-parameters:
+    save: '""'
+    repl-diskless-sync-delay: 0
+  check:
+    keyspacelen: 1000
+  preload_tool:
+    tool: redis-cli
+    arguments: EVAL "for i=0,999 do redis.call('HSET', string.format('hash:%012d', i), 'f', 'v') end return 1" 0
+  init_commands:
+    - CONFIG SET maxmemory-policy noeviction
+tested-groups: [hash]
+tested-commands: [hset]
+redis-topologies: [{topologies}]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -c 5 -n {n} HSET hash:{{tag}}:__rand_int__ f v
+exporter:
+  redistimeseries:
+    metrics:
+      - $."ALL STATS".Totals."Ops/sec"
+      - $."ALL STATS".Totals.ReplicationFullSyncSecondsV2
+"""
+TOPOLOGIES = ["oss-cluster-3-primaries", "oss-standalone-01-replicas",
+              "oss-standalone-02-io-threads", "oss-standalone-04-io-threads"]
+
+
+def write_suite(folder: Path, name: str, topologies: list[str], n: int = 3000,
+                before: bool = False) -> None:
+    folder.mkdir(exist_ok=True)
+    extra = "  preload_before_replica: true\n" if before else ""
+    (folder / f"{name}.yml").write_text(SUITE.format(name=name, topologies=", ".join(topologies),
+                                                     n=n, before=extra))
+
+
+def our_servers(suite: str) -> list[int]:
+    """redis-server processes of this test's runs: each node's --dir is under rbs-<suite>-."""
+    marker = f"rbs-{suite}-"
+    return [p.pid for p in psutil.process_iter(["name", "cmdline"])
+            if p.info["name"] == "redis-server"
+            and any(marker in arg for arg in p.info["cmdline"] or [])]
+
+
+def our_containers() -> set[str]:
+    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "label=rbs.managed=1"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    return set(out.stdout.split())
+
+
+def check_result(r: RunResult) -> None:
+    """What every family must show: its nodes, the dataset on them, the clients' calls."""
+    assert r.status == STATUS_OK, (r.context.topology, r.reason, r.log_tail)
+    topo = load_topologies()[r.context.topology]
+    d = r.deployment
+    assert d is not None and d.name == topo.name and d.type == topo.type
+    assert len(d.nodes) == topo.node_count
+    assert len({n.port for n in d.nodes}) == len(d.nodes)
+    assert all(n.cpus and (n.pids or n.container_id) for n in d.nodes)
+    assert [n.role for n in d.nodes] == ["primary"] * topo.primaries + ["replica"] * topo.replicas
+    primaries = [n for n in d.nodes if n.role == "primary"]
+    # the client's HSETs, summed over primaries, and also visible per node
+    assert r.commandstats_delta["hset"]["calls"] == 3000
+    assert sum(n.commandstats_delta.get("hset", {}).get("calls", 0) for n in primaries) == 3000
+    assert r.metrics["ALL_STATS.Totals.Ops/sec"] > 0
+    if topo.io_threads:
+        assert len(d.nodes[0].cpus) == min(topo.io_threads + 1, len(CpuAllocator().cpus))
+        assert d.io_threads == topo.io_threads
+    if topo.is_cluster:
+        # every primary got an even share of the slots, and keys of its own
+        assert [tuple(n.slots or ()) for n in primaries] == slot_ranges(3)
+        assert all(n.commandstats_delta.get("hset", {}).get("calls", 0) > 0 for n in primaries)
+        assert any("--cluster" in argv for argv in r.argv)
+        assert d.setup_s is not None and d.setup_s < 30
+    if topo.replicas:
+        assert len(d.full_sync_s) == topo.replicas
+        assert r.metrics["ALL_STATS.Totals.ReplicationFullSyncSecondsV2"] == max(d.full_sync_s)
+        # the replica applied the primary's writes (its own commandstats show them)
+        assert d.nodes[1].commandstats_delta["hset"]["calls"] == 3000
+
+
+@pytest.mark.slow
+def test_every_family_with_processes_and_nothing_survives(tmp_path: Path) -> None:
+    write_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    results = run_suites(config, load_catalog(tmp_path / "suites").suites)
+    assert sorted(r.context.topology for r in results) == sorted(TOPOLOGIES)
+    for r in results:
+        check_result(r)
+        stored = RunResult.read(tmp_path / "out" / "topo-hset" / r.context.topology /
+                                "result.json")
+        assert stored.deployment == r.deployment
+    recorded = [pid for r in results if r.deployment for n in r.deployment.nodes
+                for pid in n.pids]
+    assert len(recorded) == 3 + 2 + 1 + 1
+    assert not [p for p in recorded if psutil.pid_exists(p)
+                and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert our_servers("topo-hset") == []  # every node and the cluster's scratch node stopped
+
+
+@pytest.mark.slow
+def test_cluster_and_replicas_in_containers_and_nothing_survives(tmp_path: Path) -> None:
+    subprocess.run([str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
+    write_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
+    containers = our_containers()
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out", launcher="docker")
+    results = run_suites(config, load_catalog(tmp_path / "suites").suites)
+    assert sorted(r.context.topology for r in results) == sorted(TOPOLOGIES)
+    for r in results:
+        check_result(r)
+        assert r.deployment is not None and r.deployment.launcher == "docker"
+        assert all(len(n.container_id) == 64 for n in r.deployment.nodes)
+    assert our_containers() == containers  # nodes and the scratch container, by their ids
+
+
+def test_preload_before_replica_syncs_the_dataset_and_checks_the_replica(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-before", ["oss-standalone-01-replicas"], n=3000, before=True)
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    [r] = run_suites(config, load_catalog(suites).suites)
+    check_result(r)
+    # the full sync carried the 1,000 preloaded hashes (the replica loaded them from the
+    # primary's RDB, not from the replication stream), and its keyspace check passed
+    log = Path(r.paths["server_log_1"]).read_text()
+    assert "MASTER <-> REPLICA sync: Finished with success" in log
+    assert "keys loaded: 1000," in log
+
+
+def test_a_failing_node_fails_the_test_and_stops_the_others(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-bad", ["oss-cluster-3-primaries"])
+    # a directive redis-server refuses: every node fails to start; the first one's error
+    text = (suites / "topo-bad.yml").read_text().replace("save: '\"\"'", "no-such-directive: 1")
+    (suites / "topo-bad.yml").write_text(text)
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    [r] = run_suites(config, load_catalog(suites).suites)
+    assert r.status == STATUS_FAILED and "no-such-directive" in r.reason
+    assert our_servers("topo-bad") == []
+
+
+def test_catalogue_matches_the_issue_and_unstartable_entries_skip(tmp_path: Path) -> None:
+    catalogue = load_topologies()
+    wanted = (["oss-standalone"]
+              + [f"oss-standalone-{n:02d}-io-threads" for n in (2, 4, 8, 12, 16, 32, 64)]
+              + ["oss-standalone-01-replicas", "oss-standalone-02-replicas",
+                 "oss-standalone-01-replicas-rdb", "oss-standalone-01-replicas-aof-everysec"]
+              + [f"oss-standalone-01-replicas-{n:02d}-io-threads" for n in (2, 4, 8, 16)]
+              + [f"oss-cluster-{n}-primaries" for n in (3, 5, 9, 15, 30)])
+    assert set(wanted) <= set(catalogue)
+    assert all(not catalogue[name].unsupported_reason() for name in wanted)
+    assert catalogue["oss-standalone-01-replicas-04-io-threads"].server_cpus == 10
+    assert catalogue["oss-cluster-9-primaries"].cpus_per_node == 1
+    assert "oss-cluster-03-primaries" not in catalogue
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-skip", ["dragonfly-04-proactor-threads",
+                                      "oss-standalone-with-redisearch", "no-such-topology"])
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    reasons = [t.skip_reason for t in plan_tests(config, load_catalog(suites).suites)]
+    assert "dragonfly" in reasons[0] and "redis-server only" in reasons[0]
+    assert "redisearch.so" in reasons[1] and "does not ship" in reasons[1]
+    assert "not in the topologies catalogue" in reasons[2]
+
+
+def test_cpu_plan_per_node_shares_with_a_warning_or_refuses_when_strict(tmp_path: Path) -> None:
+    plan = CpuAllocator(list(range(8))).plan_nodes([1, 1, 1], 2)
+    assert plan.nodes == [[0], [1], [2]] and plan.client == [3, 4] and plan.disjoint
+    small = CpuAllocator([0, 1]).plan_nodes([1, 1, 1], 1)
+    assert "share cores" in small.warning and {c for n in small.nodes for c in n} == {0, 1}
+    with pytest.raises(CpuShortage, match="strict-cpus"):
+        CpuAllocator([0, 1], strict=True).plan_nodes([3], 1)
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-strict", ["oss-standalone", "oss-standalone-04-io-threads"])
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out", cpus=[0, 1],
+                           strict_cpus=True)
+    planned = plan_tests(config, load_catalog(suites).suites)
+    assert planned[0].skip_reason == ""
+    assert "needs 6 CPUs" in planned[1].skip_reason and "gives 2" in planned[1].skip_reason
+
+
+def test_slot_ranges_cover_every_slot_once() -> None:
+    for n in (3, 5, 9, 15, 30):
+        ranges = slot_ranges(n)
+        covered = [s for first, last in ranges for s in range(first, last + 1)]
+        assert covered == list(range(SLOTS))
+        sizes = [last - first + 1 for first, last in ranges]
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_persistence_entries_reach_primary_and_replica(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.common.process import ProcessRegistry
+    from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+    from redis_benchmarks_spec.runner.launcher import ProcessLauncher
+    from tests.conftest import redis_server_bin
+
+    registry = ProcessRegistry()
+    topo = load_topologies()["oss-standalone-01-replicas-aof-everysec"]
+    plan = CpuAllocator().plan_nodes([1, 1], 1)
+    deployment = Deployment(DeploymentSpec(topo, redis_server_bin(), topo.server_args(), plan,
+                                           tmp_path), ProcessLauncher(registry))
+    try:
+        deployment.start()
+        deployment.link_replicas()
+        for node in deployment.nodes:
+            with node.client() as client:
+                assert client.config_get("appendonly")["appendonly"] == "yes"
+                assert client.config_get("appendfsync")["appendfsync"] == "everysec"
+        deployment.entry.client().set("k", "v")
+        deployment.wait_in_sync()
+        assert deployment.replicas[0].client().get("k") == "v"
+    finally:
+        errors = deployment.stop()
+        registry.stop_all()
+    assert errors == []
+    assert not registry.running
+    with pytest.raises(redis.ConnectionError):
+        deployment.entry.client(timeout=1).ping()
+
+
+class _FailThirdStart:
+    """The real process launcher, except that the third node refuses to start."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.started, self.pids = inner, 0, []  # type: ignore[var-annotated]
+
+    def start(self, spec):  # type: ignore[no-untyped-def]
+        self.started += 1
+        if self.started == 3:
+            from redis_benchmarks_spec.runner.launcher import ServerStartError
+            raise ServerStartError("third node refused")
+        handle = self.inner.start(spec)
+        self.pids += handle.pids
+        return handle
+
+    def stop(self, handle) -> None:  # type: ignore[no-untyped-def]
+        self.inner.stop(handle)
+
+
+def test_nodes_started_before_a_failure_are_stopped(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.common.process import ProcessRegistry
+    from redis_benchmarks_spec.runner.execute import run_test
+    from redis_benchmarks_spec.runner.session import make_env
+
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-half", ["oss-cluster-3-primaries"])
+    registry = ProcessRegistry()
+    env = make_env(SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"), registry)
+    env.launcher = failing = _FailThirdStart(env.launcher)
+    try:
+        r = run_test(load_catalog(suites).suites[0], load_topologies()["oss-cluster-3-primaries"],
+                     env)
+        assert not registry.running  # stopped by the run itself, before the session's sweep
+    finally:
+        registry.stop_all()
+    assert r.status == STATUS_FAILED and r.reason == "third node refused"
+    assert len(failing.pids) == 2 and r.deployment is not None
+    assert [n.pids[0] for n in r.deployment.nodes] == failing.pids
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+                   for p in failing.pids)
