@@ -11,8 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.builder.sandbox import Sandbox, SandboxUnavailable
 from redis_benchmarks_spec.builder.unpack import unpack as safe_unpack
 from redis_benchmarks_spec.builder.variants import BuildVariant
+from redis_benchmarks_spec.common.process import minimal_env as sandbox_env
 from redis_benchmarks_spec.common.process import tail
 
 BINARIES = ("redis-server", "redis-cli", "redis-benchmark")
@@ -48,7 +50,7 @@ class Artifact:
 def _version_line(argv: list[str]) -> str:
     """The first output line of ``argv`` (a ``--version`` call)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"{argv[0]} --version failed: {exc}") from exc
     lines = (proc.stdout or proc.stderr).strip().splitlines()
@@ -56,19 +58,24 @@ def _version_line(argv: list[str]) -> str:
 
 
 def run_make(source: Path, variant: BuildVariant, log_path: Path,
-             timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+             timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None) -> None:
     """``make -j<cores>`` with the variant's variables on the command line and in the env
-    (Redis's Makefile reads REDIS_CFLAGS and friends from either)."""
+    (Redis's Makefile reads REDIS_CFLAGS and friends from either), inside ``sandbox``: the
+    source is untrusted code, and it never sees the daemon's environment."""
     make_vars = variant.make_env()
     # V=1: the log shows every compiler command line, so the variant flags are auditable
-    argv = ["make", f"-j{os.cpu_count() or 2}", "V=1",
+    make = ["make", f"-j{os.cpu_count() or 2}", "V=1",
             *[f"{k}={v}" for k, v in make_vars.items()]]
-    env = {**os.environ, **make_vars}
+    try:
+        argv = (sandbox or Sandbox()).argv(make, source, make_vars, variant.build_image,
+                                           timeout_s)
+    except SandboxUnavailable as exc:
+        raise BuildError(str(exc)) from exc
     with log_path.open("wb") as log:
-        log.write(f"$ {' '.join(argv)}\n".encode())
+        log.write(f"$ {' '.join(make)}\n".encode())
         log.flush()
         try:
-            proc = subprocess.run(argv, cwd=source, env=env, stdout=log,
+            proc = subprocess.run(argv, cwd=source, env=sandbox_env(), stdout=log,
                                   stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as exc:
             raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
@@ -96,12 +103,15 @@ def package(source: Path) -> tuple[bytes, list[str]]:
 
 
 def build(source: Path, variant: BuildVariant, log_path: Path,
-          timeout_s: float = DEFAULT_TIMEOUT_S) -> Artifact:
-    """Compile ``source`` for ``variant`` and package it."""
+          timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None) -> Artifact:
+    """Compile ``source`` for ``variant`` (in ``sandbox``) and package it."""
+    sandbox = sandbox or Sandbox()
     start = time.monotonic()
-    run_make(source, variant, log_path, timeout_s)
+    run_make(source, variant, log_path, timeout_s, sandbox)
     data, files = package(source)
-    server_line = _version_line([str(source / "src" / "redis-server"), "--version"])
+    # the built binary is pull-request code too: asked for its version in the sandbox
+    server_line = _version_line(sandbox.argv(
+        [str(source / "src" / "redis-server"), "--version"], source, {}, variant.build_image))
     return Artifact(
         data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
         env=variant.make_env(), redis_version=_redis_version(server_line),

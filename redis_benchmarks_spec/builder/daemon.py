@@ -21,6 +21,7 @@ import redis
 
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
+from redis_benchmarks_spec.builder.sandbox import Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions, SourceError, fetch_source
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
@@ -65,6 +66,8 @@ class BuilderConfig:
     git: GitOptions = field(default_factory=GitOptions)
     s3: artifacts.S3Target | None = None  # artifacts to S3 instead of Redis chunks
     heartbeat_ttl_s: int = 60
+    # where pull-request code is compiled (see builder/sandbox.py)
+    sandbox: Sandbox = field(default_factory=Sandbox)
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -204,7 +207,8 @@ class Builder:
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
             source = fetch_source(self.client, request, workdir / "src", self.config.git)
-            artifact = build(source, variant, workdir / "build.log", self.config.build_timeout_s)
+            artifact = build(source, variant, workdir / "build.log", self.config.build_timeout_s,
+                             self.config.sandbox)
             self._save_cache(request, variant, artifact)
             return artifact
         finally:

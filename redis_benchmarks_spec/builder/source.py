@@ -14,6 +14,7 @@ import io
 import os
 import subprocess
 import tarfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.process import minimal_env
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     SOURCE_REDIS,
@@ -29,8 +31,12 @@ from redis_benchmarks_spec.events.messages import (
 )
 
 GIT_TIMEOUT_S = 600.0
-# never wait for a password prompt: a daemon has nobody to type it
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false"}
+# never wait for a password prompt: a daemon has nobody to type it; and no transport that
+# runs a command (ext::) whatever a remote URL asks for
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false",
+           "GIT_ALLOW_PROTOCOL": "https:http:git:ssh:file"}
+# what git may need of ours (ssh keys, its config); never the daemon's other secrets
+GIT_INHERITED = ("HOME", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND")
 
 
 class SourceError(RuntimeError):
@@ -51,10 +57,16 @@ class GitOptions:
 
 
 def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
-    """Run ``git`` with ``args``; its stdout, or :class:`SourceError` with its stderr."""
+    """Run ``git`` with ``args``; its stdout, or :class:`SourceError` with its stderr.
+
+    Callers put ``--end-of-options`` before every value that came from a request (remote,
+    sha), so a value starting with ``-`` is never read as an option (``--upload-pack=...``).
+    """
+    env = minimal_env({**{k: os.environ[k] for k in GIT_INHERITED if k in os.environ},
+                       **GIT_ENV})
     try:
         proc = subprocess.run(["git", *args], capture_output=True, text=True,
-                              timeout=timeout_s, check=False, env={**os.environ, **GIT_ENV})
+                              timeout=timeout_s, check=False, env=env)
     except subprocess.TimeoutExpired as exc:
         raise SourceError(f"git {' '.join(args[:3])} timed out after {timeout_s:.0f}s") from exc
     if proc.returncode != 0:
@@ -62,11 +74,30 @@ def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
     return proc.stdout
 
 
+MAX_SOURCE_BYTES = 2 * 1024**3  # unpacked; redis.git's tree is ~30 MB
+MAX_SOURCE_MEMBERS = 200_000
+
+
+def _bounded(limit_bytes: int, limit_members: int):  # type: ignore[no-untyped-def]
+    """tarfile's ``data`` filter (no absolute paths, no ``..``, no links out) plus totals."""
+    seen = {"bytes": 0, "members": 0}
+
+    def check(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+        checked = tarfile.data_filter(member, path)
+        seen["bytes"] += checked.size
+        seen["members"] += 1
+        if seen["bytes"] > limit_bytes or seen["members"] > limit_members:
+            raise SourceError(f"source archive exceeds {limit_bytes} bytes or "
+                              f"{limit_members} members unpacked")
+        return checked
+    return check
+
+
 def _safe_extract(data: bytes, dest: Path) -> None:
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError) as exc:
+            tar.extractall(dest, filter=_bounded(MAX_SOURCE_BYTES, MAX_SOURCE_MEMBERS))
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise SourceError(f"source archive does not extract: {exc}") from exc
 
 
@@ -91,7 +122,8 @@ def _from_redis(client: redis.Redis, request: BuildRequest, dest: Path) -> None:
 
 def _has_commit(repo: Path, sha: str, timeout_s: float) -> bool:
     try:
-        git("-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}", timeout_s=timeout_s)
+        git("-C", str(repo), "cat-file", "-e", "--end-of-options", f"{sha}^{{commit}}",
+            timeout_s=timeout_s)
     except SourceError:
         return False
     return True
@@ -116,7 +148,8 @@ def update_mirror(remote: str, sha: str, options: GitOptions) -> Path:
     mirror = options.mirror_dir / f"{name}.git"
     with _locked(options.mirror_dir / f"{name}.lock"):
         if not mirror.exists():
-            git("clone", "-q", "--mirror", remote, str(mirror), timeout_s=options.timeout_s)
+            git("clone", "-q", "--mirror", "--end-of-options", remote, str(mirror),
+                timeout_s=options.timeout_s)
         elif not _has_commit(mirror, sha, options.timeout_s):
             git("-C", str(mirror), "fetch", "-q", "--prune", "origin",
                 timeout_s=options.timeout_s)
@@ -129,11 +162,13 @@ def _fetch_commit(remote: str, sha: str, dest: Path, timeout_s: float) -> None:
     """Fetch ``sha`` into the repository ``dest``: by sha, else every branch and tag."""
     repo = str(dest)
     try:
-        git("-C", repo, "fetch", "-q", "--depth", "1", remote, sha, timeout_s=timeout_s)
+        git("-C", repo, "fetch", "-q", "--depth", "1", "--end-of-options", remote, sha,
+            timeout_s=timeout_s)
         return
     except SourceError as by_sha:
         first_error = by_sha
-    git("-C", repo, "fetch", "-q", remote, "+refs/heads/*:refs/remotes/src/*",
+    git("-C", repo, "fetch", "-q", "--end-of-options", remote,
+        "+refs/heads/*:refs/remotes/src/*",
         "+refs/tags/*:refs/tags/*", timeout_s=timeout_s)
     if not _has_commit(dest, sha, timeout_s):
         raise SourceError(f"commit {sha} is not in {remote} ({first_error})")
@@ -145,7 +180,10 @@ def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> None:
         remote = str(update_mirror(remote, request.sha, options))
     git("init", "-q", str(dest), timeout_s=options.timeout_s)
     _fetch_commit(remote, request.sha, dest, options.timeout_s)
-    git("-C", str(dest), "checkout", "-q", "--detach", request.sha, timeout_s=options.timeout_s)
+    # checkout refuses --end-of-options with --detach; the sha is validated hex and the
+    # trailing "--" makes it a revision, never a path or an option
+    git("-C", str(dest), "checkout", "-q", "--detach", request.sha, "--",
+        timeout_s=options.timeout_s)
     head = git("-C", str(dest), "rev-parse", "HEAD", timeout_s=options.timeout_s).strip()
     if head != request.sha:
         raise SourceError(f"checked out {head}, expected {request.sha}")

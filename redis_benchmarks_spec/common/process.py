@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +15,32 @@ from pathlib import Path
 import psutil
 
 log = logging.getLogger(__name__)
+
+
+# what a child process inherits from us: nothing else (the daemons hold broker, datasink and
+# cloud credentials in their environment; redis-server and the clients need none of them)
+INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def minimal_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a child we start, built on purpose (plus ``extra``)."""
+    env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
+    env.setdefault("PATH", DEFAULT_PATH)
+    return {**env, **(extra or {})}
+
+
+def dies_with_parent(argv: Sequence[str]) -> list[str]:
+    """``argv`` prefixed so the child gets SIGKILL when the thread that started it dies
+    (PR_SET_PDEATHSIG via util-linux ``setpriv``, which then execs ``argv`` under the same
+    pid): a kill -9 of the agent takes its redis-server and clients with it. ``setpriv``
+    rather than a ``preexec_fn``, which is unsafe in a process with threads (the agent has
+    keepalive and heartbeat threads)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        log.warning("setpriv not found: children will outlive a killed parent")
+        return list(argv)
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -44,11 +71,16 @@ class ProcessRegistry:
 
     def spawn(self, argv: Sequence[str], log_path: Path, cpus: Sequence[int] | None = None,
               cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start ``argv`` (never through a shell), output to ``log_path``, pinned to ``cpus``."""
+        """Start ``argv`` (never through a shell), output to ``log_path``, pinned to ``cpus``.
+
+        The child gets ``env`` if given, else :func:`minimal_env` (never our environment),
+        and dies with us (see :func:`dies_with_parent`).
+        """
         log_file = log_path.open("ab")
         try:
             proc = subprocess.Popen(
-                list(argv), stdout=log_file, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                dies_with_parent(argv), stdout=log_file, stderr=subprocess.STDOUT, cwd=cwd,
+                env=minimal_env() if env is None else env,
                 start_new_session=True,  # our own process group: a terminal ^C reaches us first
             )
         finally:
