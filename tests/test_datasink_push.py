@@ -220,3 +220,49 @@ def test_a_known_series_deleted_meanwhile_is_recreated_with_its_labels(
     assert ts_info(client, BRANCH_KEY)["labels"][b"branch"] == b"unstable"
     assert reader.points(client, unstable(test_name=TEST_NAME)) == [
         (make_result(1).start_ms, make_result(1).metrics[METRICS[0]])]
+
+
+def test_a_non_default_topology_writes_the_teams_key_and_labels(client: redis.Redis) -> None:
+    result = make_result(topology="oss-cluster-3-primaries")
+    result.context.topology_type = "oss-cluster"
+    result.context.deployment_type = "docker"
+    result.metric_paths = {METRICS[0]: '$."ALL STATS".Totals."Ops/sec"'}
+    push_results(client, [result])
+    key = BRANCH_KEY.replace("/oss-standalone/", "/oss-cluster/oss-cluster-3-primaries/")
+    assert key in queryindex(client, f"test_name={TEST_NAME}")
+    labels = {k.decode(): v.decode() for k, v in ts_info(client, key)["labels"].items()}
+    assert {k: labels[k] for k in (
+        "deployment_name", "deployment_type", "running_platform", "deployment_name+branch",
+        "target+branch", "test_name:build_variant", "metric_name", "metric_jsonpath",
+        "github_org/github_repo", "launcher", "topology")} == {
+        "deployment_name": "oss-cluster-3-primaries", "deployment_type": "oss-cluster",
+        "running_platform": "icelake-2s", "deployment_name+branch":
+        "oss-cluster-3-primaries unstable", "target+branch": "unstable redis",
+        "test_name:build_variant": f"{TEST_NAME}:{BUILD_VARIANT}",
+        "metric_name": METRICS[0], "metric_jsonpath": '"ALL STATS".Totals."Ops/sec"',
+        "github_org/github_repo": "redis/redis", "launcher": "docker",
+        "topology": "oss-cluster-3-primaries"}
+    # a by.version series carries the version flavour of the side labels
+    version_key = key.replace("by.branch", "by.version").replace("/unstable/", "/7.2.4/")
+    version_labels = ts_info(client, version_key)["labels"]
+    assert version_labels[b"deployment_name+version"] == b"oss-cluster-3-primaries 7.2.4"
+    assert b"deployment_name+branch" not in version_labels
+    # the team's dashboards find it with their filters; ours with the topology label
+    assert queryindex(client, "deployment_name=oss-cluster-3-primaries",
+                      "deployment_type=oss-cluster", "by=branch",
+                      f"metric_name={METRICS[0]}") == {key}
+    points = reader.read_series(client, unstable(topology="oss-cluster-3-primaries",
+                                                 platform="icelake-2s"))
+    assert [s.key for s in points] == [key]
+
+
+def test_an_io_threads_standalone_keeps_its_type_and_adds_its_name(client: redis.Redis) -> None:
+    result = make_result(topology="oss-standalone-04-io-threads")
+    result.context.topology_type = "oss-standalone"
+    push_results(client, [result])
+    key = BRANCH_KEY.replace("/oss-standalone/", "/oss-standalone/oss-standalone-04-io-threads/")
+    assert key in queryindex(client, "deployment_name=oss-standalone-04-io-threads")
+    # a document written before topologies (no topology_type) keeps the old key
+    old = make_result()
+    assert old.context.topology_type == ""
+    assert BRANCH_KEY in {s.key for s in keys.series_ids(old)}

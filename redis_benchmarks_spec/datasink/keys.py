@@ -3,11 +3,17 @@
 Time series follow the scheme the existing Grafana dashboards read::
 
     ci.benchmarks.redis/{by.branch|by.version|by.hash}/{triggering_env}/{github_org}/
-        {github_repo}/{test_name}/{build_variant}/{platform}/{topology}/{branch|version|hash}/{metric}
+        {github_repo}/{test_name}/{build_variant}/{platform}/{deployment_type}[/{deployment_name}]/
+        {branch|version|hash}/{metric}
 
-Every path component is also a label, so readers find series with ``TS.MRANGE ... FILTER``
-and ``TS.QUERYINDEX`` instead of scanning key names. The writer and the reader both build
-names, labels and filters here and nowhere else.
+``deployment_type`` is the topology's type (oss-standalone, oss-cluster) and the name part
+follows only when the topology's name differs from its type, as in the performance team's
+scheme: ``oss-standalone`` series keep the key (and labels) they always had, while
+``.../oss-standalone/oss-standalone-04-io-threads/...`` and
+``.../oss-cluster/oss-cluster-3-primaries/...`` also carry the team's dashboard labels
+(:data:`TEAM_LABELS`). Every path component is also a label, so readers find series with
+``TS.MRANGE ... FILTER`` and ``TS.QUERYINDEX`` instead of scanning key names. The writer and
+the reader both build names, labels and filters here and nowhere else.
 """
 
 from __future__ import annotations
@@ -36,6 +42,18 @@ LABEL_METRIC = "metric"
 LABEL_DEPLOYMENT_TYPE = "deployment_type"
 LABEL_TESTED_GROUPS = "tested_groups"
 LABEL_TESTED_COMMANDS = "tested_commands"
+LABEL_LAUNCHER = "launcher"
+# labels the performance team's dashboards filter on, written for non-default topologies
+# (oss-standalone series keep exactly the labels they were created with)
+LABEL_DEPLOYMENT_NAME = "deployment_name"
+LABEL_RUNNING_PLATFORM = "running_platform"
+LABEL_METRIC_NAME = "metric_name"
+LABEL_METRIC_JSONPATH = "metric_jsonpath"
+LABEL_TEST_BUILD_VARIANT = "test_name:build_variant"
+LABEL_ORG_REPO = "github_org/github_repo"
+TEAM_LABELS = (LABEL_DEPLOYMENT_NAME, LABEL_DEPLOYMENT_TYPE, LABEL_RUNNING_PLATFORM,
+               LABEL_METRIC_NAME, LABEL_METRIC_JSONPATH, LABEL_TEST_BUILD_VARIANT,
+               LABEL_ORG_REPO, "deployment_name+{side}", "target+{side}")
 # one label per tested group / command ("tested_group.hash=1") so a filter can select by one
 TESTED_GROUP_PREFIX = "tested_group."
 TESTED_COMMAND_PREFIX = "tested_command."
@@ -104,6 +122,19 @@ class SeriesId:
     platform: str
     topology: str
     metric: str
+    deployment_type: str = ""  # the topology's type; '' means the same as its name
+    metric_jsonpath: str = ""
+
+    @property
+    def is_default_deployment(self) -> bool:
+        """True for a topology named after its type (oss-standalone): no name part."""
+        return not self.deployment_type or self.deployment_type == self.topology
+
+    @property
+    def deployment_path(self) -> str:
+        if self.is_default_deployment:
+            return self.topology
+        return f"{self.deployment_type}/{self.topology}"
 
     @property
     def key(self) -> str:
@@ -111,11 +142,12 @@ class SeriesId:
         return "/".join((
             PREFIX, f"by.{self.side.kind}", self.scope.triggering_env, self.scope.github_org,
             self.scope.github_repo, self.test_name, self.build_variant, self.platform,
-            self.topology, self.side.value, self.metric,
+            self.deployment_path, self.side.value, self.metric,
         ))
 
     def labels(self) -> dict[str, str]:
-        """The labels naming this series (each path component, under its own name)."""
+        """The labels naming this series (each path component, under its own name), plus
+        the team's dashboard labels for a non-default topology."""
         raw = {
             LABEL_BY: self.side.kind,
             LABEL_TRIGGERING_ENV: self.scope.triggering_env,
@@ -128,7 +160,24 @@ class SeriesId:
             self.side.kind: self.side.value,
             LABEL_METRIC: self.metric,
         }
+        if not self.is_default_deployment:
+            raw.update(self._team_labels())
         return {name: label_value(value) for name, value in raw.items()}
+
+    def _team_labels(self) -> dict[str, str]:
+        side, scope = self.side, self.scope
+        jsonpath = self.metric_jsonpath.lstrip("$").lstrip(".") or self.metric
+        return {
+            LABEL_DEPLOYMENT_NAME: self.topology,
+            LABEL_DEPLOYMENT_TYPE: self.deployment_type,
+            LABEL_RUNNING_PLATFORM: self.platform,
+            f"deployment_name+{side.kind}": f"{self.topology} {side.value}",
+            f"target+{side.kind}": f"{side.value} {scope.github_repo}",
+            LABEL_TEST_BUILD_VARIANT: f"{self.test_name}:{self.build_variant}",
+            LABEL_ORG_REPO: f"{scope.github_org}/{scope.github_repo}",
+            LABEL_METRIC_NAME: self.metric,
+            LABEL_METRIC_JSONPATH: jsonpath,
+        }
 
 
 def label_value(raw: str) -> str:
@@ -156,8 +205,17 @@ def release_version(raw: str | None) -> str | None:
 
 
 def run_labels(result: RunResult) -> dict[str, str]:
-    """Labels every series of one run carries besides its name: deployment and tested items."""
-    labels = {LABEL_DEPLOYMENT_TYPE: result.context.deployment_type}
+    """Labels every series of one run carries besides its name: deployment and tested items.
+
+    ``deployment_type`` has always held the launcher on oss-standalone series and keeps it
+    there; on other topologies it is the topology's type (as the team's dashboards read
+    it), and the launcher moves to ``launcher``.
+    """
+    ctx = result.context
+    if not ctx.topology_type or ctx.topology_type == ctx.topology:
+        labels = {LABEL_DEPLOYMENT_TYPE: ctx.deployment_type}
+    else:
+        labels = {LABEL_DEPLOYMENT_TYPE: ctx.topology_type, LABEL_LAUNCHER: ctx.deployment_type}
     if result.tested_groups:
         labels[LABEL_TESTED_GROUPS] = ";".join(sorted(result.tested_groups))
     if result.tested_commands:
@@ -194,7 +252,7 @@ def series_ids(result: RunResult) -> list[SeriesId]:
     scope = Scope.of(result)
     return [
         SeriesId(side, scope, result.test_name, ctx.build_variant, ctx.platform, ctx.topology,
-                 metric)
+                 metric, ctx.topology_type, result.metric_paths.get(metric, ""))
         for side in sides_of(result)
         for metric in sorted(result.metrics)
     ]

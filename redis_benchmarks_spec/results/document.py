@@ -38,8 +38,11 @@ class RunContext:
     platform: str = "local"
     topology: str = "oss-standalone"
     build_variant: str = "local"
-    deployment_type: str = "process"
+    deployment_type: str = "process"  # the launcher (process | docker)
     git: GitInfo = field(default_factory=GitInfo)
+    # the topology's type (oss-standalone, oss-cluster); '' in documents from before
+    # topologies, which were all oss-standalone
+    topology_type: str = ""
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunContext:
@@ -126,6 +129,7 @@ class RunResult:
     tool_duration_s: float | None = None
     result: ToolResult | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    metric_paths: dict[str, str] = field(default_factory=dict)  # metric name -> its JSONPath
     missing_metrics: list[str] = field(default_factory=list)
     info_delta: dict[str, float] = field(default_factory=dict)
     commandstats_delta: dict[str, dict[str, float]] = field(default_factory=dict)

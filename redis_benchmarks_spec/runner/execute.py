@@ -17,7 +17,7 @@ import redis
 
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics
+from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
@@ -80,7 +80,8 @@ class RunEnv:
 
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
     start_ms = int(time.time() * 1000)
-    context = RunContext(**{**env.context.__dict__, "topology": topology.name})
+    context = RunContext(**{**env.context.__dict__, "topology": topology.name,
+                            "topology_type": topology.type})
     return RunResult(
         test_name=suite.name, run_id=f"{suite.name}:{start_ms}:{uuid.uuid4().hex[:8]}",
         status=STATUS_FAILED, context=context, suite_file=str(suite.path),
@@ -431,3 +432,5 @@ def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> 
     result.result = tool_result
     metrics, missing = evaluate_metrics(tool_result.data, suite.exporter.metrics)
     result.metrics, result.missing_metrics = metrics, missing
+    result.metric_paths = {metric_name(p): p for p in suite.exporter.metrics
+                           if metric_name(p) in metrics}
