@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -42,6 +43,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
     g.add_argument("--alpha", type=float, default=0.05)
     g.add_argument("--fail-on-regression", action="store_true")
+    g.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write a self-contained HTML report with plots to FILE")
 
 
 def ab_context(ab: ABConfig, runs: list[ABRun]) -> CompareContext:
@@ -103,6 +106,12 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     write_report(report, args.format, None)
     console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
                   soft_wrap=True)
+    if args.html:
+        from redis_benchmarks_spec.analysis.report_data import from_ab_session
+        from redis_benchmarks_spec.cli.report import write_html
+        data = from_ab_session(config.results_dir, options)
+        console.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
+                      soft_wrap=True)
     if failed:
         return 1
     return 1 if args.fail_on_regression and report.has_regression else 0

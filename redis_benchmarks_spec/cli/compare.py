@@ -104,6 +104,8 @@ def _add_output_args(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     out.add_argument("--output", type=Path, metavar="FILE", help="write the report to FILE")
+    out.add_argument("--html", type=Path, metavar="FILE",
+                     help="also write a self-contained HTML report with plots to FILE")
     out.add_argument("--fail-on-regression", action="store_true",
                      help="exit 1 when any test is a REGRESSION")
 
@@ -280,6 +282,18 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
         sys.stdout.write(text + "\n")
 
 
+def _write_html(args: argparse.Namespace, report: ComparisonReport) -> None:
+    from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, from_two_folders
+    from redis_benchmarks_spec.cli.report import write_html
+    if args.baseline_dir and args.comparison_dir:
+        data = from_two_folders(args.baseline_dir, args.comparison_dir, report.options)
+    else:  # datasink: no result documents, the verdicts only
+        data = ReportData("comparison", args.metric, [SideRuns("baseline"),
+                                                      SideRuns("comparison")])
+    data.report = report  # the same numbers as the text report (filters applied)
+    write_html(data, args.html)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``rbs compare``: 0 done, 1 a REGRESSION with --fail-on-regression, 2 cannot run."""
     err = Console(stderr=True)
@@ -294,4 +308,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report = compare_samples(samples, options, problems)
     report.context = compare_context(args, samples)
     write_report(report, args.format, args.output)
+    if args.html:
+        _write_html(args, report)
     return EXIT_REGRESSION if args.fail_on_regression and report.has_regression else 0

@@ -1,0 +1,224 @@
+"""``rbs report``: one self-contained HTML file (inline CSS and SVG, no script, nothing
+fetched at view time) built from :class:`~.report_data.ReportData`.
+
+The page is a list of sections, each a small function ``(data, out_dir) -> html``
+(:data:`SECTIONS`), so a new section (say, a sweep plot) is one function and one entry.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from redis_benchmarks_spec.analysis import plots
+from redis_benchmarks_spec.analysis.compare import Comparison
+from redis_benchmarks_spec.analysis.report import footnote, header_lines
+from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
+from redis_benchmarks_spec.loadgen import histogram
+from redis_benchmarks_spec.results.document import RunResult
+
+Section = Callable[[ReportData, Path], str]
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
+td:first-child,th:first-child{text-align:left}
+.REGRESSION{color:#b00;font-weight:bold}.IMPROVEMENT{color:#070;font-weight:bold}
+.UNKNOWN{color:#a60}.flag{background:#fec;padding:0 4px;border-radius:3px;margin-right:4px}
+figure{margin:.5em 0}figure svg{max-width:100%;height:auto}
+.note{color:#666;font-size:13px}
+"""
+SPECTRUM_POINTS = 200
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _figure(kind: str, test: str, svg: str) -> str:
+    return f'<figure class="plot" data-plot="{esc(kind)}" data-test="{esc(test)}">{svg}</figure>'
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:+.2f}%"
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+def section_header(data: ReportData, out_dir: Path) -> str:
+    lines = header_lines(data.report.context if data.report else None)
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+    return f"<h1>{esc(data.title)}</h1><p>metric <code>{esc(data.metric)}</code></p>" \
+           f"<ul>{items}</ul>"
+
+
+def _verdict_row(row: Comparison) -> str:
+    ci = ("unbounded" if row.ci_low_pct is None or row.ci_high_pct is None
+          else f"[{row.ci_low_pct:+.2f}%, {row.ci_high_pct:+.2f}%]")
+    p = "–" if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
+    verdict = f'<span class="{esc(row.verdict)}">{esc(row.verdict)}</span>'
+    needed = "" if row.runs_needed is None else str(row.runs_needed)
+    cells = [f'<a href="#t-{esc(row.test)}">{esc(row.test)}</a>',
+             f"{row.n_baseline} / {row.n_comparison}", _pct(row.median_ratio_pct),
+             _pct(row.change_pct), ci, p, verdict, needed, esc(row.reason)]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def section_verdicts(data: ReportData, out_dir: Path) -> str:
+    if data.report is None:
+        return section_results_table(data, out_dir)
+    r = data.report
+    head = ["test", "n b / c", "median ratio", "change (HL)", "95% CI", "p (adj)",
+            "verdict", "runs needed", "why"]
+    rows = "".join(_verdict_row(row) for row in r.rows)
+    counts = ", ".join(f"{n} {v.lower()}" for v, n in r.summary.items())
+    return (f'<h2>Verdicts</h2><p>{esc(counts)}</p><table id="verdicts"><tr>'
+            + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{rows}</table>"
+            f'<p class="note">{esc(footnote(r))}</p>')
+
+
+def section_results_table(data: ReportData, out_dir: Path) -> str:
+    side = data.sides[0]
+    rows = []
+    for test in data.tests:
+        values = side.values(test, data.metric)
+        median = f"{np.median(values):,.4g}" if values else "–"
+        rows.append(f'<tr><td><a href="#t-{esc(test)}">{esc(test)}</a></td>'
+                    f"<td>{len(values)}</td><td>{median}</td></tr>")
+    return ('<h2>Results</h2><table id="verdicts"><tr><th>test</th><th>runs</th>'
+            f"<th>median</th></tr>{''.join(rows)}</table>")
+
+
+def _interval(row: Comparison | None) -> tuple[float, float, float] | None:
+    if row is None or row.change_pct is None:
+        return None
+    low = row.ci_low_pct if row.ci_low_pct is not None else float("-inf")
+    high = row.ci_high_pct if row.ci_high_pct is not None else float("inf")
+    return row.change_pct, low, high
+
+
+def _histograms(runs: list[RunResult]) -> tuple[list[HdrHistogram], list[str]]:
+    """Decoded histograms of ``runs``, and why the undecodable ones were left out."""
+    hists, problems = [], []
+    for r in runs:
+        if r.result and r.result.histogram:
+            try:
+                hists.append(histogram.decode(r.result.histogram))
+            except ValueError as exc:
+                problems.append(f"{r.run_id}: histogram left out: {exc}")
+    return hists, problems
+
+
+def _spectrum(sides: list[SideRuns], test: str) -> str:
+    """Merged HDR histograms per side; the tool's own percentiles when it exports none."""
+    curves, sources, notes = [], set(), []
+    for side in sides:
+        runs = side.runs.get(test, [])
+        hists, problems = _histograms(runs)
+        notes += problems
+        merged = histogram.merge(hists)
+        if merged is not None:
+            nines = min(plots.MAX_NINES, np.log10(max(merged.get_total_count(), 10)))
+            pcts = 100.0 * (1.0 - 10.0 ** -np.linspace(0, nines, SPECTRUM_POINTS))
+            ms = np.array([histogram.percentile_ms(merged, float(p)) for p in pcts])
+            curves.append((side.name, pcts, ms))
+            sources.add("merged HDR histograms")
+        elif reported := _reported_percentiles(runs):
+            pcts = np.array(sorted(reported))
+            curves.append((side.name, pcts, np.array([reported[p] for p in pcts])))
+            sources.add("tool's reported percentiles, median of runs")
+    note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    if not curves:
+        return note + '<p class="note">no latency percentiles in these results</p>'
+    return note + _figure("spectrum", test,
+                          plots.spectrum_svg(curves, "; ".join(sorted(sources))))
+
+
+def _reported_percentiles(runs: list[RunResult]) -> dict[float, float]:
+    per: dict[float, list[float]] = {}
+    for r in runs:
+        if r.result:
+            for label, ms in r.result.totals.latency.percentiles_ms.items():
+                per.setdefault(float(label.lstrip("p")), []).append(ms)
+    return {p: float(np.median(v)) for p, v in per.items()}
+
+
+def _links(runs: list[RunResult], out_dir: Path) -> str:
+    """Every file a run lists in ``paths`` (logs, flame graphs...), relative to the page."""
+    items = []
+    for r in runs:
+        for label, path in sorted(r.paths.items()):
+            if Path(path).is_file():
+                href = os.path.relpath(path, out_dir)
+                items.append(f'<a href="{esc(href)}">{esc(label)}</a>')
+    return f'<p class="links">files: {" · ".join(items)}</p>' if items else ""
+
+
+def _flags(runs: list[RunResult]) -> str:
+    flags = sorted({f for r in runs for f in r.flags})
+    return "".join(f'<span class="flag">{esc(f)}</span>' for f in flags)
+
+
+def section_tests(data: ReportData, out_dir: Path) -> str:
+    rows = {r.test: r for r in data.report.rows} if data.report else {}
+    floor = data.report.options.noise_floor_pct if data.report else 0.0
+    parts = ["<h2>Tests</h2>"]
+    for test in data.tests:
+        runs = [r for side in data.sides for r in side.runs.get(test, [])]
+        sides = [(s.name, s.values(test, data.metric)) for s in data.sides]
+        parts.append(f'<section id="t-{esc(test)}"><h3>{esc(test)} {_flags(runs)}</h3>')
+        parts.append(_figure("samples", test, plots.samples_svg(
+            data.metric, sides, _interval(rows.get(test)), floor)))
+        parts.append(_spectrum(data.sides, test))
+        parts.append(_links(runs, out_dir) + "</section>")
+    return "".join(parts)
+
+
+def section_history(data: ReportData, out_dir: Path) -> str:
+    h = data.history
+    if h is None:
+        return ('<h2>History</h2><p class="note">no datasink given (--datasink URL and '
+                "--branch B add each metric's history)</p>")
+    parts = [f"<h2>History on {esc(h.branch)}</h2>"]
+    if h.note:
+        parts.append(f'<p class="note">{esc(h.note)}</p>')
+    for test, lines in h.lines.items():
+        if lines:
+            svg = plots.history_svg(data.metric, lines, h.markers.get(test, []))
+            parts.append(f"<h3>{esc(test)}</h3>" + _figure("history", test, svg))
+    return "".join(parts)
+
+
+def section_problems(data: ReportData, out_dir: Path) -> str:
+    failed = [f"{r.test_name}: {r.status}: {r.reason}" for s in data.sides for r in s.failed]
+    problems = [*(data.report.problems if data.report else []), *data.problems, *failed]
+    if not problems:
+        return ""
+    return "<h2>Problems</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>"
+
+
+SECTIONS: list[Section] = [section_header, section_verdicts, section_tests, section_history,
+                           section_problems]
+
+
+def render(data: ReportData, out_dir: Path, sections: list[Section] | None = None) -> str:
+    """The whole page; links are made relative to ``out_dir`` (where it will be written)."""
+    body = "\n".join(section(data, out_dir) for section in (sections or SECTIONS))
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(data.title)}</title><style>{CSS}</style></head>"
+            f"<body>{body}</body></html>\n")
+
+
+def write(data: ReportData, path: Path) -> Path:
+    """Render and write the page (atomically) to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(data, path.parent.resolve()))
+    tmp.replace(path)
+    return path

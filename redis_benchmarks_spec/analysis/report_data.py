@@ -1,0 +1,190 @@
+"""What an HTML report shows, gathered from a results folder, an A/B session or two folders,
+and (optionally) the datasink's history. Nothing here draws or formats.
+
+* a results folder: one side, every run under it;
+* an A/B session (``rbs run --baseline-server ...``): ``baseline/`` and ``comparison/``
+  folders with ``rep-NN`` repetitions, compared paired by repetition;
+* two folders (``--baseline-dir`` / ``--comparison-dir``): compared unpaired.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from redis_benchmarks_spec.analysis.compare import (
+    CompareOptions,
+    ComparisonReport,
+    compare_paired,
+    compare_samples,
+)
+from redis_benchmarks_spec.analysis.context import (
+    context_from_results,
+    result_documents,
+    side_from_results,
+)
+from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.results.document import RunResult
+
+Point = tuple[int, float]
+_REP = re.compile(r"^rep-(\d+)$")
+
+
+class ReportInputError(ValueError):
+    """The folder holds nothing a report can be made of."""
+
+
+@dataclass
+class SideRuns:
+    """One side's ok runs per test, and the runs that failed."""
+
+    name: str
+    runs: dict[str, list[RunResult]] = field(default_factory=dict)
+    failed: list[RunResult] = field(default_factory=list)
+
+    def values(self, test: str, metric: str) -> list[float]:
+        return [r.metrics[metric] for r in self.runs.get(test, []) if metric in r.metrics]
+
+
+@dataclass
+class History:
+    """A metric's series on a branch per test, and the compared commits' run times."""
+
+    branch: str
+    lines: dict[str, list[tuple[str, list[Point]]]] = field(default_factory=dict)
+    markers: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class ReportData:
+    title: str
+    metric: str
+    sides: list[SideRuns]
+    report: ComparisonReport | None = None
+    history: History | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def tests(self) -> list[str]:
+        return sorted({t for side in self.sides for t in side.runs})
+
+
+def _side(name: str, docs: list[RunResult]) -> SideRuns:
+    side = SideRuns(name)
+    for doc in docs:
+        if doc.ok:
+            side.runs.setdefault(doc.test_name, []).append(doc)
+        else:
+            side.failed.append(doc)
+    return side
+
+
+def _docs(directory: Path) -> list[RunResult]:
+    if not directory.is_dir():
+        raise ReportInputError(f"{directory}: not a directory")
+    return result_documents(directory)
+
+
+def _repetition(path: Path, root: Path) -> int | None:
+    for part in path.relative_to(root).parts:
+        if m := _REP.match(part):
+            return int(m[1])
+    return None
+
+
+def _pairs(root: Path, metric: str) -> dict[str, list[tuple[float, float]]]:
+    """Per test, (baseline, comparison) values of repetitions where both sides have one."""
+    values: dict[tuple[str, int, str], float] = {}
+    for side in ("baseline", "comparison"):
+        for path in sorted((root / side).rglob("result.json")):
+            rep = _repetition(path, root / side)
+            doc = RunResult.read(path)
+            if rep is not None and doc.ok and metric in doc.metrics:
+                values[(doc.test_name, rep, side)] = doc.metrics[metric]
+    tests = sorted({t for t, _, _ in values})
+    reps = sorted({r for _, r, _ in values})
+    return {t: [(values[(t, r, "baseline")], values[(t, r, "comparison")]) for r in reps
+                if (t, r, "baseline") in values and (t, r, "comparison") in values]
+            for t in tests}
+
+
+def from_folder(root: Path, options: CompareOptions) -> ReportData:
+    """A results folder, or an A/B session when it holds ``baseline/`` and ``comparison/``."""
+    if (root / "baseline").is_dir() and (root / "comparison").is_dir():
+        return from_ab_session(root, options)
+    docs = _docs(root)
+    if not docs:
+        raise ReportInputError(f"{root}: no result.json below it")
+    return ReportData(title=f"Results of {root}", metric=options.metric,
+                      sides=[_side(str(root), docs)])
+
+
+def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
+    """An interleaved A/B session: compared paired by repetition."""
+    base, comp = _docs(root / "baseline"), _docs(root / "comparison")
+    pairs = {t: p for t, p in _pairs(root, options.metric).items() if p}
+    if not pairs:
+        raise ReportInputError(f"{root}: no repetition has an ok run on both sides")
+    report = compare_paired(pairs, options)
+    ok_b, ok_c = [d for d in base if d.ok], [d for d in comp if d.ok]
+    report.context = context_from_results(side_from_results("baseline", ok_b),
+                                          side_from_results("comparison", ok_c),
+                                          ok_b + ok_c, paired=True)
+    return ReportData(title=f"A/B session {root}", metric=options.metric,
+                      sides=[_side("baseline", base), _side("comparison", comp)], report=report)
+
+
+def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) -> ReportData:
+    """Two results folders, compared unpaired."""
+    sides = [_side("baseline", _docs(baseline)), _side("comparison", _docs(comparison))]
+    samples = {t: (sides[0].values(t, options.metric), sides[1].values(t, options.metric))
+               for t in sorted(set(sides[0].runs) | set(sides[1].runs))}
+    report = compare_samples(samples, options)
+    ok = [r for s in sides for runs in s.runs.values() for r in runs]
+    report.context = context_from_results(
+        side_from_results(str(baseline), [r for rs in sides[0].runs.values() for r in rs]),
+        side_from_results(str(comparison), [r for rs in sides[1].runs.values() for r in rs]),
+        ok)
+    return ReportData(title=f"{baseline} vs {comparison}", metric=options.metric,
+                      sides=sides, report=report)
+
+
+def _commits(data: ReportData) -> list[str]:
+    if data.report and data.report.context:
+        ctx = data.report.context
+        return [*ctx.baseline.commits, *ctx.comparison.commits]
+    return sorted({r.context.git.hash for s in data.sides for rs in s.runs.values()
+                   for r in rs if r.context.git.hash})
+
+
+def _series_label(series: reader.Series) -> str:
+    # key: prefix/by/env/org/repo/test/variant/platform/topology/branch/metric
+    parts = series.key.split("/")
+    return "/".join(parts[7:9]) if len(parts) > 9 else series.key
+
+
+def attach_history(data: ReportData, client: redis.Redis, branch: str,
+                   platform: str | None = None) -> None:
+    """The metric's history on ``branch`` for every test, with the compared commits marked
+    where those commits have points in the datasink."""
+    history = History(branch=branch)
+    commits = _commits(data)
+    for test in data.tests:
+        sel = reader.SeriesSelector(metric=data.metric, side=keys.Side("branch", branch),
+                                    test_name=test, platform=platform)
+        history.lines[test] = [(_series_label(s), s.points)
+                               for s in reader.read_series(client, sel) if s.points]
+        marks: list[tuple[str, int]] = []
+        for sha in commits:
+            hsel = reader.SeriesSelector(metric=data.metric, side=keys.Side("hash", sha),
+                                         test_name=test, platform=platform)
+            marks += [(sha[:10], t) for s in reader.read_series(client, hsel)
+                      for t, _ in s.points[-1:]]
+        history.markers[test] = marks
+    if not any(history.lines.values()):
+        history.note = f"no points on branch {branch} in the datasink for these tests"
+    data.history = history

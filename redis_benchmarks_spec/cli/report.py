@@ -1,0 +1,92 @@
+"""``rbs report``: a self-contained HTML page for a results folder, an A/B session or two
+folders compared; ``rbs compare --html`` and ``rbs run ... --html`` (A/B) write it too.
+
+Parsing and wiring only: the data is :mod:`redis_benchmarks_spec.analysis.report_data`,
+the page :mod:`redis_benchmarks_spec.analysis.html_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
+from redis_benchmarks_spec.cli.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML report with plots",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("folder", nargs="?", type=Path,
+                   help="a results folder, or an A/B session (holding baseline/ and "
+                        "comparison/)")
+    p.add_argument("--baseline-dir", type=Path, help="compare this folder ...")
+    p.add_argument("--comparison-dir", type=Path, help="... with this one")
+    p.add_argument("--output", "-o", type=Path, default=None,
+                   help="HTML file (default: report.html in the folder)")
+    p.add_argument("--metric", default=DEFAULT_METRIC)
+    p.add_argument("--noise-floor", type=float, default=2.0, metavar="PCT")
+    p.add_argument("--alpha", type=float, default=0.05)
+    add_history_args(p)
+    p.set_defaults(func=cmd_report)
+
+
+def add_history_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("history (from the datasink)")
+    g.add_argument("--history-datasink", metavar="URL", default=None,
+                   help="RedisTimeSeries URL to read each metric's history from")
+    g.add_argument("--history-branch", metavar="B", default="unstable",
+                   help="branch whose history is drawn (default unstable)")
+    g.add_argument("--history-platform", metavar="P", default=None,
+                   help="only series of this platform")
+
+
+def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
+    from redis_benchmarks_spec.analysis import report_data
+    try:
+        if args.baseline_dir or args.comparison_dir:
+            if not (args.baseline_dir and args.comparison_dir):
+                raise UsageError("--baseline-dir/--comparison-dir", "give both")
+            return report_data.from_two_folders(args.baseline_dir, args.comparison_dir,
+                                                options)
+        if args.folder is None:
+            raise UsageError("FOLDER", "give a results folder or --baseline-dir and "
+                                       "--comparison-dir")
+        return report_data.from_folder(args.folder, options)
+    except report_data.ReportInputError as exc:
+        raise UsageError("", str(exc)) from None
+
+
+def attach_history(args: argparse.Namespace, data: Any) -> None:
+    """Add the datasink's history when --history-datasink is given."""
+    if not args.history_datasink:
+        return
+    from redis_benchmarks_spec.analysis.report_data import attach_history as attach
+    client = redis.Redis.from_url(args.history_datasink, socket_timeout=30,
+                                  socket_connect_timeout=5)
+    try:
+        attach(data, client, args.history_branch, args.history_platform)
+    except redis.ConnectionError as exc:
+        raise UsageError(f"--history-datasink {args.history_datasink}", str(exc),
+                         "is the datasink running?") from None
+    finally:
+        client.close()
+
+
+def write_html(data: Any, path: Path) -> Path:
+    from redis_benchmarks_spec.analysis import html_report
+    return html_report.write(data, path)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+                             metric=args.metric)
+    data = _data(args, options)
+    attach_history(args, data)
+    root = args.folder or args.comparison_dir
+    path = write_html(data, args.output or root / "report.html")
+    print(f"report: {path}")
+    return 0

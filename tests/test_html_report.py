@@ -1,0 +1,115 @@
+"""`rbs report` / `--html`: one self-contained page, rendered in headless Chromium with the
+network off; fails on any console message, a missing or empty plot, or a blank screenshot."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.cli.main import main
+from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.results.document import RunResult
+from tests.browser import Rendered, blank, plots_of, render
+from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
+    client_fixture,
+    datasink_fixture,
+)
+from tests.report_fixtures import BASE_SHA, COMP_SHA, TESTS, two_sides
+
+RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+AB_SUITE = """
+name: html-ab-set
+tested-commands: [set]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -c 10 -n 5000 -t set
+exporter:
+  redistimeseries:
+    metrics: ['$."ALL STATS".Totals."Ops/sec"']
+"""
+
+
+def _check(page: Path, expected: set[tuple[str, str]]) -> Rendered:
+    text = page.read_text()
+    assert not re.search(r'(?:src|href)\s*=\s*"(?:https?:)?//|url\((?!#)', text)  # nothing remote
+    rendered = render(page, page.with_suffix(".png"))
+    assert rendered.console == [], rendered.console
+    plots = plots_of(rendered.dom)
+    assert plots.external == []  # nothing to fetch: no script, stylesheet or image link
+    found = {(kind, test) for kind, test, _ in plots.found}
+    assert expected <= found, expected - found
+    assert all(paths > 5 for _, _, paths in plots.found), plots.found
+    assert not blank(rendered.screenshot)
+    return rendered
+
+
+def test_compare_html_renders_every_plot(tmp_path: Path) -> None:
+    base, comp = two_sides(tmp_path)
+    page = tmp_path / "out" / "compare.html"
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--format", "json", "--output", str(tmp_path / "r.json"),
+                 "--html", str(page)]) == 0
+    rendered = _check(page, {(k, t) for t in TESTS for k in ("samples", "spectrum")})
+    assert "REGRESSION" in rendered.dom and BASE_SHA[:10] in rendered.dom
+    assert "merged HDR histograms" in page.read_text() or "percentile" in rendered.dom
+    # the logs beside each result.json are linked, relative to the page, and exist
+    hrefs = [h for h in rendered.dom.split('href="')[1:] if h.startswith("../")]
+    assert len(hrefs) == 2 * 2 * 5
+    assert all((page.parent / h.split('"')[0]).is_file() for h in hrefs)
+
+
+def test_a_b_session_report(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(AB_SUITE)
+    server = shutil.which("redis-server") or ""
+    page = tmp_path / "ab.html"
+    run = subprocess.run(
+        ["flock", "/tmp/rbs-heavy.lock", RBS, "run", "--suites-dir", str(suites),
+         "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
+         "--comparison-server", server, "--repetitions", "3", "--no-datasink",
+         "--html", str(page)], capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rendered = _check(page, {("samples", "html-ab-set"), ("spectrum", "html-ab-set")})
+    assert "interleaved runs, paired by repetition" in rendered.dom
+    # rbs report on the session folder makes the same page
+    (session,) = (tmp_path / "out").iterdir()
+    assert main(["report", str(session), "-o", str(tmp_path / "again.html")]) == 0
+    _check(tmp_path / "again.html", {("samples", "html-ab-set")})
+
+
+def test_history_from_the_datasink_marks_the_compared_commits(tmp_path: Path,
+                                                               client: redis.Redis) -> None:
+    base, comp = two_sides(tmp_path)
+    docs = [RunResult.read(p) for p in sorted(base.rglob("result.json")) +
+            sorted(comp.rglob("result.json"))]
+    for doc in docs:  # both commits landed on unstable, one after the other
+        doc.context.git.branch = "unstable"
+        if doc.context.git.hash == COMP_SHA:
+            doc.start_ms += 3_600_000
+    assert not push_results(client, docs).failed
+    url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
+    page = tmp_path / "h.html"
+    assert main(["report", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "-o", str(page), "--history-datasink", url, "--history-branch",
+                 "unstable"]) == 0
+    _check(page, {("history", t) for t in TESTS})
+    svg = page.read_text()
+    assert svg.count(BASE_SHA[:10]) >= 3 and svg.count(COMP_SHA[:10]) >= 3  # header + markers
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """A page with a script error and an empty plot is caught (the checks are not vacuous)."""
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><figure class="plot" data-plot="samples" data-test="t">'
+                    "<svg></svg></figure><script>undefinedFn();</script></body></html>")
+    rendered = render(page, tmp_path / "bad.png")
+    assert any("undefinedFn" in m for m in rendered.console)
+    assert plots_of(rendered.dom).found == [("samples", "t", 0)]
+    with pytest.raises(AssertionError):
+        _check(page, {("samples", "t")})
