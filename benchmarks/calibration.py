@@ -20,6 +20,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport, compare_paired
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import SESSION_CALIBRATION, RunContext
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
@@ -44,7 +45,9 @@ def run(names: list[str], comparison_args: list[str], args: argparse.Namespace,
     suites = [s for s in catalog.suites if s.name in names]
     server = shutil.which("redis-server") or "redis-server"
     config = ABConfig(
-        session=SessionConfig(tools=ToolPaths(), results_dir=root, test_time=args.test_time),
+        session=SessionConfig(tools=ToolPaths(), results_dir=root, test_time=args.test_time,
+                              # labelled so a push of these documents refuses them
+                              context=RunContext(session_kind=SESSION_CALIBRATION)),
         baseline=Side("baseline", server), comparison=Side("comparison", server,
                                                            comparison_args),
         repetitions=args.repetitions)

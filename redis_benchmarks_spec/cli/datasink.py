@@ -185,6 +185,11 @@ def cmd_push(args: argparse.Namespace) -> int:
     colour = "green" if report.ok else "red"
     console.print(f"[{colour}]{config.display_url}: {report.summary()}[/]", highlight=False,
                   soft_wrap=True)
+    refused = [r for r in report.skipped.values() if "stay out of the history" in r]
+    if refused:
+        console.print(f"refused {len(refused)} A/B or calibration run(s): they measure a "
+                      "deliberate setup (a side, extra server args), not the build's history",
+                      highlight=False, soft_wrap=True)
     for run_id, reason in report.failed.items():
         console.print(f"[red]  not pushed: {run_id}: {reason}[/]", highlight=False,
                       soft_wrap=True)

@@ -94,8 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_selection_args(p)
     add_tool_args(p)
     add_context_args(p)
-    p.add_argument("--results-dir", type=Path, default=Path("results"),
-                   help="where result documents go (a timestamped folder per run)")
+    p.add_argument("--results-dir", type=Path, default=None,
+                   help="where result documents go, a timestamped folder per run (default: "
+                        "results/; A/B sessions: results/ab/, kept apart from history)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.add_argument("--format", choices=RUN_FORMATS, default="table",
                    help="results (or, in A/B mode, the comparison) as a terminal table, JSON, "

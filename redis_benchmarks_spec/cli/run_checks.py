@@ -26,6 +26,8 @@ def check_run_args(args: argparse.Namespace) -> None:
         checks.regexp(flag, getattr(args, attr))
     if args.suites_dir is not None:
         checks.existing_dir("--suites-dir", args.suites_dir)
+    if args.results_dir is None:
+        args.results_dir = default_results_dir(args)
     checks.writable_dir("--results-dir", args.results_dir, create=not args.dry_run)
     for flag, attr in BINARY_FLAGS:
         if getattr(args, attr):
@@ -38,6 +40,16 @@ def check_run_args(args: argparse.Namespace) -> None:
     parse_cpus(args.cpus)
     if args.datasink_data_dir is not None:
         checks.writable_dir("--datasink-data-dir", args.datasink_data_dir)
+
+
+RESULTS_ROOT = Path("results")
+
+
+def default_results_dir(args: argparse.Namespace) -> Path:
+    """``results/`` for runs (what `rbs datasink push results/` means), ``results/ab/`` for
+    A/B sessions, whose runs are not history."""
+    ab = bool(args.baseline_server or args.comparison_server)
+    return RESULTS_ROOT / "ab" if ab else RESULTS_ROOT
 
 
 def _check_ab(args: argparse.Namespace) -> None:

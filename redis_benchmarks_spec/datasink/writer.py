@@ -118,6 +118,9 @@ def push_results(client: redis.Redis, results: list[RunResult],
 
 def skip_reason(result: RunResult, options: PushOptions) -> str:
     """Why ``result`` has nothing to push, or '' when it has."""
+    if not result.context.is_history:
+        return (f"{result.context.session_label()}: not pushed, A/B and calibration runs "
+                "stay out of the history series")
     if not result.ok:
         return f"status {result.status}"
     if not result.metrics:

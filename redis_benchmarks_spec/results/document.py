@@ -30,9 +30,17 @@ class GitInfo:
     pr: int | None = None
 
 
+#: session kinds: only "run" results are history; the others measure a deliberate setup
+SESSION_RUN = "run"
+SESSION_AB = "ab"
+SESSION_CALIBRATION = "calibration"
+
+
 @dataclass
 class RunContext:
-    """Where and on what a test ran; every field becomes a datasink label."""
+    """Where and on what a test ran. The placement fields become datasink labels; the
+    session fields say what kind of session produced the run (an A/B side with its extra
+    server arguments is not a point of the build's history)."""
 
     triggering_env: str = "local"
     platform: str = "local"
@@ -43,6 +51,23 @@ class RunContext:
     # the topology's type (oss-standalone, oss-cluster); '' in documents from before
     # topologies, which were all oss-standalone
     topology_type: str = ""
+    session_kind: str = SESSION_RUN
+    ab_side: str = ""  # "baseline" or "comparison" in an A/B or calibration session
+    extra_server_args: list[str] = field(default_factory=list)  # beyond suite and topology
+
+    @property
+    def is_history(self) -> bool:
+        """True for a plain run: its points belong in the datasink's series."""
+        return self.session_kind == SESSION_RUN
+
+    def session_label(self) -> str:
+        """``ab session, side comparison, extra server args: --appendfsync always``."""
+        parts = [f"{self.session_kind} session"]
+        if self.ab_side:
+            parts.append(f"side {self.ab_side}")
+        if self.extra_server_args:
+            parts.append("extra server args: " + " ".join(self.extra_server_args))
+        return ", ".join(parts)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunContext:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -54,7 +54,11 @@ def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig
     base = config.session
     tools = replace(base.tools, redis_server=side.redis_server)
     results_dir = base.results_dir / side.name / f"rep-{repetition:02d}"
-    return replace(base, tools=tools, results_dir=results_dir,
+    # labelled in every result document: which side, with which extra server arguments
+    kind = base.context.session_kind if not base.context.is_history else SESSION_AB
+    context = replace(base.context, session_kind=kind, ab_side=side.name,
+                      extra_server_args=[*base.server_args, *side.server_args])
+    return replace(base, tools=tools, results_dir=results_dir, context=context,
                    server_args=[*base.server_args, *side.server_args])
 
 
