@@ -1,0 +1,99 @@
+"""``rbs history --test T --metric M --branch B``: a metric's series on a branch with a
+sparkline and the last N points (time, value, commit, version); ``--format csv|json``
+exports them. Reads the datasink (``--datasink URL`` or the running embedded one)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
+from redis_benchmarks_spec.analysis.context import short
+from redis_benchmarks_spec.analysis.history import (
+    History,
+    HistoryError,
+    HistoryQuery,
+    read_history,
+    sparkline,
+    to_csv,
+    to_json,
+)
+from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="a metric's history on a branch, from the datasink",
+                       description=__doc__)
+    p.add_argument("--test", required=True, help="test name")
+    p.add_argument("--metric", default=DEFAULT_METRIC, help=f"(default {DEFAULT_METRIC})")
+    p.add_argument("--branch", default="unstable", help="(default unstable)")
+    p.add_argument("--platform")
+    p.add_argument("--topology")
+    p.add_argument("--build-variant")
+    p.add_argument("--last", type=int, default=20, metavar="N", help="points (default 20)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--output", type=Path, metavar="FILE", help="write csv/json to FILE")
+    datasink_cli.add_remote_args(p)
+    datasink_cli.add_embedded_args(p)
+    p.set_defaults(func=cmd_history)
+
+
+def _client(args: argparse.Namespace) -> Any:
+    """A client of --datasink, or of the running embedded datasink."""
+    from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+    from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect
+    config = datasink_cli.remote_config(args)
+    if config is None:
+        state = EmbeddedDatasink(args.data_dir).status()
+        if not state.running:
+            raise UsageError("--datasink", "the embedded datasink is not running",
+                             "start it with `rbs datasink up` or give --datasink URL")
+        config = DatasinkConfig(url=state.url or "")
+    return connect(config)
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _table(history: History) -> Table:
+    values = [p.value for p in history.points]
+    q = history.query
+    table = Table(title=f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: "
+                        f"{sparkline(values)}  (min {min(values):,.4g}, max {max(values):,.4g})",
+                  caption=escape(history.series_key), caption_justify="left")
+    for col in ("time (UTC)", "value", "commit", "version"):
+        table.add_column(col, justify="right" if col == "value" else "left")
+    for p in history.points:
+        table.add_row(_when(p.ts_ms), f"{p.value:,.4g}", short(p.commit) or "–",
+                      p.version or "–")
+    return table
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    if args.last < 1:
+        raise UsageError(f"--last {args.last}", "must be at least 1")
+    query = HistoryQuery(test=args.test, metric=args.metric, branch=args.branch,
+                         platform=args.platform, topology=args.topology,
+                         build_variant=args.build_variant, last_n=args.last)
+    with _client(args) as client:
+        try:
+            history = read_history(client, query)
+        except HistoryError as exc:
+            raise UsageError("--test/--metric/--branch", str(exc)) from None
+    if args.format == "table":
+        Console().print(_table(history))
+        return 0
+    text = to_csv(history) if args.format == "csv" else to_json(history) + "\n"
+    if args.output:
+        args.output.write_text(text)
+    else:
+        print(text, end="")
+    return 0
