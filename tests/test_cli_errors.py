@@ -71,7 +71,8 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*base, "--redis-server", str(tmp_path / "nope")],
                    "--redis-server", "no such file")
     one_error_line(capsys, [*base, "--test", "S-SET"], "--test S-SET", "did you mean s-set")
-    one_error_line(capsys, [*base, "--repetitions", "3"], "--repetitions")
+    one_error_line(capsys, [*base, "--repetitions", "0"], "--repetitions", "at least 1")
+    one_error_line(capsys, [*base, "--until-decided"], "--until-decided", "A/B mode")
     one_error_line(capsys, [*base, "--cpus", "a,b"], "--cpus")
     one_error_line(capsys, ["suites", "list", str(tmp_path / "nonexistent")], "nonexistent")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -7,7 +7,9 @@ statistics :mod:`redis_benchmarks_spec.analysis.compare`.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -19,13 +21,26 @@ from redis_benchmarks_spec.analysis.context import (
     context_from_results,
     side_from_results,
 )
+from redis_benchmarks_spec.analysis.sequential import (
+    OBRIEN_FLEMING,
+    SPENDING_FUNCTIONS,
+    SequentialPlan,
+)
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
+from redis_benchmarks_spec.runner.adaptive import (
+    AdaptiveOutcome,
+    AdaptivePlan,
+    ab_pair_source,
+    until_decided,
+)
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests
 from redis_benchmarks_spec.suites.suite import Suite
 
 DEFAULT_REPETITIONS = 10
+#: first round of --until-decided: the t interval needs 5 pairs, 6 leave a spare
+DEFAULT_FIRST_ROUND = 6
 
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
@@ -38,11 +53,25 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                    help="extra redis-server arguments for side B only (e.g. a deliberate "
                         "slowdown for calibration)")
     g.add_argument("--repetitions", type=int, default=None,
-                   help=f"runs per side per suite (default {DEFAULT_REPETITIONS})")
+                   help=f"A/B: runs per side per suite (default {DEFAULT_REPETITIONS}; "
+                        f"the first round with --until-decided, default {DEFAULT_FIRST_ROUND}); "
+                        "without A/B: results per test, in rounds of the whole selection")
     g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
     g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
     g.add_argument("--alpha", type=float, default=0.05)
     g.add_argument("--fail-on-regression", action="store_true")
+    g.add_argument("--until-decided", action="store_true",
+                   help="after the first --repetitions pairs, give the tests still UNKNOWN more "
+                        "pairs in rounds until decided (group-sequential design, "
+                        "docs/statistics.md)")
+    g.add_argument("--max-repetitions", type=int, default=40,
+                   help="--until-decided: most pairs per test")
+    g.add_argument("--round-repetitions", type=int, default=4,
+                   help="--until-decided: pairs added per round")
+    g.add_argument("--time-budget", default=None, metavar="DURATION",
+                   help="--until-decided: start no pair after this long (e.g. 900, 30m, 2h)")
+    g.add_argument("--spending", choices=list(SPENDING_FUNCTIONS), default=OBRIEN_FLEMING,
+                   help="--until-decided: Lan-DeMets alpha-spending function")
     g.add_argument("--html", type=Path, metavar="FILE",
                    help="also write a self-contained HTML report with plots to FILE")
 
@@ -84,7 +113,8 @@ def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
 def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
            suites: list[Suite]) -> int:
     """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
-    repetitions = args.repetitions or DEFAULT_REPETITIONS
+    default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
+    repetitions = args.repetitions or default
     ab = ABConfig(
         session=config,
         baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args)),
@@ -92,16 +122,23 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
 
-    runs = _run_with_progress(console, ab, suites, args.metric)
-    failed = [r.result for r in runs if not r.result.ok]
+    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+                             metric=args.metric)
+    if args.until_decided:
+        runs: list[ABRun] = []
+        outcome = _until_decided(args, ab, suites, runs, _round_printer(console, args))
+        report = outcome.report
+        failed = [r.result for r in runs if not r.result.ok]
+        report.problems.extend(f"{r.test_name}: {r.reason}" for r in failed)
+    else:
+        runs = _run_with_progress(console, ab, suites, args.metric)
+        failed = [r.result for r in runs if not r.result.ok]
+        pairs = paired_samples(runs, args.metric)
+        problems = [f"{r.test_name}: {r.reason}" for r in failed]
+        report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
     for result in failed:
         console.print(f"[red]FAILED[/] {escape(result.test_name)}: {escape(result.reason)}",
                       highlight=False, soft_wrap=True)
-    pairs = paired_samples(runs, args.metric)
-    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
-                             metric=args.metric)
-    problems = [f"{r.test_name}: {r.reason}" for r in failed]
-    report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
     report.context = ab_context(ab, runs)
     write_report(report, args.format, None)
     console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
@@ -115,3 +152,40 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     if failed:
         return 1
     return 1 if args.fail_on_regression and report.has_regression else 0
+
+
+def _round_printer(console: Console, args: argparse.Namespace) -> Callable[[ABRun], None]:
+    """One line per run of --until-decided (rounds have no total known in advance)."""
+    def on_run(run: ABRun) -> None:
+        r = run.result
+        value = r.metrics.get(args.metric)
+        shown = f"{value:,.0f}" if value is not None else r.status
+        console.print(f"pair {run.repetition + 1:>2}/{args.max_repetitions} {run.side:<10} "
+                      f"{escape(r.test_name)}: {shown}", highlight=False)
+    return on_run
+
+
+def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
+                   runs: list[ABRun], on_run: Callable[[ABRun], None]) -> AdaptiveOutcome:
+    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+                             metric=args.metric)
+    plan = AdaptivePlan(SequentialPlan(args.max_repetitions, args.alpha, args.spending),
+                        options, first_round=ab.repetitions,
+                        round_pairs=args.round_repetitions,
+                        time_budget_s=parse_duration(args.time_budget))
+    source = ab_pair_source(ab, suites, args.metric, runs, on_run)
+    outcome = until_decided([s.name for s in suites], source, plan)
+    progress = {t: {"pairs": len(p.pairs), "looks": p.looks, "stopped": p.stop_reason}
+                for t, p in outcome.progress.items()}
+    (ab.session.results_dir / "sequential.json").write_text(json.dumps(progress, indent=2))
+    return outcome
+
+
+def parse_duration(text: str | None) -> float | None:
+    """``900``, ``90s``, ``30m``, ``2h`` as seconds (validated by ``run_checks``)."""
+    if text is None:
+        return None
+    text = text.strip().lower()
+    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], 0)
+    number = text[:-1] if scale else text
+    return float(number) * (scale or 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -177,16 +178,28 @@ def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> 
 
 
 def run_with_progress(console: Console, config: SessionConfig,
-                      suites: list[Suite]) -> list[RunResult]:
-    """Run the session with a progress display: current test, one line per finished test."""
-    total = len(plan_tests(config, suites))
+                      suites: list[Suite], repetitions: int = 1) -> list[RunResult]:
+    """Run the session with a progress display: current test, one line per finished test.
+
+    ``repetitions`` > 1 runs the whole selection round after round (so slow drifts of the
+    machine spread over every test), each round in ``rep-NN/`` of the session.
+    """
+    total = len(plan_tests(config, suites)) * repetitions
     with RunProgress(console, total) as progress:
         def on_start(test: PlannedTest) -> None:
             topo = test.topology.name if test.topology else "?"
             progress.started(f"{test.suite.name} [{topo}]")
 
-        return run_suites(config, suites, on_start=on_start,
-                          on_result=lambda r: progress.finished(finished_line(r)))
+        def one_round(round_config: SessionConfig) -> list[RunResult]:
+            return run_suites(round_config, suites, on_start=on_start,
+                              on_result=lambda r: progress.finished(finished_line(r)))
+
+        if repetitions == 1:
+            return one_round(config)
+        results: list[RunResult] = []
+        for rep in range(repetitions):
+            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}"))
+        return results
 
 
 def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
@@ -225,7 +238,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         if wants_ab(args):
             return cmd_ab(args, console, config, suites)
-        results = run_with_progress(console, config, suites)
+        results = run_with_progress(console, config, suites, args.repetitions or 1)
     except KeyboardInterrupt:
         console.print("[red]interrupted: every process this run started has been stopped[/]")
         return 130

@@ -57,21 +57,37 @@ def _check_ab(args: argparse.Namespace) -> None:
         given = "--baseline-server" if args.baseline_server else "--comparison-server"
         raise UsageError(given, "A/B mode needs both --baseline-server and --comparison-server")
     ab = bool(args.baseline_server)
-    if not ab and args.repetitions is not None:
-        raise UsageError(f"--repetitions {args.repetitions}",
-                         "only used in A/B mode for now",
-                         "give --baseline-server and --comparison-server, or drop it")
     if ab and args.format == "csv":
         raise UsageError("--format csv", "not available in A/B mode",
                          "use table, markdown or json for the comparison")
-    if ab and args.repetitions is not None and args.repetitions < 1:
+    if args.repetitions is not None and args.repetitions < 1:
         raise UsageError(f"--repetitions {args.repetitions}", "must be at least 1")
+    check_until_decided(args, ab)
     if not ab:
         for flag, attr in (("--baseline-server-args", "baseline_server_args"),
                            ("--comparison-server-args", "comparison_server_args")):
             if getattr(args, attr):
                 raise UsageError(flag, "only used in A/B mode",
                                  "give --baseline-server and --comparison-server")
+
+
+def check_until_decided(args: argparse.Namespace, ab: bool) -> None:
+    """``--until-decided`` and its budget flags (A/B mode only)."""
+    if not args.until_decided:
+        return
+    if not ab:
+        raise UsageError("--until-decided", "only used in A/B mode",
+                         "give --baseline-server and --comparison-server")
+    first = args.repetitions or 6
+    if args.max_repetitions < max(first, 2):
+        raise UsageError(f"--max-repetitions {args.max_repetitions}",
+                         f"must be at least the first round ({first}) and 2")
+    if args.round_repetitions < 1:
+        raise UsageError(f"--round-repetitions {args.round_repetitions}", "must be at least 1")
+    if args.time_budget is not None and not re.fullmatch(r"\s*\d+(\.\d+)?[smhSMH]?\s*",
+                                                         args.time_budget):
+        raise UsageError(f"--time-budget {args.time_budget}", "not a duration",
+                         "seconds, or a number with s, m or h: 900, 30m, 2h")
 
 
 def parse_cpus(text: str | None) -> list[int] | None:

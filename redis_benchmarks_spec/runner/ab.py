@@ -8,6 +8,7 @@ sides; alternating the order inside each pair cancels "second run of the pair" e
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,8 @@ class ABConfig:
     baseline: Side
     comparison: Side
     repetitions: int = 10
+    first_repetition: int = 0  # later rounds of --until-decided continue the numbering
+    deadline: float | None = None  # time.monotonic() after which no new pair starts
 
 
 @dataclass
@@ -69,12 +72,16 @@ def run_ab(config: ABConfig, suites: list[Suite],
     """Every suite ``repetitions`` times per side, interleaved; returns every run.
 
     ``on_start(side, repetition, suite)`` is called before each run (progress displays).
+    A pair that started before ``config.deadline`` is finished; no pair starts after it.
     """
     sides = {BASELINE: config.baseline, COMPARISON: config.comparison}
     registry = ProcessRegistry()
     runs: list[ABRun] = []
     for suite in suites:
-        for rep in range(config.repetitions):
+        for rep in range(config.first_repetition,
+                         config.first_repetition + config.repetitions):
+            if config.deadline is not None and time.monotonic() >= config.deadline:
+                break
             for side_name in order(rep):
                 if stop is not None and stop.is_set():
                     return runs

@@ -1,0 +1,142 @@
+"""``--until-decided``: interleaved pairs in rounds, only for tests still UNKNOWN.
+
+Round 1 runs ``first_round`` pairs of every test; after each round the pairs so far are
+judged by the group-sequential comparison (:mod:`analysis.sequential_compare`), and the
+tests still UNKNOWN get ``round_pairs`` more, until each is decided, reaches
+``max_pairs`` or the time budget is spent (counted from the start; the first round always
+completes, and a pair started before the deadline is finished). Where the pairs come from is a
+:data:`PairSource` (the real one runs redis-server and the client tool through
+:func:`runner.ab.run_ab`), so the loop itself can be checked by simulation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.analysis.sequential_compare import compare_sequential
+from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, paired_samples, run_ab
+from redis_benchmarks_spec.suites.suite import Suite
+
+#: (tests, first repetition, repetitions, deadline or None) -> new (baseline, comparison)
+#: pairs per test; it must stop starting pairs once the monotonic deadline has passed
+PairSource = Callable[[list[str], int, int, float | None],
+                      dict[str, list[tuple[float, float]]]]
+
+DECIDED = "decided"
+MAX_REACHED = "max repetitions reached"
+BUDGET_SPENT = "time budget spent"
+NO_PAIRS = "no complete pair in the last round (runs failed)"
+
+
+@dataclass
+class AdaptivePlan:
+    """How many pairs per round, how far, how long."""
+
+    design: SequentialPlan
+    options: CompareOptions
+    first_round: int = 6
+    round_pairs: int = 4
+    time_budget_s: float | None = None
+
+    @property
+    def max_pairs(self) -> int:
+        return self.design.max_pairs
+
+
+@dataclass
+class TestProgress:
+    """Pairs of one test, the pair counts it was judged at, and why it stopped."""
+
+    test: str
+    pairs: list[tuple[float, float]] = field(default_factory=list)
+    looks: list[int] = field(default_factory=list)
+    stop_reason: str = ""
+
+    def line(self) -> str:
+        looks = ", ".join(str(n) for n in self.looks)
+        return f"{len(self.pairs)} pairs (looks at {looks}): {self.stop_reason}"
+
+
+@dataclass
+class AdaptiveOutcome:
+    report: ComparisonReport
+    progress: dict[str, TestProgress]
+
+
+def _round_size(plan: AdaptivePlan, done: int) -> int:
+    wanted = plan.first_round if done == 0 else plan.round_pairs
+    return max(0, min(wanted, plan.max_pairs - done))
+
+
+def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan,
+           problems: list[str]) -> ComparisonReport:
+    pairs = {t: p.pairs for t, p in progress.items()}
+    looks = {t: p.looks for t, p in progress.items()}
+    return compare_sequential(pairs, looks, plan.design, plan.options, problems)
+
+
+def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
+                 out_of_time: bool, grew: bool) -> str:
+    if verdict != UNKNOWN:
+        return f"{DECIDED} ({verdict})"
+    if len(progress.pairs) >= plan.max_pairs:
+        return MAX_REACHED
+    if out_of_time:
+        return BUDGET_SPENT
+    return "" if grew else NO_PAIRS
+
+
+def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
+                  clock: Callable[[], float] = time.monotonic,
+                  problems: list[str] | None = None) -> AdaptiveOutcome:
+    """Rounds of pairs until every test is decided or out of pairs or time."""
+    deadline = None if plan.time_budget_s is None else clock() + plan.time_budget_s
+    progress = {t: TestProgress(t) for t in tests}
+    problems = problems if problems is not None else []
+    done = 0
+    report = _judge(progress, plan, problems)
+    while True:
+        open_tests = [t for t, p in progress.items() if not p.stop_reason]
+        size = _round_size(plan, done)
+        if not open_tests or size == 0:
+            break
+        # the first round always completes: without it there is nothing to judge
+        new = source(open_tests, done, size, deadline if done else None)
+        done += size
+        grew = {t: bool(new.get(t)) for t in open_tests}
+        for test in open_tests:
+            progress[test].pairs.extend(new.get(test, []))
+            if grew[test] and len(progress[test].pairs) >= 2:
+                progress[test].looks.append(len(progress[test].pairs))
+        report = _judge(progress, plan, problems)
+        out_of_time = deadline is not None and clock() >= deadline
+        verdicts = {r.test: r.verdict for r in report.rows}
+        for test in open_tests:
+            progress[test].stop_reason = _stop_reason(
+                progress[test], verdicts.get(test, UNKNOWN), plan, out_of_time, grew[test])
+    for p in progress.values():
+        p.stop_reason = p.stop_reason or MAX_REACHED
+    for row in report.rows:
+        row.reason = f"{row.reason}; {progress[row.test].line()}"
+    return AdaptiveOutcome(report, progress)
+
+
+def ab_pair_source(config: ABConfig, suites: list[Suite], metric: str,
+                   runs: list[ABRun], on_run: Callable[[ABRun], None] | None = None,
+                   ) -> PairSource:
+    """A :data:`PairSource` running real interleaved A/B pairs; every run is appended to
+    ``runs`` (failed ones too, for the report)."""
+    by_name = {s.name: s for s in suites}
+
+    def source(tests: list[str], first: int, count: int,
+               deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        cfg = replace(config, repetitions=count, first_repetition=first, deadline=deadline)
+        new = run_ab(cfg, [by_name[t] for t in tests if t in by_name], on_run=on_run)
+        runs.extend(new)
+        return paired_samples(new, metric)
+
+    return source
