@@ -132,3 +132,26 @@ def test_dry_run_keeps_bracketed_topology(tmp_path: Path) -> None:
     (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
     out = _rbs("run", "--suites-dir", str(suites), "--dry-run")
     assert out.returncode == 0 and "one [oss-standalone] redis-benchmark" in out.stdout
+
+
+def test_redis_benchmark_p95_and_max_kept_p999_only_when_measured(
+        session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    session_dir, out = session
+    rows = json.loads(render_results(_results(session_dir), "json"))
+    assert all(r["p95_ms"] > 0 and r["max_ms"] >= r["p99_ms"] for r in rows)
+    assert all(r["p999_ms"] is None for r in rows)  # redis-benchmark does not report it
+    assert "p95 ms" in out.stdout and "max ms" in out.stdout and "p99.9" not in out.stdout
+
+
+def test_verbose_anywhere_and_help_with_defaults() -> None:
+    from redis_benchmarks_spec.cli.main import build_parser
+    parser = build_parser()
+    assert parser.parse_args(["-v", "suites", "list"]).verbose is True
+    assert parser.parse_args(["suites", "list", "-v"]).verbose is True
+    assert parser.parse_args(["datasink", "status", "--verbose"]).verbose is True
+    assert parser.parse_args(["suites", "list"]).verbose is False
+    compare_help = " ".join(_rbs("compare", "--help").stdout.split())
+    assert "``" not in compare_help and "`rbs compare`" in compare_help
+    assert "(default 0.05)" in compare_help and "(default: table)" in compare_help
+    run_help = " ".join(_rbs("run", "--help").stdout.split())
+    assert "(default: local)" in run_help and "(default: process)" in run_help

@@ -102,7 +102,8 @@ def _add_decision_args(p: argparse.ArgumentParser) -> None:
 
 def _add_output_args(p: argparse.ArgumentParser) -> None:
     out = p.add_argument_group("output")
-    out.add_argument("--format", choices=("table", "markdown", "json"), default="table")
+    out.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                     help="terminal table, GitHub Markdown (a PR comment) or JSON")
     out.add_argument("--output", type=Path, metavar="FILE", help="write the report to FILE")
     out.add_argument("--html", type=Path, metavar="FILE",
                      help="also write a self-contained HTML report with plots to FILE")

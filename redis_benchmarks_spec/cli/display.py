@@ -36,11 +36,13 @@ def _num(value: float | None, fmt: str) -> str:
 
 
 def _columns(rows: list[Row]) -> list[tuple[str, str, str]]:
-    """(header, Row attribute, format) shown for these rows: p99.9 only when measured."""
+    """(header, Row attribute, format) shown for these rows: a latency column only when
+    some tool measured it (redis-benchmark has p95 and max, memtier p99.9)."""
     cols = [("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
-            ("p99 ms", "p99_ms", ".3f")]
-    if any(r.p999_ms is not None for r in rows):
-        cols.append(("p99.9 ms", "p999_ms", ".3f"))
+            ("p95 ms", "p95_ms", ".3f"), ("p99 ms", "p99_ms", ".3f"),
+            ("p99.9 ms", "p999_ms", ".3f"), ("max ms", "max_ms", ".3f")]
+    always = {"ops_per_sec", "p50_ms", "p99_ms"}
+    cols = [c for c in cols if c[1] in always or any(getattr(r, c[1]) is not None for r in rows)]
     return cols + [("client cpu %", "client_cpu_pct", ".0f"),
                    ("server cpu %", "server_cpu_pct", ".0f")]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from redis_benchmarks_spec.results.document import STATUS_OK, RunResult
 
-CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p99_ms", "p999_ms",
-               "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
+CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p95_ms", "p99_ms",
+               "p999_ms", "max_ms", "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
                "preload_duration_s", "reason"]
 
 
@@ -34,8 +34,10 @@ class Row:
     status: str
     ops_per_sec: float | None
     p50_ms: float | None
+    p95_ms: float | None  # redis-benchmark reports it; memtier only when asked for
     p99_ms: float | None
-    p999_ms: float | None
+    p999_ms: float | None  # memtier reports it; redis-benchmark does not
+    max_ms: float | None
     mean_ms: float | None
     client_cpu_pct: float | None
     server_cpu_pct: float | None
@@ -52,7 +54,8 @@ def row(result: RunResult) -> Row:
     return Row(
         test_name=result.test_name, topology=result.context.topology, status=result.status,
         ops_per_sec=tr.totals.ops_per_sec if tr else None,
-        p50_ms=pct.get("p50.00"), p99_ms=pct.get("p99.00"), p999_ms=pct.get("p99.90"),
+        p50_ms=pct.get("p50.00"), p95_ms=pct.get("p95.00"), p99_ms=pct.get("p99.00"),
+        p999_ms=pct.get("p99.90"), max_ms=tr.totals.latency.max_ms if tr else None,
         mean_ms=tr.totals.latency.mean_ms if tr else None,
         client_cpu_pct=cpu_c.mean_pct if cpu_c and cpu_c.samples else None,
         server_cpu_pct=cpu_s.mean_pct if cpu_s and cpu_s.samples else None,
