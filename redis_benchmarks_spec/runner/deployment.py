@@ -11,10 +11,12 @@ when the start failed half way.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -65,7 +67,7 @@ class Node:
 
     def client(self, timeout: float = 30.0, decode: bool = True) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=timeout,
-                           decode_responses=decode)
+                           decode_responses=decode, **_QUIET)
 
     def stats_client(self) -> redis.Redis:
         """One connection kept for INFO snapshots: a new connection between two snapshots
@@ -232,6 +234,24 @@ class Deployment:
             primaries=topo.primaries, replicas=topo.replicas,
             io_threads=topo.io_threads, setup_s=self.setup_s,
             full_sync_s=list(self.full_sync_s), nodes=[n.record() for n in self.nodes])
+
+
+def _quiet_connection() -> dict[str, Any]:
+    """Connection options under which redis-py sends nothing but our commands.
+
+    By default it follows a connect with CLIENT SETINFO (and, over RESP3, CLIENT
+    MAINT_NOTIFICATIONS); Redis 7.0 answers those with error replies, and a connection opened
+    during the run (waiting for a replica, say) would add them to the test's error count.
+    """
+    options: dict[str, Any] = {"protocol": 2}
+    if "driver_info" in inspect.signature(redis.Redis.__init__).parameters:
+        options["driver_info"] = None  # redis-py 8: lib_name / lib_version are deprecated
+    else:
+        options.update(lib_name=None, lib_version=None)
+    return options
+
+
+_QUIET = _quiet_connection()
 
 
 def _quiesce(node: Node, timeout_s: float = 30.0) -> None:

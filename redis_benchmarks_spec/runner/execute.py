@@ -161,6 +161,8 @@ class SuiteRun:
             raise ServerErrorReplies(max(count, exc.count),
                                      f"{exc.detail}; server errorstats: {kinds or 'none'}"
                                      ) from exc
+        # replicas apply the run's writes asynchronously: their deltas count once caught up
+        deployment.wait_in_sync()
         after = node_stats.snapshot(deployment)
         node_stats.record_deltas(result, deployment, before, after)
         _check_errors(before, after)
