@@ -7,6 +7,7 @@ the code under test computes it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,10 +39,29 @@ def encoded(sec: dict[str, Any]) -> str:
     return sec["Percentile Latencies"]["Histogram log format"]["Compressed Histogram"]
 
 
+# digests of ../shared/samples/memtier as recorded: the copies are checked against them in
+# every checkout (the shared folder itself is only there on the development machines)
+SAMPLE_SHA256 = {
+    "memtier-basic-5s.json": "82bc6def21dbd50e4d4806e1583f66ff4c5d8fdb6d630e5f1aed3b4616c2ec01",
+    "memtier-hset-command-5s-WRONGTYPE-collision.json":
+        "ebc91cebe6b9c65139379692a560dcd1fed686d31cb86940332055a942fac3ee",
+    "memtier-hset-command-5s.json":
+        "72957131e90fec85809ba3c4757cb634169e1426114a0f57ff1a8d66c3fdd5d6",
+    "memtier-runcount3-5s.json":
+        "43857a2624ec52d41479a2507de9ac695d8f329412a128f1465e5589892bfb9a",
+    "memtier-runcount3-printall-2s.json":
+        "1341aa67eec3446bf5689e6b8aa62b0464c8f388a4c3d424056778e68da03d68",
+    "memtier230-runcount3-printall-2s.json":
+        "b2c947b36e2708ad794ceccc6b5c3fe3736d7c88679ecf9c142b543b67d760ea",
+}
+
+
 def test_fixture_copies_match_the_shared_samples() -> None:
-    assert len(ALL) == 6
-    if SHARED.is_dir():
-        for path in ALL:
+    assert {p.name for p in ALL} == set(SAMPLE_SHA256)
+    for path in ALL:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == SAMPLE_SHA256[path.name], \
+            path.name
+        if SHARED.is_dir():
             assert path.read_bytes() == (SHARED / path.name).read_bytes(), path.name
 
 

@@ -271,7 +271,7 @@ def test_merge_parallel_clients() -> None:
 def test_merge_without_histograms_keeps_a_weighted_mean() -> None:
     a = parse_memtier_json(SAMPLES / "memtier-basic-5s.json")
     b = parse_memtier_json(SAMPLES / "memtier-hset-command-5s.json")
-    b.histogram, b.data = None, {}
+    b.histogram, b.data, b.histograms = None, {}, {}  # a client that measured none
     merged = merge_results([a, b])
     assert merged.histogram is None and merged.totals.latency.percentiles_ms == {}
     expected = (a.totals.latency.count * (a.totals.latency.mean_ms or 0)

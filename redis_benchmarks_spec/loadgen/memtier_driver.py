@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from redis_benchmarks_spec.loadgen import memtier
+from redis_benchmarks_spec.loadgen import memtier_argv as memtier
+from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
@@ -38,8 +39,10 @@ class MemtierDriver:
         output = inv.stdout_path.read_text(errors="replace") if inv.stdout_path.exists() else ""
         if returncode != 0:
             raise RuntimeError(f"memtier_benchmark exited with code {returncode}")
-        memtier.check_errors(inv.result_path, output, inv.argv)
-        return memtier.parse_memtier_json(inv.result_path)
+        # read once: the error audit needs memtier's own blocks, the parse then normalises them
+        data = memtier_json.load_json(inv.result_path)
+        memtier_audit.check_error_replies(data, output, inv.argv, str(inv.result_path))
+        return memtier_json.parse_memtier_data(data, inv.result_path)
 
     def version(self) -> str:
         if self._version is None:

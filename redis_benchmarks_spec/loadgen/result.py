@@ -74,6 +74,12 @@ class ToolResult:
     runs: int = 1
     duration_s: float | None = None
 
+    def __post_init__(self) -> None:
+        # decoded histograms by command ("Totals" too), in memory only: not a dataclass
+        # field, so never serialised or deep-copied; merging parallel clients uses them
+        # instead of decoding the ``histogram`` strings again
+        self.histograms: dict[str, Any] = {}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "tool": self.tool,
