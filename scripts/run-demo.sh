@@ -11,7 +11,9 @@ TEST_TIME="${RBS_DEMO_TEST_TIME:-3}"
 echo "== suites: $($RBS suites list | grep -c 'redis-benchmark-' || true) redis-benchmark suites in test-suites/"
 echo "== running a quick selection (--test-time $TEST_TIME): $SELECTION"
 set +e
-$RBS run --tests-regexp "$SELECTION" --test-time "$TEST_TIME" --results-dir results
+# oss-standalone only: a few of these suites also name io-threads, replica and cluster
+# topologies (try `--topology oss-cluster-3-primaries`)
+$RBS run --tests-regexp "$SELECTION" --topology oss-standalone --test-time "$TEST_TIME" --results-dir results
 rc=$?
 set -e
 echo

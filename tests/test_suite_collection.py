@@ -62,12 +62,21 @@ def test_collection_loads_and_lints_clean() -> None:
     assert any("multi" in s.tested_commands for s in memtier)
 
 
+# the topologies our suites run on beside oss-standalone (README of test-suites/)
+OUR_TOPOLOGIES = {"oss-standalone", "oss-standalone-02-io-threads", "oss-standalone-04-io-threads",
+                  "oss-standalone-01-replicas", "oss-cluster-3-primaries"}
+
+
 def test_collection_conventions() -> None:
     pipelines: set[str] = set()
     payloads: set[str] = set()
     for suite in load_catalog(SUITES_DIR).suites:
         assert suite.path.name == f"{suite.name}.yml"
-        assert suite.topologies == ["oss-standalone"]
+        assert suite.topologies[0] == "oss-standalone"
+        assert set(suite.topologies) <= OUR_TOPOLOGIES, suite.name
+        if "oss-cluster-3-primaries" in suite.topologies:
+            # redis-benchmark routes only its built-in tests' {tag} keys in cluster mode
+            assert " -t " in suite.clientconfigs[0].arguments, suite.name
         assert suite.priority in range(1, 6), suite.name
         assert suite.dbconfig.configuration_parameters.get("save") == '""', suite.name
         assert "$.\"ALL STATS\".Totals.\"Ops/sec\"" in suite.exporter.metrics

@@ -40,8 +40,7 @@ from redis_benchmarks_spec.runner.preload import (
     prepare_dataset,
 )
 from redis_benchmarks_spec.runner.replication import ReplicationError
-from redis_benchmarks_spec.suites.problems import SpecError
-from redis_benchmarks_spec.suites.suite import Suite, load_yaml
+from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
 from redis_benchmarks_spec.telemetry.cpu import CpuSampler, SaturationThresholds, is_client_bound
@@ -191,7 +190,7 @@ class SuiteRun:
         (``preload_before_replica``), a cluster's dataset copied from a scratch node."""
         deployment = self.deployment
         assert deployment is not None
-        before_replica = preload_before_replica(self.suite)
+        before_replica = self.suite.dbconfig.preload_before_replica
         if deployment.replicas and not before_replica:
             deployment.link_replicas()
         if self.topology.is_cluster:
@@ -395,20 +394,6 @@ def _check_errors(before: node_stats.NodeSnapshots, after: node_stats.NodeSnapsh
     count, kinds = node_stats.error_replies(before, after)
     if count > 0:
         raise ServerErrorReplies(count, f"server INFO errorstats: {kinds or 'unknown kinds'}")
-
-
-def preload_before_replica(suite: Suite) -> bool:
-    """``dbconfig.preload_before_replica``: from the suite model when it has the key, else
-    from the suite file itself (older models report the key as unknown and drop it)."""
-    value = getattr(suite.dbconfig, "preload_before_replica", None)
-    if value is None:
-        try:
-            raw = load_yaml(suite.path)
-        except SpecError:
-            return False
-        db = raw.get("dbconfig") if isinstance(raw, dict) else None
-        value = db.get("preload_before_replica") if isinstance(db, dict) else None
-    return value is True
 
 
 def _check_replica_keyspace(deployment: Deployment, expected: int | None) -> None:
