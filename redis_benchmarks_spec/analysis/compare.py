@@ -34,7 +34,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 __all__ = [
     "DEFAULT_METRIC",
@@ -259,21 +259,6 @@ def compare_paired(pairs: dict[str, list[tuple[float, float]]],
 # --- results directories -------------------------------------------------------------------
 
 
-def _result_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.rglob("*.json") if p.name != "summary.json")
-
-
-def _looks_like_result(path: Path) -> bool:
-    """result.json always counts; another *.json only if it carries the document's keys."""
-    if path.name == "result.json":
-        return True
-    try:
-        head = path.read_text(errors="replace")[:4096]
-    except OSError:
-        return False
-    return '"schema_version"' in head and '"test_name"' in head
-
-
 @dataclass
 class ResultFilter:
     """Which result documents take part: regexps on test name, tested groups and commands."""
@@ -298,9 +283,7 @@ def _load_side(directory: Path, metric: str, keep: ResultFilter,
     if not directory.is_dir():
         problems.append(f"{directory}: not a directory")
         return values
-    for path in _result_files(directory):
-        if not _looks_like_result(path):
-            continue
+    for path in find_result_files(directory):
         try:
             doc = RunResult.read(path)
         except (ValueError, OSError) as exc:

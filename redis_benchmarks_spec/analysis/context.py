@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 SHORT_SHA = 10
 
@@ -80,7 +80,7 @@ def result_documents(directory: Path) -> list[RunResult]:
     """Every readable ``result.json`` under ``directory`` (unreadable ones are skipped: the
     comparison itself reports them as problems)."""
     docs = []
-    for path in sorted(directory.rglob("result.json")):
+    for path in find_result_files(directory):
         try:
             docs.append(RunResult.read(path))
         except (ValueError, OSError):

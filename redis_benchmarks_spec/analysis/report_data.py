@@ -27,7 +27,7 @@ from redis_benchmarks_spec.analysis.context import (
     side_from_results,
 )
 from redis_benchmarks_spec.datasink import keys, reader
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 Point = tuple[int, float]
 _REP = re.compile(r"^rep-(\d+)$")
@@ -100,7 +100,7 @@ def _pairs(root: Path, metric: str) -> dict[str, list[tuple[float, float]]]:
     """Per test, (baseline, comparison) values of repetitions where both sides have one."""
     values: dict[tuple[str, int, str], float] = {}
     for side in ("baseline", "comparison"):
-        for path in sorted((root / side).rglob("result.json")):
+        for path in find_result_files(root / side):
             rep = _repetition(path, root / side)
             doc = RunResult.read(path)
             if rep is not None and doc.ok and metric in doc.metrics:

@@ -22,6 +22,7 @@ import redis
 
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, push_results
+from redis_benchmarks_spec.results import document
 from redis_benchmarks_spec.results.document import RunResult
 
 MARKER_SUFFIX = ".pushed"
@@ -100,7 +101,7 @@ def find_result_files(results_dir: Path) -> list[Path]:
     """Every result document under ``results_dir`` (other JSON, like summaries, is left out)."""
     if not results_dir.is_dir():
         raise FileNotFoundError(f"results directory {results_dir} does not exist")
-    return [path for path in sorted(results_dir.rglob("*.json")) if _is_result_document(path)]
+    return document.find_result_files(results_dir)
 
 
 def push_results_dir(client: redis.Redis, results_dir: Path,
@@ -181,12 +182,3 @@ def _pushed_to(path: Path) -> str | None:
     except json.JSONDecodeError:
         return None  # a torn marker only means "push again", which is idempotent
     return data.get("datasink_id") if isinstance(data, dict) else None
-
-
-def _is_result_document(path: Path) -> bool:
-    """A JSON object with a run id and a schema version; a broken one counts (and fails)."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return path.name == "result.json"  # the runner's own file name: report it broken
-    return isinstance(data, dict) and "run_id" in data and "schema_version" in data

@@ -199,3 +199,33 @@ class RunResult:
             return cls.from_dict(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: not a valid result document: {exc}") from exc
+
+
+RESULT_FILE = "result.json"  # the name the runner gives every result document
+
+
+def is_result_file(path: Path) -> bool:
+    """The one rule for "is this a result document": a file named ``result.json`` (even a
+    broken one, so that it is reported rather than ignored), or another ``*.json`` whose
+    top-level object carries ``run_id`` and ``schema_version`` (a document copied under
+    another name). Summaries, tool outputs and markers are not."""
+    if path.name == RESULT_FILE:
+        return True
+    if path.suffix != ".json":
+        return False
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    if '"schema_version"' not in text or '"run_id"' not in text:
+        return False  # cheap no for large tool outputs (memtier JSON) before parsing
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "run_id" in data and "schema_version" in data
+
+
+def find_result_files(directory: Path) -> list[Path]:
+    """Every result document under ``directory`` (by :func:`is_result_file`), sorted."""
+    return [p for p in sorted(directory.rglob("*.json")) if is_result_file(p)]

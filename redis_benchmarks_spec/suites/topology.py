@@ -1,4 +1,4 @@
-"""The topologies catalogue (topologies.yml) and platform descriptions."""
+"""The topologies catalogue (topologies.yml)."""
 
 from __future__ import annotations
 
@@ -150,23 +150,3 @@ def load_topologies(path: Path | None = None) -> dict[str, Topology]:
         topo = _entry(path, i, entry)
         out[topo.name] = topo
     return out
-
-
-@dataclass
-class Platform:
-    """A kind of machine results are tagged with (``icelake-2s``, ``local-2core``...)."""
-
-    name: str
-    description: str = ""
-    arch: str = "amd64"
-    cpus: int | None = None
-    os: str = ""
-
-
-def load_platform(path: Path) -> Platform:
-    raw = load_yaml(path)
-    if not isinstance(raw, dict) or "name" not in raw:
-        raise SpecError([Problem(path, "name", "platform file needs a name")])
-    return Platform(name=str(raw["name"]), description=str(raw.get("description", "")),
-                    arch=str(raw.get("arch", "amd64")), cpus=raw.get("cpus"),
-                    os=str(raw.get("os", "")))
