@@ -1,0 +1,124 @@
+"""The Grafana dashboard for the Redis data source plugin (``redis-datasource``), built from
+the labels and index sets :mod:`.keys` defines, and written to ``dashboards/`` in the
+repository (a test keeps the file and this code in step, and runs every panel's query).
+
+One row per metric family (throughput, latency); every panel is a ``TS.MRANGE ... FILTER``
+on our labels; variables (test, platform, topology, branch, version, build variant) list the
+index sets with ``SMEMBERS``, so they never scan keys.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from redis_benchmarks_spec.datasink import keys
+
+DATASOURCE = {"type": "redis-datasource", "uid": "${DS_REDIS}"}
+TITLE = "redis-benchmarks-spec"
+UID = "rbs-redis-benchmarks"
+SCOPE_VARS = {"env": "ci", "org": "redis", "repo": "redis"}
+# variable -> (index set of keys.IndexKeys, label the panels filter on)
+INDEX_VARS = {
+    "test": ("tests", keys.LABEL_TEST_NAME),
+    "platform": ("platforms", keys.LABEL_PLATFORM),
+    "topology": ("topologies", keys.LABEL_TOPOLOGY),
+    "build_variant": ("build_variants", keys.LABEL_BUILD_VARIANT),
+    "branch": ("branches", "branch"),
+    "version": ("versions", "version"),
+}
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    metric: str
+    side: str  # "branch" or "version": which line of history
+    unit: str
+
+
+FAMILIES: dict[str, list[Panel]] = {
+    "Throughput": [
+        Panel("Ops/sec on $branch", "ALL_STATS.Totals.Ops/sec", "branch", "ops"),
+        Panel("Ops/sec by release $version", "ALL_STATS.Totals.Ops/sec", "version", "ops"),
+    ],
+    "Latency": [
+        Panel("p50 on $branch", "ALL_STATS.Totals.Percentile_Latencies.p50.00", "branch", "ms"),
+        Panel("p99 on $branch", "ALL_STATS.Totals.Percentile_Latencies.p99.00", "branch", "ms"),
+        Panel("average on $branch", "ALL_STATS.Totals.Latency", "branch", "ms"),
+        Panel("p50 by release $version", "ALL_STATS.Totals.Percentile_Latencies.p50.00",
+              "version", "ms"),
+    ],
+}
+
+
+def index_set_pattern(which: str) -> str:
+    """The index-set key of the dashboard's scope, with ``$env/$org/$repo`` variables."""
+    real = getattr(keys.index_keys(keys.Scope("\0env", "\0org", "\0repo")), which)
+    return str(real).replace("\0env", "$env").replace("\0org", "$org").replace("\0repo", "$repo")
+
+
+def panel_filter(panel: Panel) -> str:
+    """The panel's FILTER (space separated, as the plugin splits it). The side's value and
+    the metric lead: RedisTimeSeries starts from the first filter (see datasink.reader)."""
+    exact = {panel.side: f"${panel.side}", keys.LABEL_METRIC: panel.metric,
+             keys.LABEL_TEST_NAME: "$test", keys.LABEL_PLATFORM: "$platform",
+             keys.LABEL_TOPOLOGY: "$topology", keys.LABEL_BUILD_VARIANT: "$build_variant",
+             keys.LABEL_TRIGGERING_ENV: "$env", keys.LABEL_GITHUB_ORG: "$org",
+             keys.LABEL_GITHUB_REPO: "$repo"}
+    return " ".join(f"{label}={value}" for label, value in exact.items())
+
+
+def _variables() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"name": "DS_REDIS", "label": "datasink", "type": "datasource",
+                                  "query": "redis-datasource", "hide": 0}]
+    out += [{"name": name, "type": "textbox", "query": value, "hide": 0,
+             "current": {"text": value, "value": value}} for name, value in SCOPE_VARS.items()]
+    out += [{"name": name, "label": name.replace("_", " "), "type": "query",
+             "datasource": DATASOURCE, "query": f"SMEMBERS {index_set_pattern(which)}",
+             "refresh": 1, "sort": 1, "multi": False, "includeAll": False, "hide": 0}
+            for name, (which, _) in INDEX_VARS.items()]
+    return out
+
+
+def _panel(panel: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
+    return {
+        "id": pid, "type": "timeseries", "title": panel.title, "datasource": DATASOURCE,
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": panel.unit,
+                                     "custom": {"drawStyle": "line", "showPoints": "always"}},
+                        "overrides": []},
+        "targets": [{"refId": "A", "datasource": DATASOURCE, "type": "timeSeries",
+                     "command": "ts.mrange", "filter": panel_filter(panel),
+                     "legend": panel.side, "value": keys.LABEL_METRIC}],
+    }
+
+
+def dashboard() -> dict[str, Any]:
+    """The dashboard JSON (importable in Grafana; pick the datasink's data source)."""
+    panels: list[dict[str, Any]] = []
+    y, pid = 0, 1
+    for family, members in FAMILIES.items():
+        panels.append({"id": pid, "type": "row", "title": family, "collapsed": False,
+                       "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})
+        pid, y = pid + 1, y + 1
+        for i, panel in enumerate(members):
+            panels.append(_panel(panel, pid, 12 * (i % 2), y + 8 * (i // 2)))
+            pid += 1
+        y += 8 * ((len(members) + 1) // 2)
+    return {"title": TITLE, "uid": UID, "schemaVersion": 39, "version": 1,
+            "tags": ["redis", "benchmarks"], "time": {"from": "now-90d", "to": "now"},
+            "templating": {"list": _variables()}, "panels": panels,
+            "__requires": [{"type": "datasource", "id": "redis-datasource",
+                            "name": "Redis", "version": "2.2.0"}],
+            "__inputs": [{"name": "DS_REDIS", "label": "Redis", "type": "datasource",
+                          "pluginId": "redis-datasource", "pluginName": "Redis"}]}
+
+
+def dashboard_json() -> str:
+    return json.dumps(dashboard(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # python -m redis_benchmarks_spec.datasink.grafana > dashboards/...
+    print(dashboard_json(), end="")

@@ -1,0 +1,101 @@
+"""The Grafana dashboard (dashboards/redis-benchmarks-spec.json): every variable's query and
+every panel's TS.MRANGE, interpolated the way Grafana and the redis-datasource plugin do,
+returns data from a real datasink filled by a real `rbs run`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.datasink.grafana import dashboard, dashboard_json
+from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+RBS = str(REPO / ".venv" / "bin" / "rbs")
+FILE = REPO / "dashboards" / "redis-benchmarks-spec.json"
+SUITE = "redis-benchmark-1Kkeys-generic-exists"
+
+
+@pytest.fixture(scope="module")
+def filled(datasink: EmbeddedDatasink, tmp_path_factory: pytest.TempPathFactory) -> redis.Redis:
+    """The datasink after `rbs run` of one real suite, as CI would push it."""
+    out = tmp_path_factory.mktemp("grafana-run")
+    client = datasink.client()
+    client.flushall()
+    run = subprocess.run(
+        ["flock", "/tmp/rbs-heavy.lock", RBS, "run", "--test", SUITE, "--test-time", "1",
+         "--results-dir", str(out), "--datasink", datasink.url, "--triggering-env", "ci",
+         "--branch", "unstable", "--platform", "grafana-host"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    print(run.stdout[-1500:])
+    return client
+
+
+def _interpolate(text: str, values: dict[str, str]) -> str:
+    # Grafana replaces $name (longest names first so $build_variant is not read as $b...)
+    for name in sorted(values, key=len, reverse=True):
+        text = text.replace(f"${name}", values[name])
+    return text
+
+
+def _variables(client: redis.Redis, board: dict[str, Any]) -> dict[str, str]:
+    """Each variable's first option, each query run against the datasink as Grafana would."""
+    values: dict[str, str] = {}
+    for var in board["templating"]["list"]:
+        if var["type"] == "textbox":
+            values[var["name"]] = var["query"]
+        elif var["type"] == "query":
+            command = shlex.split(_interpolate(var["query"], values))
+            options = sorted(m.decode() for m in client.execute_command(*command))
+            assert options, f"variable {var['name']}: {command} returned nothing"
+            values[var["name"]] = options[0]
+    return values
+
+
+def test_committed_dashboard_is_the_generated_one() -> None:
+    assert json.loads(FILE.read_text()) == json.loads(dashboard_json())
+
+
+def test_every_panel_query_returns_data(filled: redis.Redis) -> None:
+    board = dashboard()
+    values = _variables(filled, board)
+    assert values["branch"] == "unstable" and values["platform"] == "grafana-host"
+    assert re.match(r"^\d+\.\d+\.\d+", values["version"])
+    panels = [p for p in board["panels"] if p["type"] != "row"]
+    assert len(panels) >= 6
+    now = int(time.time() * 1000)
+    for panel in panels:
+        for target in panel["targets"]:
+            assert target["command"] == "ts.mrange" and target["datasource"]["type"] == \
+                "redis-datasource"
+            filters = shlex.split(_interpolate(target["filter"], values))
+            assert not any("$" in f for f in filters), filters
+            # what the plugin sends: TS.MRANGE from to WITHLABELS FILTER ...
+            reply = filled.execute_command("TS.MRANGE", now - 90 * 86_400_000, now,
+                                           "WITHLABELS", "FILTER", *filters)
+            assert reply, f"panel {panel['title']!r}: no series for {filters}"
+            # RESP2: [key, labels, points] per series; RESP3: {key: [labels, ..., points]}
+            entries = ([(v[0], v[-1]) for v in reply.values()] if isinstance(reply, dict)
+                       else [(e[1], e[2]) for e in reply])
+            for labels, points in entries:
+                assert points, f"panel {panel['title']!r}: a series without points"
+                pairs = labels.items() if isinstance(labels, dict) else labels
+                names = {(k.decode() if isinstance(k, bytes) else k) for k, _ in pairs}
+                assert target["legend"] in names and target["value"] in names
+
+
+def test_rows_are_metric_families() -> None:
+    rows = [p["title"] for p in dashboard()["panels"] if p["type"] == "row"]
+    assert rows == ["Throughput", "Latency"]
+    names = {v["name"] for v in dashboard()["templating"]["list"]}
+    assert {"test", "platform", "topology", "branch", "version"} <= names
