@@ -194,6 +194,7 @@ class Agent:
                    ledger: Ledger) -> bool:
         """Run the suites still to do; False when stopped or the entry was lost."""
         workdir = inside(self.config.work_dir, event.id.replace(":", "_"))
+        shutil.rmtree(workdir, ignore_errors=True)  # left by a holder that was killed
         try:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = self._unpack(event, workdir / "bin")

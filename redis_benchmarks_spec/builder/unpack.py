@@ -61,6 +61,8 @@ def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> int:
 def unpack(data: bytes, dest: Path) -> list[str]:
     """Extract the plain files of a tar.gz into the (new or empty) folder ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise UnpackError(f"{dest} is not empty")  # never mix with files from elsewhere
     limit = min(MAX_TOTAL_BYTES, max(len(data), 1) * MAX_RATIO)
     names: list[str] = []
     total = 0

@@ -17,11 +17,14 @@ import redis
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
+from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.builder.artifacts import S3Target
 from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.sandbox import ENGINES, Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -30,7 +33,11 @@ from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
 ENV_DATASINK = "RBS_DATASINK"
+ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"  # or RBS_BROKER_PASSWORD_FILE
+ENV_DATASINK_PASSWORD = "RBS_DATASINK_PASSWORD"  # or RBS_DATASINK_PASSWORD_FILE
 DEFAULT_BROKER = "redis://127.0.0.1:6379"
+# a password given in one of these URLs on the command line is moved to the environment
+PASSWORD_FLAGS = {"--broker": ENV_BROKER_PASSWORD, "--datasink": ENV_DATASINK_PASSWORD}
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -45,6 +52,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="claim entries a dead consumer held longer than this")
     p.add_argument("--heartbeat-ttl", type=int, default=60, help="heartbeat key TTL, seconds")
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "rbs-work")
+    p.add_argument("--artifact-key-file", type=Path, default=None, metavar="FILE",
+                   help="artifact MAC key shared by builders and agents (default: "
+                        f"${signing.ENV_KEY_FILE}, ${signing.ENV_KEY}, else a per-host key "
+                        "file created on first use; see docs/security.md)")
 
 
 def _register_builder(sub: argparse._SubParsersAction) -> None:
@@ -55,6 +66,10 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated default variants (default: every variant file)")
     b.add_argument("--cache-dir", type=Path, default=None, help="local artifact cache")
     b.add_argument("--build-timeout", type=float, default=1800.0, help="seconds per make")
+    b.add_argument("--build-sandbox", choices=ENGINES, default="auto",
+                   help="where pull-request code is compiled: docker (the variant's "
+                        "build_image), bwrap (bubblewrap), or auto: docker when the engine "
+                        "has the image, else bwrap (see docs/security.md)")
     b.add_argument("--git-remote", default=None,
                    help="fetch every git source from this URL instead of the request's")
     b.add_argument("--git-mirror", type=Path, default=None, metavar="DIR",
@@ -96,8 +111,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _broker(args: argparse.Namespace) -> redis.Redis:
     # socket timeout well above the blocking read, so a BLOCK never looks like a dead link
-    return redis.Redis.from_url(args.broker, socket_timeout=args.block_ms / 1000 + 30,
+    url = credentials.with_password(args.broker, ENV_BROKER_PASSWORD)
+    return redis.Redis.from_url(url, socket_timeout=args.block_ms / 1000 + 30,
                                 socket_connect_timeout=10, health_check_interval=30)
+
+
+def _secure_start(args: argparse.Namespace, role: str) -> bytes | None:
+    """Passwords out of argv (re-exec), the artifact key loaded; None (after printing one
+    line) when the key cannot be had."""
+    credentials.hide_url_passwords(PASSWORD_FLAGS)
+    try:
+        return signing.load_key(args.artifact_key_file)
+    except signing.ArtifactKeyError as exc:
+        print(f"rbs {role}: {exc}", file=sys.stderr)
+        return None
 
 
 def _on_signals(stop: Callable[[], None]) -> None:
@@ -111,6 +138,9 @@ def _on_signals(stop: Callable[[], None]) -> None:
 
 def cmd_builder(args: argparse.Namespace) -> int:
     """Run the build daemon until SIGTERM."""
+    key = _secure_start(args, "builder")
+    if key is None:
+        return 2
     config = BuilderConfig(
         names=names_mod.from_args(args), consumer=args.consumer,
         variants=load_variants(args.build_variants_dir),
@@ -119,14 +149,15 @@ def cmd_builder(args: argparse.Namespace) -> int:
         build_timeout_s=args.build_timeout, cache_dir=args.cache_dir,
         git=GitOptions(remote=args.git_remote, mirror_dir=args.git_mirror),
         s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
-        heartbeat_ttl_s=args.heartbeat_ttl)
+        heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
+        sandbox=Sandbox(engine=args.build_sandbox))
     builder = Builder(_broker(args), config)
     _on_signals(builder.stop)
     builder.run()
     return 0
 
 
-def _agent_config(args: argparse.Namespace) -> AgentConfig:
+def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
     return AgentConfig(
         names=names_mod.from_args(args), platform=args.platform, consumer=args.consumer,
         suites_dir=args.suites_dir or default_suites_dir(), work_dir=args.work_dir,
@@ -140,15 +171,23 @@ def _agent_config(args: argparse.Namespace) -> AgentConfig:
         test_time=args.test_time,
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
         launcher=args.launcher, block_ms=args.block_ms, idle_claim_ms=args.idle_claim_ms,
-        heartbeat_ttl_s=args.heartbeat_ttl)
+        heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key)
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
     """Run the lab agent until SIGTERM."""
+    key = _secure_start(args, "agent")
+    if key is None:
+        return 2
+    if args.test_time is not None and args.test_time <= 0:
+        print(f"rbs agent: --test-time {args.test_time}: must be a positive number of seconds",
+              file=sys.stderr)
+        return 2
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
+    url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
     pusher = DatasinkPusher(datasink)
-    broker, config = _broker(args), _agent_config(args)
+    broker, config = _broker(args), _agent_config(args, key)
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:

@@ -15,6 +15,7 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
+from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
@@ -35,6 +36,7 @@ from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 
 ENV_BROKER = "RBS_BROKER"
 ENV_SECRET = "RBS_WEBHOOK_SECRET"
+ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"  # or RBS_BROKER_PASSWORD_FILE
 DEFAULT_BROKER = "redis://127.0.0.1:6379"
 
 
@@ -57,7 +59,8 @@ def _add_broker(p: argparse.ArgumentParser) -> None:
 
 def _client(args: argparse.Namespace) -> redis.Redis:
     """The broker, checked: a bad URL or a broker that is down is a one-line usage error."""
-    return checks.broker("--broker", args.broker)
+    return checks.broker("--broker", credentials.with_password(args.broker,
+                                                               ENV_BROKER_PASSWORD))
 
 
 def _check_repo(location: str) -> None:
@@ -197,6 +200,7 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
 
 def cmd_api(args: argparse.Namespace) -> int:
     """Run the webhook receiver until interrupted."""
+    credentials.hide_url_passwords({"--broker": ENV_BROKER_PASSWORD})
     from redis_benchmarks_spec.api.github import TriggerPolicy
     from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, serve
 
@@ -211,7 +215,8 @@ def cmd_api(args: argparse.Namespace) -> int:
                            platforms=args.platforms, build_variants=args.build_variants)
     config = WebhookConfig(secret=secret, policy=policy, names=names_mod.from_args(args),
                            max_body_bytes=args.max_body)
-    client = redis.Redis.from_url(args.broker, socket_timeout=5, socket_connect_timeout=2)
+    client = redis.Redis.from_url(credentials.with_password(args.broker, ENV_BROKER_PASSWORD),
+                                  socket_timeout=5, socket_connect_timeout=2)
     try:
         notifier = notifier_from_args(args, client, config.names)
     except GitHubConfigError as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.loadgen import redis_benchmark
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 
@@ -52,7 +52,7 @@ class RedisBenchmarkDriver:
             raise RuntimeError(f"redis-benchmark exited with code {returncode}")
         result = redis_benchmark.parse_csv(text, str(inv.stdout_path),
                                            redis_benchmark.requests_in(inv.argv))
-        return result
+        return check_measurable(result, str(inv.stdout_path))
 
     def version(self) -> str:
         if self._version is None:

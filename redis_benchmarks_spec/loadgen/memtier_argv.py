@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import minimal_env
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # options the driver owns, removed from the suite's arguments (value-taking ones)
@@ -126,7 +127,7 @@ def memtier_version(binary: str, timeout: float = 10.0) -> str:
     """
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True,
-                             timeout=timeout, check=False)
+                             timeout=timeout, check=False, env=minimal_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unknown ({exc})"
     text = (out.stdout or out.stderr).strip()

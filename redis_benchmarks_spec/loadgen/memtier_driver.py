@@ -7,7 +7,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import memtier_argv as memtier
 from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # a run with neither --test-time nor -n: memtier's default is 10000 requests per client
@@ -42,7 +42,8 @@ class MemtierDriver:
         # read once: the error audit needs memtier's own blocks, the parse then normalises them
         data = memtier_json.load_json(inv.result_path)
         memtier_audit.check_error_replies(data, output, inv.argv, str(inv.result_path))
-        return memtier_json.parse_memtier_data(data, inv.result_path)
+        return check_measurable(memtier_json.parse_memtier_data(data, inv.result_path),
+                                str(inv.result_path))
 
     def version(self) -> str:
         if self._version is None:

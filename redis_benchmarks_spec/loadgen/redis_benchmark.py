@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import minimal_env
 from redis_benchmarks_spec.loadgen.result import (
     CommandResult,
     LatencySummary,
@@ -62,7 +64,9 @@ def _pipeline(argv: list[str]) -> int:
 def requests_for_test_time(argv: list[str], test_time: int, rate: float | None = None) -> int:
     """The ``-n`` that approximates ``test_time`` seconds for this argv (see module doc)."""
     suite_n = int(_option_value(argv, "-n") or DEFAULT_REQUESTS)
-    per_second = rate if rate else ASSUMED_RPS_PER_STREAM * _pipeline(argv)
+    # a warm-up too short to measure reports inf: never size a run from it
+    usable = rate is not None and math.isfinite(rate) and rate > 0
+    per_second = rate if usable and rate else ASSUMED_RPS_PER_STREAM * _pipeline(argv)
     return max(1, min(suite_n, int(test_time * per_second)))
 
 
@@ -152,7 +156,8 @@ def _totals(results: list[CommandResult], sections: list[dict[str, object]],
     histograms redis-benchmark does not export, so they are left out (and reported missing)."""
     if len(results) == 1:
         return results[0], dict(sections[0])
-    ops = len(results) / sum(1.0 / r.ops_per_sec for r in results if r.ops_per_sec > 0)
+    inverse = sum(1.0 / r.ops_per_sec for r in results if r.ops_per_sec > 0)
+    ops = len(results) / inverse if inverse > 0 else 0.0  # 0: check_measurable fails it
     mean = sum(r.latency.mean_ms or 0.0 for r in results) / len(results)
     lo = min(r.latency.min_ms or 0.0 for r in results)
     hi = max(r.latency.max_ms or 0.0 for r in results)
@@ -196,7 +201,8 @@ def check_server_errors(output: str, returncode: int) -> None:
 
 def version(binary: str) -> str:
     """``redis-benchmark --version`` (7.0+: 'redis-benchmark 7.0.15')."""
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10,
+                         check=False, env=minimal_env())
     text = (out.stdout or out.stderr).strip()
     return text.split()[-1] if text else "unknown"
 

@@ -8,6 +8,7 @@ the same way against both tools.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -118,3 +119,21 @@ class ServerErrorReplies(RuntimeError):
         self.detail = detail
         msg = f"server answered {count} error replies during the run"
         super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+def check_measurable(result: ToolResult, source: str) -> ToolResult:
+    """``result``, or :class:`ToolOutputError` when it measured nothing usable: an infinite,
+    NaN, negative or zero rate (``-n 1`` finishes within the tool's clock resolution and
+    redis-benchmark prints ``inf``), or a zero or negative duration. Such a run is a failed
+    test with this reason, never a number that overflows a later computation."""
+    rates = [*[(name, c.ops_per_sec) for name, c in result.per_command.items()],
+             ("Totals", result.totals.ops_per_sec)]
+    for name, rate in rates:
+        if not (math.isfinite(rate) and rate > 0):
+            raise ToolOutputError(f"{source}: {name} ops/sec is {rate}: the run was too short "
+                                  "to measure (raise -n or --test-time)")
+    if result.duration_s is not None and not (math.isfinite(result.duration_s)
+                                              and result.duration_s > 0):
+        raise ToolOutputError(f"{source}: run duration is {result.duration_s}s: nothing "
+                              "was measured")
+    return result

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.loadgen.result import ToolResult
 
 SCHEMA_VERSION = 1
@@ -172,6 +173,10 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         raw = asdict(self)
         raw["result"] = self.result.to_dict() if self.result else None
+        # every stored form (result.json, the agent's ledger, the datasink) goes through
+        # here: passwords in server or client arguments never leave the process
+        raw["argv"] = [redact_argv(argv) for argv in self.argv]
+        raw["server_args"] = redact_argv(self.server_args)
         return raw
 
     @classmethod

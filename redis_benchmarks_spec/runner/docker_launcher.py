@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import subprocess
 import tarfile
 import uuid
 from pathlib import Path
 
-from redis_benchmarks_spec.common.process import free_port, wait_for
+from redis_benchmarks_spec.common.process import free_port, minimal_env, wait_for
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerSpec, ServerStartError
 
 LABEL = "rbs.managed"
@@ -30,9 +31,15 @@ class DockerError(RuntimeError):
     """The Docker engine refused or failed a command; the message carries its stderr."""
 
 
+def _docker_env() -> dict[str, str]:
+    """The docker CLI's environment: where the engine is, nothing of the daemon's secrets."""
+    return minimal_env({k: v for k, v in os.environ.items()
+                        if k in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME")})
+
+
 def docker(*args: str, timeout: float = DOCKER_TIMEOUT, stdin: bytes | None = None) -> str:
     proc = subprocess.run(["docker", *args], input=stdin, capture_output=True,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, env=_docker_env())
     if proc.returncode != 0:
         raise DockerError(f"docker {args[0]} failed ({proc.returncode}): "
                           f"{proc.stderr.decode(errors='replace').strip()}")
@@ -40,8 +47,9 @@ def docker(*args: str, timeout: float = DOCKER_TIMEOUT, stdin: bytes | None = No
 
 
 def _shared_libraries(binary: Path) -> list[Path]:
+    # ldd may run the (pull-request) binary's loader: never with our environment
     out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30,
-                         check=True).stdout
+                         check=True, env=minimal_env()).stdout
     libs = []
     for line in out.splitlines():
         match = _LDD_PATH.search(line.split("=>")[-1])
@@ -132,7 +140,7 @@ class DockerLauncher:
 
 def _logs(cid: str) -> str:
     proc = subprocess.run(["docker", "logs", cid], capture_output=True, text=True, timeout=60,
-                          check=False)
+                          check=False, env=_docker_env())
     return proc.stdout + proc.stderr
 
 

@@ -1,0 +1,149 @@
+"""Secrets stay secret and nothing outlives a killed agent: real ``rbs agent`` processes,
+a password-protected redis-server broker, the embedded RedisTimeSeries datasink, real
+redis-server and redis-benchmark children."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from tests.conftest import RedisServer
+from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+from tests.hostile_fixtures import Daemon, daemon_env, event, signed_ref, wait_until
+from tests.pipeline_fixtures import SUITE, system_artifact
+
+BROKER_PW = "broker-pw-9931"
+SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-9932", "RBS_WEBHOOK_SECRET": "hook-9933",
+           "GITHUB_TOKEN": "ghp_secret9934"}
+SHA = "c" * 40
+# a redis-benchmark that records its environment and its sibling redis-server's, then runs
+WRAPPER = """#!/bin/sh
+for p in $(ps -o pid= --ppid $PPID); do
+  echo "== $(cat /proc/$p/comm)" >> {dump}; tr '\\0' '\\n' < /proc/$p/environ >> {dump}
+done
+exec {real} "$@"
+"""
+
+
+@pytest.fixture
+def names() -> StreamNames:
+    return StreamNames.with_prefix(f"hs{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture
+def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
+    d = tmp_path / "broker"
+    d.mkdir()
+    server = RedisServer(d)
+    server.client().config_set("requirepass", BROKER_PW)
+    yield server
+    server.stop()
+
+
+def authed(broker: RedisServer) -> redis.Redis:
+    return redis.Redis(port=broker.port, password=BROKER_PW, socket_timeout=10)
+
+
+def start_agent(broker: RedisServer, names: StreamNames, tmp_path: Path, datasink_url: str,
+                n: int) -> Daemon:
+    suites = tmp_path / "suites"
+    suites.mkdir(exist_ok=True)
+    (suites / "s.yml").write_text(SUITE.format(name="secret-set", n=n))
+    wrapper = tmp_path / "redis-benchmark"
+    wrapper.write_text(WRAPPER.format(dump=tmp_path / "env.dump",
+                                      real=shutil.which("redis-benchmark")))
+    wrapper.chmod(0o755)
+    argv = ["-v", "agent", "--broker", f"redis://:{BROKER_PW}@127.0.0.1:{broker.port}",
+            "--stream-prefix", names.prefix, "--platform", "p1", "--consumer", "agent-1",
+            "--block-ms", "200", "--suites-dir", str(suites),
+            "--work-dir", str(tmp_path / "work"), "--results-dir", str(tmp_path / "results"),
+            "--datasink", datasink_url, "--redis-benchmark-bin", str(wrapper)]
+    return Daemon(argv, tmp_path / "agent.log", daemon_env(**SECRETS))
+
+
+def state(client: redis.Redis, names: StreamNames, event_id: str, test: str) -> str | None:
+    found = [s.state for s in read_statuses(client, names, event_id) if s.test_name == test]
+    return found[0] if found else None
+
+
+def test_agent_secrets_children_and_kill_9(broker, names, tmp_path,  # type: ignore[no-untyped-def]
+                                          datasink: EmbeddedDatasink) -> None:
+    client = authed(broker)
+    ev = event(signed_ref(client, names, SHA, system_artifact().data), SHA)
+    client.xadd(names.builds, ev.encode())  # type: ignore[arg-type]
+    agent = start_agent(broker, names, tmp_path, datasink.url or "", n=400_000)
+    try:
+        # the password given on the command line is not in the daemon's argv any more
+        wait_until(lambda: state(client, names, ev.id, "secret-set") == "running", 60,
+                   "the suite is running")
+        cmdline = Path(f"/proc/{agent.proc.pid}/cmdline").read_bytes().decode()
+        assert BROKER_PW not in cmdline and f"127.0.0.1:{broker.port}" in cmdline
+        dump = tmp_path / "env.dump"
+        wait_until(lambda: dump.exists() and "== redis-server" in dump.read_text(), 60,
+                   "the client recorded its environment")
+        children = psutil.Process(agent.proc.pid).children(recursive=True)
+        names_seen = {c.name() for c in children}
+        assert {"redis-server", "redis-benchmark"} <= names_seen, names_seen
+        os.kill(agent.proc.pid, signal.SIGKILL)
+        agent.proc.wait(timeout=10)
+        _gone, alive = psutil.wait_procs(children, timeout=15)
+        assert not alive, [(p.pid, p.name()) for p in alive]
+    finally:
+        agent.stop()
+    text = (tmp_path / "env.dump").read_text()
+    for value in [BROKER_PW, *SECRETS.values()]:
+        assert value not in text
+    assert "RBS_" not in text and "AWS_" not in text
+    # a restart under the same name finishes what the killed agent left "running"
+    (tmp_path / "env.dump").unlink()
+    agent = start_agent(broker, names, tmp_path, datasink.url or "", n=400_000)
+    try:
+        wait_until(lambda: state(client, names, ev.id, EVENT_DONE) == "completed", 180,
+                   "the restarted agent finished the event")
+    finally:
+        agent.stop()
+    assert state(client, names, ev.id, "secret-set") == "completed"
+    stored = [json.loads(v) for v in client.hvals(f"{names.prefix}:results:{ev.id}:p1")]
+    assert stored and BROKER_PW not in json.dumps(stored)
+
+
+REQUIREPASS_SUITE = """
+name: secret-requirepass
+dbconfig:
+  configuration-parameters:
+    requirepass: suite-pw-5521
+    masterauth: suite-pw-5522
+tested-commands: [set]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -c 1 -n 100 -t set
+"""
+
+
+def test_result_documents_never_store_server_passwords(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(REQUIREPASS_SUITE)
+    rbs = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+    done = subprocess.run([rbs, "run", "--suites-dir", str(suites), "--results-dir",
+                           str(tmp_path / "results"), "--no-datasink"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    stored = list((tmp_path / "results").rglob("*.json"))
+    assert any(p.name == "result.json" for p in stored), done.stdout + done.stderr
+    for path in stored:
+        text = path.read_text()
+        assert "suite-pw-5521" not in text and "suite-pw-5522" not in text, path
+    result = json.loads(next(p for p in stored if p.name == "result.json").read_text())
+    assert "--requirepass" in result["server_args"] and "***" in result["server_args"]
