@@ -407,13 +407,14 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
             "hash": {"get": [(i, 100.0 + i / 10) for i in range(8)],
                      "set": [(i, 70.0 + i) for i in range(8)], "new": [(0, 5.0)]}}
 
-    def series_for_tests(client: object, selector: real_reader.SeriesSelector) -> dict:
+    def series_by_test(client: object, selector: real_reader.SeriesSelector) -> dict:
         seen.append(selector)
-        return data[selector.side.kind]
+        return {name: real_reader.Series(name, {"test_name": name}, points)
+                for name, points in data[selector.side.kind].items()}
 
     fake = types.SimpleNamespace(SeriesSelector=real_reader.SeriesSelector,
                                  AmbiguousSelectorError=real_reader.AmbiguousSelectorError,
-                                 series_for_tests=series_for_tests)
+                                 series_by_test=series_by_test)
     monkeypatch.setattr(cli, "_reader", lambda: fake)
     monkeypatch.setattr(cli, "_datasink_client", lambda args: contextlib.nullcontext())
     out = tmp_path / "r.json"

@@ -9,7 +9,6 @@ across all tests with Benjamini-Hochberg, and let :mod:`~.verdict` decide each o
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
+from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 __all__ = [
@@ -268,12 +268,9 @@ class ResultFilter:
     commands: str | None = None
 
     def accepts(self, doc: RunResult) -> bool:
-        if not re.search(self.name, doc.test_name):
-            return False
-        if self.groups and not any(re.search(self.groups, g) for g in doc.tested_groups):
-            return False
-        return not self.commands or any(re.search(self.commands, c)
-                                        for c in doc.tested_commands)
+        """The regexps mean what :mod:`redis_benchmarks_spec.common.name_filter` says."""
+        return NameFilter(self.name, self.groups, self.commands).matches(
+            doc.test_name, doc.tested_groups, doc.tested_commands)
 
 
 def _load_side(directory: Path, metric: str, keep: ResultFilter,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -38,6 +37,7 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
+from redis_benchmarks_spec.common.name_filter import NameFilter
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -172,25 +172,14 @@ def _datasink_client(args: argparse.Namespace) -> Any:
     return connect(config)
 
 
-def _tested_items(client: Any, reader: ModuleType, test: str) -> tuple[list[str], list[str]]:
-    """Groups and commands of the newest stored run of ``test`` (any scope)."""
-    for scope in reader.scopes(client):
-        ids = reader.run_ids(client, scope, test)
-        if ids:
-            doc = reader.result_document(client, ids[-1])
-            return doc.tested_groups, doc.tested_commands
-    return [], []
-
-
-def _wanted(client: Any, reader: ModuleType, args: argparse.Namespace, test: str) -> bool:
-    if not re.search(args.tests_regexp, test):
-        return False
-    if not (args.groups_regexp or args.commands_regexp):
-        return True
-    groups, commands = _tested_items(client, reader, test)
-    if args.groups_regexp and not any(re.search(args.groups_regexp, g) for g in groups):
-        return False
-    return not args.commands_regexp or any(re.search(args.commands_regexp, c) for c in commands)
+def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool:
+    """The test passes the regexps, judged from its series' ``tested_groups`` and
+    ``tested_commands`` labels (written for this: no run document is fetched)."""
+    from redis_benchmarks_spec.datasink import keys
+    wanted = NameFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
+    groups = [g for g in labels.get(keys.LABEL_TESTED_GROUPS, "").split(";") if g]
+    commands = [c for c in labels.get(keys.LABEL_TESTED_COMMANDS, "").split(";") if c]
+    return wanted.matches(test, groups, commands)
 
 
 def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
@@ -201,13 +190,14 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
     problems: list[str] = []
     with _datasink_client(args) as client:
         try:
-            base = reader.series_for_tests(client, base_sel)
-            comp = reader.series_for_tests(client, comp_sel)
+            base = reader.series_by_test(client, base_sel)
+            comp = reader.series_by_test(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
-        tests = [t for t in sorted(set(base) | set(comp)) if _wanted(client, reader, args, t)]
-    samples = {t: ([v for _, v in base.get(t, [])], [v for _, v in comp.get(t, [])])
-               for t in tests}
+    labels = {t: (base.get(t) or comp[t]).labels for t in set(base) | set(comp)}
+    tests = [t for t in sorted(labels) if _wanted(args, t, labels[t])]
+    samples = {t: ([v for _, v in (base[t].points if t in base else [])],
+                   [v for _, v in (comp[t].points if t in comp else [])]) for t in tests}
     for test, (b, c) in samples.items():
         if not b or not c:
             problems.append(f"{test}: no points on the {'baseline' if not b else 'comparison'} "

@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -121,6 +122,8 @@ def read_series(client: redis.Redis, selector: SeriesSelector,
     command = "TS.MREVRANGE" if selector.last_n is not None else "TS.MRANGE"
     reply = client.execute_command(
         command, *selector.range_args(), "SELECTED_LABELS", keys.LABEL_TEST_NAME,
+        # groups and commands too: compare filters on them without fetching run documents
+        keys.LABEL_TESTED_GROUPS, keys.LABEL_TESTED_COMMANDS,
         "FILTER", *selector.filters(test_names))
     series = [_parse_series(key, labels, samples) for key, labels, samples in _entries(reply)]
     if test_names is not None and len(test_names) > MAX_SERVER_TEST_LIST:
@@ -150,6 +153,12 @@ def series_for_tests(client: redis.Redis, selector: SeriesSelector,
     ``test_names`` None means every test (``selector.test_name`` is then ignored). Tests
     without a matching series are absent from the result.
     """
+    return {name: s.points for name, s in series_by_test(client, selector, test_names).items()}
+
+
+def series_by_test(client: redis.Redis, selector: SeriesSelector,
+                   test_names: list[str] | None = None) -> dict[str, Series]:
+    """:func:`series_for_tests` with each series' labels (``tested_groups``, ...) kept."""
     if test_names is None and selector.tests_regexp:
         test_names = tests_matching(client, selector)
     if test_names is None:
@@ -162,18 +171,19 @@ def series_for_tests(client: redis.Redis, selector: SeriesSelector,
                 f"{name} {selector.metric}: several series match, narrow the selector: "
                 f"{by_test[name].key}, {s.key}")
         by_test[name] = s
-    return {name: s.points for name, s in by_test.items()}
+    return by_test
 
 
 def tests_matching(client: redis.Redis, selector: SeriesSelector) -> list[str]:
     """Known tests (index sets of the selector's scopes) matching ``selector.tests_regexp``."""
     try:
-        pattern = re.compile(selector.tests_regexp or "")
+        re.compile(selector.tests_regexp or "")
     except re.error as exc:
         raise ValueError(f"tests regexp {selector.tests_regexp!r}: {exc}") from exc
+    wanted = NameFilter(tests=selector.tests_regexp)  # the regexp meaning every command shares
     names = {name for scope in scopes(client) if selector.matches_scope(scope)
              for name in list_tests(client, scope)}
-    return sorted(name for name in names if pattern.search(name))
+    return sorted(name for name in names if wanted.matches_test(name))
 
 
 def count_series(client: redis.Redis, filters: list[str] | None = None) -> int:

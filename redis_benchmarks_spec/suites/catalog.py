@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.suites.problems import ERROR, Problem, SpecError
 from redis_benchmarks_spec.suites.suite import (
     RTS_KEYS,
@@ -122,7 +122,8 @@ def load_catalog(directory: Path) -> SuiteCatalog:
 
 @dataclass
 class SuiteFilter:
-    """How ``rbs run`` and the agent pick suites; empty fields match everything."""
+    """How ``rbs run`` and the agent pick suites; empty fields match everything. The regexps
+    mean what :mod:`redis_benchmarks_spec.common.name_filter` says."""
 
     tests: list[str] = field(default_factory=list)
     tests_regexp: str = ".*"
@@ -133,16 +134,15 @@ class SuiteFilter:
     topology: str | None = None
     build_variant: str | None = None
 
+    @property
+    def names(self) -> NameFilter:
+        """The regexps, with the meaning every command shares (``common.name_filter``)."""
+        return NameFilter(self.tests_regexp, self.groups_regexp, self.commands_regexp)
+
     def matches(self, suite: Suite) -> bool:
         if self.tests and suite.name not in self.tests:
             return False
-        if not re.search(self.tests_regexp, suite.name):
-            return False
-        if self.groups_regexp != ".*" and not any(
-                re.search(self.groups_regexp, g) for g in suite.tested_groups):
-            return False
-        if self.commands_regexp != ".*" and not any(
-                re.search(self.commands_regexp, c, re.IGNORECASE) for c in suite.tested_commands):
+        if not self.names.matches(suite.name, suite.tested_groups, suite.tested_commands):
             return False
         prio = suite.priority
         if self.priority_min is not None and (prio is None or prio < self.priority_min):
