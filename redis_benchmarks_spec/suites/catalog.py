@@ -110,6 +110,12 @@ def load_catalog(directory: Path) -> SuiteCatalog:
         except SpecError as exc:
             catalog.problems += exc.problems
             continue
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+            # a file shaped in a way the model did not foresee: reported, never fatal to the
+            # catalogue (suites can arrive with a pull request)
+            catalog.problems.append(Problem(path, "", f"cannot be loaded: "
+                                                      f"{type(exc).__name__}: {exc}"[:300]))
+            continue
         catalog.problems += suite.problems
         if suite.name in seen:
             catalog.problems.append(Problem(path, "name", f"duplicate suite name {suite.name!r} "

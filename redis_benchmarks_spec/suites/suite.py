@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from redis_benchmarks_spec.suites import yaml_safe
 from redis_benchmarks_spec.suites.dbconfig import FATAL_KEYS, DbConfig, parse_dbconfig
 from redis_benchmarks_spec.suites.problems import (
     ERROR,
@@ -136,6 +137,9 @@ def _priority(reader: SpecReader, value: Any) -> int | None:
     return value
 
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
+
+
 def _is_fatal(problem: Problem) -> bool:
     """Errors that leave nothing sensible to run: no name, no client, a broken dataset."""
     if problem.severity != ERROR:
@@ -159,6 +163,10 @@ def parse_suite(path: Path, raw: Any, defaults: ExporterConfig | None = None) ->
     name = raw.get("name")
     if not name or not isinstance(name, str):
         reader.problem("name", "missing or not a string")
+    elif not SAFE_NAME.fullmatch(name) or name in (".", ".."):
+        # the name becomes a results folder, a stream field and a datasink key
+        reader.problem("name", f"{name[:80]!r} is not a name of [A-Za-z0-9._:-] characters "
+                               "(it names result folders and keys)")
     dbconfig = parse_dbconfig(reader, raw.get("dbconfig"), path.parent)
     suite = Suite(
         path=path,
@@ -200,8 +208,9 @@ def _late_checks(reader: SpecReader, suite: Suite) -> None:
 def load_yaml(path: Path) -> Any:
     """Parse one YAML file; a syntax error becomes a :class:`SpecError` naming the file."""
     try:
-        with path.open() as fh:
-            return yaml.safe_load(fh)
+        return yaml_safe.load_file(path)  # bounded: suites may come with a pull request
+    except yaml_safe.YamlRejected as exc:
+        raise SpecError([Problem(path, "", str(exc), kind=UNPARSEABLE)]) from exc
     except yaml.YAMLError as exc:
         raise SpecError([Problem(path, "", f"unparseable YAML: {_first_line(exc)}",
                                  kind=UNPARSEABLE)]) from exc
