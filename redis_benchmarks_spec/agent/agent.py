@@ -224,7 +224,7 @@ class Agent:
         """The artifact's binaries: MAC checked before fetching, bytes before unpacking."""
         artifacts.check_mac(self.config.artifact_key, event.artifact, event.sha,
                             event.build_variant)
-        prefix = f"{self.config.names.prefix}:artifact:"
+        prefix = self.config.names.artifact_prefix
         if event.artifact.kind == ARTIFACT_REDIS and not event.artifact.location.startswith(prefix):
             raise artifacts.ArtifactForged(f"artifact location {event.artifact.location!r} is "
                                            f"not under {prefix}")

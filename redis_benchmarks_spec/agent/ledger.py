@@ -15,6 +15,7 @@ import json
 
 import redis
 
+from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.results.document import RunResult
 
 LEDGER_TTL_S = 30 * 24 * 3600
@@ -23,8 +24,9 @@ LEDGER_TTL_S = 30 * 24 * 3600
 class Ledger:
     def __init__(self, client: redis.Redis, prefix: str, event_id: str, platform: str) -> None:
         self.client = client
-        self.results_key = f"{prefix}:results:{event_id}:{platform}"
-        self.done_key = f"{prefix}:done:{event_id}:{platform}"
+        names = StreamNames.with_prefix(prefix)  # the keys are built in events.names
+        self.results_key = names.ledger_results_key(event_id, platform)
+        self.done_key = names.ledger_done_key(event_id, platform)
 
     def done(self) -> set[str]:
         return {m.decode() for m in self.client.smembers(self.done_key)}  # type: ignore[union-attr]

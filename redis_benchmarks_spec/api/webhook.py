@@ -20,6 +20,7 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
+from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 
@@ -169,11 +170,11 @@ class WebhookApp:
         stream = self.config.names.build_requests
         fields = request.encode()
         if not delivery:
-            return _text(self.client.xadd(stream, fields))  # type: ignore[arg-type]
+            return publish(self.client, stream, request)
         flat: list[Any] = [request.id, DELIVERY_TTL_S]
         for key, value in fields.items():
             flat += [key, value]
-        seen_key = f"{self.config.names.prefix}:webhook-delivery:{delivery}"
+        seen_key = self.config.names.webhook_delivery_key(delivery)
         result = self._enqueue_once(keys=[stream, seen_key], args=flat)
         return None if result is None else _text(result)
 

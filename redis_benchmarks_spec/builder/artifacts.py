@@ -28,6 +28,7 @@ from redis_benchmarks_spec.events.messages import (
     ArtifactRef,
     MessageError,
 )
+from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.validation import ARTIFACT_CHUNK_BYTES
 
 CHUNK_BYTES = ARTIFACT_CHUNK_BYTES
@@ -91,8 +92,8 @@ def artifact_key(prefix: str, sha: str, variant: str,
     With ``env`` (the variant's make variables) the key also names them, so a variant file
     edited under the same id builds anew instead of reusing, or overwriting, the old build.
     """
-    key = f"{prefix}:artifact:{sha}:{variant}"
-    return f"{key}:{env_digest(env)}" if env is not None else key
+    digest = env_digest(env) if env is not None else None
+    return StreamNames.with_prefix(prefix).artifact_key(sha, variant, digest)
 
 
 def _s3_client() -> Any:

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
     GroupConsumer,
+    publish,
 )
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
@@ -86,7 +87,7 @@ class Builder:
             dead_letter_stream=config.names.dead_letter)
 
     def _published_key(self, request_id: str) -> str:
-        return f"{self.config.names.prefix}:published:{request_id}"
+        return self.config.names.published_key(request_id)
 
     def stop(self) -> None:
         """Finish the current request, then return from :meth:`run` (signal-safe)."""
@@ -219,7 +220,7 @@ class Builder:
         stream = names.builds if isinstance(outcome, BuildEvent) else names.build_failures
         variant = outcome.build_variant  # type: ignore[attr-defined]
         pipe = self.client.pipeline(transaction=True)
-        pipe.xadd(stream, outcome.encode())  # type: ignore[arg-type]
+        publish(pipe, stream, outcome)
         pipe.sadd(self._published_key(request.id), variant)
         pipe.expire(self._published_key(request.id), self.config.artifact_ttl_s)
         pipe.execute()

@@ -9,15 +9,17 @@ from pathlib import Path
 
 import redis
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
-from redis_benchmarks_spec.cli.console import make_console, print_table
+from redis_benchmarks_spec.cli.console import WRAPPABLE, make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
+from redis_benchmarks_spec.events.dead_letters import read_dead_letters
 from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
 from redis_benchmarks_spec.events.messages import SuiteFilters
 from redis_benchmarks_spec.events.status import heartbeats
@@ -238,6 +240,7 @@ def _register_admin(sub: argparse._SubParsersAction) -> None:
         ("heartbeats", cmd_heartbeats, "agents' last heartbeats"),
         ("inflight", cmd_inflight, "build events some platform is still running"),
         ("failed", cmd_failed, "failed builds and tests"),
+        ("dead-letter", cmd_dead_letter, "entries no consumer could handle, with the reason"),
     ):
         sp = asub.add_parser(name, help=help_text)
         sp.add_argument("--limit", type=int, default=100, help="recent events to look at")
@@ -313,6 +316,20 @@ def cmd_failed(args: argparse.Namespace) -> int:
         tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.reason)
     print_table(console, builds)
     print_table(console, tests)
+    return 0
+
+
+def cmd_dead_letter(args: argparse.Namespace) -> int:
+    """Print the newest dead letters with their reasons."""
+    table = Table(title="dead letters (newest first)")
+    for col in ("when", "stream", "entry", "consumer", "reason", "fields"):
+        table.add_column(col)
+    for d in read_dead_letters(_client(args), names_mod.from_args(args), args.limit):
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.at_ms / 1000))
+        fields = ", ".join(f"{k}={v}" for k, v in d.original.items())
+        table.add_row(when, escape(d.stream), d.entry_id, escape(d.consumer), escape(d.reason),
+                      escape(fields))
+    print_table(make_console(), table, wrappable=WRAPPABLE | {"fields"})
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
     BuildEvent,
     BuildFailure,
@@ -194,7 +195,7 @@ def replay(client: redis.Redis, names: StreamNames, message_id: str) -> Replayed
         if cls is BuildEvent:
             pipe.delete(names.status_key(message_id))
             pipe.zrem(names.status_index, message_id)
-        pipe.xadd(stream, message.encode())  # type: ignore[arg-type]
+        publish(pipe, stream, message)
         new_id = _text(pipe.execute()[-1])
         return Replayed(stream, old_id, new_id, message)
     raise AdminError(f"no build event or request with id {message_id!r}")

@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import redis
+from redis.client import Pipeline
 
 from redis_benchmarks_spec.events.messages import MalformedMessage, Message, now_ms
 
@@ -105,9 +106,26 @@ def ensure_group(client: redis.Redis, stream: str, group: str, start_id: str = "
     return True
 
 
-def publish(client: redis.Redis, stream: str, message: Message) -> str:
-    """XADD ``message`` to ``stream``; the new entry id."""
-    return _text(client.xadd(stream, message.encode()))  # type: ignore[arg-type]
+@overload
+def publish(target: Pipeline, stream: str, message: Message | Mapping[Any, Any]) -> None: ...  # type: ignore[overload-overlap]
+
+
+@overload
+def publish(target: redis.Redis, stream: str, message: Message | Mapping[Any, Any]) -> str: ...
+
+
+def publish(target: redis.Redis | Pipeline, stream: str,
+            message: Message | Mapping[Any, Any]) -> str | None:
+    """XADD ``message`` to ``stream``: the one place an entry is appended to a stream.
+
+    ``message`` is a typed :class:`Message` or fields already encoded (a dead-letter record).
+    On a client the new entry id is returned; on a pipeline (to append atomically with other
+    writes) None, and the id is in ``execute()``'s reply. The webhook's dedupe script is the
+    one exception: its XADD must run inside the script with the delivery's SET NX.
+    """
+    fields = message.encode() if isinstance(message, Message) else message
+    reply = target.xadd(stream, fields)  # type: ignore[arg-type]
+    return None if isinstance(target, Pipeline) else _text(reply)
 
 
 def original_fields(dead_letter_fields: Mapping[Any, Any]) -> dict[str, bytes]:
@@ -276,7 +294,7 @@ class GroupConsumer:
 
         def _run() -> str:
             pipe = self.client.pipeline(transaction=True)
-            pipe.xadd(self.dead_letter_stream, record)
+            publish(pipe, self.dead_letter_stream, record)
             pipe.xack(self.stream, self.group, entry_id)
             return _text(pipe.execute()[0])
 

@@ -14,6 +14,11 @@ Defaults (prefix ``rbs``):
 ``rbs:heartbeats``             sorted set of heartbeat keys by last beat (ms)
 ``rbs:cancelled``              set of cancelled event / request ids
 ``rbs:source:<sha>:<id>``      source archive (``git archive`` tar.gz) with a TTL
+``rbs:published:<request>``    set of variants a builder published for a request
+``rbs:artifact:<sha>:<v>[:<d>]`` artifact manifest hash (chunks at ``...:<i>``), see builder
+``rbs:results:<event>:<pf>``   agent ledger: hash test -> result documents
+``rbs:done:<event>:<pf>``      agent ledger: set of tests pushed to the datasink
+``rbs:webhook-delivery:<id>``  GitHub delivery id already enqueued (TTL), for dedupe
 group ``builders``             the builders' group on the build-requests stream
 group ``platform:<name>``      one group per platform on the builds stream
 =============================  =========================================================
@@ -103,6 +108,33 @@ class StreamNames:
     def source_key(self, sha: str, request_id: str) -> str:
         """Key of a source archive uploaded by ``rbs trigger``."""
         return f"{self.prefix}:source:{sha}:{request_id}"
+
+    def published_key(self, request_id: str) -> str:
+        """Set of build variants a builder has published for one build request."""
+        return f"{self.prefix}:published:{request_id}"
+
+    @property
+    def artifact_prefix(self) -> str:
+        """Every artifact key starts with this (agents refuse locations outside it)."""
+        return f"{self.prefix}:artifact:"
+
+    def artifact_key(self, sha: str, variant: str, digest: str | None = None) -> str:
+        """Manifest key of the artifact of ``sha`` in ``variant`` (``digest`` of its make
+        variables, see ``builder.artifacts.env_digest``); chunks append ``:<i>``."""
+        key = f"{self.artifact_prefix}{sha}:{variant}"
+        return f"{key}:{digest}" if digest is not None else key
+
+    def ledger_results_key(self, event_id: str, platform: str) -> str:
+        """Agent ledger: hash test -> JSON list of the result documents of that test."""
+        return f"{self.prefix}:results:{event_id}:{platform}"
+
+    def ledger_done_key(self, event_id: str, platform: str) -> str:
+        """Agent ledger: set of tests whose results reached the datasink."""
+        return f"{self.prefix}:done:{event_id}:{platform}"
+
+    def webhook_delivery_key(self, delivery: str) -> str:
+        """A GitHub delivery id already turned into a build request (dedupe, with a TTL)."""
+        return f"{self.prefix}:webhook-delivery:{delivery}"
 
     def platform_group(self, platform: str) -> str:
         """Consumer group of one platform on the builds stream."""

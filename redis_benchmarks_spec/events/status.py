@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
     MalformedMessage,
     RunStatus,
@@ -44,7 +45,7 @@ def record_statuses(client: redis.Redis, names: StreamNames,
                                                                   status.test_name),
                   _pack(fields))
         pipe.zadd(names.status_index, {status.event_id: status.ts_ms})
-        pipe.xadd(names.test_status, fields)  # type: ignore[arg-type]
+        publish(pipe, names.test_status, fields)
         count += 1
     if count:
         pipe.execute()

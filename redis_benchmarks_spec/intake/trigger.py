@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import redis
 
+from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
     SOURCE_REDIS,
     SOURCE_S3,
@@ -172,7 +173,7 @@ def _queue_one(client: redis.Redis, names: StreamNames, repo: Path, commit: Comm
         platforms=list(opts.platforms), build_variants=list(opts.build_variants),
         triggering_env=opts.triggering_env,
     )
-    pipe.xadd(names.build_requests, request.encode())  # type: ignore[arg-type]
+    publish(pipe, names.build_requests, request)
     results = pipe.execute()
     entry_id = results[-1]
     return Triggered(request, entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id),
