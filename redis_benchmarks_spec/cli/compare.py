@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
@@ -19,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
 from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     CompareOptions,
@@ -88,6 +90,10 @@ def _add_filter_args(p: argparse.ArgumentParser) -> None:
                      help=f"metric to compare (default {DEFAULT_METRIC}); latency metrics "
                           "are lower-is-better")
     flt.add_argument("--last-n", type=int, help="last N points per side (datasink)")
+    flt.add_argument("--baseline-window", choices=("change-point", "all"),
+                     default="change-point",
+                     help="with --baseline-branch and no --last-n: each test's baseline is "
+                          "its points after the last change point (rbs changepoints), or all")
     flt.add_argument("--from-date", help="start of the time range, ISO date (datasink)")
     flt.add_argument("--to-date", help="end of the time range, ISO date (datasink)")
 
@@ -188,12 +194,18 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
     base_sel = _selector(args, reader, _side(args, "baseline"))
     comp_sel = _selector(args, reader, _side(args, "comparison"))
     problems: list[str] = []
+    by_change_point = _change_point_window(args)
+    if by_change_point:
+        base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
     with _datasink_client(args) as client:
         try:
             base = reader.series_by_test(client, base_sel)
             comp = reader.series_by_test(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
+    if by_change_point:
+        base, notes = _after_last_change(base)
+        problems.extend(notes)
     labels = {t: (base.get(t) or comp[t]).labels for t in set(base) | set(comp)}
     tests = [t for t in sorted(labels) if _wanted(args, t, labels[t])]
     samples = {t: ([v for _, v in (base[t].points if t in base else [])],
@@ -203,6 +215,23 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
             problems.append(f"{test}: no points on the {'baseline' if not b else 'comparison'} "
                             "side in the datasink")
     return samples, problems
+
+
+def _change_point_window(args: argparse.Namespace) -> bool:
+    return bool(args.baseline_branch) and args.last_n is None and \
+        args.baseline_window == "change-point"
+
+
+def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Each baseline series cut to its points after the last change point, and notes."""
+    from redis_benchmarks_spec.analysis.branch_changes import after_last_change
+    from redis_benchmarks_spec.analysis.changepoints import ChangePointError
+    try:
+        trimmed, notes = after_last_change({t: s.points for t, s in base.items()})
+        return {t: replace(s, points=trimmed[t]) for t, s in base.items()}, notes
+    except ChangePointError as exc:
+        raise UsageError("--baseline-window change-point", str(exc),
+                         "or give --baseline-window all / --last-n N") from None
 
 
 def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:

@@ -1,0 +1,106 @@
+"""Change points of every matching test's series on a branch, read from the datasink, each
+step placed between two commits (the last point before it and the first after it)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, Step, steps
+from redis_benchmarks_spec.analysis.history import HistoryPoint, HistoryQuery, read_history
+from redis_benchmarks_spec.analysis.verdict import metric_direction
+from redis_benchmarks_spec.datasink import keys, reader
+
+
+@dataclass(frozen=True)
+class BranchQuery:
+    """Which series: a branch, a metric, tests by regexp, narrowed like ``rbs history``."""
+
+    branch: str
+    metric: str
+    tests_regexp: str = ".*"
+    platform: str | None = None
+    topology: str | None = None
+    build_variant: str | None = None
+    last_n: int = 500
+
+
+@dataclass
+class PlacedStep:
+    """A step with the points on either side of it."""
+
+    step: Step
+    before: HistoryPoint
+    after: HistoryPoint
+    worse: bool  # the change goes the wrong way for this metric
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self.step), "before": asdict(self.before),
+                "after": asdict(self.after), "worse": self.worse}
+
+
+@dataclass
+class SeriesChanges:
+    test: str
+    series_key: str
+    points: int
+    steps: list[PlacedStep] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"test": self.test, "series": self.series_key, "points": self.points,
+                "steps": [s.to_dict() for s in self.steps]}
+
+
+def tests_on_branch(client: redis.Redis, query: BranchQuery) -> list[str]:
+    """Tests with a series of ``query.metric`` on the branch, matching the regexp."""
+    selector = reader.SeriesSelector(
+        metric=query.metric, side=keys.Side("branch", query.branch), platform=query.platform,
+        topology=query.topology, build_variant=query.build_variant, last_n=1)
+    found = reader.series_for_tests(client, selector)
+    return sorted(t for t in found if re.search(query.tests_regexp, t))
+
+
+def series_changes(client: redis.Redis, query: BranchQuery, test: str,
+                   options: ChangePointOptions) -> SeriesChanges:
+    """The change points of one test's series (raises ``HistoryError`` when ambiguous)."""
+    history = read_history(client, HistoryQuery(
+        test=test, metric=query.metric, branch=query.branch, platform=query.platform,
+        topology=query.topology, build_variant=query.build_variant, last_n=query.last_n))
+    values = [p.value for p in history.points]
+    out = SeriesChanges(test, history.series_key, len(values))
+    direction = metric_direction(query.metric)
+    for step in steps(values, options):
+        out.steps.append(PlacedStep(step, history.points[step.index - 1],
+                                    history.points[step.index],
+                                    step.change_pct * direction < 0))
+    return out
+
+
+def _date(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def after_last_change(points: dict[str, list[tuple[int, float]]],
+                      options: ChangePointOptions | None = None
+                      ) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
+    """Each test's (ts, value) points after its last change point, and a note per test
+    saying which window was used."""
+    trimmed: dict[str, list[tuple[int, float]]] = {}
+    notes: list[str] = []
+    for test, series in sorted(points.items()):
+        found = steps([v for _, v in series], options)
+        if not found:
+            trimmed[test] = series
+            notes.append(f"{test}: baseline window = all {len(series)} points (no change "
+                         "point)")
+            continue
+        last = found[-1]
+        trimmed[test] = series[last.index:]
+        notes.append(f"{test}: baseline window = the {len(trimmed[test])} points after the "
+                     f"change point of {last.change_pct:+.1f}% at {_date(series[last.index][0])}"
+                     f" (of {len(series)})")
+    return trimmed, notes
