@@ -101,3 +101,35 @@ def test_run_push_says_it_started_the_datasink(sink_dir: Path, tmp_path: Path) -
         assert second.ok and "started" not in second.message
     finally:
         EmbeddedDatasink(sink_dir).down()
+
+
+def test_run_push_uses_the_documents_in_memory(sink_dir: Path, tmp_path: Path) -> None:
+    from redis_benchmarks_spec.datasink.store import marker_path, push_results_dir
+    from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+    from redis_benchmarks_spec.results.document import GitInfo, RunContext, result_path
+    from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+    from redis_benchmarks_spec.suites.catalog import load_catalog
+
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "mem-set.yml").write_text(
+        "version: 0.4\nname: mem-set\ntested-groups: [string]\ntested-commands: [set]\n"
+        "redis-topologies: [oss-standalone]\nclientconfig:\n  tool: redis-benchmark\n"
+        "  arguments: -n 2000 -t set\nexporter:\n  redistimeseries:\n    metrics:\n"
+        "      - $.\"ALL STATS\".Totals.\"Ops/sec\"\n")
+    results_dir = tmp_path / "results"
+    config = SessionConfig(tools=ToolPaths(), results_dir=results_dir,
+                           context=RunContext(git=GitInfo(version="7.0.15")))
+    (result,) = run_suites(config, load_catalog(suites).suites)
+    path = result_path(results_dir, result)
+    assert result.ok and path.is_file()  # the one layout rule matches what the runner wrote
+    path.write_text(path.read_text()[:-20])  # a torn file: only a re-read would notice
+    try:
+        outcome = push_session(results_dir, None, sink_dir, [result])
+        assert outcome.ok and outcome.report is not None, outcome.message
+        assert outcome.report.pushed == [result.run_id] and marker_path(path).is_file()
+        with EmbeddedDatasink(sink_dir).client() as client:
+            again = push_results_dir(client, results_dir)
+        assert again.files_already_pushed == [str(path)]
+    finally:
+        EmbeddedDatasink(sink_dir).down()

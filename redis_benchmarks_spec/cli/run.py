@@ -254,7 +254,7 @@ def push_to_datasink(console: Console, args: argparse.Namespace,
                      results: list[RunResult], results_dir: Path) -> None:
     """Push this session's results; when that fails they stay on disk for `rbs datasink push`."""
     from redis_benchmarks_spec.datasink.session_push import push_session
-    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir)
+    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results)
     colour = "green" if outcome.ok else "yellow"
     console.print(f"[{colour}]datasink: {outcome.message}[/]", highlight=False, soft_wrap=True)
 

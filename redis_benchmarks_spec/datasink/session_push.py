@@ -13,8 +13,14 @@ from redis_benchmarks_spec.datasink.embedded import (
     EmbeddedDatasink,
     default_data_dir,
 )
-from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect, push_results_dir
+from redis_benchmarks_spec.datasink.store import (
+    DatasinkConfig,
+    connect,
+    push_result_files,
+    push_results_dir,
+)
 from redis_benchmarks_spec.datasink.writer import PushReport
+from redis_benchmarks_spec.results.document import RunResult, result_path
 
 
 @dataclass(frozen=True)
@@ -26,9 +32,13 @@ class SessionPushOutcome:
     report: PushReport | None = None
 
 
-def push_session(results_dir: Path, url: str | None = None,
-                 data_dir: Path | None = None) -> SessionPushOutcome:
-    """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``."""
+def push_session(results_dir: Path, url: str | None = None, data_dir: Path | None = None,
+                 results: list[RunResult] | None = None) -> SessionPushOutcome:
+    """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``.
+
+    ``results``, the session's documents still in memory, are pushed as they are (no
+    re-reading from disk); their files only get the "pushed" markers.
+    """
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
     started = ""
     if url is None:
@@ -43,7 +53,13 @@ def push_session(results_dir: Path, url: str | None = None,
     config = DatasinkConfig(url=url or "")
     client = connect(config)
     with client:
-        report = push_results_dir(client, results_dir)
+        if results is None:
+            report = push_results_dir(client, results_dir)
+        else:
+            files: list[tuple[Path, RunResult | None]] = [
+                (path, r) for r in results
+                if (path := result_path(results_dir, r)).is_file()]
+            report = push_result_files(client, files)
     where = config.display_url
     if report.ok:
         return SessionPushOutcome(True, f"{started}{report.summary()} to {where}", report)

@@ -112,36 +112,46 @@ def push_results_dir(client: redis.Redis, results_dir: Path,
     written beside each pushed one. If the datasink cannot be reached, the report lists every
     file not pushed and ``error`` says why.
     """
-    files = find_result_files(results_dir)
+    files: list[tuple[Path, RunResult | None]] = [
+        (f, None) for f in find_result_files(results_dir)]
+    return push_result_files(client, files, options, force)
+
+
+def push_result_files(client: redis.Redis, files: list[tuple[Path, RunResult | None]],
+                      options: PushOptions | None = None, force: bool = False) -> PushReport:
+    """:func:`push_results_dir` of given files; a document given beside its path (a run
+    this process just made) is pushed as it is, only a None is read from the file."""
     report = PushReport()
     try:
         sink = datasink_id(client)
     except UNREACHABLE as exc:
         report.error = f"datasink unreachable: {exc}"
-        report.files_not_pushed = [str(f) for f in files]
+        report.files_not_pushed = [str(f) for f, _ in files]
         return report
     known: set[str] = set()  # series created during this push: later points go by TS.MADD
-    for index, path in enumerate(files):
+    for index, (path, result) in enumerate(files):
         if not force and _pushed_to(path) == sink:
             report.files_already_pushed.append(str(path))
             continue
         try:
-            _push_file(client, path, sink, options, report, known)
+            _push_file(client, (path, result), sink, options, report, known)
         except UNREACHABLE as exc:
             report.error = f"datasink unreachable while pushing {path}: {exc}"
-            report.files_not_pushed += [str(f) for f in files[index:]]
+            report.files_not_pushed += [str(f) for f, _ in files[index:]]
             break
     return report
 
 
-def _push_file(client: redis.Redis, path: Path, sink: str, options: PushOptions | None,
-               report: PushReport, known: set[str]) -> None:
-    try:
-        result = RunResult.read(path)
-    except ValueError as exc:
-        report.failed[str(path)] = str(exc)
-        report.files_not_pushed.append(str(path))
-        return
+def _push_file(client: redis.Redis, file: tuple[Path, RunResult | None], sink: str,
+               options: PushOptions | None, report: PushReport, known: set[str]) -> None:
+    path, result = file
+    if result is None:
+        try:
+            result = RunResult.read(path)
+        except ValueError as exc:
+            report.failed[str(path)] = str(exc)
+            report.files_not_pushed.append(str(path))
+            return
     one = push_results(client, [result], options, known)
     report.merge(one)
     if one.failed:

@@ -209,6 +209,11 @@ class RunResult:
 RESULT_FILE = "result.json"  # the name the runner gives every result document
 
 
+def result_path(results_dir: Path, result: RunResult) -> Path:
+    """Where the runner writes ``result``: ``<results_dir>/<test>/<topology>/result.json``."""
+    return results_dir / result.test_name / result.context.topology / RESULT_FILE
+
+
 def is_result_file(path: Path) -> bool:
     """The one rule for "is this a result document": a file named ``result.json`` (even a
     broken one, so that it is reported rather than ignored), or another ``*.json`` whose
