@@ -24,15 +24,16 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import redis
 
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import Artifact
 from redis_benchmarks_spec.events.consumer import publish
-from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
+from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
@@ -82,11 +83,14 @@ def tiny_artifact() -> Artifact:
                     env={}, redis_version="0.0.0", compiler_version="none", build_seconds=0)
 
 
-def event(client: redis.Redis, ref: object, sha: str) -> BuildEvent:
+def event(client: redis.Redis, ref: ArtifactRef, sha: str) -> BuildEvent:
     request_id = new_id()
+    # the artifact is signed for each commit it is announced for (agents check the MAC)
+    signed = replace(ref, mac=signing.mac(signing.load_key(), sha, VARIANT, ref.sha256,
+                                          ref.size_bytes))
     return BuildEvent(id=event_id_for(request_id, VARIANT), request_id=request_id,
                       org="redis", repo="redis", branch="unstable", sha=sha,
-                      commit_time_ms=0, build_variant=VARIANT, artifact=ref,  # type: ignore[arg-type]
+                      commit_time_ms=0, build_variant=VARIANT, artifact=signed,
                       redis_version="0.0.0")
 
 
@@ -110,7 +114,7 @@ def pickup_latencies(client: redis.Redis, ref: object, recorder: Recorder,
     out = []
     for i in range(samples):
         time.sleep(0.2)  # agents are back in their blocking read
-        sha = f"probe{i:035d}"
+        sha = f"fe{i:038x}"  # probes: hex shas apart from the batch
         start = time.perf_counter()
         publish(client, NAMES.builds, event(client, ref, sha))
         while ("p1", sha) not in recorder.called_at or ("p2", sha) not in recorder.called_at:
@@ -135,8 +139,9 @@ def main() -> int:
 
 def run(port: int, work: Path, n: int) -> int:
     client = redis.Redis(port=port, socket_timeout=10)
-    ref = artifacts.store(client, artifacts.artifact_key(NAMES.prefix, "x" * 40, VARIANT),
-                          tiny_artifact())
+    ref = artifacts.store(client, artifacts.artifact_key(NAMES.prefix, "f" * 40, VARIANT),
+                          tiny_artifact(), artifacts.Signer(signing.load_key(), "f" * 40,
+                                                            VARIANT))
     recorder = Recorder()
     agents = make_agents(port, work, recorder)
     threads = [threading.Thread(target=a.run, daemon=True) for a in agents]

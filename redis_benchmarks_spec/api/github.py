@@ -73,7 +73,8 @@ def _pull_request(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:
     if policy.repos and full_name not in policy.repos:
         return Decision(None, f"repository {full_name} is not configured")
     labels = [_get(lb, "name", str) for lb in _get(pr, "labels", list) if isinstance(lb, dict)]
-    if policy.trigger_label not in labels:
+    # GitHub's label names are case-insensitive ("Action:Run-Benchmark" is the same label)
+    if policy.trigger_label.casefold() not in {label.casefold() for label in labels}:
         return Decision(None, f"pull request lacks the label {policy.trigger_label!r}")
     head = _get(pr, "head", dict)
     head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else base_repo

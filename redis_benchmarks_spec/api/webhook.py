@@ -1,9 +1,10 @@
 """The GitHub webhook receiver: a plain WSGI application, served by waitress.
 
 ``POST /webhook`` (or ``/``): bounded body (413), ``X-Hub-Signature-256`` checked over the raw
-body with the shared secret in constant time (401, nothing enqueued), JSON parsed (400),
-then :func:`redis_benchmarks_spec.api.github.decide` says whether to enqueue a build request
-(201) or not (202). A redelivery (same ``X-GitHub-Delivery``) is enqueued only once.
+body with the shared secret in constant time (401, nothing enqueued), JSON parsed with a
+depth limit (400), then :func:`redis_benchmarks_spec.api.github.decide` says whether to
+enqueue a build request (201) or not (202). A redelivery (same ``X-GitHub-Delivery``) and a
+replayed body (same payload sha256 under another delivery id) are enqueued only once.
 ``GET /healthz``: 200 when Redis answers, 503 otherwise.
 """
 
@@ -20,13 +21,15 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
-from redis_benchmarks_spec.events.consumer import publish
+from redis_benchmarks_spec.common import safejson
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY = 5 * 1024 * 1024
+CONNECTION_LIMIT = 2000
+CHANNEL_TIMEOUT_S = 15
 DELIVERY_TTL_S = 7 * 24 * 3600
 SIGNATURE_PREFIX = "sha256="
 
@@ -35,13 +38,18 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 # post the "build started" pull-request comment); must not raise for a service's failure
 OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
 
-# enqueue once per delivery id: the SET NX and the XADD happen atomically
+# enqueue once per delivery id AND once per payload (a signed body replayed under a fresh
+# delivery id is the same payload): the checks, the marks and the XADD happen atomically
 _ENQUEUE_ONCE = """
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then
-  return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
+for i = 2, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then return false end
 end
-return false
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[1], 'EX', ARGV[2])
+end
+return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
 """
+MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
 
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 202: "202 Accepted", 400: "400 Bad Request",
                401: "401 Unauthorized", 404: "404 Not Found", 405: "405 Method Not Allowed",
@@ -128,11 +136,12 @@ class WebhookApp:
         if event == "ping":
             return 200, {"status": "pong"}
         try:
-            payload = json.loads(body)
+            payload = safejson.loads(body, MAX_JSON_DEPTH)
             decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
-        status, answer = self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""))
+        status, answer = self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""),
+                                       hashlib.sha256(body).hexdigest())
         if status == 201 and decision.request is not None and self.on_enqueued is not None:
             self.on_enqueued(decision.request, event, payload)
         return status, answer
@@ -152,30 +161,31 @@ class WebhookApp:
             raise HttpError(413, f"body exceeds {limit} bytes")
         return bytes(body)
 
-    def _enqueue(self, decision: Decision, delivery: str) -> tuple[int, dict[str, Any]]:
+    def _enqueue(self, decision: Decision, delivery: str,
+                 digest: str) -> tuple[int, dict[str, Any]]:
         request = decision.request
         if request is None:
             log.info("webhook: ignored (%s)", decision.reason)
             return 202, {"status": "ignored", "reason": decision.reason}
-        entry_id = self._xadd(request, delivery)
+        entry_id = self._xadd(request, delivery, digest)
         if entry_id is None:
-            log.info("webhook: delivery %s already enqueued", delivery)
-            return 202, {"status": "duplicate delivery", "delivery": delivery}
+            log.info("webhook: delivery %s (payload %s) already enqueued", delivery, digest[:12])
+            return 202, {"status": "duplicate delivery", "delivery": delivery,
+                         "payload_sha256": digest}
         log.info("webhook: %s -> request %s (%s/%s %s) entry %s", decision.reason, request.id,
                  request.org, request.repo, request.sha, entry_id)
         return 201, {"status": "enqueued", "request_id": request.id, "entry_id": entry_id,
                      "sha": request.sha, "reason": decision.reason}
 
-    def _xadd(self, request: BuildRequest, delivery: str) -> str | None:
+    def _xadd(self, request: BuildRequest, delivery: str, digest: str) -> str | None:
         stream = self.config.names.build_requests
-        fields = request.encode()
-        if not delivery:
-            return publish(self.client, stream, request)
         flat: list[Any] = [request.id, DELIVERY_TTL_S]
-        for key, value in fields.items():
+        for key, value in request.encode().items():
             flat += [key, value]
-        seen_key = self.config.names.webhook_delivery_key(delivery)
-        result = self._enqueue_once(keys=[stream, seen_key], args=flat)
+        keys = [stream, self.config.names.webhook_payload_key(digest)]
+        if delivery:
+            keys.append(self.config.names.webhook_delivery_key(delivery[:200]))
+        result = self._enqueue_once(keys=keys, args=flat)
         return None if result is None else _text(result)
 
 
@@ -187,5 +197,11 @@ def serve(app: WebhookApp, host: str, port: int, threads: int = 4) -> None:
     """Serve ``app`` with waitress until interrupted."""
     import waitress
 
+    # idle or half-open connections must never starve a delivery: waitress holds up to
+    # connection_limit sockets without a thread each (a thread only serves a request whose
+    # body has fully arrived), drops one silent for channel_timeout seconds, and polls with
+    # poll() so sockets past FD_SETSIZE work (defaults: 100 connections, 120 s, select)
     waitress.serve(app, host=host, port=port, threads=threads, ident="rbs-api",
-                   max_request_body_size=app.config.max_body_bytes + 1)
+                   max_request_body_size=app.config.max_body_bytes + 1,
+                   connection_limit=CONNECTION_LIMIT, channel_timeout=CHANNEL_TIMEOUT_S,
+                   cleanup_interval=2, asyncore_use_poll=True, backlog=1024)

@@ -19,6 +19,7 @@ Defaults (prefix ``rbs``):
 ``rbs:results:<event>:<pf>``   agent ledger: hash test -> result documents
 ``rbs:done:<event>:<pf>``      agent ledger: set of tests pushed to the datasink
 ``rbs:webhook-delivery:<id>``  GitHub delivery id already enqueued (TTL), for dedupe
+``rbs:webhook-payload:<sha>``  sha256 of a delivery body already enqueued (TTL), for dedupe
 group ``builders``             the builders' group on the build-requests stream
 group ``platform:<name>``      one group per platform on the builds stream
 =============================  =========================================================
@@ -135,6 +136,11 @@ class StreamNames:
     def webhook_delivery_key(self, delivery: str) -> str:
         """A GitHub delivery id already turned into a build request (dedupe, with a TTL)."""
         return f"{self.prefix}:webhook-delivery:{delivery}"
+
+    def webhook_payload_key(self, digest: str) -> str:
+        """The sha256 of a delivery body already enqueued: a replay under a fresh delivery
+        id is the same payload (dedupe, with a TTL)."""
+        return f"{self.prefix}:webhook-payload:{digest}"
 
     def platform_group(self, platform: str) -> str:
         """Consumer group of one platform on the builds stream."""

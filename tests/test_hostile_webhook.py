@@ -1,0 +1,106 @@
+"""``rbs api`` (waitress) attacked: 200 idle and half-open connections held open while a
+valid delivery arrives, a signed body replayed under a fresh delivery id, deeply nested
+JSON, a label in another case. A real ``rbs api`` process and a real redis-server broker."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.api.webhook import signature_for
+from redis_benchmarks_spec.common.process import free_port
+from redis_benchmarks_spec.events.names import StreamNames
+from tests.hostile_fixtures import Daemon, daemon_env, wait_until
+
+SECRET = "hostile-webhook-secret"
+SAMPLE = Path(__file__).parent / "fixtures" / "github" / "event_webhook_labelled_pr.json"
+
+
+class Api:
+    def __init__(self, redis_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        self.names = StreamNames.with_prefix(f"hw{uuid.uuid4().hex[:8]}")
+        self.port = free_port()
+        self.daemon = Daemon(["api", "--broker", redis_server.url, "--stream-prefix",
+                              self.names.prefix, "--host", "127.0.0.1", "--port", str(self.port),
+                              "--threads", "4"], tmp_path / "api.log",
+                             daemon_env(RBS_WEBHOOK_SECRET=SECRET))
+        wait_until(self._healthy, 30, "rbs api answers /healthz")
+
+    def _healthy(self) -> bool:
+        try:
+            return self.post_raw("GET", "/healthz", b"", {})[0] == 200
+        except OSError:
+            return False
+
+    def post_raw(self, method: str, path: str, body: bytes,
+                 headers: dict[str, str]) -> tuple[int, dict]:  # type: ignore[type-arg]
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read() or b"{}")
+        finally:
+            conn.close()
+
+    def deliver(self, body: bytes, delivery: str | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+        return self.post_raw("POST", "/webhook", body, {
+            "X-GitHub-Event": "pull_request", "Content-Type": "application/json",
+            "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+            "X-Hub-Signature-256": signature_for(SECRET.encode(), body)})
+
+
+@pytest.fixture
+def api(redis_server, tmp_path: Path):  # type: ignore[no-untyped-def]
+    server = Api(redis_server, tmp_path)
+    yield server
+    server.daemon.stop()
+
+
+def payload(sha: str = "a3448f39efb8900f6f66778783461cf49de94b4f",
+            label: str = "action:run-benchmark") -> bytes:
+    data = json.loads(SAMPLE.read_bytes())
+    data["pull_request"]["head"]["sha"] = sha
+    data["pull_request"]["labels"] = [{"name": label}]
+    return json.dumps(data).encode()
+
+
+def test_idle_connections_do_not_starve_a_delivery(api: Api) -> None:
+    idle = []
+    try:
+        for i in range(200):
+            s = socket.create_connection(("127.0.0.1", api.port), timeout=5)
+            if i % 2:  # half of them half-open: headers started, never finished
+                s.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n")
+            idle.append(s)
+        started = time.monotonic()
+        status, body = api.deliver(payload())
+        elapsed = time.monotonic() - started
+    finally:
+        for s in idle:
+            s.close()
+    assert status == 201, body
+    print(f"valid delivery answered in {elapsed:.3f}s with 200 idle connections open")
+
+
+def test_replay_deep_json_and_label_case(api: Api, redis_server) -> None:  # type: ignore[no-untyped-def]
+    client = redis_server.client()
+    body = payload()
+    assert api.deliver(body)[0] == 201
+    status, answer = api.deliver(body)  # the same signed body, a fresh delivery id
+    assert status == 202 and answer["status"] == "duplicate delivery"
+    assert client.xlen(api.names.build_requests) == 1
+    deep = b'{"action": "labeled", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, answer = api.deliver(deep)
+    assert status == 400 and "deep" in answer["error"]
+    status, answer = api.deliver(payload(sha="b" * 40, label="Action:Run-Benchmark"))
+    assert status == 201, answer
+    assert client.xlen(api.names.build_requests) == 2
+    bad_sha = payload(sha="--upload-pack=touch /tmp/x" + "0" * 14)
+    assert api.deliver(bad_sha)[0] == 400
+    assert api.daemon.alive() and "Traceback" not in api.daemon.log()
