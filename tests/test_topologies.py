@@ -101,6 +101,7 @@ def check_result(r: RunResult) -> None:
     if topo.replicas:
         assert len(d.full_sync_s) == topo.replicas
         assert r.metrics["ALL_STATS.Totals.ReplicationFullSyncSecondsV2"] == max(d.full_sync_s)
+        assert r.metrics["ALL_STATS.Totals.ReplicationFullSyncCountDuringBench"] == 0
         # the replica applied the primary's writes (its own commandstats show them)
         assert d.nodes[1].commandstats_delta["hset"]["calls"] == 3000
 
@@ -282,3 +283,29 @@ def test_nodes_started_before_a_failure_are_stopped(tmp_path: Path) -> None:
     assert [n.pids[0] for n in r.deployment.nodes] == failing.pids
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
                    for p in failing.pids)
+
+
+def test_cluster_forms_with_a_short_timeout_and_gets_its_own_back(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.common.process import ProcessRegistry
+    from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+    from redis_benchmarks_spec.runner.launcher import ProcessLauncher
+    from tests.conftest import redis_server_bin
+
+    registry = ProcessRegistry()
+    topo = load_topologies()["oss-cluster-5-primaries"]
+    plan = CpuAllocator().plan_nodes([1] * 5, 1)
+    args = ["--cluster-node-timeout", "12345"]  # as a suite's configuration would set it
+    deployment = Deployment(DeploymentSpec(topo, redis_server_bin(), args, plan, tmp_path),
+                            ProcessLauncher(registry))
+    try:
+        deployment.start()
+        for node in deployment.nodes:
+            with node.client() as client:
+                assert client.config_get("cluster-node-timeout") == {
+                    "cluster-node-timeout": "12345"}
+                info = client.execute_command("CLUSTER", "INFO")
+                assert "cluster_state:ok" in info and "cluster_known_nodes:5" in info
+                assert client.execute_command("CLUSTER", "COUNTKEYSINSLOT", 0) == 0
+    finally:
+        assert deployment.stop() == []
+        registry.stop_all()

@@ -136,22 +136,25 @@ class Deployment:
         return [pid for n in self.nodes for pid in n.handle.pids]
 
     def start(self) -> None:
-        """Start every node (replicas still unlinked) and form the cluster if there is one."""
+        """Start every node (replicas still unlinked) and form the cluster if there is one.
+
+        Nodes start one after the other from this thread: a child started from a worker
+        thread was killed (SIGKILL) when that thread ended, on the machines this was built on.
+        """
         from redis_benchmarks_spec.runner import cluster
 
         started = time.monotonic()
         topo = self.topology
-        for i in range(topo.primaries):
-            self._start_node(PRIMARY, None)
-        for p in range(topo.primaries):
-            for _ in range(topo.replicas):
-                self._start_node(REPLICA, p)
+        roles: list[tuple[str, int | None]] = [(PRIMARY, None)] * topo.primaries
+        roles += [(REPLICA, p) for p in range(topo.primaries) for _ in range(topo.replicas)]
+        for index, (role, primary) in enumerate(roles):
+            # appended as soon as it runs, so stop() finds it should a later node fail
+            self.nodes.append(self._start_node(index, role, primary))
         if topo.is_cluster:
             cluster.form(self.primaries)
         self.setup_s = time.monotonic() - started
 
-    def _start_node(self, role: str, primary: int | None) -> Node:
-        index = len(self.nodes)
+    def _start_node(self, index: int, role: str, primary: int | None) -> Node:
         cpus = self.spec.plan.node(index)
         workdir = self.spec.workdir / f"node-{index}-{role}"
         args = list(self.spec.args)
@@ -162,9 +165,7 @@ class Deployment:
                      "--cluster-port", str(cluster_port)]
         handle, notes = self._launch(ServerSpec(self.spec.binary, args, cpus, workdir,
                                                 self.spec.start_timeout))
-        node = Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
-        self.nodes.append(node)
-        return node
+        return Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
 
     def _launch(self, spec: ServerSpec) -> tuple[ServerHandle, list[str]]:
         """Start one node; a server that predates ``io-threads-do-reads`` (or dropped it)

@@ -165,8 +165,10 @@ class SuiteRun:
         after = node_stats.snapshot(deployment)
         node_stats.record_deltas(result, deployment, before, after)
         _check_errors(before, after)
-        _add_totals(tool_result, node_stats.replication_metrics(deployment, before, after))
+        totals = node_stats.replication_metrics(deployment, before, after)
+        _add_totals(tool_result, totals)
         _finish_result(self.suite, result, tool_result)
+        _keep_totals(result, totals)
 
     def _start_deployment(self, plan: CpuPlan) -> Deployment:
         """Every node of the topology up (a cluster formed, replicas not linked yet)."""
@@ -413,6 +415,16 @@ def _add_totals(tool_result: ToolResult, values: dict[str, float]) -> None:
     if values:
         totals = tool_result.data.setdefault("ALL STATS", {}).setdefault("Totals", {})
         totals.update(values)
+
+
+def _keep_totals(result: RunResult, values: dict[str, float]) -> None:
+    """Deployment figures are metrics of every run on the topology, exported or not."""
+    for name, value in values.items():
+        path = f'$."ALL STATS".Totals.{name}'
+        metric = metric_name(path)
+        if metric not in result.metrics:
+            result.metrics[metric] = value
+            result.metric_paths[metric] = path
 
 
 def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:
