@@ -175,8 +175,14 @@ class Agent:
         return True
 
     def _event_done(self, event: BuildEvent) -> None:
-        if self.on_event_done is not None:
+        if self.on_event_done is None:
+            return
+        try:
             self.on_event_done(event, self.config.platform)
+        except Exception:  # a hook after the ACK must not touch the entry
+            # the event is done and acknowledged; a failing notification (bad state another
+            # writer left in the broker, GitHub down) is logged, never dead-letters the event
+            log.exception("event %s: the event-done hook failed", event.id)
 
     def _push_unconfirmed(self, event: BuildEvent, ledger: Ledger) -> None:
         for test, results in ledger.unpushed().items():

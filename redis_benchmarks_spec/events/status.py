@@ -10,6 +10,7 @@ the reason) so followers know the platform's list of tests is complete.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from redis_benchmarks_spec.events.messages import (
     now_ms,
 )
 from redis_benchmarks_spec.events.names import StreamNames
+
+log = logging.getLogger(__name__)
 
 EVENT_DONE = "__event__"  # pseudo test name: the platform finished the whole event
 FIELD_SEPARATOR = "|"
@@ -72,7 +75,15 @@ def read_statuses(client: redis.Redis, names: StreamNames, event_id: str) -> lis
     """Every recorded status of one build event, sorted by platform and test."""
     raw: Any = client.hgetall(names.status_key(event_id))
     key = names.status_key(event_id)
-    statuses = [_unpack(v, f"{key}[{k.decode()}]") for k, v in raw.items()]
+    statuses = []
+    for field_name, value in raw.items():
+        where = f"{key}[{field_name.decode(errors='backslashreplace')}]"
+        try:
+            statuses.append(_unpack(value, where))
+        except MalformedMessage as exc:
+            # the hash is writable by anyone with broker access: a garbled value is skipped
+            # (and logged), never fatal to the agent, the follower or the notifier
+            log.warning("skipping a malformed status: %s", exc)
     return sorted(statuses, key=lambda s: (s.platform, s.test_name))
 
 
