@@ -309,3 +309,13 @@ def test_cluster_forms_with_a_short_timeout_and_gets_its_own_back(tmp_path: Path
     finally:
         assert deployment.stop() == []
         registry.stop_all()
+
+
+def test_skipped_results_name_their_topology(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-skipped", ["dragonfly-02-proactor-threads", "no-such-topology"])
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
+    results = run_suites(config, load_catalog(suites).suites)
+    assert [(r.status, r.context.topology) for r in results] == [
+        ("skipped", "dragonfly-02-proactor-threads"), ("skipped", "no-such-topology")]
+    assert results[0].context.topology_type == "oss-standalone"

@@ -75,6 +75,7 @@ class AgentConfig:
     test_time: int | None = None
     cpus: list[int] | None = None
     launcher: str = "process"
+    strict_cpus: bool = False  # skip tests this host has too few CPUs for (no shared cores)
     block_ms: int = 5000
     idle_claim_ms: int = 300_000
     heartbeat_ttl_s: int = 60
@@ -278,4 +279,5 @@ class Agent:
             tools=replace(self.config.tools, redis_server=str(redis_server)),
             results_dir=inside(self.config.results_dir, event.id.replace(":", "_")),
             context=context, test_time=self.config.test_time, cpus=self.config.cpus,
-            launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology)
+            launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology,
+            strict_cpus=self.config.strict_cpus)

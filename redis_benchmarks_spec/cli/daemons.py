@@ -94,6 +94,9 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--test-time", type=int, default=None)
     a.add_argument("--cpus", default=None, help="comma-separated CPU ids to use")
     a.add_argument("--launcher", choices=["process", "docker"], default="process")
+    a.add_argument("--strict-cpus", action="store_true",
+                   help="skip tests whose topology and client need more CPUs than this host "
+                        "has, instead of sharing cores (results flagged shared-cores)")
     a.add_argument("--datasink", default=os.environ.get(ENV_DATASINK), metavar="URL",
                    help=f"RedisTimeSeries URL (default: ${ENV_DATASINK}, else the embedded "
                         "datasink)")
@@ -170,7 +173,8 @@ def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
         tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         test_time=args.test_time,
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
-        launcher=args.launcher, block_ms=args.block_ms, idle_claim_ms=args.idle_claim_ms,
+        launcher=args.launcher, strict_cpus=args.strict_cpus, block_ms=args.block_ms,
+        idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key)
 
 

@@ -52,6 +52,7 @@ class PlannedTest:
     suite: Suite
     topology: Topology | None
     skip_reason: str = ""
+    topology_name: str = ""  # as the suite names it (also when the catalogue lacks it)
 
 
 def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
@@ -67,7 +68,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
             topo = catalogue.get(name)
             reason = _skip_reason(suite, topo, name, tools) or \
                 _cpu_skip_reason(suite, topo, allocator)
-            planned.append(PlannedTest(suite, topo, reason))
+            planned.append(PlannedTest(suite, topo, reason, name))
     return planned
 
 
@@ -107,7 +108,9 @@ def _skipped(test: PlannedTest, config: SessionConfig) -> RunResult:
     now = int(time.time() * 1000)
     return RunResult(
         test_name=test.suite.name, run_id=f"{test.suite.name}:{now}:skipped",
-        status=STATUS_SKIPPED, reason=test.skip_reason, context=config.context,
+        status=STATUS_SKIPPED, reason=test.skip_reason,
+        context=replace(config.context, topology=test.topology_name or config.context.topology,
+                        topology_type=test.topology.type if test.topology else ""),
         suite_file=str(test.suite.path), tool=",".join(test.suite.tools),
         start_ms=now, end_ms=now)
 
