@@ -18,6 +18,7 @@ from redis_benchmarks_spec.api.webhook import signature_for
 from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
+from tests.browser import blank, plots_of, render
 from tests.datasink_fixtures import METRICS, datasink_fixture, make_result  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, git
@@ -97,12 +98,14 @@ def test_labelled_pr_gets_one_comment_edited_per_platform(redis_server, tmp_path
         specs += [(p, ["agent", *common, "--block-ms", "300", "--platform", p, "--consumer", p,
                        "--suites-dir", str(suites), "--datasink", datasink.url,
                        "--work-dir", str(tmp_path / p), "--results-dir", str(tmp_path / f"r-{p}"),
-                       "--grafana-url", "https://grafana.example/d/rbs"]) for p in ("p1", "p2")]
+                       "--grafana-url", "https://grafana.example/d/rbs",
+                       "--reports-dir", str(tmp_path / "reports"),
+                       "--report-base-url", "https://ci.example/r"]) for p in ("p1", "p2")]
         procs = [subprocess.Popen([RBS, *argv], env=env, stderr=subprocess.STDOUT,
                                   stdout=(tmp_path / f"{name}.log").open("wb"))
                  for name, argv in specs]
         try:
-            assert wait_for(lambda: _healthy(api_port), timeout=30)
+            assert wait_for(lambda: _healthy(api_port), timeout=120)  # a loaded 2-core host
             assert _deliver(api_port, _payload(head, base)) == 201
 
             def both_platforms_in() -> bool:
@@ -129,3 +132,10 @@ def test_labelled_pr_gets_one_comment_edited_per_platform(redis_server, tmp_path
     assert head[:10] in body and base[:10] in body
     assert "| Platform | Build variant | Regressions | Improvements | Unknown | No change |" in body
     assert f"`{test}`" in body and "branch unstable (last 10 points)" in body
+    # each platform's HTML report is linked, and renders with its plots in Chromium
+    pages = sorted((tmp_path / "reports").iterdir())
+    assert len(pages) == 2 and all(f"(https://ci.example/r/{p.name})" in body for p in pages)
+    rendered = render(pages[0], tmp_path / "page.png")
+    assert rendered.console == [] and not blank(rendered.screenshot)
+    found = {kind for kind, _, paths in plots_of(rendered.dom).found if paths > 5}
+    assert {"samples", "history"} <= found

@@ -30,6 +30,7 @@ from redis_benchmarks_spec.notify.github_comments import (
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError, load_config
 from redis_benchmarks_spec.notify.notifier import Links, PrNotifier
 from redis_benchmarks_spec.notify.pr_state import PrInfo, PrInfoError, from_payload
+from tests.browser import plots_of
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     BUILD_VARIANT,
     METRICS,
@@ -85,9 +86,11 @@ def _request(request_id: str, platforms: list[str]) -> BuildRequest:
 
 
 def _notifier(broker: redis.Redis, sink: redis.Redis, gh: GitHubStandIn,
-              names: StreamNames) -> PrNotifier:
+              names: StreamNames, reports: Path | None = None) -> PrNotifier:
     return PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN), sink,
-                      links=Links(grafana_url="https://grafana.example/d/rbs"))
+                      links=Links(grafana_url="https://grafana.example/d/rbs",
+                                  report_base_url="https://ci.example/reports"),
+                      reports_dir=reports)
 
 
 def test_upsert_creates_once_then_edits_in_place() -> None:
@@ -137,12 +140,13 @@ def test_pr_info_from_the_recorded_delivery_and_rejects_bad_shas() -> None:
         from_payload(payload)
 
 
-def test_queued_then_one_comment_edited_per_platform(redis_server, client: redis.Redis) -> None:  # type: ignore[no-untyped-def]
+def test_queued_then_one_comment_edited_per_platform(redis_server, client: redis.Redis,  # type: ignore[no-untyped-def]
+                                                      tmp_path: Path) -> None:
     _fill(client, ("p1", "p2"))
     broker, names = redis_server.client(), StreamNames.with_prefix(f"t{new_id()[:6]}")
     request_id = new_id()
     with GitHubStandIn(TOKEN) as gh:
-        notifier = _notifier(broker, client, gh, names)
+        notifier = _notifier(broker, client, gh, names, tmp_path / "reports")
         assert notifier.accepted(_request(request_id, ["p1", "p2"]), _info()) is not None
         queued = next(iter(gh.comments.values()))["body"]
         first = notifier.platform_done(_event(request_id, ["p1", "p2"]), "p1")
@@ -160,6 +164,12 @@ def test_queued_then_one_comment_edited_per_platform(redis_server, client: redis
     assert "Regressions (2)" in body and "branch unstable (last 10 points)" in body
     assert f"`{TESTS[1]}`: client-bound" in body
     assert "https://grafana.example/d/rbs?var-platform=p1" in body
+    # each platform's HTML report is written and linked
+    pages = sorted((tmp_path / "reports").iterdir())
+    assert len(pages) == 2 and all(f"https://ci.example/reports/{p.name})" in body
+                                   for p in pages)
+    found = {(kind, test) for kind, test, _ in plots_of(pages[0].read_text()).found}
+    assert {("samples", TESTS[0]), ("history", TESTS[0])} <= found
 
 
 def test_two_platforms_finishing_at_once_make_one_comment(redis_server, client: redis.Redis) -> None:  # type: ignore[no-untyped-def]

@@ -44,8 +44,12 @@ class SideRuns:
     name: str
     runs: dict[str, list[RunResult]] = field(default_factory=dict)
     failed: list[RunResult] = field(default_factory=list)
+    # values known without their documents (datasink points of a baseline branch)
+    points: dict[str, list[float]] = field(default_factory=dict)
 
     def values(self, test: str, metric: str) -> list[float]:
+        if test in self.points:
+            return list(self.points[test])
         return [r.metrics[metric] for r in self.runs.get(test, []) if metric in r.metrics]
 
 
@@ -70,7 +74,7 @@ class ReportData:
 
     @property
     def tests(self) -> list[str]:
-        return sorted({t for side in self.sides for t in side.runs})
+        return sorted({t for side in self.sides for t in [*side.runs, *side.points]})
 
 
 def _side(name: str, docs: list[RunResult]) -> SideRuns:

@@ -34,6 +34,8 @@ def add_github_args(p: argparse.ArgumentParser, agent: bool = False) -> None:
                         f"${gh.ENV_TOKEN})")
     if agent:
         g.add_argument("--grafana-url", default="", help="dashboard URL linked from comments")
+        g.add_argument("--reports-dir", type=Path, default=None,
+                       help="write each platform's HTML report here")
         g.add_argument("--report-base-url", default="",
                        help="URL where --reports-dir is served, linked from comments")
         g.add_argument("--baseline-points", type=int, default=10,
@@ -51,7 +53,8 @@ def notifier_from_args(args: argparse.Namespace, broker: redis.Redis, names: Str
     from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions
     links = Links(getattr(args, "grafana_url", ""), getattr(args, "report_base_url", ""))
     options = PrCompareOptions(baseline_points=getattr(args, "baseline_points", 10))
-    return PrNotifier(broker, names, config, datasink, options, links)
+    return PrNotifier(broker, names, config, datasink, options, links,
+                      getattr(args, "reports_dir", None))
 
 
 def webhook_hook(notifier: Any) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import urllib.parse
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import redis
 import requests
@@ -31,11 +32,7 @@ from redis_benchmarks_spec.notify.github_comments import (
     upsert_comment,
 )
 from redis_benchmarks_spec.notify.pr_body import queued_body, results_body
-from redis_benchmarks_spec.notify.pr_compare import (
-    PrCompareOptions,
-    comparison_flags,
-    platform_report,
-)
+from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions, compare_platform
 from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
 
 log = logging.getLogger(__name__)
@@ -63,6 +60,7 @@ class PrNotifier:
     datasink: redis.Redis | None = None
     options: PrCompareOptions = field(default_factory=PrCompareOptions)
     links: Links = field(default_factory=Links)
+    reports_dir: Path | None = None  # where each platform's HTML report is written
 
     def accepted(self, request: BuildRequest, info: PrInfo) -> Upserted | None:
         """Store the PR's base for the agents and post the "build started" comment."""
@@ -113,10 +111,20 @@ class PrNotifier:
             section.reason = section.reason or "no datasink to compare from"
             section.state = "failed"
             return section
-        report = platform_report(self.datasink, event, platform, info, self.options)
-        section.report = report.to_dict()
-        section.flags = comparison_flags(self.datasink, event, platform,
-                                         [r.test for r in report.rows])
+        comparison = compare_platform(self.datasink, event, platform, info, self.options)
+        section.report = comparison.report.to_dict()
+        section.flags = {t: f for t, f in comparison.flags.items() if f}
+        if self.reports_dir is not None:
+            # matplotlib loads only where reports are written (rbs api never needs it)
+            from redis_benchmarks_spec.notify.pr_report import write_pr_report
+            try:
+                write_pr_report(self.datasink, event, platform, info, comparison,
+                                self.reports_dir)
+            except OSError as exc:  # the comment still goes out, without that link
+                log.error("HTML report of %s on %s not written: %s", event.id, platform, exc)
+                section.links.pop("HTML report", None)
+        else:
+            section.links.pop("HTML report", None)
         return section
 
     def _links(self, event: BuildEvent, platform: str, info: PrInfo) -> dict[str, str]:
@@ -128,7 +136,8 @@ class PrNotifier:
             sep = "&" if "?" in self.links.grafana_url else "?"
             links["Grafana"] = f"{self.links.grafana_url}{sep}{query}"
         if self.links.report_base_url:
-            name = urllib.parse.quote(f"{event.id}-{platform}.html".replace(":", "_"))
+            from redis_benchmarks_spec.notify.pr_report import report_name
+            name = urllib.parse.quote(report_name(event, platform))
             links["HTML report"] = f"{self.links.report_base_url.rstrip('/')}/{name}"
         return links
 

@@ -14,7 +14,7 @@ topology at a time (a test with two topologies gives two rows).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import redis
 
@@ -28,6 +28,7 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.results.document import RunResult
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -72,8 +73,24 @@ def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
     return keys.Side("branch", branch), options.baseline_points
 
 
-def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
-                    info: PrInfo | None, options: PrCompareOptions) -> ComparisonReport:
+@dataclass
+class PlatformComparison:
+    """A platform's comparison: the report, the values of each side per row, and the head
+    commit's result documents per row (flags, latency histograms, files)."""
+
+    report: ComparisonReport
+    samples: Samples
+    head_runs: dict[str, list[RunResult]] = field(default_factory=dict)
+    baseline_label: str = ""
+
+    @property
+    def flags(self) -> dict[str, list[str]]:
+        return {test: sorted({f for r in runs for f in r.flags})
+                for test, runs in self.head_runs.items()}
+
+
+def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
+                     info: PrInfo | None, options: PrCompareOptions) -> PlatformComparison:
     """Head commit vs baseline for every test the event ran on ``platform``."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
@@ -97,19 +114,25 @@ def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
                             versions=[event.redis_version] if event.redis_version else [],
                             runs=sum(len(c) for _, c in samples.values())),
         platforms=[platform], build_variants=[event.build_variant])
-    return report
+    return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
+                              label)
 
 
-def comparison_flags(client: redis.Redis, event: BuildEvent, platform: str,
-                     tests: list[str]) -> dict[str, list[str]]:
-    """Flags (client-bound, shared-cores...) of the head commit's runs per test."""
+def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
+                    info: PrInfo | None, options: PrCompareOptions) -> ComparisonReport:
+    """The report of :func:`compare_platform`."""
+    return compare_platform(client, event, platform, info, options).report
+
+
+def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
+              tests: list[str]) -> dict[str, list[RunResult]]:
+    """The head commit's stored result documents per row (runs of this event's platform)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
-    flags: dict[str, list[str]] = {}
+    runs: dict[str, list[RunResult]] = {}
     for test in tests:
         name = test.split(" [", 1)[0]
         for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
             doc = reader.result_document(client, run_id)
             if doc.context.git.hash == event.sha and doc.context.platform == platform:
-                flags.setdefault(test, [])
-                flags[test] += [f for f in doc.flags if f not in flags[test]]
-    return flags
+                runs.setdefault(test, []).append(doc)
+    return runs

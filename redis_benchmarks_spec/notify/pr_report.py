@@ -1,0 +1,33 @@
+"""The HTML report a pull-request comment links to: one page per build event and platform,
+written where ``--reports-dir`` points (served at ``--report-base-url``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis
+
+from redis_benchmarks_spec.analysis import html_report
+from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, attach_history
+from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.notify.pr_compare import PlatformComparison
+from redis_benchmarks_spec.notify.pr_state import PrInfo
+
+
+def report_name(event: BuildEvent, platform: str) -> str:
+    """The page's file name (the comment's link and the file agree through this)."""
+    return f"{event.id}-{platform}.html".replace(":", "_").replace("/", "_")
+
+
+def write_pr_report(client: redis.Redis, event: BuildEvent, platform: str, info: PrInfo,
+                    comparison: PlatformComparison, reports_dir: Path) -> Path:
+    """Verdicts, the baseline's points beside the head commit's runs (histograms, flags,
+    files), and the base branch's history with the head commit marked."""
+    baseline = SideRuns(f"baseline: {comparison.baseline_label}",
+                        points={t: b for t, (b, _) in comparison.samples.items()})
+    head = SideRuns(f"head {info.head_sha[:10]}", runs=comparison.head_runs)
+    data = ReportData(title=f"{info.org}/{info.repo}#{info.number} on {platform} "
+                            f"({event.build_variant})", metric=comparison.report.options.metric,
+                      sides=[baseline, head], report=comparison.report)
+    attach_history(data, client, info.base_ref or "unstable", platform)
+    return html_report.write(data, reports_dir / report_name(event, platform))
