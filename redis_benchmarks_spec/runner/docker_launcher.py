@@ -6,25 +6,36 @@ under test: a root filesystem holding that binary and the shared libraries ``ldd
 binary changes). Containers use the host network (a free port picked at run time), are pinned
 with ``--cpuset-cpus``, carry the label ``rbs.managed=1`` plus a per-run label, and are stopped
 and removed by their own container id; nothing else on the engine is touched.
+
+A container is not a child of the process that started it, so it would outlive a ``kill -9``
+of the agent. Each carries ``rbs.owner=<host>:<pid>:<start time>`` of its starter; a new
+launcher removes the containers whose owner on this host is no longer alive
+(:func:`reap_orphans`), and only those.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import re
+import socket
 import subprocess
 import tarfile
 import uuid
 from pathlib import Path
 
+import psutil
+
 from redis_benchmarks_spec.common.process import free_port, minimal_env, wait_for
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerSpec, ServerStartError
 
 LABEL = "rbs.managed"
+OWNER_LABEL = "rbs.owner"
 DOCKER_TIMEOUT = 120
 _LDD_PATH = re.compile(r"(/\S+)")
+log = logging.getLogger(__name__)
 
 
 class DockerError(RuntimeError):
@@ -85,18 +96,54 @@ def image_for(binary: str) -> str:
     return tag
 
 
+def owner_id(pid: int | None = None) -> str:
+    """``<host>:<pid>:<start time>`` of a process (start time: a reused pid is another one)."""
+    proc = psutil.Process(pid)
+    return f"{socket.gethostname()}:{proc.pid}:{int(proc.create_time())}"
+
+
+def _owner_alive(owner: str) -> bool:
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname():
+        return True  # not a container this host started: never ours to remove
+    try:
+        return owner_id(int(parts[1])) == owner
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def reap_orphans() -> list[str]:
+    """Remove our containers whose starter on this host is dead; their ids."""
+    rows = docker("ps", "-a", "--filter", f"label={LABEL}=1", "--format",
+                  f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}')
+    reaped = []
+    for line in rows.splitlines():
+        cid, _, owner = line.partition(" ")
+        if owner and not _owner_alive(owner):
+            docker("rm", "-f", cid, timeout=60)
+            reaped.append(cid)
+    if reaped:
+        log.warning("removed %d container(s) left by a dead agent: %s", len(reaped), reaped)
+    return reaped
+
+
 class DockerLauncher:
     """Implements the runner's ServerLauncher with one container per server."""
 
     def __init__(self) -> None:
         self._containers: dict[str, ServerHandle] = {}  # container id -> handle (to stop_all)
+        try:
+            reap_orphans()
+        except (DockerError, OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("could not look for containers left by a dead agent: %s", exc)
 
     def start(self, spec: ServerSpec) -> ServerHandle:
         image = image_for(spec.binary)
         spec.workdir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         name = f"rbs-{uuid.uuid4().hex[:12]}"
-        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1", "--network", "host",
+        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1",
+                     "--label", f"{OWNER_LABEL}={owner_id()}", "--network", "host",
                      "--cpuset-cpus", ",".join(map(str, spec.cpus)),
                      "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
                      "--port", str(port), "--bind", "127.0.0.1", "--dir", "/data",
