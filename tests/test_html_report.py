@@ -113,3 +113,18 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
     assert plots_of(rendered.dom).found == [("samples", "t", 0)]
     with pytest.raises(AssertionError):
         _check(page, {("samples", "t")})
+
+
+def test_datasink_compare_html_draws_each_sides_points(tmp_path: Path,
+                                                       client: redis.Redis) -> None:
+    base, comp = two_sides(tmp_path)
+    docs = [RunResult.read(p) for p in sorted(base.rglob("result.json")) +
+            sorted(comp.rglob("result.json"))]
+    assert not push_results(client, docs).failed
+    url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
+    page = tmp_path / "ds.html"
+    assert main(["compare", "--baseline-hash", BASE_SHA, "--comparison-hash", COMP_SHA,
+                 "--datasink", url, "--format", "json", "--output", str(tmp_path / "r.json"),
+                 "--html", str(page)]) == 0
+    rendered = _check(page, {("samples", t) for t in TESTS})
+    assert "REGRESSION" in rendered.dom and "(n=5)" in page.read_text()

@@ -302,14 +302,15 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
         sys.stdout.write(text + "\n")
 
 
-def _write_html(args: argparse.Namespace, report: ComparisonReport) -> None:
+def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Samples) -> None:
     from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, from_two_folders
     from redis_benchmarks_spec.cli.report import write_html
     if args.baseline_dir and args.comparison_dir:
         data = from_two_folders(args.baseline_dir, args.comparison_dir, report.options)
-    else:  # datasink: no result documents, the verdicts only
-        data = ReportData("comparison", args.metric, [SideRuns("baseline"),
-                                                      SideRuns("comparison")])
+    else:  # datasink: the points of each side, without their result documents
+        sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
+                 for i, name in enumerate(("baseline", "comparison"))]
+        data = ReportData("comparison", args.metric, sides)
     data.report = report  # the same numbers as the text report (filters applied)
     write_html(data, args.html)
 
@@ -329,5 +330,5 @@ def cmd_compare(args: argparse.Namespace) -> int:
     report.context = compare_context(args, samples)
     write_report(report, args.format, args.output)
     if args.html:
-        _write_html(args, report)
+        _write_html(args, report, samples)
     return EXIT_REGRESSION if args.fail_on_regression and report.has_regression else 0
