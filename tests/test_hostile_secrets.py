@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -147,3 +148,35 @@ def test_result_documents_never_store_server_passwords(tmp_path: Path) -> None:
         assert "suite-pw-5521" not in text and "suite-pw-5522" not in text, path
     result = json.loads(next(p for p in stored if p.name == "result.json").read_text())
     assert "--requirepass" in result["server_args"] and "***" in result["server_args"]
+
+
+def test_stored_documents_mask_every_password_form() -> None:
+    from redis_benchmarks_spec.results.document import RunContext, RunResult
+    result = RunResult(test_name="t", run_id="r", status="ok",
+                       context=RunContext(extra_server_args=["--requirepass", "pw-a"]),
+                       server_args=["--masterauth", "pw-b", "requirepass", "pw-c"],
+                       argv=[["redis-benchmark", "-a", "pw-d", "--uri=redis://:pw-e@h:1"]])
+    text = json.dumps(result.to_dict())
+    for secret in ("pw-a", "pw-b", "pw-c", "pw-d", "pw-e"):
+        assert secret not in text
+    assert "pw-a" not in result.context.session_label()
+
+
+PRINT_ARGV = """
+import os, sys
+from redis_benchmarks_spec.common.credentials import hide_url_passwords
+hide_url_passwords({"--broker": "RBS_BROKER_PASSWORD"})
+print(open("/proc/self/cmdline").read().replace("\\0", " "))
+print(os.environ.get("RBS_BROKER_PASSWORD"))
+"""
+
+
+def test_a_password_on_the_command_line_leaves_argv_by_a_re_exec(tmp_path: Path) -> None:
+    script = tmp_path / "p.py"
+    script.write_text(PRINT_ARGV)
+    done = subprocess.run([sys.executable, str(script), "--broker",
+                           "redis://user:p%40ss@127.0.0.1:6379/0"], capture_output=True,
+                          text=True, timeout=60, check=True, env=daemon_env())
+    cmdline, password = done.stdout.splitlines()
+    assert "p%40ss" not in cmdline and "redis://user@127.0.0.1:6379/0" in cmdline
+    assert password == "p@ss"

@@ -67,7 +67,7 @@ class RunContext:
         if self.ab_side:
             parts.append(f"side {self.ab_side}")
         if self.extra_server_args:
-            parts.append("extra server args: " + " ".join(self.extra_server_args))
+            parts.append("extra server args: " + " ".join(redact_argv(self.extra_server_args)))
         return ", ".join(parts)
 
     @classmethod
@@ -177,6 +177,7 @@ class RunResult:
         # here: passwords in server or client arguments never leave the process
         raw["argv"] = [redact_argv(argv) for argv in self.argv]
         raw["server_args"] = redact_argv(self.server_args)
+        raw["context"]["extra_server_args"] = redact_argv(self.context.extra_server_args)
         return raw
 
     @classmethod
