@@ -113,7 +113,8 @@ def header_lines(context: CompareContext | None) -> list[str]:
 
 def _footnote(report: ComparisonReport) -> str:
     o = report.options
-    return (f"Change: {report.method}, as % of the baseline, with its {o.confidence:.0%} CI. "
+    return (f"Change (HL) and its {o.confidence:.0%} CI, as % of the baseline: "
+            f"{report.method}. "
             "Median ratio: comparison median / baseline median - 1 (a different estimator, "
             "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
             f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
