@@ -14,7 +14,8 @@ from tests.datasink_fixtures import METRICS, make_result
 
 BASE_SHA = "1" * 40
 COMP_SHA = "2" * 40
-TESTS = ("memtier_benchmark-1Mkeys-string-get-10B", "memtier_benchmark-1Mkeys-string-set-10B")
+TESTS: tuple[str, ...] = ("memtier_benchmark-1Mkeys-string-get-10B",
+                         "memtier_benchmark-1Mkeys-string-set-10B")
 
 
 def latency_histogram(seed: int, median_us: float) -> str:

@@ -128,3 +128,12 @@ def test_datasink_compare_html_draws_each_sides_points(tmp_path: Path,
                  "--html", str(page)]) == 0
     rendered = _check(page, {("samples", t) for t in TESTS})
     assert "REGRESSION" in rendered.dom and "(n=5)" in page.read_text()
+
+
+def test_report_of_one_results_folder(tmp_path: Path) -> None:
+    base, _ = two_sides(tmp_path)
+    assert main(["report", str(base)]) == 0
+    rendered = _check(base / "report.html", {(k, t) for t in TESTS for k in ("samples",
+                                                                           "spectrum")})
+    assert "<th>runs</th>" in rendered.dom and "baseline run" not in rendered.dom
+    assert main(["report", str(tmp_path / "missing")]) == 2

@@ -149,15 +149,18 @@ def _reported_percentiles(runs: list[RunResult]) -> dict[float, float]:
     return {p: float(np.median(v)) for p, v in per.items()}
 
 
-def _links(runs: list[RunResult], out_dir: Path) -> str:
-    """Every file a run lists in ``paths`` (logs, flame graphs...), relative to the page."""
-    items = []
-    for r in runs:
-        for label, path in sorted(r.paths.items()):
-            if Path(path).is_file():
-                href = os.path.relpath(path, out_dir)
-                items.append(f'<a href="{esc(href)}">{esc(label)}</a>')
-    return f'<p class="links">files: {" · ".join(items)}</p>' if items else ""
+def _links(sides: list[SideRuns], test: str, out_dir: Path) -> str:
+    """Every file a run lists in ``paths`` (logs, flame graphs...), relative to the page,
+    one line per run named by its side and its run number on that side."""
+    lines = []
+    for side in sides:
+        for i, run in enumerate(side.runs.get(test, []), start=1):
+            items = [f'<a href="{esc(os.path.relpath(path, out_dir))}">{esc(label)}</a>'
+                     for label, path in sorted(run.paths.items()) if Path(path).is_file()]
+            if items:
+                lines.append(f"<li>{esc(side.name)} run {i}: {' · '.join(items)}</li>")
+    return f'<details class="links"><summary>files ({len(lines)} runs)</summary><ul>' \
+           f'{"".join(lines)}</ul></details>' if lines else ""
 
 
 def _flags(runs: list[RunResult]) -> str:
@@ -176,7 +179,7 @@ def section_tests(data: ReportData, out_dir: Path) -> str:
         parts.append(_figure("samples", test, plots.samples_svg(
             data.metric, sides, _interval(rows.get(test)), floor)))
         parts.append(_spectrum(data.sides, test))
-        parts.append(_links(runs, out_dir) + "</section>")
+        parts.append(_links(data.sides, test, out_dir) + "</section>")
     return "".join(parts)
 
 
