@@ -7,14 +7,20 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import redis
 
-from redis_benchmarks_spec.events.messages import SuiteFilters, encode_value
+from redis_benchmarks_spec.agent.ledger import Ledger
+from redis_benchmarks_spec.events.messages import RunStatus, SuiteFilters, encode_value
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, record_statuses
+from tests.datasink_fixtures import (
+    datasink_fixture,  # noqa: F401  (registers the fixture)
+    make_result,
+)
 from tests.hostile_fixtures import (
     Daemon,
     daemon_env,
@@ -37,7 +43,7 @@ def names() -> StreamNames:
 
 
 def start_agent(redis_server, names: StreamNames, tmp_path: Path, consumer: str = "agent-1",  # type: ignore[no-untyped-def]
-                ) -> Daemon:
+                datasink_url: str | None = None) -> Daemon:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
     (suites / "s.yml").write_text(SUITE.format(name="hostile-set", n=1000))
@@ -45,7 +51,7 @@ def start_agent(redis_server, names: StreamNames, tmp_path: Path, consumer: str 
             "--platform", "p1", "--consumer", consumer, "--block-ms", "200",
             "--suites-dir", str(suites), "--work-dir", str(tmp_path / "area" / "work"),
             "--results-dir", str(tmp_path / "area" / "results"),
-            "--datasink", redis_server.url]
+            "--datasink", datasink_url or redis_server.url]
     return Daemon(argv, tmp_path / f"{consumer}.log", daemon_env())
 
 
@@ -181,3 +187,26 @@ def test_restart_with_poison_pending_under_a_stable_name(redis_server, names, tm
     assert "delivered" in letters[crasher][0] and "max 5" in letters[crasher][0]
     assert "kind" in letters[malformed][0]
     assert client.xpending(names.builds, group)["pending"] == 0
+
+
+def test_restart_finishes_statuses_a_killed_agent_left_running(redis_server, names, tmp_path,  # type: ignore[no-untyped-def]
+                                                               datasink) -> None:
+    """Killed between recording a result and confirming its push: the restarted agent
+    pushes it and sets the final status, so nothing stays "running"."""
+    client = redis_server.client()
+    ev = event(signed_ref(client, names, SHA, tar_gz({"redis-server": b"x"})), SHA)
+    client.xadd(names.builds, ev.encode())  # type: ignore[arg-type]
+    client.xgroup_create(names.builds, names.platform_group("p1"), id="0")
+    client.xreadgroup(names.platform_group("p1"), "agent-1", {names.builds: ">"}, count=1)
+    record_statuses(client, names, [RunStatus(event_id=ev.id, platform="p1", agent="agent-1",
+                                              test_name="hostile-set", state="running")])
+    Ledger(client, names.prefix, ev.id, "p1").record(
+        "hostile-set", [replace(make_result(0, test_name="hostile-set"), run_id="killed-1")])
+    agent = start_agent(redis_server, names, tmp_path, datasink_url=datasink.url)
+    try:
+        wait_until(lambda: completed(client, names, ev.id), 60, "the event completed")
+    finally:
+        agent.stop()
+    states = {s.test_name: s.state for s in read_statuses(client, names, ev.id)}
+    assert states == {"hostile-set": "completed", EVENT_DONE: "completed"}
+    assert datasink.client().exists("ci.benchmarks.redis/runs/killed-1")
