@@ -164,6 +164,10 @@ class RunResult:
     paths: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)  # clean-up that failed after the run
     deployment: DeploymentRecord | None = None  # absent in documents written before topologies
+    # the suite's dataset: name, description, RDB source with sha256 and size, init_lua
+    # scripts, rdb_checks operation, preload_before_replica
+    dataset: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # why a flag was raised, one line each
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,9 @@ class DeploymentSpec:
     workdir: Path
     launcher_name: str = "process"
     start_timeout: float = 15.0
+    # called with each primary's directory before it starts, returns extra server arguments
+    # (the suite's dataset RDB is put in place this way, see runner/dataset.py)
+    prepare_primary_dir: Callable[[Path], list[str]] | None = None
 
 
 class Deployment:
@@ -158,6 +162,9 @@ class Deployment:
         cpus = self.spec.plan.node(index)
         workdir = self.spec.workdir / f"node-{index}-{role}"
         args = list(self.spec.args)
+        if role == PRIMARY and self.spec.prepare_primary_dir is not None:
+            workdir.mkdir(parents=True, exist_ok=True)
+            args += self.spec.prepare_primary_dir(workdir)
         cluster_port = None
         if self.topology.is_cluster:
             cluster_port = free_port()

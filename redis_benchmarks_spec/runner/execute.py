@@ -10,7 +10,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import redis
@@ -26,13 +27,16 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.runner import cluster, node_stats
+from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+from redis_benchmarks_spec.runner.floor import below_floor
 from redis_benchmarks_spec.runner.launcher import (
     ServerHandle,
     ServerLauncher,
     ServerStartError,
 )
+from redis_benchmarks_spec.runner.persistence import PersistenceCheckFailed, PersistenceChecks
 from redis_benchmarks_spec.runner.preload import (
     PreloadContext,
     PreloadError,
@@ -72,6 +76,7 @@ class RunEnv:
     results_dir: Path
     test_time: int | None = None
     preload_timeout_s: float = 600.0
+    dataset_cache: Path = field(default_factory=dataset_mod.default_cache_dir)
     timeout_buffer_s: float = 60.0
     thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
     server_args: list[str] = field(default_factory=list)  # extra args for every server
@@ -102,6 +107,9 @@ class SuiteRun:
     """
 
     def __init__(self, suite: Suite, topology: Topology, env: RunEnv) -> None:
+        if single_command(suite) and env.test_time is not None:
+            # one SAVE / DEBUG RELOAD / BGSAVE: a duration override would repeat it
+            env = replace(env, test_time=None)
         self.suite, self.topology, self.env = suite, topology, env
         self.result = _new_result(suite, topology, env)
         self.out_dir = env.results_dir / suite.name / topology.name
@@ -122,7 +130,7 @@ class SuiteRun:
             result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
                                          if k.startswith("client_"))
         except (PreloadError, ServerStartError, cluster.ClusterError, ReplicationError,
-                CpuShortage) as exc:
+                CpuShortage, dataset_mod.DatasetError, PersistenceCheckFailed) as exc:
             result.reason = str(exc)
         except (redis.RedisError, OSError) as exc:
             result.reason = f"{type(exc).__name__}: {exc}"
@@ -150,13 +158,19 @@ class SuiteRun:
         server = deployment.entry.handle
         target = ClientTarget(server.host, server.port, cluster=topo.is_cluster)
         result.preload_duration_s = self._prepare_deployment(plan)
+        persistence = PersistenceChecks(server.client(), suite.dbconfig,
+                                        topo.node_count == 1 and not topo.is_cluster)
+        persistence.before_run()
         rates = self._warm_up(drivers, target, plan)
         before = node_stats.snapshot(deployment)
         result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
         try:
             tool_result = self._run_clients(drivers, target, plan, rates)
         except ServerErrorReplies as exc:
-            count, kinds = node_stats.error_replies(before, node_stats.snapshot(deployment))
+            after = node_stats.snapshot(deployment)
+            # a failed test keeps every measurement it took
+            node_stats.record_deltas(result, deployment, before, after)
+            count, kinds = node_stats.error_replies(before, after)
             raise ServerErrorReplies(max(count, exc.count),
                                      f"{exc.detail}; server errorstats: {kinds or 'none'}"
                                      ) from exc
@@ -164,11 +178,17 @@ class SuiteRun:
         deployment.wait_in_sync()
         after = node_stats.snapshot(deployment)
         node_stats.record_deltas(result, deployment, before, after)
-        _check_errors(before, after)
         totals = node_stats.replication_metrics(deployment, before, after)
         _add_totals(tool_result, totals)
+        persistence.add_metrics(tool_result)
+        # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
         _keep_totals(result, totals)
+        persistence.verify()
+        _check_errors(before, after)
+        floor = below_floor(suite.dbconfig, tool_result)
+        if floor:
+            raise RunFailure(floor)
 
     def _start_deployment(self, plan: CpuPlan) -> Deployment:
         """Every node of the topology up (a cluster formed, replicas not linked yet)."""
@@ -176,9 +196,10 @@ class SuiteRun:
         self.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{self.suite.name[:40]}-"))
         args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.server_args
         self.result.server_args = args
-        self.deployment = Deployment(
-            DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
-                           env.context.deployment_type), env.launcher)
+        spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
+                              env.context.deployment_type)
+        self._add_dataset(spec)
+        self.deployment = Deployment(spec, env.launcher)
         try:
             self.deployment.start()
         finally:
@@ -186,6 +207,21 @@ class SuiteRun:
         self.server = self.deployment.entry.handle
         self.result.paths["server_log"] = str(self.server.log_path)
         return self.deployment
+
+    def _add_dataset(self, spec: DeploymentSpec) -> None:
+        """``dbconfig.dataset``: fetched (or found in the cache) and put in the primary's dir."""
+        db = self.suite.dbconfig
+        self.result.dataset = _dataset_record(self.suite)
+        if not db.dataset:
+            return
+        if self.topology.is_cluster:
+            raise dataset_mod.DatasetError(f"dataset {db.dataset}: an RDB cannot seed a "
+                                           f"cluster topology ({self.topology.name})")
+        rdb = dataset_mod.fetch(db.dataset, self.env.dataset_cache)
+        self.result.dataset["rdb"] = rdb.record()
+        spec.prepare_primary_dir = partial(dataset_mod.place, rdb)
+        spec.start_timeout = dataset_mod.load_timeout_s(rdb, spec.start_timeout)
+        self.result.server_args = spec.args + ["--dbfilename", dataset_mod.DBFILENAME]
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
         """The dataset on every node: replicas linked before or after the preload
@@ -326,6 +362,24 @@ class SuiteRun:
     def _write(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.result.write(self.out_dir / "result.json")
+
+
+def single_command(suite: Suite) -> bool:
+    """Suites that measure one save or load: the command must run exactly once."""
+    return suite.dbconfig.rdb_checks is not None or suite.dbconfig.wait_for_bgsave
+
+
+def _dataset_record(suite: Suite) -> dict[str, object]:
+    db = suite.dbconfig
+    record: dict[str, object] = {k: v for k, v in (
+        ("name", db.dataset_name), ("description", db.dataset_description)) if v}
+    if db.init_lua:
+        record["init_lua_scripts"] = len(db.init_lua)
+    if db.rdb_checks:
+        record["rdb_checks"] = db.rdb_checks.operation
+    if db.preload_before_replica:
+        record["preload_before_replica"] = True
+    return record
 
 
 def _version(driver: ClientDriver) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
@@ -45,13 +45,37 @@ def run_init_commands(client: redis.Redis, commands: list[list[str]]) -> None:
             raise PreloadError(f"init command {shlex.join(argv)!r} failed: {exc}") from exc
 
 
+def _connection(ctx: PreloadContext) -> redis.Redis:
+    """A connection of its own whose reads may last as long as the preload may."""
+    t = ctx.target
+    return redis.Redis(host=t.host, port=t.port, username=t.user, password=t.password,
+                       socket_timeout=ctx.timeout_s)
+
+
+def run_init_lua(ctx: PreloadContext, scripts: list[str]) -> None:
+    """``dbconfig.init_lua``: each script once, as ``EVAL <script> 0``."""
+    if not scripts:
+        return
+    conn = _connection(ctx)
+    try:
+        for i, script in enumerate(scripts):
+            try:
+                conn.execute_command("EVAL", script, 0)
+            except redis.TimeoutError as exc:
+                raise PreloadError(f"dbconfig.init_lua[{i}] timed out after "
+                                   f"{ctx.timeout_s:.0f}s") from exc
+            except redis.ResponseError as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise PreloadError(f"dbconfig.init_lua[{i}] failed: {first}") from exc
+    finally:
+        conn.close()
+
+
 def _preload_with_command(ctx: PreloadContext, arguments: str) -> None:
     argv = shlex.split(arguments)
     if not argv:
         raise PreloadError("dbconfig.preload_tool.arguments is empty")
-    t = ctx.target
-    conn = redis.Redis(host=t.host, port=t.port, username=t.user, password=t.password,
-                       socket_timeout=ctx.timeout_s)
+    conn = _connection(ctx)
     try:
         conn.execute_command(*argv)
     except redis.TimeoutError as exc:
@@ -89,10 +113,13 @@ def keyspace_size(client: redis.Redis) -> int:
 
 
 def prepare_dataset(ctx: PreloadContext, db: DbConfig) -> float | None:
-    """Init commands, preload and keyspace check; returns the preload duration (or None)."""
+    """Init commands, init_lua, preload and keyspace check; returns the preload duration."""
     run_init_commands(ctx.client, db.init_commands)
+    run_init_lua(ctx, db.init_lua)
     duration = None
     if db.preload_tool:
+        if db.preload_tool.timeout_s is not None:  # the suite's own limit for its preload
+            ctx = replace(ctx, timeout_s=db.preload_tool.timeout_s)
         start = time.monotonic()
         if db.preload_tool.tool == "redis-cli":
             _preload_with_command(ctx, db.preload_tool.arguments)

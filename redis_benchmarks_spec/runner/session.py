@@ -23,6 +23,7 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
 from redis_benchmarks_spec.suites.suite import Suite
@@ -44,6 +45,7 @@ class SessionConfig:
     server_args: list[str] = field(default_factory=list)
     preload_timeout_s: float = 600.0
     launcher: str = "process"  # or "docker"
+    dataset_cache: Path | None = None  # None: default_cache_dir() ($RBS_DATASET_CACHE)
     strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
 
 
@@ -144,7 +146,8 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         allocator=CpuAllocator(config.cpus, strict=config.strict_cpus), context=context,
         results_dir=config.results_dir, test_time=config.test_time,
         thresholds=config.thresholds, server_args=config.server_args,
-        preload_timeout_s=config.preload_timeout_s)
+        preload_timeout_s=config.preload_timeout_s,
+        dataset_cache=config.dataset_cache or default_cache_dir())
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],

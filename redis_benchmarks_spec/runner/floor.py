@@ -1,0 +1,23 @@
+"""The throughput floor: a run under 1 op/s is taken for a broken benchmark.
+
+A client that stalls (server stuck, a command that never returns in time) reports a handful
+of ops; storing that as a measurement would poison the history. Suites that are slow by
+design (one SAVE, one DEBUG RELOAD of a large dataset) opt out with
+``dbconfig.low-throughput-benchmark`` or ``dbconfig.skip_throughput_floor``.
+"""
+
+from __future__ import annotations
+
+from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.suites.dbconfig import DbConfig
+
+THROUGHPUT_FLOOR_OPS = 1.0
+
+
+def below_floor(db: DbConfig, tool_result: ToolResult) -> str:
+    """The reason the run is below the floor, or '' (also '' when the suite opts out)."""
+    ops = tool_result.totals.ops_per_sec
+    if db.throughput_floor_waived or ops >= THROUGHPUT_FLOOR_OPS:
+        return ""
+    return (f"throughput {ops:.3g} ops/sec is below the {THROUGHPUT_FLOOR_OPS:g} ops/sec floor "
+            f"(a suite slow by design sets dbconfig.low-throughput-benchmark: 'yes')")
