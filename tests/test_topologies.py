@@ -61,11 +61,19 @@ def write_suite(folder: Path, name: str, topologies: list[str], n: int = 3000,
 
 
 def our_servers(suite: str) -> list[int]:
-    """redis-server processes of this test's runs: each node's --dir is under rbs-<suite>-."""
+    """redis-server processes of this test's runs: each node runs in its own directory under
+    rbs-<suite>-... (redis-server rewrites its command line, so the directory is the mark)."""
     marker = f"rbs-{suite}-"
-    return [p.pid for p in psutil.process_iter(["name", "cmdline"])
-            if p.info["name"] == "redis-server"
-            and any(marker in arg for arg in p.info["cmdline"] or [])]
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] != "redis-server":
+            continue
+        try:
+            if marker in proc.cwd():
+                found.append(proc.pid)
+        except (psutil.AccessDenied, psutil.NoSuchProcess):
+            continue  # not ours, or gone
+    return found
 
 
 def our_containers() -> set[str]:
@@ -319,3 +327,46 @@ def test_skipped_results_name_their_topology(tmp_path: Path) -> None:
     assert [(r.status, r.context.topology) for r in results] == [
         ("skipped", "dragonfly-02-proactor-threads"), ("skipped", "no-such-topology")]
     assert results[0].context.topology_type == "oss-standalone"
+
+
+@pytest.mark.parametrize("launcher", ["process", "docker"])
+def test_interrupt_mid_cluster_run_stops_every_node(tmp_path: Path, launcher: str) -> None:
+    import signal
+    import time
+
+    if launcher == "docker":
+        subprocess.run([str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
+    suites = tmp_path / "suites"
+    write_suite(suites, "topo-interrupt", ["oss-cluster-3-primaries"], n=50_000_000)
+    containers = our_containers() if launcher == "docker" else set()
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "rbs"), "run", "--suites-dir",
+                             str(suites), "--results-dir", str(tmp_path / "out"),
+                             "--no-datasink", "--launcher", launcher],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not _benchmark_running(proc.pid):
+            time.sleep(0.2)
+        assert _benchmark_running(proc.pid), "redis-benchmark never started"
+        if launcher == "process":
+            assert len(our_servers("topo-interrupt")) == 3  # the scratch node is gone already
+        else:
+            assert len(our_containers() - containers) == 3
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert our_servers("topo-interrupt") == []
+    if launcher == "docker":
+        assert our_containers() == containers
+
+
+def _benchmark_running(pid: int) -> bool:
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+        return any(p.name() == "redis-benchmark" and "--cluster" in p.cmdline()
+                   for p in children)
+    except psutil.NoSuchProcess:
+        return False
