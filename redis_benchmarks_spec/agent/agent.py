@@ -79,6 +79,8 @@ class AgentConfig:
     block_ms: int = 5000
     idle_claim_ms: int = 300_000
     heartbeat_ttl_s: int = 60
+    # an entry delivered more often (restarts and claims included) is dead-lettered
+    max_deliveries: int = 5
     # MAC key shared with the builders (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -104,7 +106,7 @@ class Agent:
         self.consumer = GroupConsumer(
             client, config.names.builds, config.names.platform_group(config.platform),
             config.consumer, block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
-            dead_letter_stream=config.names.dead_letter)
+            dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""

@@ -67,6 +67,8 @@ class BuilderConfig:
     git: GitOptions = field(default_factory=GitOptions)
     s3: artifacts.S3Target | None = None  # artifacts to S3 instead of Redis chunks
     heartbeat_ttl_s: int = 60
+    # a request delivered more often (restarts and claims included) is dead-lettered
+    max_deliveries: int = 5
     # where pull-request code is compiled (see builder/sandbox.py)
     sandbox: Sandbox = field(default_factory=Sandbox)
     # MAC key shared with the agents (see builder/signing.py)
@@ -84,7 +86,7 @@ class Builder:
         self.consumer = GroupConsumer(
             client, config.names.build_requests, config.names.builders_group, config.consumer,
             block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
-            dead_letter_stream=config.names.dead_letter)
+            dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
 
     def _published_key(self, request_id: str) -> str:
         return self.config.names.published_key(request_id)

@@ -51,6 +51,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-claim-ms", type=int, default=300_000,
                    help="claim entries a dead consumer held longer than this")
     p.add_argument("--heartbeat-ttl", type=int, default=60, help="heartbeat key TTL, seconds")
+    p.add_argument("--max-deliveries", type=int, default=5,
+                   help="dead-letter an entry delivered more often than this, counting claims "
+                        "and this consumer's own restarts (a poison entry never loops)")
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "rbs-work")
     p.add_argument("--artifact-key-file", type=Path, default=None, metavar="FILE",
                    help="artifact MAC key shared by builders and agents (default: "
@@ -153,7 +156,7 @@ def cmd_builder(args: argparse.Namespace) -> int:
         git=GitOptions(remote=args.git_remote, mirror_dir=args.git_mirror),
         s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
-        sandbox=Sandbox(engine=args.build_sandbox))
+        sandbox=Sandbox(engine=args.build_sandbox), max_deliveries=args.max_deliveries)
     builder = Builder(_broker(args), config)
     _on_signals(builder.stop)
     builder.run()
@@ -175,7 +178,8 @@ def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
         launcher=args.launcher, strict_cpus=args.strict_cpus, block_ms=args.block_ms,
         idle_claim_ms=args.idle_claim_ms,
-        heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key)
+        heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
+        max_deliveries=args.max_deliveries)
 
 
 def cmd_agent(args: argparse.Namespace) -> int:

@@ -162,8 +162,8 @@ def _totals(results: list[CommandResult], sections: list[dict[str, object]],
     lo = min(r.latency.min_ms or 0.0 for r in results)
     hi = max(r.latency.max_ms or 0.0 for r in results)
     latency = LatencySummary(count=requests * len(results), mean_ms=mean, min_ms=lo, max_ms=hi)
-    section = {"Ops/sec": ops, "Average Latency": mean, "Latency": mean, "Min Latency": lo,
-               "Max Latency": hi}
+    section: dict[str, object] = {"Ops/sec": ops, "Average Latency": mean, "Latency": mean,
+                                  "Min Latency": lo, "Max Latency": hi}
     return CommandResult(ops, latency), section
 
 
