@@ -137,3 +137,14 @@ def test_parse_errors_and_the_installed_entry_point(tmp_path: Path) -> None:
                          text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "--noise-floor" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_daemon_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                       redis_server: RedisServer) -> None:
+    one_error_line(capsys, ["agent", "--platform", "p", "--broker", DOWN], "--broker", DOWN)
+    one_error_line(capsys, ["builder", "--broker", "localhost:6379"], "not a Redis URL")
+    agent = ["agent", "--platform", "p", "--broker", redis_server.url, "--stream-prefix",
+             "err", "--results-dir", str(tmp_path / "r")]
+    one_error_line(capsys, [*agent, "--tests-regexp", "("], "--tests-regexp")
+    one_error_line(capsys, [*agent, "--memtier-bin", str(tmp_path / "nope")], "--memtier-bin")
+    one_error_line(capsys, [*agent, "--datasink", DOWN], "--datasink", "cannot connect")

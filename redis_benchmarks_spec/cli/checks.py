@@ -177,11 +177,12 @@ def broker(flag: str, url: str, timeout_s: float = 5.0) -> redis.Redis:
     """A client of the broker at ``url`` that answered PING."""
     redis_url(flag, url)
     client = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=timeout_s)
-    reachable(flag, _display(url), client)
+    reachable(flag, display_url(url), client)
     return client
 
 
-def _display(url: str) -> str:
+def display_url(url: str) -> str:
+    """``url`` with its password (if any) masked, for messages."""
     parts = urlsplit(url)
     if parts.password is None:
         return url

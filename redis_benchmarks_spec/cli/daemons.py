@@ -23,7 +23,10 @@ from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
 from redis_benchmarks_spec.builder.sandbox import ENGINES, Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
+from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
@@ -142,11 +145,36 @@ def _on_signals(stop: Callable[[], None]) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+def _check_broker(args: argparse.Namespace) -> None:
+    """The broker URL is one and the broker answers (one line and exit 2 if not)."""
+    checks.redis_url("--broker", args.broker)
+    checks.reachable("--broker", checks.display_url(args.broker), _broker(args))
+
+
+def _check_agent_args(args: argparse.Namespace) -> None:
+    """Every agent input checked before it joins its group."""
+    _check_broker(args)
+    for flag in ("tests_regexp", "groups_regexp", "commands_regexp"):
+        checks.regexp("--" + flag.replace("_", "-"), getattr(args, flag))
+    if args.suites_dir is not None:
+        checks.existing_dir("--suites-dir", args.suites_dir)
+    for flag, attr in (("--memtier-bin", "memtier_bin"),
+                       ("--redis-benchmark-bin", "redis_benchmark_bin")):
+        if getattr(args, attr):
+            setattr(args, attr, checks.executable(flag, getattr(args, attr)))
+    if args.datasink:
+        checks.redis_url("--datasink", args.datasink)
+    parse_cpus(args.cpus)
+    checks.writable_dir("--results-dir", args.results_dir, create=True)
+
+
 def cmd_builder(args: argparse.Namespace) -> int:
     """Run the build daemon until SIGTERM."""
     key = _secure_start(args, "builder")
     if key is None:
         return 2
+    _check_broker(args)
+    checks.existing_dir("--build-variants-dir", args.build_variants_dir)
     config = BuilderConfig(
         names=names_mod.from_args(args), consumer=args.consumer,
         variants=load_variants(args.build_variants_dir),
@@ -191,9 +219,17 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: --test-time {args.test_time}: must be a positive number of seconds",
               file=sys.stderr)
         return 2
+    _check_agent_args(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
+    shown = checks.display_url(args.datasink or url)
+    checks.reachable("--datasink", shown, datasink)
+    try:
+        checks.has_timeseries("--datasink", shown, datasink)
+    except UsageError as exc:
+        # a daemon keeps going: results stay in its ledger until the datasink is fixed
+        logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
     broker, config = _broker(args), _agent_config(args, key)
     try:
