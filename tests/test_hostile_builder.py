@@ -5,6 +5,7 @@ A real builder process (or daemon object), a real broker, real gcc in the sandbo
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 
@@ -22,7 +23,14 @@ from redis_benchmarks_spec.events.messages import (
     SourceLocation,
 )
 from redis_benchmarks_spec.events.names import StreamNames
-from tests.hostile_fixtures import ARTIFACT_KEY, Daemon, daemon_env, dead_letters, wait_until
+from tests.hostile_fixtures import (
+    ARTIFACT_KEY,
+    Daemon,
+    daemon_env,
+    dead_letters,
+    gzip_bomb,
+    wait_until,
+)
 from tests.pipeline_fixtures import commit_all, tiny_redis_repo, tiny_variant_yaml
 
 VARIANT = "gcc:hostile"
@@ -166,3 +174,22 @@ def test_pre_seeded_manifest_is_not_reused(redis_server, names, tmp_path) -> Non
     assert signing.verify(ARTIFACT_KEY.encode(), event.artifact.mac, sha, VARIANT,
                           event.artifact.sha256, event.artifact.size_bytes)
     assert artifacts.fetch(client, event.artifact) != evil
+
+
+def test_source_archive_bomb_fails_the_build_bounded(redis_server, names, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client = redis_server.client()
+    bomb = gzip_bomb(200 * 1024 * 1024)  # ~200 KB packed
+    key = f"{names.prefix}:source:{'f' * 40}:bomb"
+    client.set(key, bomb)
+    req = BuildRequest(org="redis", repo="redis", branch="unstable", sha="f" * 40,
+                       commit_time_ms=1, build_variants=[VARIANT],
+                       source=SourceLocation("redis", key,
+                                             hashlib.sha256(bomb).hexdigest()))
+    client.xadd(names.build_requests, req.encode())  # type: ignore[arg-type]
+    builder = Builder(client, BuilderConfig(
+        names=names, consumer="b1", variants=load_variants(variants(tmp_path)), block_ms=200,
+        work_dir=tmp_path / "work", artifact_key=ARTIFACT_KEY.encode()))
+    assert builder.run(max_requests=1) == 1
+    [failure] = failures(client, names)
+    assert "exceeds" in failure.reason, failure.reason
+    assert not any((tmp_path / "work").rglob("redis-server"))  # cleaned up, never 200 MB

@@ -74,7 +74,8 @@ def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
     return proc.stdout
 
 
-MAX_SOURCE_BYTES = 2 * 1024**3  # unpacked; redis.git's tree is ~30 MB
+MAX_SOURCE_BYTES = 1024**3  # unpacked; redis.git's tree is ~30 MB
+MAX_SOURCE_RATIO = 64  # unpacked / packed: source trees compress 4-5x, a gzip bomb 1000x
 MAX_SOURCE_MEMBERS = 200_000
 
 
@@ -96,7 +97,8 @@ def _bounded(limit_bytes: int, limit_members: int):  # type: ignore[no-untyped-d
 def _safe_extract(data: bytes, dest: Path) -> None:
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            tar.extractall(dest, filter=_bounded(MAX_SOURCE_BYTES, MAX_SOURCE_MEMBERS))
+            limit = min(MAX_SOURCE_BYTES, max(len(data) * MAX_SOURCE_RATIO, 64 * 1024**2))
+            tar.extractall(dest, filter=_bounded(limit, MAX_SOURCE_MEMBERS))
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise SourceError(f"source archive does not extract: {exc}") from exc
 
