@@ -76,7 +76,8 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60, what: str = ""
 def dead_letters(client: redis.Redis, names: StreamNames) -> dict[str, tuple[str, dict[str, bytes]]]:
     """Original entry id -> (reason, original fields) of every dead-letter entry."""
     out = {}
-    for _, fields in client.xrange(names.dead_letter):
+    rows: Any = client.xrange(names.dead_letter)
+    for _, fields in rows:
         out[fields[b"entry_id"].decode()] = (fields[b"reason"].decode(errors="replace"),
                                              original_fields(fields))
     return out

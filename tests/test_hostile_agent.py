@@ -87,7 +87,7 @@ def poison_entries(client: redis.Redis, names: StreamNames) -> dict[str, str]:
     }
     out = {}
     for label, (fields, mention) in cases.items():
-        entry_id = client.xadd(names.builds, fields).decode()  # type: ignore[arg-type]
+        entry_id = client.xadd(names.builds, fields).decode()  # type: ignore[arg-type,union-attr]
         out[entry_id] = f"{label}|{mention}"
     return out
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -76,7 +77,8 @@ def start_builder(redis_server, names: StreamNames, tmp_path: Path, **env: str) 
 
 
 def failures(client: redis.Redis, names: StreamNames) -> list[BuildFailure]:
-    return [BuildFailure.decode(f, i.decode()) for i, f in client.xrange(names.build_failures)]
+    rows: Any = client.xrange(names.build_failures)
+    return [BuildFailure.decode(f, i.decode()) for i, f in rows]
 
 
 def test_poison_requests_are_dead_lettered_and_git_takes_no_option(redis_server, names,  # type: ignore[no-untyped-def]
@@ -85,7 +87,7 @@ def test_poison_requests_are_dead_lettered_and_git_takes_no_option(redis_server,
     marker = tmp_path / "pwned"
     good = request("a" * 40, "/nonexistent").encode()
     inject = f"--upload-pack=touch {marker}"
-    cases = {
+    cases: dict[str, dict[Any, Any]] = {
         "non-utf8-name": {**good, b"\xff": b"s:x"},
         "non-utf8-value": {**good, "repo": b"s:\xc3\x28"},
         "deep-json": {**good, "filters": b"j:" + b"{\"a\":" * 50_000 + b"1" + b"}" * 50_000},
