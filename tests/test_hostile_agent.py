@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.datasink_fixtures import (
     make_result,
 )
 from tests.hostile_fixtures import (
+    RBS,
     Daemon,
     daemon_env,
     dead_letters,
@@ -116,6 +118,12 @@ def test_poison_entries_are_dead_lettered_and_the_agent_lives(redis_server, name
     assert (victim / "keep").read_text() == "precious"
     assert client.xpending(names.builds, "platform:p1")["pending"] == 0
     assert "Traceback" not in agent.log()
+    # the operator's reader shows what the attacker wrote, byte names included
+    shown = subprocess.run([*RBS, "admin", "dead-letter", "--broker", redis_server.url,
+                            "--stream-prefix", names.prefix, "--limit", "50"],
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert shown.returncode == 0 and "Traceback" not in shown.stdout + shown.stderr, shown
+    assert "not UTF-8" in shown.stdout
 
 
 @pytest.mark.parametrize("make,mention", [
