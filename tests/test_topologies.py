@@ -370,3 +370,21 @@ def _benchmark_running(pid: int) -> bool:
                    for p in children)
     except psutil.NoSuchProcess:
         return False
+
+
+def test_clients_get_the_cluster_flag_only_for_clusters() -> None:
+    from redis_benchmarks_spec.loadgen.base import ClientTarget
+    from redis_benchmarks_spec.loadgen.drivers import RedisBenchmarkDriver
+    from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
+    from redis_benchmarks_spec.suites.suite import ToolConfig
+
+    rb = RedisBenchmarkDriver("redis-benchmark")
+    cfg = ToolConfig("redis-benchmark", "-c 5 -n 10 --cluster -t set")
+    on = rb.invocation(cfg, ClientTarget("127.0.0.1", 7000, cluster=True), Path("/tmp/x"), None)
+    off = rb.invocation(cfg, ClientTarget("127.0.0.1", 7000), Path("/tmp/x"), None)
+    assert on.argv.count("--cluster") == 1 and "--cluster" not in off.argv
+    mt = MemtierDriver("memtier_benchmark")
+    mcfg = ToolConfig("memtier_benchmark", "--cluster-mode --ratio 1:0 -n 10")
+    mon = mt.invocation(mcfg, ClientTarget("127.0.0.1", 7000, cluster=True), Path("/tmp/x"), 1)
+    moff = mt.invocation(mcfg, ClientTarget("127.0.0.1", 7000), Path("/tmp/x"), 1)
+    assert mon.argv.count("--cluster-mode") == 1 and "--cluster-mode" not in moff.argv
