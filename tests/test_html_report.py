@@ -137,3 +137,18 @@ def test_report_of_one_results_folder(tmp_path: Path) -> None:
                                                                            "spectrum")})
     assert "<th>runs</th>" in rendered.dom and "baseline run" not in rendered.dom
     assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_report_from_a_saved_comparison(tmp_path: Path, client: redis.Redis) -> None:
+    base, comp = two_sides(tmp_path)
+    saved = tmp_path / "cmp.json"
+    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                 "--format", "json", "--output", str(saved)]) == 0
+    docs = [RunResult.read(p) for p in sorted(base.rglob("result.json"))]
+    assert not push_results(client, docs).failed
+    url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
+    assert main(["report", "--from-json", str(saved), "--history-datasink", url]) == 0
+    rendered = _check(saved.with_suffix(".html"), {("history", t) for t in TESTS})
+    assert rendered.dom.count("REGRESSION") >= 2
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["report", "--from-json", str(tmp_path / "bad.json")]) == 2

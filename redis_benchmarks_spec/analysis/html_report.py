@@ -175,6 +175,8 @@ def section_tests(data: ReportData, out_dir: Path) -> str:
     for test in data.tests:
         runs = [r for side in data.sides for r in side.runs.get(test, [])]
         sides = [(s.name, s.values(test, data.metric)) for s in data.sides]
+        if not any(values for _, values in sides):
+            continue  # a row known only from a saved comparison: nothing to draw
         parts.append(f'<section id="t-{esc(test)}"><h3>{esc(test)} {_flags(runs)}</h3>')
         parts.append(_figure("samples", test, plots.samples_svg(
             data.metric, sides, _interval(rows.get(test)), floor)))

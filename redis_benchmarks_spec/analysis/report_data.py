@@ -9,6 +9,7 @@ and (optionally) the datasink's history. Nothing here draws or formats.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,8 @@ class ReportData:
 
     @property
     def tests(self) -> list[str]:
-        return sorted({t for side in self.sides for t in [*side.runs, *side.points]})
+        rows = [r.test for r in self.report.rows] if self.report else []
+        return sorted({t for side in self.sides for t in [*side.runs, *side.points]} | set(rows))
 
 
 def _side(name: str, docs: list[RunResult]) -> SideRuns:
@@ -154,6 +156,21 @@ def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) 
         side_from_results(str(comparison), [r for rs in sides[1].runs.values() for r in rs]),
         ok)
     return ReportData(title=f"{baseline} vs {comparison}", metric=options.metric,
+                      sides=sides, report=report)
+
+
+def from_report_json(path: Path) -> ReportData:
+    """A comparison saved by ``rbs compare --format json``: its rows, header and options."""
+    try:
+        report = ComparisonReport.from_dict(json.loads(path.read_text()))
+    except OSError as exc:
+        raise ReportInputError(f"{path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ReportInputError(f"{path}: not a comparison written by rbs compare --format "
+                               f"json ({exc})") from None
+    names = ("baseline", "comparison")
+    sides = [SideRuns(name) for name in names]
+    return ReportData(title=f"Comparison {path.name}", metric=report.options.metric,
                       sides=sides, report=report)
 
 

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "comparison/)")
     p.add_argument("--baseline-dir", type=Path, help="compare this folder ...")
     p.add_argument("--comparison-dir", type=Path, help="... with this one")
+    p.add_argument("--from-json", type=Path, metavar="FILE",
+                   help="a comparison written by `rbs compare --format json` (verdicts, "
+                        "header and history; no per-run plots)")
     p.add_argument("--output", "-o", type=Path, default=None,
                    help="HTML file (default: report.html in the folder)")
     p.add_argument("--metric", default=DEFAULT_METRIC)
@@ -47,6 +50,8 @@ def add_history_args(p: argparse.ArgumentParser) -> None:
 def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
     from redis_benchmarks_spec.analysis import report_data
     try:
+        if args.from_json:
+            return report_data.from_report_json(args.from_json)
         if args.baseline_dir or args.comparison_dir:
             if not (args.baseline_dir and args.comparison_dir):
                 raise UsageError("--baseline-dir/--comparison-dir", "give both")
@@ -86,6 +91,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                              metric=args.metric)
     data = _data(args, options)
     attach_history(args, data)
+    if args.output is None and args.from_json:
+        args.output = args.from_json.with_suffix(".html")
     root = args.folder or args.comparison_dir
     path = write_html(data, args.output or root / "report.html")
     print(f"report: {path}")
