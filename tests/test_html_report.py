@@ -70,7 +70,7 @@ def test_a_b_session_report(tmp_path: Path) -> None:
     server = shutil.which("redis-server") or ""
     page = tmp_path / "ab.html"
     run = subprocess.run(
-        ["flock", "/tmp/rbs-heavy.lock", RBS, "run", "--suites-dir", str(suites),
+        [RBS, "run", "--suites-dir", str(suites),
          "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
          "--comparison-server", server, "--repetitions", "3", "--no-datasink",
          "--html", str(page)], capture_output=True, text=True, timeout=300, check=False)
