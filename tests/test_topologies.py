@@ -230,8 +230,9 @@ def test_persistence_entries_reach_primary_and_replica(tmp_path: Path) -> None:
     registry = ProcessRegistry()
     topo = load_topologies()["oss-standalone-01-replicas-aof-everysec"]
     plan = CpuAllocator().plan_nodes([1, 1], 1)
-    deployment = Deployment(DeploymentSpec(topo, redis_server_bin(), topo.server_args(), plan,
-                                           tmp_path), ProcessLauncher(registry))
+    args = ["--repl-diskless-sync-delay", "0", *topo.server_args()]  # no 5 s wait to sync
+    deployment = Deployment(DeploymentSpec(topo, redis_server_bin(), args, plan, tmp_path),
+                            ProcessLauncher(registry))
     try:
         deployment.start()
         deployment.link_replicas()
