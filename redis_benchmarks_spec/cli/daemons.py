@@ -108,6 +108,10 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                         "datasink)")
     a.add_argument("--memtier-bin", default=None)
     a.add_argument("--redis-benchmark-bin", default=None)
+    a.add_argument("--capability", action="append", default=[], metavar="NAME",
+                   help="a capability the operator qualified this host for (repeatable, e.g. "
+                        "local-disk); suites whose required-runner-capabilities it lacks are "
+                        "not run here")
     add_github_args(a, agent=True)
     a.set_defaults(func=cmd_agent)
 
@@ -200,7 +204,8 @@ def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
                                  groups_regexp=args.groups_regexp,
                                  commands_regexp=args.commands_regexp,
                                  priority_min=args.priority_min,
-                                 priority_max=args.priority_max, topology=args.topology),
+                                 priority_max=args.priority_max, topology=args.topology,
+                                 capabilities=frozenset(args.capability)),
         tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         test_time=args.test_time,
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,

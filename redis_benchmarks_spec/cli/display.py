@@ -9,13 +9,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli.console import make_console
-from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
+from redis_benchmarks_spec.results.document import (
+    STATUS_FAILED,
+    STATUS_OK,
+    STATUS_SKIPPED,
+    RunResult,
+)
 from redis_benchmarks_spec.results.summary import CSV_COLUMNS, Row, row
 
 __all__ = [
@@ -113,5 +120,17 @@ def print_problems(console: Console, results: list[RunResult]) -> None:
 
 def summary_line(results: list[RunResult]) -> str:
     counts = {s: sum(1 for r in results if r.status == s) for s in ("ok", "failed", "skipped")}
-    return (f"{len(results)} test run(s): {counts['ok']} ok, {counts['failed']} failed, "
+    line = (f"{len(results)} test run(s): {counts['ok']} ok, {counts['failed']} failed, "
             f"{counts['skipped']} skipped")
+    missing = Counter(_missing_tool(r.reason) for r in results if r.status == STATUS_SKIPPED)
+    missing.pop("", None)
+    if missing:
+        line += " (" + ", ".join(f"{n} for lack of {tool}" for tool, n in
+                                 sorted(missing.items())) + ")"
+    return line
+
+
+def _missing_tool(reason: str) -> str:
+    """The tool a skip reason names as missing ('' when it is another reason)."""
+    match = re.match(r"(?:preload: )?(?:client tool (\S+) \(|(\S+) not found)", reason)
+    return (match.group(1) or match.group(2)) if match else ""

@@ -55,11 +55,19 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--topology", default=None, help="only this topology (e.g. oss-standalone)")
 
 
+# a local run starts redis-server in a temporary directory on this machine's disk
+LOCAL_CAPABILITIES = ("local-disk",)
+
+
 def add_tool_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tools")
     g.add_argument("--redis-server", default=None, help="redis-server binary (default: PATH)")
     g.add_argument("--redis-benchmark-bin", default=None, help="redis-benchmark (default: PATH)")
     g.add_argument("--memtier-bin", default=None, help="memtier_benchmark (default: PATH)")
+    g.add_argument("--capability", action="append", default=None, metavar="NAME",
+                   help="what this host offers for suites' required-runner-capabilities "
+                        f"(repeatable; default: {', '.join(LOCAL_CAPABILITIES)}: a server "
+                        "directory on local disk)")
     g.add_argument("--test-time", type=int, default=None,
                    help="seconds per test, overriding each suite's duration (quick runs)")
     g.add_argument("--launcher", choices=["process", "docker"], default="process",
@@ -159,6 +167,8 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
         results_dir=results_dir, context=context, test_time=args.test_time,
         topology_filter=args.topology, launcher=args.launcher,
         cpus=parse_cpus(args.cpus), strict_cpus=args.strict_cpus,
+        capabilities=frozenset(LOCAL_CAPABILITIES if args.capability is None
+                               else args.capability),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct))
 
@@ -202,6 +212,16 @@ def run_with_progress(console: Console, config: SessionConfig,
         return results
 
 
+def say_capabilities(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
+    """When a selected suite requires runner capabilities, say which ones were assumed."""
+    wanted = sorted({c for s in suites for c in s.required_capabilities})
+    if wanted and config.capabilities is not None:
+        offered = ", ".join(sorted(config.capabilities)) or "none"
+        console.print(f"runner capabilities assumed for this host: {escape(offered)} "
+                      f"(selected suites require: {escape(', '.join(wanted))}; "
+                      f"--capability sets them)", highlight=False, soft_wrap=True)
+
+
 def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
     """Refuse to start when every planned test would be skipped (nothing to measure)."""
     planned = plan_tests(config, suites)
@@ -228,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = make_console(stderr=args.format != "table")
     suites = select_suites(args, console)
     config = session_config(args, args.results_dir)
+    say_capabilities(console, config, suites)
     if args.dry_run:
         print_plan(console, config, suites)
         return 0

@@ -6,13 +6,13 @@ output files back into a :class:`ToolResult`. The runner does the process handli
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.loadgen import redis_benchmark
+from redis_benchmarks_spec.loadgen import redis_benchmark, registry
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.registry import DriverEntry
 from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
@@ -60,6 +60,10 @@ class RedisBenchmarkDriver:
         return self._version
 
 
+DRIVER = DriverEntry("redis-benchmark", "redis-benchmark", "--redis-benchmark-bin",
+                     RedisBenchmarkDriver)
+
+
 @dataclass
 class ToolPaths:
     """Binaries to use; None means "look on PATH" (and skip suites whose tool is missing)."""
@@ -68,33 +72,41 @@ class ToolPaths:
     redis_benchmark: str | None = None
     memtier: str | None = None
     redis_cli: str | None = None
+    # paths of other registered tools by tool name (those without a flag of their own here)
+    others: dict[str, str] = field(default_factory=dict)
+    # filled by resolve(): each registered tool's binary, or why it is missing
+    binaries: dict[str, str] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
+
+    def override(self, tool: str) -> str | None:
+        given = {"redis-benchmark": self.redis_benchmark, "memtier_benchmark": self.memtier}
+        return given.get(tool) or self.others.get(tool)
 
     def resolve(self) -> ToolPaths:
         found = ToolPaths(
             redis_server=self.redis_server or shutil.which("redis-server"),
-            redis_benchmark=self.redis_benchmark or shutil.which("redis-benchmark"),
-            memtier=self.memtier or shutil.which("memtier_benchmark"),
             redis_cli=self.redis_cli or shutil.which("redis-cli"),
+            others=dict(self.others),
         )
-        for tool, path in (("redis-benchmark", found.redis_benchmark),
-                           ("memtier_benchmark", found.memtier)):
-            if not path:
-                found.missing[tool] = f"{tool} not found (give --{_flag(tool)} or put it on PATH)"
-            elif not os.access(path, os.X_OK):
-                found.missing[tool] = f"{tool} not found: {path} is not an executable file"
+        for tool, entry in registry.entries().items():
+            path, reason = entry.locate(self.override(tool))
+            if path:
+                found.binaries[tool] = path
+            else:
+                found.missing[tool] = reason
+        found.redis_benchmark = found.binaries.get("redis-benchmark")
+        found.memtier = found.binaries.get("memtier_benchmark")
         return found
 
-
-def _flag(tool: str) -> str:
-    return "memtier-bin" if tool == "memtier_benchmark" else "redis-benchmark-bin"
+    def unavailable(self, tool: str) -> str:
+        """Why ``tool`` cannot run here ('' when it can); call on a resolved ToolPaths."""
+        if tool in self.binaries:
+            return ""
+        return self.missing.get(tool) or registry.unavailable_reason(tool)
 
 
 def make_driver(tool: str, paths: ToolPaths) -> ClientDriver | None:
     """The driver for ``tool``, or None when the tool is unknown or not installed."""
-    if tool == "redis-benchmark" and paths.redis_benchmark:
-        return RedisBenchmarkDriver(paths.redis_benchmark)
-    if tool == "memtier_benchmark" and paths.memtier:
-        from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
-        return MemtierDriver(paths.memtier)
-    return None
+    entry = registry.entries().get(tool)
+    binary = paths.binaries.get(tool)
+    return entry.factory(binary) if entry and binary else None

@@ -7,6 +7,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import memtier_argv as memtier
 from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.registry import DriverEntry
 from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
@@ -49,3 +50,6 @@ class MemtierDriver:
         if self._version is None:
             self._version = memtier.memtier_version(self.binary)
         return self._version
+
+
+DRIVER = DriverEntry("memtier_benchmark", "memtier_benchmark", "--memtier-bin", MemtierDriver)

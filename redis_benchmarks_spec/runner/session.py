@@ -45,6 +45,8 @@ class SessionConfig:
     server_args: list[str] = field(default_factory=list)
     preload_timeout_s: float = 600.0
     launcher: str = "process"  # or "docker"
+    # capabilities this host offers; suites requiring others are skipped (None: not checked)
+    capabilities: frozenset[str] | None = None
     dataset_cache: Path | None = None  # None: default_cache_dir() ($RBS_DATASET_CACHE)
     strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
 
@@ -68,7 +70,8 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
                  if not config.topology_filter or t == config.topology_filter]
         for name in names:
             topo = catalogue.get(name)
-            reason = _skip_reason(suite, topo, name, tools) or \
+            reason = _capability_skip_reason(suite, config.capabilities) or \
+                _skip_reason(suite, topo, name, tools) or \
                 _cpu_skip_reason(suite, topo, allocator)
             planned.append(PlannedTest(suite, topo, reason, name))
     return planned
@@ -89,20 +92,30 @@ def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocato
            f"node(s) x {topo.cpus_per_node} + client), this host gives {len(allocator.cpus)}"
 
 
+def _capability_skip_reason(suite: Suite, offered: frozenset[str] | None) -> str:
+    lacking = suite.missing_capabilities(set(offered)) if offered is not None else []
+    if not lacking:
+        return ""
+    return f"requires runner capabilities this host does not offer: {', '.join(lacking)} " \
+           f"(offered: {', '.join(sorted(offered or ())) or 'none'}; --capability)"
+
+
 def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPaths) -> str:
     if topo is None:
         return f"topology {name!r} is not in the topologies catalogue"
     unsupported = topo.unsupported_reason()
     if unsupported:
         return unsupported
+    # clientconfigs run together: every one of their tools must be present
     for tool in suite.tools:
-        if tool in tools.missing:
-            return tools.missing[tool]
-        if tool not in ("redis-benchmark", "memtier_benchmark"):
-            return f"unknown client tool {tool!r}"
+        reason = tools.unavailable(tool)
+        if reason:
+            return reason
     preload = suite.dbconfig.preload_tool
-    if preload and preload.tool in tools.missing:
-        return f"preload: {tools.missing[preload.tool]}"
+    if preload and preload.tool != "redis-cli":  # redis-cli preloads go through redis-py
+        reason = tools.unavailable(preload.tool)
+        if reason:
+            return f"preload: {reason}"
     return ""
 
 
@@ -119,7 +132,7 @@ def _skipped(test: PlannedTest, config: SessionConfig) -> RunResult:
 
 def _drivers(tools: ToolPaths) -> dict[str, ClientDriver]:
     out: dict[str, ClientDriver] = {}
-    for tool in ("redis-benchmark", "memtier_benchmark"):
+    for tool in tools.binaries:
         driver = make_driver(tool, tools)
         if driver is not None:
             out[tool] = driver

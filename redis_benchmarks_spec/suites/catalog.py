@@ -139,6 +139,8 @@ class SuiteFilter:
     priority_max: int | None = None
     topology: str | None = None
     build_variant: str | None = None
+    # what this host offers (an agent's --capability); None: not checked here
+    capabilities: frozenset[str] | None = None
 
     @property
     def names(self) -> NameFilter:
@@ -156,6 +158,8 @@ class SuiteFilter:
         if self.priority_max is not None and (prio is None or prio > self.priority_max):
             return False
         if self.topology and self.topology not in suite.topologies:
+            return False
+        if self.capabilities is not None and suite.missing_capabilities(set(self.capabilities)):
             return False
         return not (self.build_variant and suite.build_variants
                     and self.build_variant not in suite.build_variants)
