@@ -97,6 +97,8 @@ def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
     reps = ab.repetitions
     total = 2 * reps * len(plan_tests(ab.session, suites))
     with RunProgress(console, total) as progress:
+        ab.session.on_phase = progress.phase  # both sides' sessions are copies of this one
+
         def on_start(side: str, rep: int, suite: Suite) -> None:
             progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
 

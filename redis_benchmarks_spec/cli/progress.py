@@ -1,6 +1,7 @@
 """The progress display of ``rbs run`` (A/B included).
 
-In a terminal: a bar with the test running now (and its side and repetition in A/B),
+In a terminal: a bar with the test running now and its phase (server start, preload,
+warm-up, client run, ...; its side and repetition too in A/B),
 counts and times; a line per finished test is printed above it. Anywhere else (a pipe, a
 CI log) the bar is not drawn and the output is exactly one line per finished test.
 """
@@ -36,6 +37,7 @@ class RunProgress:
             console=console, transient=True)
         self._task: TaskID | None = None
         self._total = total
+        self._what = ""
 
     def __enter__(self) -> RunProgress:  # noqa: PYI034 (final class; py3.10 has no Self)
         self._progress.__enter__()
@@ -48,8 +50,14 @@ class RunProgress:
 
     def started(self, what: str) -> None:
         """Show ``what`` (plain text: the test, its topology, side...) as running now."""
+        self._what = what
+        self.phase("starting")
+
+    def phase(self, phase: str) -> None:
+        """Show what the current test is doing now (``runner.phases`` calls this)."""
         assert self._task is not None
-        self._progress.update(self._task, description=f"running {escape(what)}")
+        self._progress.update(self._task,
+                              description=f"running {escape(self._what)}: {escape(phase)}")
 
     def finished(self, line: str) -> None:
         """Print one line (markup) for a finished test and advance the bar."""

@@ -196,6 +196,8 @@ def run_with_progress(console: Console, config: SessionConfig,
     """
     total = len(plan_tests(config, suites)) * repetitions
     with RunProgress(console, total) as progress:
+        config.on_phase = progress.phase
+
         def on_start(test: PlannedTest) -> None:
             topo = test.topology.name if test.topology else "?"
             progress.started(f"{test.suite.name} [{topo}]")

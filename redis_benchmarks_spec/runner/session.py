@@ -26,6 +26,7 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
+from redis_benchmarks_spec.runner.phases import PhaseDriver, PhaseLauncher
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.topology import Topology, load_topologies
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
@@ -49,6 +50,8 @@ class SessionConfig:
     capabilities: frozenset[str] | None = None
     dataset_cache: Path | None = None  # None: default_cache_dir() ($RBS_DATASET_CACHE)
     strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
+    # told what the running test is doing now (progress displays); see runner/phases.py
+    on_phase: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -153,9 +156,13 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
     if not tools.redis_server:
         raise FileNotFoundError("redis-server not found: give --redis-server or put it on PATH")
     context = replace(config.context, deployment_type=config.launcher)
+    drivers, launcher = _drivers(tools), make_launcher(config, registry)
+    if config.on_phase is not None:
+        launcher = PhaseLauncher(launcher, config.on_phase)
+        drivers = {t: PhaseDriver(d, config.on_phase) for t, d in drivers.items()}
     return RunEnv(
-        redis_server=tools.redis_server, drivers=_drivers(tools),
-        launcher=make_launcher(config, registry), registry=registry,
+        redis_server=tools.redis_server, drivers=drivers,
+        launcher=launcher, registry=registry,
         allocator=CpuAllocator(config.cpus, strict=config.strict_cpus), context=context,
         results_dir=config.results_dir, test_time=config.test_time,
         thresholds=config.thresholds, server_args=config.server_args,
