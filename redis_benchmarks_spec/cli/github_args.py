@@ -49,7 +49,11 @@ def notifier_from_args(args: argparse.Namespace, broker: redis.Redis, names: Str
     if config is None:
         log.info("no GitHub token configured: pull-request comments are off")
         return None
-    from redis_benchmarks_spec.notify.notifier import Links, PrNotifier  # needs PyGithub
+    try:
+        from redis_benchmarks_spec.notify.notifier import Links, PrNotifier
+    except ImportError as exc:
+        raise gh.GitHubConfigError(f"pull-request comments need PyGithub ({exc}); pip install "
+                                   "'redis-benchmarks-spec[github]'") from None
     from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions
     links = Links(getattr(args, "grafana_url", ""), getattr(args, "report_base_url", ""))
     options = PrCompareOptions(baseline_points=getattr(args, "baseline_points", 10))

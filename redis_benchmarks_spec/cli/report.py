@@ -82,8 +82,16 @@ def attach_history(args: argparse.Namespace, data: Any) -> None:
 
 
 def write_html(data: Any, path: Path) -> Path:
-    from redis_benchmarks_spec.analysis import html_report
-    return html_report.write(data, path)
+    """Write the page; a missing plotting library is the user's to install, said once."""
+    try:
+        from redis_benchmarks_spec.analysis import html_report
+    except ImportError as exc:
+        raise UsageError("--html/rbs report", f"needs matplotlib ({exc})",
+                         "pip install 'redis-benchmarks-spec[report]'") from None
+    try:
+        return html_report.write(data, path)
+    except OSError as exc:
+        raise UsageError(str(path), exc.strerror or str(exc)) from None
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -116,11 +116,11 @@ class PrNotifier:
         section.flags = {t: f for t, f in comparison.flags.items() if f}
         if self.reports_dir is not None:
             # matplotlib loads only where reports are written (rbs api never needs it)
-            from redis_benchmarks_spec.notify.pr_report import write_pr_report
             try:
+                from redis_benchmarks_spec.notify.pr_report import write_pr_report
                 write_pr_report(self.datasink, event, platform, info, comparison,
                                 self.reports_dir)
-            except OSError as exc:  # the comment still goes out, without that link
+            except (OSError, ImportError) as exc:  # the comment goes out without the link
                 log.error("HTML report of %s on %s not written: %s", event.id, platform, exc)
                 section.links.pop("HTML report", None)
         else:
@@ -136,8 +136,7 @@ class PrNotifier:
             sep = "&" if "?" in self.links.grafana_url else "?"
             links["Grafana"] = f"{self.links.grafana_url}{sep}{query}"
         if self.links.report_base_url:
-            from redis_benchmarks_spec.notify.pr_report import report_name
-            name = urllib.parse.quote(report_name(event, platform))
+            name = urllib.parse.quote(pr_state.report_name(event.id, platform))
             links["HTML report"] = f"{self.links.report_base_url.rstrip('/')}/{name}"
         return links
 

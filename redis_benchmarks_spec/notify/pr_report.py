@@ -11,12 +11,7 @@ from redis_benchmarks_spec.analysis import html_report
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, attach_history
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.notify.pr_compare import PlatformComparison
-from redis_benchmarks_spec.notify.pr_state import PrInfo
-
-
-def report_name(event: BuildEvent, platform: str) -> str:
-    """The page's file name (the comment's link and the file agree through this)."""
-    return f"{event.id}-{platform}.html".replace(":", "_").replace("/", "_")
+from redis_benchmarks_spec.notify.pr_state import PrInfo, report_name
 
 
 def write_pr_report(client: redis.Redis, event: BuildEvent, platform: str, info: PrInfo,
@@ -30,4 +25,4 @@ def write_pr_report(client: redis.Redis, event: BuildEvent, platform: str, info:
                             f"({event.build_variant})", metric=comparison.report.options.metric,
                       sides=[baseline, head], report=comparison.report)
     attach_history(data, client, info.base_ref or "unstable", platform)
-    return html_report.write(data, reports_dir / report_name(event, platform))
+    return html_report.write(data, reports_dir / report_name(event.id, platform))

@@ -90,6 +90,11 @@ def from_payload(payload: dict[str, Any]) -> PrInfo:
                   html_url=_text(pr, "html_url", 300))
 
 
+def report_name(event_id: str, platform: str) -> str:
+    """The HTML report's file name (the comment's link and the file agree through this)."""
+    return f"{event_id}-{platform}.html".replace(":", "_").replace("/", "_")
+
+
 def info_key(names: StreamNames, request_id: str) -> str:
     return f"{names.prefix}:pr-info:{request_id}"
 
