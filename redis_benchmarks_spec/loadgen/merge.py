@@ -68,7 +68,8 @@ def merge_results(results: list[ToolResult]) -> ToolResult:
                         histogram=total_encoded,
                         error_replies=sum(r.error_replies for r in results),
                         runs=max(r.runs for r in results),
-                        duration_s=max((r.duration_s or 0.0) for r in results) or None)
+                        duration_s=max((r.duration_s or 0.0) for r in results) or None,
+                        notes=[n for r in results for n in r.notes])
     result.histograms = {n: h for n, (_, h) in merged.items() if h is not None}
     if total_hist is not None:
         result.histograms["Totals"] = total_hist

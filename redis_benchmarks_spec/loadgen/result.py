@@ -74,6 +74,8 @@ class ToolResult:
     error_replies: int = 0
     runs: int = 1
     duration_s: float | None = None
+    # what the tool's output suggests but cannot prove (e.g. memtier's reply-byte audit)
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # decoded histograms by command ("Totals" too), in memory only: not a dataclass
@@ -91,6 +93,7 @@ class ToolResult:
             "error_replies": self.error_replies,
             "runs": self.runs,
             "duration_s": self.duration_s,
+            "notes": self.notes,
         }
 
     @classmethod
@@ -104,6 +107,7 @@ class ToolResult:
             error_replies=int(raw.get("error_replies", 0)),
             runs=int(raw.get("runs", 1)),
             duration_s=raw.get("duration_s"),
+            notes=[str(n) for n in raw.get("notes", [])],
         )
 
 

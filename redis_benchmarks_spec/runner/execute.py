@@ -30,6 +30,7 @@ from redis_benchmarks_spec.runner import cluster, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
 from redis_benchmarks_spec.runner.launcher import (
     ServerHandle,
@@ -185,6 +186,8 @@ class SuiteRun:
         _finish_result(self.suite, result, tool_result)
         _keep_totals(result, totals)
         persistence.verify()
+        server_errors, _ = node_stats.error_replies(before, after)
+        weigh_tool_notes(result, tool_result, server_counts_errors(after.by_node), server_errors)
         _check_errors(before, after)
         floor = below_floor(suite.dbconfig, tool_result)
         if floor:
