@@ -19,6 +19,7 @@ from redis_benchmarks_spec.analysis import plots
 from redis_benchmarks_spec.analysis.compare import Comparison
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
+from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
 from redis_benchmarks_spec.loadgen import histogram
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -208,8 +209,8 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
     return "<h2>Problems</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>"
 
 
-SECTIONS: list[Section] = [section_header, section_verdicts, section_tests, section_history,
-                           section_problems]
+SECTIONS: list[Section] = [section_header, section_verdicts, section_sweeps, section_tests,
+                           section_history, section_problems]
 
 
 def render(data: ReportData, out_dir: Path, sections: list[Section] | None = None) -> str:

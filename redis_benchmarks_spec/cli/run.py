@@ -26,6 +26,7 @@ from redis_benchmarks_spec.cli.display import (
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
+from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
@@ -35,6 +36,7 @@ from redis_benchmarks_spec.runner.session import (
     plan_tests,
     run_suites,
 )
+from redis_benchmarks_spec.runner.sweep import run_sweep
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir, load_catalog
 from redis_benchmarks_spec.suites.problems import ERROR, Problem
 from redis_benchmarks_spec.suites.suite import Suite
@@ -111,6 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="results (or, in A/B mode, the comparison) as a terminal table, JSON, "
                         "CSV or GitHub Markdown on stdout; progress lines go to stderr then")
     add_ab_args(p)
+    add_sweep_args(p)
     g = p.add_argument_group("datasink")
     g.add_argument("--datasink", default=None, metavar="URL",
                    help="push results to this RedisTimeSeries (default: the embedded datasink, "
@@ -246,6 +249,7 @@ def check_datasink(args: argparse.Namespace) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
     check_run_args(args)
+    sweep = check_sweep(args)
     # documents (json, csv, markdown) own stdout; people's lines then go to stderr
     console = make_console(stderr=args.format != "table")
     suites = select_suites(args, console)
@@ -261,13 +265,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         if wants_ab(args):
             return cmd_ab(args, console, config, suites)
-        results = run_with_progress(console, config, suites, args.repetitions or 1)
+        if sweep is not None:
+            results = run_sweep(config, suites, sweep,
+                                on_result=lambda r: console.print(finished_line(r),
+                                                                  highlight=False))
+        else:
+            results = run_with_progress(console, config, suites, args.repetitions or 1)
     except KeyboardInterrupt:
         console.print("[red]interrupted: every process this run started has been stopped[/]")
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
     code = report(console, args, config, results)
+    if sweep is not None:
+        report_sweep(console, config, results)
     if not args.no_datasink:
         push_to_datasink(console, args, results, config.results_dir)
     return code

@@ -11,7 +11,9 @@ follows only when the topology's name differs from its type, as in the performan
 scheme: ``oss-standalone`` series keep the key (and labels) they always had, while
 ``.../oss-standalone/oss-standalone-04-io-threads/...`` and
 ``.../oss-cluster/oss-cluster-3-primaries/...`` also carry the team's dashboard labels
-(:data:`TEAM_LABELS`). Every path component is also a label, so readers find series with
+(:data:`TEAM_LABELS`). A run of a sweep (``rbs run --sweep clients=...``) writes its
+series under ``{test_name}.{param}-{value}`` with ``sweep_of``/``sweep_param``/``sweep_value``
+labels; every other run keeps its key. Every path component is also a label, so readers find series with
 ``TS.MRANGE ... FILTER`` and ``TS.QUERYINDEX`` instead of scanning key names. The writer and
 the reader both build names, labels and filters here and nowhere else.
 """
@@ -43,6 +45,10 @@ LABEL_DEPLOYMENT_TYPE = "deployment_type"
 LABEL_TESTED_GROUPS = "tested_groups"
 LABEL_TESTED_COMMANDS = "tested_commands"
 LABEL_LAUNCHER = "launcher"
+# runs of `rbs run --sweep`: the test swept, the parameter and its value
+LABEL_SWEEP_OF = "sweep_of"
+LABEL_SWEEP_PARAM = "sweep_param"
+LABEL_SWEEP_VALUE = "sweep_value"
 # labels the performance team's dashboards filter on, written for non-default topologies
 # (oss-standalone series keep exactly the labels they were created with)
 LABEL_DEPLOYMENT_NAME = "deployment_name"
@@ -220,6 +226,10 @@ def run_labels(result: RunResult) -> dict[str, str]:
         labels[LABEL_TESTED_GROUPS] = ";".join(sorted(result.tested_groups))
     if result.tested_commands:
         labels[LABEL_TESTED_COMMANDS] = ";".join(sorted(result.tested_commands))
+    if result.sweep.get("param"):  # find every point of a sweep: FILTER sweep_of=<test>
+        labels[LABEL_SWEEP_OF] = result.test_name
+        labels[LABEL_SWEEP_PARAM] = result.sweep["param"]
+        labels[LABEL_SWEEP_VALUE] = result.sweep.get("value", "")
     labels.update({label_name(TESTED_GROUP_PREFIX + g): "1" for g in result.tested_groups})
     labels.update({label_name(TESTED_COMMAND_PREFIX + c): "1" for c in result.tested_commands})
     return {name: label_value(value) for name, value in labels.items() if value}
@@ -246,13 +256,22 @@ def sides_of(result: RunResult) -> list[Side]:
     return sides
 
 
+def series_test_name(result: RunResult) -> str:
+    """The test component of a run's series: the test name, and for a run of a sweep
+    (``rbs run --sweep clients=...``) ``<test>.<param>-<value>``, so every swept value has
+    its own series. Runs that are not swept keep exactly the keys they always had."""
+    if not result.sweep.get("param"):
+        return result.test_name
+    return f"{result.test_name}.{result.sweep['param']}-{result.sweep.get('value', '')}"
+
+
 def series_ids(result: RunResult) -> list[SeriesId]:
     """Every series one run writes: one per metric and side."""
     ctx = result.context
     scope = Scope.of(result)
     return [
-        SeriesId(side, scope, result.test_name, ctx.build_variant, ctx.platform, ctx.topology,
-                 metric, ctx.topology_type, result.metric_paths.get(metric, ""))
+        SeriesId(side, scope, series_test_name(result), ctx.build_variant, ctx.platform,
+                 ctx.topology, metric, ctx.topology_type, result.metric_paths.get(metric, ""))
         for side in sides_of(result)
         for metric in sorted(result.metrics)
     ]

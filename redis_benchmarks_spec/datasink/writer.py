@@ -217,7 +217,7 @@ def queue_indexes(pipe: Any, result: RunResult) -> None:
     idx = keys.index_keys(scope)
     ctx = result.context
     pipe.sadd(keys.SCOPES_KEY, scope.path)
-    pipe.sadd(idx.tests, result.test_name)
+    pipe.sadd(idx.tests, keys.series_test_name(result))
     pipe.sadd(idx.metrics, *result.metrics)
     pipe.sadd(idx.platforms, ctx.platform)
     pipe.sadd(idx.build_variants, ctx.build_variant)

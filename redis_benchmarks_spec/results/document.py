@@ -168,6 +168,8 @@ class RunResult:
     # scripts, rdb_checks operation, preload_before_replica
     dataset: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # why a flag was raised, one line each
+    # {"param": "clients", "value": "64"} for a run of `rbs run --sweep` (runner/sweep.py)
+    sweep: dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

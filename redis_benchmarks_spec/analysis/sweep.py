@@ -1,0 +1,99 @@
+"""A sweep's curve (throughput and latency percentiles against the swept value) and its knee.
+
+The knee is the issue's own definition made exact: the first swept value after which
+throughput stops growing (no later point beats it by more than ``growth_pct``, default 5 %,
+which is half the run-to-run noise here) while latency grows (the next point's p99 is
+higher). It is a plain rule rather than a curvature method (Kneedle and the like), because
+sweeps have few, log-spaced points and single noisy runs, where curvature estimates jump
+between neighbours; the rule says in words what it found. No knee is named when throughput
+still grows at the largest value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from redis_benchmarks_spec.results.document import RunResult
+
+SWEEP_PERCENTILES = ("p50.00", "p99.00", "p99.90")
+DEFAULT_GROWTH_PCT = 5.0
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One swept value: throughput and latency percentiles (ms) of its run."""
+
+    value: float
+    ops_per_sec: float
+    latency_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where throughput stops growing while latency grows, and the sentence saying so."""
+
+    index: int | None
+    value: float | None
+    reason: str
+
+
+@dataclass
+class SweepCurve:
+    test: str
+    param: str
+    points: list[CurvePoint]
+    knee: Knee
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def curve_points(results: Sequence[RunResult]) -> list[CurvePoint]:
+    """The points of one test's swept runs (ok runs with a tool result), by swept value."""
+    out = []
+    for r in results:
+        if not r.ok or r.result is None or "value" not in r.sweep:
+            continue
+        latency = r.result.totals.latency.percentiles_ms
+        out.append(CurvePoint(float(r.sweep["value"]), r.result.totals.ops_per_sec,
+                              {p: latency[p] for p in SWEEP_PERCENTILES if p in latency}))
+    return sorted(out, key=lambda p: p.value)
+
+
+def _p99(point: CurvePoint) -> float | None:
+    return point.latency_ms.get("p99.00", point.latency_ms.get("p50.00"))
+
+
+def find_knee(points: Sequence[CurvePoint], growth_pct: float = DEFAULT_GROWTH_PCT) -> Knee:
+    """The first point after which throughput stops growing while latency grows."""
+    if len(points) < 3:
+        return Knee(None, None, f"{len(points)} point(s): too few for a knee")
+    for i, point in enumerate(points[:-1]):
+        best_later = max(p.ops_per_sec for p in points[i + 1:])
+        if best_later > point.ops_per_sec * (1 + growth_pct / 100):
+            continue
+        now, then = _p99(point), _p99(points[i + 1])
+        if now is None or then is None or then <= now:
+            continue
+        gain = (best_later / point.ops_per_sec - 1) * 100
+        return Knee(i, point.value,
+                    f"throughput grows at most {gain:+.1f}% beyond {point.value:g} "
+                    f"(threshold {growth_pct:g}%) while p99 rises {now:.3g} -> {then:.3g} ms")
+    return Knee(None, None, "throughput still grows (or latency does not) up to the largest "
+                            "value: no knee in this range")
+
+
+def sweep_curves(results: Sequence[RunResult],
+                 growth_pct: float = DEFAULT_GROWTH_PCT) -> list[SweepCurve]:
+    """One curve per (test, swept parameter) among ``results``."""
+    groups: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:
+        if r.sweep.get("param"):
+            groups.setdefault((r.test_name, r.sweep["param"]), []).append(r)
+    curves = []
+    for (test, param), group in sorted(groups.items()):
+        points = curve_points(group)
+        curves.append(SweepCurve(test, param, points, find_knee(points, growth_pct)))
+    return curves
