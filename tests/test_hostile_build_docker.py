@@ -1,0 +1,103 @@
+"""The builder's docker sandbox: a variant whose ``build_image`` the engine has builds in it
+(``--network none``, the make variables the only environment, the tree the only mount).
+The image is Debian bookworm + build-essential made locally by scripts/build-image.sh
+(mmdebstrap + docker import, cached by tag): minutes the first time, then nothing."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.sandbox import Sandbox
+from redis_benchmarks_spec.builder.variants import load_variants
+from redis_benchmarks_spec.events.messages import (
+    SOURCE_GIT,
+    BuildEvent,
+    BuildFailure,
+    BuildRequest,
+    SourceLocation,
+)
+from redis_benchmarks_spec.events.names import StreamNames
+from tests.hostile_fixtures import ARTIFACT_KEY
+from tests.pipeline_fixtures import commit_all, tiny_redis_repo
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE = "rbs-build:bookworm"
+VARIANT = "gcc:docker-sandbox"
+EVIL_MAKEFILE = """\
+all:
+\t@echo ENV-BEGIN; env; echo ENV-END
+\t@(echo x > /dev/tcp/{gateway}/{port}) 2>/dev/null && echo NET-OK || echo NET-BLOCKED
+\t@exit 3
+"""
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def build_image() -> None:
+    subprocess.run([str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
+    subprocess.run([str(REPO / "scripts" / "build-image.sh"), IMAGE], check=True, timeout=1800)
+
+
+def builder(redis_server, tmp_path: Path, names: StreamNames) -> Builder:  # type: ignore[no-untyped-def]
+    d = tmp_path / "variants"
+    d.mkdir()
+    (d / "v.yml").write_text(f"id: '{VARIANT}'\ncompiler: gcc\ncpp_compiler: g++\n"
+                             f"build_image: '{IMAGE}'\nenv:\n  REDIS_CFLAGS: '-DRBS_MARKER=dk'\n")
+    return Builder(redis_server.client(), BuilderConfig(
+        names=names, consumer="b1", variants=load_variants(d), block_ms=200,
+        work_dir=tmp_path / "work", artifact_key=ARTIFACT_KEY.encode(),
+        sandbox=Sandbox(engine="docker")))
+
+
+def request(repo: Path, sha: str) -> BuildRequest:
+    return BuildRequest(org="redis", repo="redis", branch="unstable", sha=sha,
+                        commit_time_ms=1, source=SourceLocation(SOURCE_GIT, str(repo)),
+                        build_variants=[VARIANT])
+
+
+def test_builds_in_the_variants_image(redis_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    names = StreamNames.with_prefix(f"d{uuid.uuid4().hex[:8]}")
+    repo = tiny_redis_repo(tmp_path / "repo")
+    client = redis_server.client()
+    client.xadd(names.build_requests, request(repo, commit_all(repo, "x")).encode())  # type: ignore[arg-type]
+    assert builder(redis_server, tmp_path, names).run(max_requests=1) == 1
+    failures = [BuildFailure.decode(f) for _, f in client.xrange(names.build_failures)]
+    assert failures == []
+    [(_, fields)] = client.xrange(names.builds)
+    event = BuildEvent.decode(fields)
+    assert event.redis_version == "7.9.0" and event.build_variant == VARIANT
+
+
+def test_pull_request_code_in_docker_sees_no_network_no_secret(redis_server,  # type: ignore[no-untyped-def]
+                                                                tmp_path: Path,
+                                                                monkeypatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "docker-secret-7781")
+    gateway = subprocess.run(["docker", "network", "inspect", "bridge", "--format",
+                              "{{(index .IPAM.Config 0).Gateway}}"], capture_output=True,
+                             text=True, timeout=60, check=True).stdout.strip()
+    with socket.socket() as listener:  # reachable from any container that has a network
+        listener.bind(("0.0.0.0", 0))
+        listener.listen(1)
+        names = StreamNames.with_prefix(f"d{uuid.uuid4().hex[:8]}")
+        repo = tiny_redis_repo(tmp_path / "repo")
+        (repo / "Makefile").write_text(EVIL_MAKEFILE.format(
+            gateway=gateway, port=listener.getsockname()[1]))
+        client = redis_server.client()
+        client.xadd(names.build_requests, request(repo, commit_all(repo, "evil")).encode())  # type: ignore[arg-type]
+        assert builder(redis_server, tmp_path, names).run(max_requests=1) == 1
+    [(_, fields)] = client.xrange(names.build_failures)
+    log = BuildFailure.decode(fields).log_tail
+    assert "ENV-BEGIN" in log and "NET-BLOCKED" in log, log
+    env_lines = log.split("ENV-BEGIN")[1].split("ENV-END")[0].strip().splitlines()
+    assert {line.split("=")[0] for line in env_lines} <= {
+        "PATH", "HOME", "LANG", "TMPDIR", "PWD", "SHLVL", "_", "HOSTNAME", "MAKEFLAGS",
+        "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "CC", "CXX", "REDIS_CFLAGS", "V",
+        "OLDPWD"}, env_lines
+    assert "docker-secret-7781" not in log
