@@ -389,3 +389,52 @@ def test_clients_get_the_cluster_flag_only_for_clusters() -> None:
     mon = mt.invocation(mcfg, ClientTarget("127.0.0.1", 7000, cluster=True), Path("/tmp/x"), 1)
     moff = mt.invocation(mcfg, ClientTarget("127.0.0.1", 7000), Path("/tmp/x"), 1)
     assert mon.argv.count("--cluster-mode") == 1 and "--cluster-mode" not in moff.argv
+
+
+CORPUS = "redis-benchmarks-specification==0.3.47"
+
+
+def corpus_suites(tmp_path: Path) -> Path:
+    """The performance team's 551 suites (downloaded once into .cache/, unpacked here)."""
+    import sys
+    import zipfile
+
+    cache = REPO / ".cache" / "corpus"
+    cache.mkdir(parents=True, exist_ok=True)
+    wheels = sorted(cache.glob("redis_benchmarks_specification-0.3.47-*.whl"))
+    if not wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", CORPUS, "-d",
+                        str(cache)], check=True, timeout=300, capture_output=True)
+        wheels = sorted(cache.glob("redis_benchmarks_specification-0.3.47-*.whl"))
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        members = [m for m in wheel.namelist() if "/test-suites/" in m]
+        wheel.extractall(tmp_path, members)
+    return tmp_path / "redis_benchmarks_specification" / "test-suites"
+
+
+def test_the_teams_corpus_plans_with_no_topology_skip(tmp_path: Path) -> None:
+    import shutil
+
+    import yaml
+
+    catalogue = load_topologies()
+    files = sorted(corpus_suites(tmp_path / "corpus").glob("*.yml"))
+    assert len(files) > 500
+    named: dict[Path, list[str]] = {}
+    for path in files:  # C YAML here: our loader takes ~0.15 s a file on this machine
+        raw = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+        named[path] = list(raw.get("redis-topologies") or [])
+    pairs = [(p, t) for p, names in named.items() for t in names]
+    assert {t for _, t in pairs} <= set(catalogue)
+    others = [(p, t) for p, t in pairs if t != "oss-standalone"]
+    assert len(others) >= 140  # io-threads, replica and cluster pairs (the issue counted 84+)
+    assert all(not catalogue[t].unsupported_reason() for _, t in others)
+    # the real path for the suites that name a cluster: loaded, planned, no topology skip
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    for path in {p for p, t in others if catalogue[t].is_cluster}:
+        shutil.copy(path, chosen / path.name)
+    planned = plan_tests(SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"),
+                         load_catalog(chosen).suites)
+    assert len([t for t in planned if t.topology_name.startswith("oss-cluster")]) >= 6
+    assert [t.skip_reason for t in planned if "topolog" in t.skip_reason] == []
