@@ -438,3 +438,45 @@ def test_the_teams_corpus_plans_with_no_topology_skip(tmp_path: Path) -> None:
                          load_catalog(chosen).suites)
     assert len([t for t in planned if t.topology_name.startswith("oss-cluster")]) >= 6
     assert [t.skip_reason for t in planned if "topolog" in t.skip_reason] == []
+
+
+def test_cluster_dataset_copied_by_slot_and_keyless_init_on_every_primary(
+        tmp_path: Path) -> None:
+    from redis.crc import key_slot
+
+    from redis_benchmarks_spec.common.process import ProcessRegistry
+    from redis_benchmarks_spec.runner import cluster
+    from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+    from redis_benchmarks_spec.runner.launcher import ProcessLauncher
+    from tests.conftest import redis_server_bin
+
+    registry = ProcessRegistry()
+    topo = load_topologies()["oss-cluster-3-primaries"]
+    plan = CpuAllocator().plan_nodes([1] * 3, 1)
+    deployment = Deployment(DeploymentSpec(topo, redis_server_bin(), [], plan, tmp_path),
+                            ProcessLauncher(registry))
+    init = [["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"], ["SET", "init:key", "v"]]
+    try:
+        deployment.start()
+        scratch = deployment.start_scratch(plan.client)
+        with scratch.client() as c:
+            for argv in init:
+                c.execute_command(*argv)
+            c.eval("for i=0,1999 do redis.call('SET', 'k:'..i, i) end "
+                   "redis.call('PEXPIRE', 'k:7', 600000) return 1", 0)
+        assert cluster.load_from_scratch(scratch, deployment.primaries, init) == 2001
+        deployment.stop_scratch()
+        assert cluster.keyspace_sum(deployment.primaries) == 2001
+        for node in deployment.primaries:
+            assert node.slots is not None
+            with node.client() as c:
+                assert c.config_get("maxmemory-policy")["maxmemory-policy"] == "allkeys-lru"
+                keys_here = c.keys("*")
+                assert keys_here and all(node.slots[0] <= key_slot(k.encode()) <= node.slots[1]
+                                         for k in keys_here)
+        owner = cluster.owner(key_slot(b"k:7"), deployment.primaries)
+        with owner.client() as c:
+            assert c.get("k:7") == "7" and 0 < c.pttl("k:7") <= 600000
+    finally:
+        assert deployment.stop() == []
+        registry.stop_all()

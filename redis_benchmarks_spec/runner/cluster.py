@@ -152,7 +152,7 @@ def copy_keyspace(source: redis.Redis, primaries: Sequence[Node]) -> int:
 def _keyless(scratch: redis.Redis, argv: list[str]) -> bool:
     """True when ``argv`` names no key (COMMAND GETKEYS says so), e.g. CONFIG SET."""
     try:
-        return not scratch.execute_command("COMMAND", "GETKEYS", *argv)
+        return not scratch.command_getkeys(*argv)
     except redis.ResponseError:
         return True  # "The command has no key arguments" (or unknown to GETKEYS)
 
