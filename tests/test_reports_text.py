@@ -43,3 +43,18 @@ def test_terminal_table_has_header_and_runs_needed_column(tmp_path: Path) -> Non
     text = _compare(tmp_path, "table")
     assert f"commit {BASE_SHA[:10]}" in text and f"commit {COMP_SHA[:10]}" in text
     assert "runs needed" in text and "change (HL)" in text and "median ratio" in text
+
+
+def test_paired_rows_name_their_estimator() -> None:
+    import numpy as np
+
+    from redis_benchmarks_spec.analysis.compare import compare_paired
+    from redis_benchmarks_spec.analysis.report import to_markdown
+    rng = np.random.default_rng(3)
+    base = rng.normal(100_000, 1_000, 12)
+    pairs = [(float(b), float(b) * 0.9 * float(rng.normal(1, 0.005))) for b in base]
+    report = compare_paired({"t": pairs})
+    text = to_markdown(report)
+    assert report.rows[0].method.startswith("mean")  # 12 normal pairs: the Student t method
+    assert "Change (HL, or t where marked)" in text and "% (t) |" in text
+    assert "HL = Hodges-Lehmann; t = mean of per-pair log ratios" in text

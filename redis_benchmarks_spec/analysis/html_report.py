@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from redis_benchmarks_spec.analysis import plots
+from redis_benchmarks_spec.analysis import plots, report
 from redis_benchmarks_spec.analysis.compare import Comparison
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
@@ -67,7 +67,7 @@ def _verdict_row(row: Comparison) -> str:
     needed = "" if row.runs_needed is None else str(row.runs_needed)
     cells = [f'<a href="#t-{esc(row.test)}">{esc(row.test)}</a>',
              f"{row.n_baseline} / {row.n_comparison}", _pct(row.median_ratio_pct),
-             _pct(row.change_pct), ci, p, verdict, needed, esc(row.reason)]
+             esc(report.change_cell(row)), ci, p, verdict, needed, esc(row.reason)]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
@@ -75,7 +75,7 @@ def section_verdicts(data: ReportData, out_dir: Path) -> str:
     if data.report is None:
         return section_results_table(data, out_dir)
     r = data.report
-    head = ["test", "n b / c", "median ratio", "change (HL)", "95% CI", "p (adj)",
+    head = ["test", "n b / c", "median ratio", esc("c" + report.change_header(r)[1:]), "95% CI", "p (adj)",
             "verdict", "runs needed", "why"]
     rows = "".join(_verdict_row(row) for row in r.rows)
     counts = ", ".join(f"{n} {v.lower()}" for v, n in r.summary.items())

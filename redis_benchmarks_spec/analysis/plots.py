@@ -64,12 +64,14 @@ def _interval_axes(ax: plt.Axes, interval: tuple[float, float, float], floor: fl
     change, low, high = interval
     ax.axvspan(-floor, floor, color="grey", alpha=0.2, label=f"±{floor:g}% noise floor")
     ax.axvline(0, color="black", lw=0.8)
-    finite_low = low if math.isfinite(low) else change - 50
-    finite_high = high if math.isfinite(high) else change + 50
-    ax.errorbar([change], [0], xerr=[[change - finite_low], [finite_high - change]], fmt="o",
-                color=SIDE_COLOURS[1], capsize=5)
+    if math.isfinite(low) and math.isfinite(high):
+        ax.errorbar([change], [0], xerr=[[change - low], [high - change]], fmt="o",
+                    color=SIDE_COLOURS[1], capsize=5)
+        ax.set_xlabel("change % (interval)")
+    else:  # an unbounded interval is not drawn as if it had ends
+        ax.plot([change], [0], "o", color=SIDE_COLOURS[1])
+        ax.set_xlabel("change % (interval unbounded: too few points)")
     ax.set_yticks([])
-    ax.set_xlabel("change % (interval)")
     ax.legend(loc="upper right", fontsize=7, frameon=False)
 
 

@@ -55,6 +55,29 @@ def _p(row: Comparison) -> str:
     return f"{row.p_value:.3g} ({adj})"
 
 
+T_TAG = " (t)"
+
+
+def _is_t(row: Comparison) -> bool:
+    return row.method.startswith("mean")  # paired rows with the Student t method
+
+
+def _change(row: Comparison) -> str:
+    """The change; rows whose estimator is not Hodges-Lehmann say which it is."""
+    return _pct(row.change_pct) + (T_TAG if _is_t(row) and row.change_pct is not None else "")
+
+
+def change_cell(row: Comparison) -> str:
+    """The change cell as every report shows it."""
+    return _change(row)
+
+
+def change_header(report: ComparisonReport) -> str:
+    """The change column's name: the estimator, and the mark of rows using another one."""
+    return ("Change (HL, or t where marked)" if any(_is_t(r) for r in report.rows)
+            else "Change (HL)")
+
+
 def _ratio(row: Comparison) -> str:
     return _pct(row.median_ratio_pct)
 
@@ -113,8 +136,8 @@ def header_lines(context: CompareContext | None) -> list[str]:
 
 def _footnote(report: ComparisonReport) -> str:
     o = report.options
-    return (f"Change (HL) and its {o.confidence:.0%} CI, as % of the baseline: "
-            f"{report.method}. "
+    return (f"Change and its {o.confidence:.0%} CI, as % of the baseline: {report.method} "
+            "(HL = Hodges-Lehmann; t = mean of per-pair log ratios, Student t interval). "
             "Median ratio: comparison median / baseline median - 1 (a different estimator, "
             "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
             f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
@@ -134,7 +157,8 @@ def to_rich_table(report: ComparisonReport) -> Table:
     table = Table(title=title, caption=_footnote(report), caption_justify="left")
     for col, justify in (("test", "left"), ("n b / c", "right"), ("baseline median", "right"),
                          ("comparison median", "right"), ("median ratio", "right"),
-                         ("change (HL)", "right"), ("95% CI", "right"), ("p (adj)", "right"),
+                         ("c" + change_header(report)[1:], "right"), ("95% CI", "right"),
+                         ("p (adj)", "right"),
                          ("CV b / c", "right"), ("verdict", "left"), ("runs needed", "right"),
                          ("why", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -142,7 +166,7 @@ def to_rich_table(report: ComparisonReport) -> Table:
         style = VERDICT_STYLE.get(row.verdict, "")
         why = "" if row.verdict == NO_CHANGE else escape(row.reason)
         table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
-                      _num(row.comparison_median), _ratio(row), _pct(row.change_pct), _ci(row),
+                      _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
                       _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
                       _needed(row) if row.verdict == UNKNOWN else "", why)
     return table
@@ -175,7 +199,7 @@ MD_HEADER = ["Test", "n b / c", "Baseline median", "Comparison median", "Median 
 
 def _md_row(row: Comparison) -> list[str]:
     return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
-            _ratio(row), _pct(row.change_pct), _ci(row), _p(row), _cv(row), row.verdict]
+            _ratio(row), _change(row), _ci(row), _p(row), _cv(row), row.verdict]
 
 
 def _md_flagged_row(row: Comparison) -> list[str]:
@@ -214,19 +238,20 @@ def markdown_header(context: CompareContext | None) -> list[str]:
 def markdown_verdicts(report: ComparisonReport, level: str = "###") -> list[str]:
     """Regressions, improvements, unknowns, no change (folded) and problems (folded)."""
     lines: list[str] = []
+    header = [change_header(report) if h == "Change (HL)" else h for h in MD_HEADER]
     lines += _md_section(f"{VERDICT_ICON[REGRESSION]} Regressions",
-                         report.by_verdict(REGRESSION), _md_flagged_row, [*MD_HEADER, "Why"],
+                         report.by_verdict(REGRESSION), _md_flagged_row, [*header, "Why"],
                          level)
     lines += _md_section(f"{VERDICT_ICON[IMPROVEMENT]} Improvements",
-                         report.by_verdict(IMPROVEMENT), _md_flagged_row, [*MD_HEADER, "Why"],
+                         report.by_verdict(IMPROVEMENT), _md_flagged_row, [*header, "Why"],
                          level)
-    unknown_header = [*MD_HEADER[:-1], "Runs/side needed", "Why"]
+    unknown_header = [*header[:-1], "Runs/side needed", "Why"]
     lines += _md_section(f"{VERDICT_ICON[UNKNOWN]} Unknown", report.by_verdict(UNKNOWN),
                          _md_unknown_row, unknown_header, level)
     no_change = report.by_verdict(NO_CHANGE)
     if no_change:
         lines += [f"<details><summary>No change ({len(no_change)})</summary>", "",
-                  *_md_table(MD_HEADER, [_md_row(r) for r in no_change]), "", "</details>", ""]
+                  *_md_table(header, [_md_row(r) for r in no_change]), "", "</details>", ""]
     if report.problems:
         lines += [f"<details><summary>Problems ({len(report.problems)})</summary>", ""]
         lines += [f"- {_md_cell(p)}" for p in report.problems] + ["", "</details>", ""]

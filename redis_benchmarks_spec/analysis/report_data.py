@@ -129,6 +129,12 @@ def from_folder(root: Path, options: CompareOptions) -> ReportData:
                       sides=[_side(str(root), docs)])
 
 
+def _server_label(docs: list[RunResult]) -> str:
+    """A side of an A/B session named by its server binary(ies)."""
+    servers = sorted({d.redis_server for d in docs if d.redis_server})
+    return "redis-server " + ", ".join(servers) if servers else "?"
+
+
 def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
     """An interleaved A/B session: compared paired by repetition."""
     base, comp = _docs(root / "baseline"), _docs(root / "comparison")
@@ -137,8 +143,8 @@ def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
         raise ReportInputError(f"{root}: no repetition has an ok run on both sides")
     report = compare_paired(pairs, options)
     ok_b, ok_c = [d for d in base if d.ok], [d for d in comp if d.ok]
-    report.context = context_from_results(side_from_results("baseline", ok_b),
-                                          side_from_results("comparison", ok_c),
+    report.context = context_from_results(side_from_results(_server_label(ok_b), ok_b),
+                                          side_from_results(_server_label(ok_c), ok_c),
                                           ok_b + ok_c, paired=True)
     return ReportData(title=f"A/B session {root}", metric=options.metric,
                       sides=[_side("baseline", base), _side("comparison", comp)], report=report)
