@@ -26,10 +26,10 @@ from redis_benchmarks_spec.results.document import (
     RunContext,
     RunResult,
 )
-from redis_benchmarks_spec.runner import cluster, node_stats
+from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
-from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
+from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec, Node
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
 from redis_benchmarks_spec.runner.launcher import (
@@ -41,7 +41,6 @@ from redis_benchmarks_spec.runner.persistence import PersistenceCheckFailed, Per
 from redis_benchmarks_spec.runner.preload import (
     PreloadContext,
     PreloadError,
-    keyspace_size,
     prepare_dataset,
 )
 from redis_benchmarks_spec.runner.replication import ReplicationError
@@ -180,11 +179,11 @@ class SuiteRun:
         after = node_stats.snapshot(deployment)
         node_stats.record_deltas(result, deployment, before, after)
         totals = node_stats.replication_metrics(deployment, before, after)
-        _add_totals(tool_result, totals)
+        deployment_data.add_totals(tool_result, totals)
         persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
-        _keep_totals(result, totals)
+        deployment_data.keep_totals(result, totals)
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
         weigh_tool_notes(result, tool_result, server_counts_errors(after.by_node), server_errors)
@@ -227,50 +226,17 @@ class SuiteRun:
         self.result.server_args = spec.args + ["--dbfilename", dataset_mod.DBFILENAME]
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
-        """The dataset on every node: replicas linked before or after the preload
-        (``preload_before_replica``), a cluster's dataset copied from a scratch node."""
-        deployment = self.deployment
-        assert deployment is not None
-        before_replica = self.suite.dbconfig.preload_before_replica
-        if deployment.replicas and not before_replica:
-            deployment.link_replicas()
-        if self.topology.is_cluster:
-            duration = self._prepare_cluster(plan)
-        else:
-            entry = deployment.entry.handle
-            duration = self._prepare(ClientTarget(entry.host, entry.port), entry.client(), plan)
-        if deployment.replicas:
-            if before_replica:
-                deployment.link_replicas()
-            deployment.wait_in_sync()
-            _check_replica_keyspace(deployment, self.suite.dbconfig.keyspacelen)
-        self.result.deployment = deployment.record()
-        return duration
+        """The dataset on every node (``deployment_data``: replicas linked before or after
+        the preload, a cluster's dataset prepared on a scratch node and copied by slot)."""
+        assert self.deployment is not None
 
-    def _prepare_cluster(self, plan: CpuPlan) -> float | None:
-        """Prepare the dataset on a scratch standalone node exactly as for oss-standalone
-        (EVAL loops, tools, init commands run unchanged), then copy every key to the primary
-        owning its slot; the duration includes the copy."""
-        deployment = self.deployment
-        assert deployment is not None
-        scratch = deployment.start_scratch(plan.client)
-        try:
-            duration = self._prepare(ClientTarget(scratch.host, scratch.port), scratch.client(),
-                                     plan)
-            started = time.monotonic()
-            cluster.load_from_scratch(scratch, deployment.primaries,
-                                      self.suite.dbconfig.init_commands)
-            copy_s = time.monotonic() - started
-        finally:
-            deployment.stop_scratch()
-        expected = self.suite.dbconfig.keyspacelen
-        if expected is not None:
-            actual = cluster.keyspace_sum(deployment.primaries)
-            if actual != expected:
-                raise PreloadError(f"keyspace check failed: expected {expected} keys "
-                                   f"(dbconfig.check.keyspacelen), found {actual} summed "
-                                   f"over {len(deployment.primaries)} primaries")
-        return None if duration is None else duration + copy_s
+        def on_node(node: Node) -> float | None:
+            return self._prepare(ClientTarget(node.host, node.port), node.client(), plan)
+
+        duration = deployment_data.prepare(self.deployment, self.suite.dbconfig, on_node,
+                                           plan.client)
+        self.result.deployment = self.deployment.record()
+        return duration
 
     def _prepare(self, target: ClientTarget, client: redis.Redis, plan: CpuPlan) -> float | None:
         env = self.env
@@ -453,35 +419,6 @@ def _check_errors(before: node_stats.NodeSnapshots, after: node_stats.NodeSnapsh
     count, kinds = node_stats.error_replies(before, after)
     if count > 0:
         raise ServerErrorReplies(count, f"server INFO errorstats: {kinds or 'unknown kinds'}")
-
-
-def _check_replica_keyspace(deployment: Deployment, expected: int | None) -> None:
-    if expected is None:
-        return
-    for replica in deployment.replicas:
-        with replica.client() as client:
-            actual = keyspace_size(client)
-        if actual != expected:
-            raise PreloadError(f"keyspace check failed on {replica.name}: expected {expected} "
-                               f"keys (dbconfig.check.keyspacelen), found {actual}")
-
-
-def _add_totals(tool_result: ToolResult, values: dict[str, float]) -> None:
-    """Deployment figures (full-sync time) beside the tool's, where exporter paths find them
-    (``$."ALL STATS".Totals.ReplicationFullSyncSecondsV2``)."""
-    if values:
-        totals = tool_result.data.setdefault("ALL STATS", {}).setdefault("Totals", {})
-        totals.update(values)
-
-
-def _keep_totals(result: RunResult, values: dict[str, float]) -> None:
-    """Deployment figures are metrics of every run on the topology, exported or not."""
-    for name, value in values.items():
-        path = f'$."ALL STATS".Totals.{name}'
-        metric = metric_name(path)
-        if metric not in result.metrics:
-            result.metrics[metric] = value
-            result.metric_paths[metric] = path
 
 
 def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:
