@@ -51,7 +51,8 @@ def test_installed_wheel_runs_a_suite(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert SUITE in listed.stdout and " 0 suites" not in listed.stdout
     assert str(REPO) not in listed.stdout  # read from the installed package, not the checkout
-    ran = _run([rbs, "run", "--test", SUITE, "--test-time", "1", "--no-datasink",
+    ran = _run([rbs, "run", "--test", SUITE, "--topology", "oss-standalone", "--test-time", "1",
+                "--no-datasink",
                 "--results-dir", str(tmp_path / "results")], cwd=tmp_path)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 test run(s): 1 ok" in ran.stdout
