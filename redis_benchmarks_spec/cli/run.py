@@ -24,6 +24,7 @@ from redis_benchmarks_spec.cli.display import (
     summary_line,
 )
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
 from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
@@ -112,6 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=RUN_FORMATS, default="table",
                    help="results (or, in A/B mode, the comparison) as a terminal table, JSON, "
                         "CSV or GitHub Markdown on stdout; progress lines go to stderr then")
+    add_profiling_args(p)
     add_ab_args(p)
     add_sweep_args(p)
     g = p.add_argument_group("datasink")
@@ -173,7 +175,8 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
         capabilities=frozenset(LOCAL_CAPABILITIES if args.capability is None
                                else args.capability),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
-                                        args.client_bound_server_pct))
+                                        args.client_bound_server_pct),
+        window=window_options(args))
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -108,6 +108,11 @@ def _replace_requests(argv: list[str], n: int) -> list[str]:
     return out + ["-n", str(n)] + argv[i:]
 
 
+def set_requests(argv: list[str], n: int) -> list[str]:
+    """Suite arguments with ``-n n`` (placed before any custom command words)."""
+    return _replace_requests(argv, n)
+
+
 def build_argv(binary: str, cfg: ToolConfig, target: Target, test_time: int | None = None,
                rate: float | None = None) -> list[str]:
     """The full argv: suite arguments (shlex, no shell) plus target and ``--csv``;

@@ -10,6 +10,11 @@ from typing import Any
 
 from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.profile import (
+    ProfileSummary,
+    RunTelemetry,
+    profiles_from_dict,
+)
 
 SCHEMA_VERSION = 1
 
@@ -170,6 +175,8 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # why a flag was raised, one line each
     # {"param": "clients", "value": "64"} for a run of `rbs run --sweep` (runner/sweep.py)
     sweep: dict[str, str] = field(default_factory=dict)
+    profiles: dict[str, ProfileSummary] = field(default_factory=dict)  # see results/profile.py
+    telemetry: RunTelemetry | None = None  # per-thread CPU, RSS, host context
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -197,6 +204,9 @@ class RunResult:
         data["cpu"] = {k: CpuUsage(**v) for k, v in data.get("cpu", {}).items()}
         if data.get("deployment"):
             data["deployment"] = DeploymentRecord.from_dict(data["deployment"])
+        data["profiles"] = profiles_from_dict(data.get("profiles") or {})
+        data["telemetry"] = RunTelemetry.from_dict(data["telemetry"]) \
+            if data.get("telemetry") else None
         return cls(**data)
 
     def write(self, path: Path) -> None:

@@ -105,6 +105,7 @@ class DeploymentSpec:
     # called with each primary's directory before it starts, returns extra server arguments
     # (the suite's dataset RDB is put in place this way, see runner/dataset.py)
     prepare_primary_dir: Callable[[Path], list[str]] | None = None
+    wrapper: list[str] = field(default_factory=list)  # argv prefix of every node (callgrind)
 
 
 class Deployment:
@@ -170,8 +171,10 @@ class Deployment:
             cluster_port = free_port()
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                      "--cluster-port", str(cluster_port)]
+        # a node under a profiler's wrapper (valgrind) starts several times slower
+        timeout = self.spec.start_timeout * (8 if self.spec.wrapper else 1)
         handle, notes = self._launch(ServerSpec(self.spec.binary, args, cpus, workdir,
-                                                self.spec.start_timeout))
+                                                timeout, list(self.spec.wrapper)))
         return Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
 
     def _launch(self, spec: ServerSpec) -> tuple[ServerHandle, list[str]]:

@@ -19,6 +19,7 @@ import redis
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
+from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
@@ -44,10 +45,11 @@ from redis_benchmarks_spec.runner.preload import (
     prepare_dataset,
 )
 from redis_benchmarks_spec.runner.replication import ReplicationError
-from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
 from redis_benchmarks_spec.telemetry.cpu import CpuSampler, SaturationThresholds, is_client_bound
+from redis_benchmarks_spec.telemetry.window import MeasuredWindow, WindowOptions
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class RunEnv:
     timeout_buffer_s: float = 60.0
     thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
     server_args: list[str] = field(default_factory=list)  # extra args for every server
+    window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    launcher_kind: str = "process"
 
 
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
@@ -116,6 +120,7 @@ class SuiteRun:
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
+        self.window = MeasuredWindow(env.window, self.out_dir, env.registry, env.launcher_kind)
 
     def run(self) -> RunResult:
         result = self.result
@@ -139,6 +144,8 @@ class SuiteRun:
             result.reason = result.reason or "interrupted before the test finished"
             raise
         finally:
+            self._cleanup_step("summarize telemetry and profiles",
+                               lambda: self.window.finish(result, self.suite.tested_commands))
             self._cleanup()
             result.end_ms = int(time.time() * 1000)
             self._write()
@@ -199,7 +206,8 @@ class SuiteRun:
         args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.server_args
         self.result.server_args = args
         spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
-                              env.context.deployment_type)
+                              env.context.deployment_type,
+                              wrapper=self.window.server_wrapper(self.server_dir))
         self._add_dataset(spec)
         self.deployment = Deployment(spec, env.launcher)
         try:
@@ -251,8 +259,8 @@ class SuiteRun:
         """Rates measured by each driver's warm-up (None where a driver needs none)."""
         env = self.env
         rates: list[float | None] = []
-        for i, (driver, cfg) in enumerate(zip(drivers, self.suite.clientconfigs)):
-            inv = driver.warmup(cfg, target, self.out_dir / f"client-{i}", env.test_time)
+        for i, (driver, cfg) in enumerate(zip(drivers, self._client_configs())):
+            inv = driver.warmup(cfg, target, self.out_dir / f"client-{i}", self._test_time())
             if inv is None:
                 rates.append(None)
                 continue
@@ -268,9 +276,9 @@ class SuiteRun:
                      rates: list[float | None]) -> ToolResult:
         """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
         env, result = self.env, self.result
-        invocations = [d.invocation(cfg, target, self.out_dir / f"client-{i}", env.test_time,
-                                    rate)
-                       for i, (d, cfg, rate) in enumerate(zip(drivers, self.suite.clientconfigs,
+        invocations = [self._slowed(d.invocation(cfg, target, self.out_dir / f"client-{i}",
+                                                 self._test_time(), rate))
+                       for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(),
                                                               rates))]
         result.argv = [redact(inv.argv) for inv in invocations]
         result.paths.update({f"client_{i}_output": str(inv.stdout_path)
@@ -279,6 +287,7 @@ class SuiteRun:
         sampler = CpuSampler()
         assert self.deployment is not None
         sampler.watch("server", self.deployment.pids)
+        self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
         procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
                  for inv in invocations]
@@ -288,11 +297,27 @@ class SuiteRun:
             codes = [_wait(p, inv, env) for p, inv in zip(procs, invocations)]
         finally:
             sampler.stop()
+            self.window.stop()
             for p in procs:
                 env.registry.stop(p)
         result.tool_duration_s = time.monotonic() - started
         _saturation(result, sampler, plan, env.thresholds)
         return _parse_all(drivers, invocations, codes)
+
+    def _client_configs(self) -> list[ToolConfig]:
+        """The suite's client configs, with a fixed request count when a profiler needs one."""
+        count = self.window.fixed_requests()
+        configs = self.suite.clientconfigs
+        return [with_request_count(c, count) for c in configs] if count else list(configs)
+
+    def _test_time(self) -> int | None:
+        return None if self.window.fixed_requests() else self.env.test_time
+
+    def _slowed(self, inv: Invocation) -> Invocation:
+        """A server under callgrind is much slower: give the client time accordingly."""
+        factor = self.window.slowdown
+        return inv if factor == 1.0 else replace(
+            inv, expected_duration_s=inv.expected_duration_s * factor)
 
     # -- the end: clean-up never loses the result -----------------------------------------
 
@@ -381,7 +406,8 @@ def redact(argv: list[str]) -> list[str]:
 
 
 def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: RunEnv) -> int:
-    expected = float(env.test_time) if env.test_time else inv.expected_duration_s
+    # a profiled run (server under callgrind) may be far slower than its test time
+    expected = max(float(env.test_time or 0), inv.expected_duration_s)
     timeout = expected * 3 + env.timeout_buffer_s
     try:
         return proc.wait(timeout=timeout)

@@ -30,6 +30,7 @@ class ServerSpec:
     cpus: list[int]
     workdir: Path
     start_timeout: float = 15.0
+    wrapper: list[str] = field(default_factory=list)  # argv prefix (a profiler, e.g. callgrind)
 
 
 @dataclass
@@ -64,7 +65,7 @@ class ProcessLauncher:
         spec.workdir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         log_path = spec.workdir / "redis-server.log"
-        argv = [spec.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir",
+        argv = [*spec.wrapper, spec.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir",
                 str(spec.workdir), "--daemonize", "no", "--logfile", "",
                 # keep a test server from dumping a stale RDB into the test directory
                 "--save", "", *spec.args]

@@ -30,6 +30,7 @@ from redis_benchmarks_spec.runner.phases import PhaseDriver, PhaseLauncher
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.topology import Topology, load_topologies
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
+from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ class SessionConfig:
     strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
+    window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
 
 
 @dataclass
@@ -167,7 +169,8 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         results_dir=config.results_dir, test_time=config.test_time,
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
-        dataset_cache=config.dataset_cache or default_cache_dir())
+        dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
+        launcher_kind=config.launcher)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],

@@ -1,0 +1,276 @@
+"""``instructions``: instructions the server executes per operation, a metric that does not
+drift with the machine's noise.
+
+Two methods, and the result says which one produced the number:
+
+* ``callgrind`` (any host): the server starts under ``valgrind --tool=callgrind
+  --instr-atstart=no`` (cache simulation is callgrind's default off), so preload and start-up
+  run uninstrumented; ``callgrind_control -i on`` at the start of the window, ``-d`` (dump)
+  and ``-i off`` at its end. The client sends a fixed request count (``--profile-requests``)
+  because the server is ~50x slower. The dump gives the total and per-function counts (self
+  and inclusive, with source file when the binary has debug info).
+* ``perf`` (hosts with hardware counters): ``perf stat -e instructions:u`` on every server
+  process over the window; no slowdown, no per-function counts.
+
+Operations are the commands the server executed in the window (INFO commandstats delta),
+without the harness' own INFO/CONFIG calls unless the suite tests them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from redis_benchmarks_spec.results.profile import ProfileSummary
+from redis_benchmarks_spec.telemetry.profilers.base import (
+    FinishInput,
+    ProfileOutput,
+    ProfilerError,
+    ProfilerOptions,
+    ProfileTarget,
+    WindowProcess,
+    failed_output,
+    one_line,
+)
+from redis_benchmarks_spec.telemetry.profilers.callgrind import (
+    CallgrindFormatError,
+    CallgrindProfile,
+    parse_callgrind,
+)
+from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
+from redis_benchmarks_spec.telemetry.profilers.tools import find_tool, missing
+
+NAME = "instructions"
+METRIC = "instructions_per_op"
+PER_CALL_PREFIX = "instructions_per_call."
+METHOD_CALLGRIND = "callgrind"
+METHOD_PERF = "perf stat -e instructions:u"
+#: the harness sends these; they are not the workload unless the suite tests them
+HARNESS_COMMANDS = {"info", "config", "client", "hello", "command"}
+#: functions below this share of the window are left out of the per-function artifact
+FUNCTION_FLOOR_SHARE = 1e-4
+CONTROL_TIMEOUT_S = 60
+
+
+def hardware_instructions_counted() -> bool:
+    """True when ``perf stat -e instructions:u`` counts on this host (not in most VMs)."""
+    perf = find_tool("perf")
+    if perf is None:
+        return False
+    try:
+        done = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", "true"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    counts = parse_stat_csv(done.stderr)
+    return "instructions:u" in counts.events and counts.events["instructions:u"]["value"] > 0
+
+
+def workload_ops(commandstats: dict[str, dict[str, float]],
+                 tested_commands: list[str]) -> dict[str, float]:
+    """Calls per command in the window, the harness' own commands left out."""
+    tested = {c.lower() for c in tested_commands}
+    out = {}
+    for cmd, stats in commandstats.items():
+        base = cmd.split("|")[0].lower()
+        if base in HARNESS_COMMANDS and base not in tested:
+            continue
+        if stats.get("calls", 0) > 0:
+            out[cmd] = float(stats["calls"])
+    return out
+
+
+def choose_method(options: ProfilerOptions) -> str:
+    if options.instructions_method == "auto":
+        return METHOD_PERF if hardware_instructions_counted() else METHOD_CALLGRIND
+    if options.instructions_method == "perf":
+        return METHOD_PERF
+    return METHOD_CALLGRIND
+
+
+class Instructions:
+    name = NAME
+
+    def __init__(self, options: ProfilerOptions) -> None:
+        self.options = options
+        self.method = choose_method(options)
+        self.target: ProfileTarget | None = None
+        self.procs: dict[int, WindowProcess] = {}
+        self.dumps: dict[int, Path] = {}
+        self.error = ""
+        self._workdir: Path | None = None
+
+    @property
+    def wraps_server(self) -> bool:
+        return self.method == METHOD_CALLGRIND
+
+    def unavailable(self) -> str:
+        if self.method == METHOD_PERF:
+            return missing(["perf"], "apt-get install linux-perf")
+        return missing(["valgrind", "callgrind_control"], "apt-get install valgrind")
+
+    def server_wrapper(self, workdir: Path) -> list[str]:
+        if self.method != METHOD_CALLGRIND:
+            return []
+        self._workdir = workdir
+        return [find_tool("valgrind") or "valgrind", "--tool=callgrind", "--instr-atstart=no",
+                f"--callgrind-out-file={workdir / 'callgrind.out.%p'}",
+                f"--log-file={workdir / 'valgrind.%p.log'}"]
+
+    # -- the window -----------------------------------------------------------------------
+
+    def start(self, target: ProfileTarget) -> None:
+        self.target = target
+        if self.method == METHOD_PERF:
+            perf = find_tool("perf") or "perf"
+            for pid in target.pids:
+                argv = [perf, "stat", "-x,", "-e", "instructions:u", "-p", str(pid), "-o",
+                        str(target.out_dir / f"instructions-{pid}.csv")]
+                self.procs[pid] = WindowProcess(argv, target.out_dir / f"instructions-{pid}.log",
+                                                target.registry)
+            return
+        try:
+            for pid in target.pids:
+                self._control(pid, "-i", "on")
+        except ProfilerError as exc:
+            self.error = str(exc)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.stop()
+        if self.method != METHOD_CALLGRIND or self.target is None or self.error:
+            return
+        try:
+            for pid in self.target.pids:
+                before = set(self._dump_files(pid))
+                self._control(pid, "-d", "window")
+                self._control(pid, "-i", "off")
+                self.dumps[pid] = self._new_dump(pid, before)
+        except ProfilerError as exc:
+            self.error = str(exc)
+
+    def _control(self, pid: int, *args: str) -> None:
+        argv = [find_tool("callgrind_control") or "callgrind_control", *args, str(pid)]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=CONTROL_TIMEOUT_S, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProfilerError(f"callgrind_control {' '.join(args)} {pid}: {exc}") from exc
+        if done.returncode != 0 or "Error" in done.stdout:
+            raise ProfilerError(f"callgrind_control {' '.join(args)} {pid}: "
+                                f"{one_line(done.stdout + done.stderr)}")
+
+    def _dump_files(self, pid: int) -> list[Path]:
+        assert self._workdir is not None
+        return sorted(self._workdir.glob(f"callgrind.out.{pid}.*"))
+
+    def _new_dump(self, pid: int, before: set[Path]) -> Path:
+        fresh = [p for p in self._dump_files(pid) if p not in before]
+        if not fresh:
+            raise ProfilerError(f"callgrind wrote no dump for pid {pid}")
+        assert self.target is not None
+        kept = self.target.out_dir / f"callgrind.out.{pid}"
+        kept.write_bytes(fresh[-1].read_bytes())  # the server dir is removed after the test
+        return kept
+
+    # -- after the window -----------------------------------------------------------------
+
+    def summarize(self, finish: FinishInput) -> ProfileOutput:
+        if self.target is None:
+            return failed_output(NAME, "the measured window never started")
+        if self.error:
+            return failed_output(NAME, self.error)
+        ops = workload_ops(finish.commandstats_delta, finish.tested_commands)
+        total_ops = sum(ops.values())
+        if total_ops <= 0:
+            return failed_output(NAME, "no commands in the window (INFO commandstats delta)")
+        try:
+            if self.method == METHOD_PERF:
+                return self._summarize_perf(total_ops)
+            return self._summarize_callgrind(ops, finish.options.top_n)
+        except (OSError, ProfilerError, CallgrindFormatError) as exc:
+            return failed_output(NAME, str(exc))
+
+    def _summarize_perf(self, total_ops: float) -> ProfileOutput:
+        assert self.target is not None
+        total, paths = 0.0, {}
+        for pid, proc in self.procs.items():
+            path = self.target.out_dir / f"instructions-{pid}.csv"
+            counts = parse_stat_csv(path.read_text(errors="replace") if path.exists() else "")
+            if "instructions:u" not in counts.events:
+                raise ProfilerError(f"perf stat counted no instructions:u for pid {pid}: "
+                                    f"{one_line(proc.log_tail())}")
+            total += counts.events["instructions:u"]["value"]
+            paths[f"instructions_{pid}"] = str(path)
+        data = {"instructions": total, "ops": total_ops, METRIC: total / total_ops}
+        return ProfileOutput(ProfileSummary(NAME, method=METHOD_PERF, data=data), paths,
+                             {METRIC: total / total_ops})
+
+    def _summarize_callgrind(self, ops: dict[str, float], top_n: int) -> ProfileOutput:
+        assert self.target is not None
+        profiles = {pid: parse_callgrind(path.read_text(errors="replace"))
+                    for pid, path in self.dumps.items()}
+        total = sum(p.total_ir for p in profiles.values())
+        total_ops = sum(ops.values())
+        if total <= 0:
+            raise ProfilerError("callgrind counted no instructions in the window")
+        functions = merged_functions(profiles.values(), total_ops, total)
+        metrics = {METRIC: total / total_ops, **per_call_metrics(profiles.values(), ops)}
+        functions_path = self.target.out_dir / "instructions-functions.json"
+        functions_path.write_text(json.dumps(functions, indent=1))
+        data: dict[str, Any] = {
+            "instructions": total, "ops": total_ops, METRIC: total / total_ops,
+            "ops_per_command": ops,
+            "per_call": {k[len(PER_CALL_PREFIX):]: v for k, v in metrics.items()
+                         if k.startswith(PER_CALL_PREFIX)},
+            "top_functions": functions[:top_n],
+            "requests": self.options.requests}
+        paths = {f"callgrind_{pid}": str(path) for pid, path in self.dumps.items()}
+        paths["instructions_functions"] = str(functions_path)
+        return ProfileOutput(ProfileSummary(NAME, method=METHOD_CALLGRIND, data=data), paths,
+                             metrics)
+
+
+def merged_functions(profiles: Any, total_ops: float, total: int) -> list[dict[str, Any]]:
+    """Per function over every server process: self and inclusive counts, per op, share."""
+    merged: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for profile in profiles:
+        for f in profile.functions:
+            entry = merged.setdefault((f.name, f.obj), {
+                "function": f.name, "file": f.file, "object": f.obj, "self": 0,
+                "inclusive": 0})
+            entry["self"] += f.self_ir
+            entry["inclusive"] += f.inclusive_ir
+    out = []
+    for entry in sorted(merged.values(), key=lambda e: -e["self"]):
+        if entry["self"] < FUNCTION_FLOOR_SHARE * total:
+            continue
+        entry["self_per_op"] = round(entry["self"] / total_ops, 3)
+        entry["inclusive_per_op"] = round(entry["inclusive"] / total_ops, 3)
+        entry["self_pct"] = round(100.0 * entry["self"] / total, 3)
+        out.append(entry)
+    return out
+
+
+def per_call_metrics(profiles: Any, ops: dict[str, float]) -> dict[str, float]:
+    """Where the window mixes commands: inclusive instructions of each command's
+    implementation (``<name>Command``) per call, e.g. ``instructions_per_call.SET``."""
+    if len(ops) < 2:
+        return {}
+    out = {}
+    for cmd, calls in ops.items():
+        if "|" in cmd:
+            continue  # subcommands share their container's implementation function
+        wanted = f"{cmd.lower()}command"
+        inclusive = sum(f.inclusive_ir for p in profiles for f in p.functions
+                        if f.name.lower() == wanted)
+        if inclusive > 0:
+            out[f"{PER_CALL_PREFIX}{cmd.upper()}"] = inclusive / calls
+    return out
+
+
+def profile_of(path: Path) -> CallgrindProfile:
+    """A kept callgrind dump, read back (used by the A/B report)."""
+    return parse_callgrind(path.read_text(errors="replace"))
