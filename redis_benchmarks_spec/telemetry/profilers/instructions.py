@@ -48,7 +48,7 @@ PER_CALL_PREFIX = "instructions_per_call."
 METHOD_CALLGRIND = "callgrind"
 METHOD_PERF = "perf stat -e instructions:u"
 #: the harness sends these; they are not the workload unless the suite tests them
-HARNESS_COMMANDS = {"info", "config", "client", "hello", "command"}
+HARNESS_COMMANDS = {"info", "config", "client", "hello", "command", "cluster"}
 #: functions below this share of the window are left out of the per-function artifact
 FUNCTION_FLOOR_SHARE = 1e-4
 CONTROL_TIMEOUT_S = 60
