@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap)
+APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo)
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
@@ -46,5 +46,11 @@ fi
 # libssl.so.1.1, which Debian 12 no longer ships: fetch Debian 11's package into .cache.
 if [ -x scripts/setup-libssl.sh ]; then
   scripts/setup-libssl.sh
+fi
+# Flame graphs: inferno (crates.io) into .cache/tools/bin, built once and kept. A rustup
+# toolchain in ~/.cargo/bin is preferred to Debian's older cargo when present; if the newest
+# inferno needs a newer Rust than the toolchain, the last release for Rust 1.63 is used.
+if [ -x scripts/setup-inferno.sh ]; then
+  scripts/setup-inferno.sh
 fi
 echo "setup: done"

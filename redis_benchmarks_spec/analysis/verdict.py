@@ -42,13 +42,28 @@ DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
 MIN_POINTS_FOR_SINGLE_POINT_RULE = 3
 SINGLE_POINT_ROBUST_SDS = 3.0
 
-# latency-like names: Latency, Percentile_Latencies, p50.00, p99_latency_ms, usec, msec
-_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}", re.IGNORECASE)
+# latency-like names: Latency, Percentile_Latencies, p50.00, p99_latency_ms, usec, msec;
+# and work counts: instructions_per_op, instructions_per_call.SET
+_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions",
+                              re.IGNORECASE)
+_INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
+DEFAULT_NOISE_FLOOR_PCT = 2.0
+#: instruction counts repeat to ~0.2 % (callgrind, serverCron left out): a 1 % change is real
+INSTRUCTIONS_NOISE_FLOOR_PCT = 0.5
 
 
 def metric_direction(metric: str) -> int:
-    """+1 when higher is better (ops/sec, rps, throughput), -1 for latencies."""
+    """+1 when higher is better (ops/sec, rps, throughput), -1 for latencies and
+    instruction counts."""
     return -1 if _LOWER_IS_BETTER.search(metric) else 1
+
+
+def default_noise_floor(metric: str) -> float:
+    """The noise floor a metric gets unless the user gives one: 0.5 % for instruction
+    counts, 2 % for everything timed."""
+    if _INSTRUCTION_METRIC.search(metric):
+        return INSTRUCTIONS_NOISE_FLOOR_PCT
+    return DEFAULT_NOISE_FLOOR_PCT
 
 
 @dataclass

@@ -26,7 +26,7 @@ from redis_benchmarks_spec.analysis.sequential import (
     SPENDING_FUNCTIONS,
     SequentialPlan,
 )
-from redis_benchmarks_spec.cli.compare import write_report
+from redis_benchmarks_spec.cli.compare import noise_floor, write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.adaptive import (
@@ -57,7 +57,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                         f"the first round with --until-decided, default {DEFAULT_FIRST_ROUND}); "
                         "without A/B: results per test, in rounds of the whole selection")
     g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
-    g.add_argument("--noise-floor", type=float, default=2.0, help="percent")
+    g.add_argument("--noise-floor", type=float, default=None,
+                   help="percent (default 2, 0.5 for instruction counts)")
     g.add_argument("--alpha", type=float, default=0.05)
     g.add_argument("--fail-on-regression", action="store_true")
     g.add_argument("--until-decided", action="store_true",
@@ -124,7 +125,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
 
-    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
                              metric=args.metric)
     if args.until_decided:
         runs: list[ABRun] = []
@@ -169,7 +170,7 @@ def _round_printer(console: Console, args: argparse.Namespace) -> Callable[[ABRu
 
 def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
                    runs: list[ABRun], on_run: Callable[[ABRun], None]) -> AdaptiveOutcome:
-    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
                              metric=args.metric)
     plan = AdaptivePlan(SequentialPlan(args.max_repetitions, args.alpha, args.spending),
                         options, first_round=ab.repetitions,

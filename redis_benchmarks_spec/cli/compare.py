@@ -35,6 +35,7 @@ from redis_benchmarks_spec.analysis.context import (
     context_from_dirs,
 )
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
+from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
@@ -98,10 +99,16 @@ def _add_filter_args(p: argparse.ArgumentParser) -> None:
     flt.add_argument("--to-date", help="end of the time range, ISO date (datasink)")
 
 
+def noise_floor(args: argparse.Namespace) -> float:
+    """``--noise-floor``, or the metric's default (0.5 % for instruction counts, else 2 %)."""
+    return args.noise_floor if args.noise_floor is not None else default_noise_floor(args.metric)
+
+
 def _add_decision_args(p: argparse.ArgumentParser) -> None:
     dec = p.add_argument_group("decision")
-    dec.add_argument("--noise-floor", type=float, default=2.0, metavar="PCT",
-                     help="changes within +/- PCT %% are never flagged (default 2)")
+    dec.add_argument("--noise-floor", type=float, default=None, metavar="PCT",
+                     help="changes within +/- PCT %% are never flagged (default 2, and 0.5 "
+                          "for instruction counts)")
     dec.add_argument("--alpha", type=float, default=0.05,
                      help="false discovery rate for Benjamini-Hochberg (default 0.05)")
 
@@ -324,7 +331,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for problem in problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
+    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
                              metric=args.metric)
     report = compare_samples(samples, options, problems)
     report.context = compare_context(args, samples)
