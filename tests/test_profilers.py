@@ -205,3 +205,37 @@ def test_result_keeps_profiles_and_telemetry_through_json(tmp_path: Path) -> Non
     raw = json.loads((tmp_path / "results" / "telemetry-only" / "oss-standalone" /
                       "result.json").read_text())
     assert raw["telemetry"]["servers"][0]["threads"][0]["tid"] == server.threads[0].tid
+
+
+def test_profiled_runs_keep_only_instruction_counts_in_history() -> None:
+    from redis_benchmarks_spec.datasink import keys
+    from redis_benchmarks_spec.datasink.writer import PushOptions, skip_reason
+    from redis_benchmarks_spec.results.document import GitInfo, RunContext
+
+    ctx = RunContext(git=GitInfo(branch="unstable"))
+    plain = RunResult("t", "t:1", "ok", context=ctx,
+                      metrics={"ALL_STATS.Totals.Ops/sec": 1e5, METRIC: 6500.0})
+    assert keys.history_metrics(plain) == ["ALL_STATS.Totals.Ops/sec", METRIC]
+    profiled = RunResult("t", "t:2", "ok", context=ctx, flags=[PROFILED],
+                         metrics={"ALL_STATS.Totals.Ops/sec": 4e3, METRIC: 6500.0,
+                                  "instructions_per_call.SET": 3000.0})
+    assert {s.metric for s in keys.series_ids(profiled)} == {METRIC,
+                                                             "instructions_per_call.SET"}
+    perf_only = RunResult("t", "t:3", "ok", context=ctx, flags=[PROFILED],
+                          metrics={"ALL_STATS.Totals.Ops/sec": 9e4})
+    assert "profiled" in skip_reason(perf_only, PushOptions())
+    assert skip_reason(profiled, PushOptions()) == ""
+
+
+def test_fixed_request_count_rewrites_both_tools() -> None:
+    from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
+    from redis_benchmarks_spec.suites.suite import ToolConfig
+
+    rb = with_request_count(ToolConfig("redis-benchmark", "-t set -n 1000000 -r 100 -c 50"), 5000)
+    assert rb.argv()[rb.argv().index("-n") + 1] == "5000"
+    small = with_request_count(ToolConfig("redis-benchmark", "-t set -n 100"), 5000)
+    assert small.argv()[small.argv().index("-n") + 1] == "100"  # never more than the suite's
+    mt = with_request_count(ToolConfig("memtier_benchmark",
+                                       "--test-time 60 -c 10 -t 2 --ratio 1:10"), 5000)
+    argv = mt.argv()
+    assert "--test-time" not in argv and argv[argv.index("--requests") + 1] == "250"

@@ -60,6 +60,9 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--noise-floor", type=float, default=None,
                    help="percent (default 2, 0.5 for instruction counts)")
     g.add_argument("--alpha", type=float, default=0.05)
+    g.add_argument("--instructions-noise-floor", type=float, default=None, metavar="PCT",
+                   help="noise floor of instructions per op with --profilers instructions "
+                        "(default 0.5)")
     g.add_argument("--fail-on-regression", action="store_true")
     g.add_argument("--until-decided", action="store_true",
                    help="after the first --repetitions pairs, give the tests still UNKNOWN more "
@@ -144,6 +147,12 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                       highlight=False, soft_wrap=True)
     report.context = ab_context(ab, runs)
     write_report(report, args.format, None)
+    profilers = config.window.profilers.names
+    if profilers:
+        from redis_benchmarks_spec.cli.ab_profiles import print_profile_ab, profile_ab_report
+        extra = profile_ab_report(runs, profilers, args.alpha, config.results_dir,
+                                  args.instructions_noise_floor)
+        print_profile_ab(console, report, extra)
     console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
                   soft_wrap=True)
     if args.html:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import PROFILED
 
 PREFIX = "ci.benchmarks.redis"
 
@@ -265,15 +266,28 @@ def series_test_name(result: RunResult) -> str:
     return f"{result.test_name}.{result.sweep['param']}-{result.sweep.get('value', '')}"
 
 
+#: metrics a profiled run still contributes: counts a profiler does not distort
+PROFILER_METRIC_PREFIX = "instructions_"
+
+
+def history_metrics(result: RunResult) -> list[str]:
+    """The metrics of ``result`` that go into series: all of them, except that a profiled
+    run (perf or callgrind slowed the server) keeps only its instruction counts."""
+    names = sorted(result.metrics)
+    if PROFILED in result.flags:
+        return [m for m in names if m.startswith(PROFILER_METRIC_PREFIX)]
+    return names
+
+
 def series_ids(result: RunResult) -> list[SeriesId]:
-    """Every series one run writes: one per metric and side."""
+    """Every series one run writes: one per history metric and side."""
     ctx = result.context
     scope = Scope.of(result)
     return [
         SeriesId(side, scope, series_test_name(result), ctx.build_variant, ctx.platform,
                  ctx.topology, metric, ctx.topology_type, result.metric_paths.get(metric, ""))
         for side in sides_of(result)
-        for metric in sorted(result.metrics)
+        for metric in history_metrics(result)
     ]
 
 

@@ -125,6 +125,8 @@ def skip_reason(result: RunResult, options: PushOptions) -> str:
         return f"status {result.status}"
     if not result.metrics:
         return "no metrics"
+    if not keys.history_metrics(result):
+        return "profiled run: its timings are kept out of regression history"
     if not keys.sides_of(result):
         return "no branch, release version or commit to file the metrics under"
     if options.timestamp == "commit" and result.context.git.commit_time_ms is None:
@@ -218,7 +220,7 @@ def queue_indexes(pipe: Any, result: RunResult) -> None:
     ctx = result.context
     pipe.sadd(keys.SCOPES_KEY, scope.path)
     pipe.sadd(idx.tests, keys.series_test_name(result))
-    pipe.sadd(idx.metrics, *result.metrics)
+    pipe.sadd(idx.metrics, *keys.history_metrics(result))
     pipe.sadd(idx.platforms, ctx.platform)
     pipe.sadd(idx.build_variants, ctx.build_variant)
     pipe.sadd(idx.topologies, ctx.topology)
