@@ -28,7 +28,7 @@ STAMP=.venv/.rbs-installed
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   echo "setup: installing redis-benchmarks-spec into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e ".[dev,datasink,api,github,report]"
+  .venv/bin/pip install -q -e ".[dev,datasink,api,github,report,s3]"
   touch "$STAMP"
 fi
 

@@ -252,3 +252,30 @@ def test_failed_test_keeps_info_and_commandstats(tmp_path: Path, suites: Path) -
     assert "error replies" in result.reason
     assert result.commandstats_delta["lpush"]["failed_calls"] >= 1
     assert result.info_delta["total_error_replies"] >= 1
+
+
+def test_s3_dataset_through_a_local_s3_server(tmp_path: Path, rdb_file: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """boto3 against moto's S3 server on a free port (S3 itself is out of reach here)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        for key, value in (("AWS_ENDPOINT_URL", endpoint), ("AWS_ACCESS_KEY_ID", "test"),
+                           ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_DEFAULT_REGION", "us-east-2")):
+            monkeypatch.setenv(key, value)
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="datasets",
+                         CreateBucketConfiguration={"LocationConstraint": "us-east-2"})
+        s3.upload_file(str(rdb_file), "datasets", "five/dump.rdb")
+        cached = dataset_mod.fetch("s3://datasets/five/dump.rdb", tmp_path / "cache")
+        assert cached.sha256 == hashlib.sha256(rdb_file.read_bytes()).hexdigest()
+        with pytest.raises(dataset_mod.DatasetError,
+                           match=r"^dataset s3://datasets/missing.rdb: (404|NoSuchKey)"):
+            dataset_mod.fetch("s3://datasets/missing.rdb", tmp_path / "cache")
+    finally:
+        server.stop()
