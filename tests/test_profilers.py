@@ -239,3 +239,29 @@ def test_fixed_request_count_rewrites_both_tools() -> None:
                                        "--test-time 60 -c 10 -t 2 --ratio 1:10"), 5000)
     argv = mt.argv()
     assert "--test-time" not in argv and argv[argv.index("--requests") + 1] == "250"
+
+
+def test_function_movers_name_the_function_that_grew(tmp_path: Path) -> None:
+    from redis_benchmarks_spec.analysis.function_movers import function_movers, read_functions
+
+    def run(extra: float, noise: float) -> list[dict[str, object]]:
+        funcs = [{"function": "processCommand", "file": "server.c", "self_per_op": 180 + noise},
+                 {"function": "dictFind", "file": "dict.c", "self_per_op": 200.0}]
+        if extra:
+            funcs.append({"function": "updateCommandLatencyHistogram", "file": "server.c",
+                          "self_per_op": extra})
+        return funcs
+
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps(run(0, 0)))
+    assert read_functions(path)[0]["function"] == "processCommand"
+    (tmp_path / "bad.json").write_text("{not json")
+    assert read_functions(tmp_path / "bad.json") == []
+    baseline = [run(0, n) for n in (0.0, 0.4, -0.3)]
+    comparison = [run(95.0, n) for n in (0.1, -0.2, 0.3)]
+    moves = function_movers(baseline, comparison, baseline_per_op=6000.0)
+    assert moves[0].function == "updateCommandLatencyHistogram"
+    assert moves[0].delta_per_op == pytest.approx(95.0)
+    assert moves[0].share_of_total_pct == pytest.approx(95 / 60)
+    assert moves[0].file == "server.c"
+    assert all(abs(m.delta_per_op) < 1 for m in moves[1:])

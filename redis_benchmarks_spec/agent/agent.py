@@ -46,6 +46,7 @@ from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResul
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class AgentConfig:
     cpus: list[int] | None = None
     launcher: str = "process"
     strict_cpus: bool = False  # skip tests this host has too few CPUs for (no shared cores)
+    window: WindowOptions = field(default_factory=WindowOptions)  # this platform's profilers
     block_ms: int = 5000
     idle_claim_ms: int = 300_000
     heartbeat_ttl_s: int = 60
@@ -282,4 +284,4 @@ class Agent:
             results_dir=inside(self.config.results_dir, event.id.replace(":", "_")),
             context=context, test_time=self.config.test_time, cpus=self.config.cpus,
             launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology,
-            strict_cpus=self.config.strict_cpus)
+            strict_cpus=self.config.strict_cpus, window=self.config.window)

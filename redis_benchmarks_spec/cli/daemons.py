@@ -26,6 +26,7 @@ from redis_benchmarks_spec.builder.variants import default_variants_dir, load_va
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
@@ -89,6 +90,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("agent", help="lab-host daemon: build events -> suites -> datasink")
     _common(a)
     a.add_argument("--platform", required=True, help="this host's platform (consumer group)")
+    add_profiling_args(a)  # a platform's agents run with its profilers (e.g. instructions)
     a.add_argument("--suites-dir", type=Path, default=None)
     a.add_argument("--results-dir", type=Path, default=Path("results") / "agent")
     a.add_argument("--tests-regexp", default=".*")
@@ -207,7 +209,7 @@ def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
                                  priority_max=args.priority_max, topology=args.topology,
                                  capabilities=frozenset(args.capability)),
         tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
-        test_time=args.test_time,
+        test_time=args.test_time, window=window_options(args),
         cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
         launcher=args.launcher, strict_cpus=args.strict_cpus, block_ms=args.block_ms,
         idle_claim_ms=args.idle_claim_ms,
