@@ -1,0 +1,60 @@
+"""Interleaved A/B with --profilers instructions, for real: one binary, the comparison side
+does more work per command (Redis 7's per-command latency histogram, ``latency-tracking``,
+switched off on the baseline), 5 pairs under callgrind."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RBS = str(REPO / ".venv" / "bin" / "rbs")
+SUITE = """
+version: 0.4
+name: instr-ab-set
+dbconfig:
+  configuration-parameters:
+    save: '""'
+tested-groups: [string]
+tested-commands: [set]
+redis-topologies: [oss-standalone]
+priority: 1
+clientconfig:
+  tool: redis-benchmark
+  arguments: -t set -n 1000000 -r 100 -c 10 -d 100
+exporter:
+  redistimeseries:
+    metrics:
+      - $."ALL STATS".Totals."Ops/sec"
+"""
+
+
+@pytest.mark.slow
+def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "instr-ab-set.yml").write_text(SUITE)
+    server = shutil.which("redis-server") or "redis-server"
+    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
+            "--instructions-method", "callgrind", "--profile-requests", "5000",
+            "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
+            "--baseline-server-args", "--latency-tracking no", "--results-dir",
+            str(tmp_path / "results"), "--no-datasink", "--format", "json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
+    data = json.loads(found.read_text())
+    (row,) = data["instructions"]["rows"]
+    assert row["metric"] == "instructions_per_op" and row["n_baseline"] == 5
+    assert row["verdict"] == "REGRESSION", row
+    assert row["comparison_median"] > row["baseline_median"]
+    movers = [m["function"] for m in data["movers"]["instr-ab-set"][:5]]
+    # the histogram update Redis does per command when latency-tracking is on
+    assert {"updateCommandLatencyHistogram", "hdr_record_value",
+            "hdr_record_values"} & set(movers), movers
+    # both verdicts side by side in what the user sees
+    assert "instructions per op" in done.stderr and "REGRESSION" in done.stderr
