@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.report",
     "redis_benchmarks_spec.cli.history",
     "redis_benchmarks_spec.cli.changepoints",
+    "redis_benchmarks_spec.cli.bisect",
     "redis_benchmarks_spec.cli.datasink",
     "redis_benchmarks_spec.cli.daemons",
 ]
