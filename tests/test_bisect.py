@@ -67,6 +67,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # a first full build takes ~10 min on a loaded 2-core VM
 def test_bisect_finds_the_injected_slow_commit(history: tuple[Path, list[str]],
                                                tmp_path: Path) -> None:
     repo, shas = history

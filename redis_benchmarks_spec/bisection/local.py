@@ -7,7 +7,8 @@
    is kept under ``<work>/bin/<sha>/`` and reused by later runs (the build cache). Compiling
    is :func:`builder.compile.run_make` with the build variant, in the builder's sandbox.
 3. Measurements are interleaved A/B pairs against the good build (:func:`runner.ab.run_ab`),
-   judged by the paired comparison. The bad end must be a REGRESSION against good; its
+   judged by the paired comparison. The bad end must be a REGRESSION against good (checked
+   with at least 6 pairs, where the paired t interval can decide); its
    change is the effect being hunted. A midpoint is *bad* when its change is beyond half of
    that effect (closer to bad than to good): a classification of a known effect, which
    needs far fewer pairs than proving each midpoint significant.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import REGRESSION, CompareOptions, compare_paired
+from redis_benchmarks_spec.analysis.paired import MIN_T_PAIRS
 from redis_benchmarks_spec.builder.compile import BuildError, run_make
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, paired_samples, run_ab
@@ -32,6 +34,8 @@ from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
 GIT_TIMEOUT_S = 300
+#: pairs of the bad-vs-good check (the paired t interval decides from 5, one spare)
+BAD_END_PAIRS = MIN_T_PAIRS + 1
 
 
 class BisectError(RuntimeError):
@@ -135,13 +139,13 @@ class Builds:
         return binary, time.monotonic() - start
 
 
-def measure(plan: BisectPlan, good_server: Path, candidate: Path, sha: str
-            ) -> tuple[float | None, str]:
+def measure(plan: BisectPlan, good_server: Path, candidate: Path, sha: str,
+            pairs_wanted: int | None = None) -> tuple[float | None, str]:
     """Change (%) of ``candidate`` against good over interleaved pairs, and its verdict."""
     session = replace(plan.session, results_dir=plan.session.results_dir / sha[:12])
     config = ABConfig(session=session, baseline=Side("baseline", str(good_server)),
                       comparison=Side("comparison", str(candidate)),
-                      repetitions=plan.repetitions)
+                      repetitions=pairs_wanted or plan.repetitions)
     runs = run_ab(config, [plan.suite])
     pairs = paired_samples(runs, plan.options.metric).get(plan.suite.name, [])
     if len(pairs) < 2:
@@ -159,7 +163,9 @@ def bisect(plan: BisectPlan, say: Callable[[str], None] = lambda _: None) -> Bis
     outcome = BisectOutcome(commits, None)
     good_server, _ = builds.server(good_sha)
     bad_server, secs = builds.server(commits[-1])
-    effect, verdict = measure(plan, good_server, bad_server, commits[-1])
+    # the bad end must be shown a REGRESSION: enough pairs for the t interval to decide
+    effect, verdict = measure(plan, good_server, bad_server, commits[-1],
+                              max(plan.repetitions, BAD_END_PAIRS))
     outcome.probes.append(Probe(commits[-1], effect, verdict, verdict == REGRESSION, secs))
     say(f"bad {commits[-1][:12]} vs good {good_sha[:12]}: {effect:+.1f}% ({verdict})")
     if verdict != REGRESSION or effect is None:
