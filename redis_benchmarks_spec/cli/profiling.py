@@ -25,6 +25,9 @@ def add_profiling_args(p: argparse.ArgumentParser) -> None:
                                         "picks perf where the host counts instructions")
     g.add_argument("--perf-frequency", type=int, default=ProfilerOptions.perf_frequency,
                    metavar="HZ", help="perf record sampling frequency")
+    g.add_argument("--perf-call-graph", choices=("fp", "dwarf"), default="fp",
+                   help="perf record stack unwinding: frame pointers (small; shallow for "
+                        "binaries built without them) or dwarf (deeper, larger perf.data)")
     g.add_argument("--no-telemetry", action="store_true",
                    help="do not sample per-thread CPU, RSS and host context")
 
@@ -44,5 +47,6 @@ def window_options(args: argparse.Namespace) -> WindowOptions:
         raise UsageError(f"--perf-frequency {frequency}", "must be 1..10000 Hz")
     profilers = ProfilerOptions(
         names=names, requests=requests, perf_frequency=frequency,
+        perf_call_graph=getattr(args, "perf_call_graph", "fp"),
         instructions_method=getattr(args, "instructions_method", "auto"))
     return WindowOptions(profilers=profilers, telemetry=not getattr(args, "no_telemetry", False))

@@ -24,6 +24,7 @@ from redis_benchmarks_spec.cli.display import (
     summary_line,
 )
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.profile_display import print_profiles
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
@@ -306,6 +307,7 @@ def report(console: Console, args: argparse.Namespace, config: SessionConfig,
         sys.stdout.write(render_results(results, args.format) + "\n")
         sys.stdout.flush()
     print_problems(console, results)
+    print_profiles(console, results)
     console.print(summary_line(results), highlight=False)
     console.print(f"results: {escape(str(config.results_dir))}  (summary: {csv_path.name}, "
                   f"{json_path.name})", highlight=False, soft_wrap=True)

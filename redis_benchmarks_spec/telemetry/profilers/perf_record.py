@@ -53,7 +53,8 @@ class PerfRecord:
     def start(self, target: ProfileTarget) -> None:
         self.target = target
         perf = find_tool("perf") or "perf"
-        argv = [perf, "record", "-g", "-F", str(self.options.perf_frequency),
+        argv = [perf, "record", "--call-graph", self.options.perf_call_graph,
+                "-F", str(self.options.perf_frequency),
                 f"--max-size={self.options.perf_max_size_mb}M", "-o", str(self._data_path()),
                 "-p", ",".join(str(p) for p in target.pids)]
         self.proc = WindowProcess(argv, target.out_dir / "perf-record.log", target.registry)
@@ -88,7 +89,9 @@ class PerfRecord:
             raise ProfilerError("perf recorded no samples of the server in the window")
         folded.flamegraph(folded_path, svg_path, f"{self.target.test_name} (perf record)")
         by_self, by_total = folded.top_symbols(stacks, top_n)
-        summary = ProfileSummary(NAME, method=f"perf record -g -F {self.options.perf_frequency}",
+        method = f"perf record --call-graph {self.options.perf_call_graph} " \
+                 f"-F {self.options.perf_frequency}"
+        summary = ProfileSummary(NAME, method=method,
                                  data={"folded_weight": sum(c for _, c in stacks),
                                        "pids": self.target.pids,
                                        "top_self": [s.to_dict() for s in by_self],
