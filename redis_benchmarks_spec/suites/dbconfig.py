@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from redis_benchmarks_spec.common.words import split_words
 from redis_benchmarks_spec.suites.problems import WARNING
 from redis_benchmarks_spec.suites.reader import SpecReader
 from redis_benchmarks_spec.suites.toolconfig import ToolConfig, parse_tool
@@ -97,7 +98,7 @@ def _init_commands(reader: SpecReader, value: Any) -> list[list[str]]:
             commands.append([str(v) for v in item])
         elif isinstance(item, str):
             try:
-                commands.append(shlex.split(item))
+                commands.append(split_words(item))
             except ValueError as exc:
                 reader.problem(key, f"cannot split command: {exc}")
         else:

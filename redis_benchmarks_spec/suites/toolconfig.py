@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis_benchmarks_spec.common.words import split_words
 from redis_benchmarks_spec.suites.reader import SpecReader
 
 TOOL_KEYS = {"run_image", "tool", "arguments", "resources"}
@@ -47,7 +48,7 @@ class ToolConfig:
 
     def argv(self) -> list[str]:
         """The suite's arguments split like a POSIX shell would, but never run by one."""
-        return shlex.split(self.arguments)
+        return split_words(self.arguments)
 
     @property
     def cpus(self) -> float | None:
@@ -92,7 +93,7 @@ def parse_tool(reader: SpecReader, value: Any, key: str, preload: bool = False
     arguments = shlex.join(str(a) for a in raw_args) if isinstance(raw_args, list) \
         else str(raw_args)
     try:
-        shlex.split(arguments)
+        split_words(arguments)
     except ValueError as exc:
         reader.problem(f"{key}.arguments", f"cannot split the arguments: {exc}")
         return None
