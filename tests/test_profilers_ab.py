@@ -58,3 +58,25 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
             "hdr_record_values"} & set(movers), movers
     # both verdicts side by side in what the user sees
     assert "instructions per op" in done.stderr and "REGRESSION" in done.stderr
+
+
+@pytest.mark.slow
+def test_ab_with_perf_record_draws_a_differential_flame_graph(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "instr-ab-set.yml").write_text(SUITE.replace("-n 1000000", "-n 30000"))
+    server = shutil.which("redis-server") or "redis-server"
+    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "perf-record",
+            "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
+            "--results-dir", str(tmp_path / "results"), "--no-datasink"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
+    data = json.loads(found.read_text())
+    assert data["instructions"] is None  # not asked for
+    svg = Path(data["diff_flamegraphs"]["instr-ab-set"])
+    text = svg.read_text()
+    assert "<svg" in text and ("processCommand" in text or "readQueryFromClient" in text)
+    # both sides' merged stacks are kept beside it
+    assert {p.name for p in svg.parent.glob("*.folded")} >= {
+        "instr-ab-set.baseline.folded", "instr-ab-set.comparison.folded"}
