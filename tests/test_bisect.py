@@ -76,7 +76,7 @@ def test_bisect_finds_the_injected_slow_commit(history: tuple[Path, list[str]],
     (suites / "s.yml").write_text(SUITE)
     work = REPO / ".cache" / "bisect-test"
     proc = subprocess.run(
-        ["flock", "/tmp/rbs-heavy.lock", RBS, "bisect", "--local", "--repo", str(repo),
+        [RBS, "bisect", "--local", "--repo", str(repo),
          "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
          "--suites-dir", str(suites), "--work-dir", str(work), "--repetitions", "3",
          "--format", "json"],
