@@ -37,7 +37,6 @@ def filled(datasink: EmbeddedDatasink, tmp_path_factory: pytest.TempPathFactory)
          "--branch", "unstable", "--platform", "grafana-host"],
         capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    print(run.stdout[-1500:])
     return client
 
 
