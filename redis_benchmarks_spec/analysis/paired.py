@@ -30,11 +30,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from redis_benchmarks_spec.analysis.stats import ShiftEstimate, paired_shift
+from redis_benchmarks_spec.common.lazy import LazyModule
+
+sps: Any = LazyModule("scipy.stats")
 
 #: fewer pairs than this always use the signed-rank interval
 MIN_T_PAIRS = 5

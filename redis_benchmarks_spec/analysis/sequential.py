@@ -47,11 +47,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
-from gsdesign import h1, hupdate
-from scipy import stats as sps
-from scipy.optimize import brentq
+
+from redis_benchmarks_spec.common.lazy import LazyModule
+
+sps: Any = LazyModule("scipy.stats")
+_optimize: Any = LazyModule("scipy.optimize")
+_gsdesign: Any = LazyModule("gsdesign")
 
 OBRIEN_FLEMING = "obrien-fleming"
 POCOCK = "pocock"
@@ -115,7 +119,7 @@ def _chain(fractions: tuple[float, ...], alpha: float, spending: str
     if len(fractions) == 1:
         increment = spent(t, alpha, spending)
         b = min(MAX_Z, float(sps.norm.isf(increment / 2))) if increment > 0 else MAX_Z
-        return (b,), h1(GRID_R, 0.0, t, -b, b)
+        return (b,), _gsdesign.h1(GRID_R, 0.0, t, -b, b)
     bounds, grid = _chain(fractions[:-1], alpha, spending)
     prev_t = fractions[-2]
     if t <= prev_t:
@@ -140,14 +144,14 @@ def _next_boundary(grid: Grid, prev_t: float, t: float, increment: float) -> tup
     before = _continue_mass(grid)
 
     def excess(b: float) -> float:
-        return before - _continue_mass(hupdate(GRID_R, 0.0, t, -b, b, 0.0, prev_t, grid)) \
+        return before - _continue_mass(_gsdesign.hupdate(GRID_R, 0.0, t, -b, b, 0.0, prev_t, grid)) \
             - increment
 
     if increment <= 0 or excess(MAX_Z) >= 0:
         b = MAX_Z
     else:
-        b = float(brentq(excess, 1e-3, MAX_Z, xtol=1e-5))
-    return b, hupdate(GRID_R, 0.0, t, -b, b, 0.0, prev_t, grid)
+        b = float(_optimize.brentq(excess, 1e-3, MAX_Z, xtol=1e-5))
+    return b, _gsdesign.hupdate(GRID_R, 0.0, t, -b, b, 0.0, prev_t, grid)
 
 
 def nominal_level(fractions: tuple[float, ...], alpha: float, spending: str) -> float:

@@ -47,10 +47,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
-from scipy import stats as sps
+
+from redis_benchmarks_spec.common.lazy import LazyModule
+
+sps: Any = LazyModule("scipy.stats")
 
 #: measurements of one side: a list or a numpy array
 Values: TypeAlias = "Sequence[float] | np.ndarray"

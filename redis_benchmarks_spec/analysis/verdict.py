@@ -25,11 +25,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.common.lazy import LazyModule
+
+sps: Any = LazyModule("scipy.stats")
 
 REGRESSION = "REGRESSION"
 IMPROVEMENT = "IMPROVEMENT"
