@@ -45,7 +45,8 @@ def build_image() -> None:
     subprocess.run([str(REPO / "scripts" / "build-image.sh"), IMAGE], check=True, timeout=1800)
 
 
-def builder(redis_server, tmp_path: Path, names: StreamNames) -> Builder:  # type: ignore[no-untyped-def]
+def builder(redis_server, tmp_path: Path, names: StreamNames,  # type: ignore[no-untyped-def]
+            build_timeout_s: float = 1800.0) -> Builder:
     d = tmp_path / "variants"
     d.mkdir()
     (d / "v.yml").write_text(f"id: '{VARIANT}'\ncompiler: gcc\ncpp_compiler: g++\n"
@@ -53,7 +54,7 @@ def builder(redis_server, tmp_path: Path, names: StreamNames) -> Builder:  # typ
     return Builder(redis_server.client(), BuilderConfig(
         names=names, consumer="b1", variants=load_variants(d), block_ms=200,
         work_dir=tmp_path / "work", artifact_key=ARTIFACT_KEY.encode(),
-        sandbox=Sandbox(engine="docker")))
+        sandbox=Sandbox(engine="docker"), build_timeout_s=build_timeout_s))
 
 
 def request(repo: Path, sha: str) -> BuildRequest:
@@ -101,3 +102,27 @@ def test_pull_request_code_in_docker_sees_no_network_no_secret(redis_server,  # 
         "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "CC", "CXX", "REDIS_CFLAGS", "V",
         "OLDPWD"}, env_lines
     assert "docker-secret-7781" not in log
+
+
+def _build_containers_under(path: Path) -> list[str]:
+    ids = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "label=rbs.role=build"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    sources = "{{range .Mounts}}{{.Source}} {{end}}"
+    mounts = {cid: subprocess.run(["docker", "inspect", "-f", sources, cid],
+                                  capture_output=True, text=True, timeout=60,
+                                  check=False).stdout for cid in ids}
+    return [cid for cid, found in mounts.items() if str(path) in found]
+
+
+def test_a_timed_out_build_leaves_no_container(redis_server,  # type: ignore[no-untyped-def]
+                                                tmp_path: Path) -> None:
+    names = StreamNames.with_prefix(f"d{uuid.uuid4().hex[:8]}")
+    repo = tiny_redis_repo(tmp_path / "repo")
+    (repo / "Makefile").write_text("all:\n\t@sleep 300\n")
+    client = redis_server.client()
+    client.xadd(names.build_requests, request(repo, commit_all(repo, "slow")).encode())  # type: ignore[arg-type]
+    assert builder(redis_server, tmp_path, names, build_timeout_s=5).run(max_requests=1) == 1
+    [(_, fields)] = client.xrange(names.build_failures)
+    assert "timed out" in BuildFailure.decode(fields).reason
+    # killing the `docker run` client does not stop its container: the builder removes it
+    assert _build_containers_under(tmp_path) == []

@@ -47,11 +47,13 @@ class Artifact:
     cflags_verified: bool = False
 
 
-def _version_line(argv: list[str]) -> str:
-    """The first output line of ``argv`` (a ``--version`` call)."""
+def _version_line(argv: list[str], sandbox: Sandbox | None = None) -> str:
+    """The first output line of ``argv`` (a ``--version`` call, in ``sandbox`` if given)."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        if sandbox is not None:
+            sandbox.remove(argv)
         raise BuildError(f"{argv[0]} --version failed: {exc}") from exc
     lines = (proc.stdout or proc.stderr).strip().splitlines()
     return lines[0] if lines else ""
@@ -66,9 +68,9 @@ def run_make(source: Path, variant: BuildVariant, log_path: Path,
     # V=1: the log shows every compiler command line, so the variant flags are auditable
     make = ["make", f"-j{os.cpu_count() or 2}", "V=1",
             *[f"{k}={v}" for k, v in make_vars.items()]]
+    sandbox = sandbox or Sandbox()
     try:
-        argv = (sandbox or Sandbox()).argv(make, source, make_vars, variant.build_image,
-                                           timeout_s)
+        argv = sandbox.argv(make, source, make_vars, variant.build_image, timeout_s)
     except SandboxUnavailable as exc:
         raise BuildError(str(exc)) from exc
     with log_path.open("wb") as log:
@@ -78,6 +80,7 @@ def run_make(source: Path, variant: BuildVariant, log_path: Path,
             proc = subprocess.run(argv, cwd=source, env=sandbox_env(), stdout=log,
                                   stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as exc:
+            sandbox.remove(argv)
             raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
         except OSError as exc:
             raise BuildError(f"cannot run make in {source}: {exc}") from exc
@@ -111,7 +114,8 @@ def build(source: Path, variant: BuildVariant, log_path: Path,
     data, files = package(source)
     # the built binary is pull-request code too: asked for its version in the sandbox
     server_line = _version_line(sandbox.argv(
-        [str(source / "src" / "redis-server"), "--version"], source, {}, variant.build_image))
+        [str(source / "src" / "redis-server"), "--version"], source, {}, variant.build_image),
+        sandbox)
     return Artifact(
         data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
         env=variant.make_env(), redis_version=_redis_version(server_line),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,16 @@ class Sandbox:
             return self._docker(command, workdir, env, image)
         return self._bwrap(command, workdir, env, timeout_s)
 
+    def remove(self, argv: Sequence[str]) -> None:
+        """Remove the container a docker ``argv`` of :meth:`argv` started, by its name:
+        killing a timed-out ``docker run`` client leaves its container running. (bwrap's
+        ``--die-with-parent`` needs nothing.)"""
+        if list(argv[:2]) != [self.docker_bin, "run"] or "--name" not in argv:
+            return
+        name = argv[list(argv).index("--name") + 1]
+        subprocess.run([self.docker_bin, "rm", "-f", name], capture_output=True, timeout=60,
+                       check=False)
+
     def choose(self, image: str) -> str:
         """The engine for a variant whose build image is ``image``."""
         if self.engine == "docker" or (self.engine == "auto" and image and
@@ -98,6 +109,7 @@ class Sandbox:
                 image: str) -> list[str]:
         lim = self.limits
         argv = [self.docker_bin, "run", "--rm", "--init", "--network", "none",
+                "--name", f"rbs-build-{uuid.uuid4().hex[:12]}",
                 "--label", "rbs.role=build", f"--memory={lim.memory_bytes}",
                 f"--pids-limit={lim.processes}", "--ulimit",
                 f"nofile={lim.open_files}:{lim.open_files}",
