@@ -297,6 +297,18 @@ def test_argv_replaces_test_time_and_keeps_run_count(tmp_path: Path) -> None:
     assert expected_duration(argv) == 6.0
 
 
+def test_argv_drops_the_suites_file_options(tmp_path: Path) -> None:
+    cfg = ToolConfig("memtier_benchmark",
+                     "--ratio 1:0 -o /home/x/.bashrc --out-file=/etc/a --client-stats /tmp/cs "
+                     "--hdr-file-prefix=/root/h --data-import /etc/shadow -n 10")
+    argv = memtier_argv("memtier_benchmark", cfg, MemtierTarget("127.0.0.1", 7000),
+                        tmp_path / "o.json")
+    suite_part = argv[:-2]  # ours: --json-out-file <tmp_path>/o.json
+    assert not [a for a in suite_part if any(p in a for p in ("/home", "/etc", "/root", "/tmp"))]
+    assert not {"-o", "--client-stats", "--data-import"} & set(argv)
+    assert argv[argv.index("--ratio") + 1] == "1:0" and argv[argv.index("-n") + 1] == "10"
+
+
 def test_argv_requests_forms_and_auth(tmp_path: Path) -> None:
     out = tmp_path / "o.json"
     for args in ("-n 5000 --ratio 1:0", "--requests=5000", "--requests 5000 --test-time=9"):

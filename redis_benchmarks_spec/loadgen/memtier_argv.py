@@ -12,9 +12,11 @@ from pathlib import Path
 from redis_benchmarks_spec.common.process import minimal_env
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
-# options the driver owns, removed from the suite's arguments (value-taking ones)
+# options the driver owns, removed from the suite's arguments (value-taking ones); the file
+# options among them would let a suite write or read any path on the host
 OWNED_VALUE_OPTS = {"-s", "--server", "-p", "--port", "--json-out-file", "-S", "--unix-socket",
-                    "-a", "--authenticate", "--uri", "--cert", "--key", "--cacert", "--sni"}
+                    "-a", "--authenticate", "--uri", "--cert", "--key", "--cacert", "--sni",
+                    "-o", "--out-file", "--client-stats", "--hdr-file-prefix", "--data-import"}
 TIME_OPTS = {"--test-time", "-n", "--requests"}
 OWNED_FLAGS = {"--tls", "--tls-skip-verify", "--cluster-mode"}
 
