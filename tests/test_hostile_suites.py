@@ -92,3 +92,36 @@ def test_limits_of_the_loader(text: str, reason: str) -> None:
     with pytest.raises(YamlRejected, match=reason):
         loads(text.encode())
     assert loads(b"a: &a {k: 1}\nb: *a\n") == {"a": {"k": 1}, "b": {"k": 1}}
+
+
+FORBIDDEN_SUITE = """
+version: 0.4
+name: {name}
+dbconfig:
+  configuration-parameters:
+    save: '{save}'
+{extra}
+tested-commands: [get]
+redis-topologies: [oss-standalone]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -n 10 GET k
+"""
+
+
+@pytest.mark.parametrize("name,save,extra,why", [
+    ("loads-a-module", '""', "    loadmodule: /tmp/evil.so", "may not set this server parameter"),
+    ("moves-the-dir", '""', "    dir: /etc", "may not set this server parameter"),
+    ("smuggles-an-option", '"" --loadmodule /tmp/evil.so', "", "holds another server option"),
+    ("upper-case-include", '""', "    INCLUDE: /etc/redis.conf",
+     "may not set this server parameter"),
+])
+def test_suites_cannot_set_dangerous_server_parameters(tmp_path: Path, name: str, save: str,
+                                                       extra: str, why: str) -> None:
+    (tmp_path / "ok.yml").write_text(FORBIDDEN_SUITE.format(name="ok", save='""', extra=""))
+    (tmp_path / f"{name}.yml").write_text(FORBIDDEN_SUITE.format(name=name, save=save,
+                                                                 extra=extra))
+    catalog = load_catalog(tmp_path)
+    assert [s.name for s in catalog.suites] == ["ok"]
+    assert any(why in p.message and p.path.name == f"{name}.yml" for p in catalog.problems), \
+        catalog.problems

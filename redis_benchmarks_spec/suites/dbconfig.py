@@ -32,7 +32,21 @@ RDB_CHECKS_KEYS = {"operation", "keyspacelen", "value_size", "sample_keys"}
 RDB_OPERATIONS = ("save", "load")
 DATASET_SCHEMES = ("http", "https", "s3")
 # problems under these keys stop the suite from loading (see the module docstring)
-FATAL_KEYS = ("dbconfig.init_lua", "dbconfig.dataset", "dbconfig.rdb_checks")
+FATAL_KEYS = ("dbconfig.init_lua", "dbconfig.dataset", "dbconfig.rdb_checks",
+              "dbconfig.configuration-parameters")
+
+# Server parameters a suite may not set: they load code into the server, read or write host
+# files, or move the server off the address and directory the runner gave it. Suites can come
+# with a pull request (untrusted), and none of the team's 0.3.47 corpus sets any of these.
+FORBIDDEN_SERVER_PARAMETERS = frozenset({
+    "loadmodule", "include", "dir", "dbfilename", "appendfilename", "appenddirname", "logfile",
+    "pidfile", "unixsocket", "unixsocketperm", "aclfile", "cluster-config-file", "daemonize",
+    "supervised", "syslog-enabled", "syslog-ident", "syslog-facility", "port", "bind",
+    "tls-port", "tls-cert-file", "tls-key-file", "tls-client-cert-file", "tls-client-key-file",
+    "tls-ca-cert-file", "tls-ca-cert-dir", "tls-dh-params-file", "enable-module-command",
+    "enable-protected-configs", "replicaof",
+    "slaveof",
+})
 _DATASET_NAME = re.compile(r"^[A-Za-z0-9._:+-]{1,200}$")
 
 
@@ -86,6 +100,25 @@ class DbConfig:
     def throughput_floor_waived(self) -> bool:
         """Sub-1-op/s results are expected by design (a single save or reload)."""
         return self.skip_throughput_floor or self.low_throughput_benchmark
+
+
+def _server_parameters(reader: SpecReader, value: Any) -> dict[str, Any]:
+    """``configuration-parameters``, refusing what :data:`FORBIDDEN_SERVER_PARAMETERS` names
+    and values that would smuggle in another option (``save: '"" --loadmodule x.so'``)."""
+    key = "dbconfig.configuration-parameters"
+    params = reader.mapping(value, key)
+    for name, param in params.items():
+        if str(name).lower() in FORBIDDEN_SERVER_PARAMETERS:
+            reader.problem(f"{key}.{name}", "a suite may not set this server parameter (it "
+                                            "touches host files, loads code or moves the server)")
+        try:
+            words = split_words("" if param is None else str(param))
+        except ValueError as exc:
+            reader.problem(f"{key}.{name}", f"cannot split the value: {exc}")
+            continue
+        if any(w.startswith("--") for w in words):
+            reader.problem(f"{key}.{name}", f"value {param!r} holds another server option")
+    return params
 
 
 def _init_commands(reader: SpecReader, value: Any) -> list[list[str]]:
@@ -186,8 +219,7 @@ def parse_dbconfig(reader: SpecReader, value: Any, base_dir: Path) -> DbConfig:
     reader.unknown(raw, DBCONFIG_KEYS, "dbconfig.")
     check = reader.mapping(raw.get("check"), "dbconfig.check")
     reader.unknown(check, CHECK_KEYS, "dbconfig.check.")
-    params = reader.mapping(raw.get("configuration-parameters"),
-                            "dbconfig.configuration-parameters")
+    params = _server_parameters(reader, raw.get("configuration-parameters"))
     name, description = _describe(reader, raw)
     db = DbConfig(
         configuration_parameters={str(k): "" if v is None else str(v) for k, v in params.items()},
