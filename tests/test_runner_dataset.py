@@ -279,3 +279,16 @@ def test_s3_dataset_through_a_local_s3_server(tmp_path: Path, rdb_file: Path,
             dataset_mod.fetch("s3://datasets/missing.rdb", tmp_path / "cache")
     finally:
         server.stop()
+
+
+def test_a_dataset_source_must_be_a_finite_regular_file(tmp_path: Path, rdb_file: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    with pytest.raises(dataset_mod.DatasetError, match="not a regular file"):
+        dataset_mod.fetch("/dev/zero", cache)
+    monkeypatch.setenv("RBS_MAX_DATASET_BYTES", str(rdb_file.stat().st_size - 1))
+    with pytest.raises(dataset_mod.DatasetError, match="larger than"):
+        dataset_mod.fetch(str(rdb_file), cache)
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]
+    monkeypatch.setenv("RBS_MAX_DATASET_BYTES", str(rdb_file.stat().st_size))
+    assert dataset_mod.fetch(str(rdb_file), cache).size == rdb_file.stat().st_size

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import urllib.error
 import urllib.request
@@ -100,7 +101,7 @@ def _is_local(source: str) -> bool:
 
 def _download(source: str, out: IO[bytes], timeout_s: float) -> tuple[str, int]:
     """Copy ``source`` into ``out``; returns (sha256, size)."""
-    sink = _HashingWriter(out)
+    sink = _HashingWriter(out, source)
     scheme = urlparse(source).scheme
     if scheme in ("http", "https"):
         _http(source, sink, timeout_s)
@@ -111,15 +112,28 @@ def _download(source: str, out: IO[bytes], timeout_s: float) -> tuple[str, int]:
     return sink.hexdigest(), sink.size
 
 
-class _HashingWriter:
-    """A file-like sink that hashes and counts what passes through."""
+def max_dataset_bytes() -> int:
+    """The largest RDB a suite may bring (``$RBS_MAX_DATASET_BYTES``, default 32 GiB): a
+    suite's source is not trusted to be finite (``/dev/zero``, an endless HTTP body)."""
+    try:
+        return int(os.environ.get("RBS_MAX_DATASET_BYTES", str(32 << 30)))
+    except ValueError:
+        return 32 << 30
 
-    def __init__(self, out: IO[bytes]) -> None:
+
+class _HashingWriter:
+    """A file-like sink that hashes and counts what passes through, up to a size limit."""
+
+    def __init__(self, out: IO[bytes], source: str = "") -> None:
         self.out, self.hash, self.size = out, hashlib.sha256(), 0
+        self.source, self.limit = source, max_dataset_bytes()
 
     def write(self, data: bytes) -> int:
-        self.hash.update(data)
         self.size += len(data)
+        if self.size > self.limit:
+            raise DatasetError(f"dataset {self.source}: larger than {self.limit} bytes "
+                               "(RBS_MAX_DATASET_BYTES)")
+        self.hash.update(data)
         return self.out.write(data)
 
     def hexdigest(self) -> str:
@@ -169,6 +183,8 @@ def _s3(url: str, sink: _HashingWriter) -> None:
 def _local(source: str, sink: _HashingWriter) -> None:
     path = Path(source.removeprefix("file://"))
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise DatasetError(f"dataset {source}: not a regular file")
         with path.open("rb") as fh:
             _copy(fh.read, sink)
     except OSError as exc:
