@@ -64,13 +64,14 @@ def _run(suites: Path, results: Path, options: ProfilerOptions,
     return result
 
 
-def _children_of_test() -> set[str]:
-    return {p.name() for p in psutil.Process().children(recursive=True)}
+def _children_of_test() -> set[tuple[int, str]]:
+    return {(p.pid, p.name()) for p in psutil.Process().children(recursive=True)}
 
 
 def test_perf_record_and_stat_write_a_flame_graph_and_counts(tmp_path: Path) -> None:
     suites = _suite(tmp_path / "suites", "prof-set-get", "-t set,get -n 40000 -r 1000 -c 20",
                     "set,get")
+    before = _children_of_test()  # servers of session fixtures other tests started
     result = _run(suites, tmp_path / "results",
                   ProfilerOptions(names=("perf-record", "perf-stat", "pcm"), perf_frequency=999))
     assert PROFILED in result.flags
@@ -107,7 +108,8 @@ def test_perf_record_and_stat_write_a_flame_graph_and_counts(tmp_path: Path) -> 
     else:
         assert pcm.status == PROFILE_OK and Path(result.paths["pcm_csv"]).exists()
     # nothing the profilers started is left running
-    assert not _children_of_test() & {"perf", "pcm", "redis-server"}
+    left = _children_of_test() - before
+    assert not {name for _, name in left} & {"perf", "pcm", "redis-server"}, left
 
 
 def _instructions(tmp_path: Path, requests: int, name: str) -> RunResult:

@@ -64,7 +64,7 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
 def test_ab_with_perf_record_draws_a_differential_flame_graph(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     suites.mkdir()
-    (suites / "instr-ab-set.yml").write_text(SUITE.replace("-n 1000000", "-n 30000"))
+    (suites / "instr-ab-set.yml").write_text(SUITE.replace("-n 1000000", "-n 200000"))
     server = shutil.which("redis-server") or "redis-server"
     argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "perf-record",
             "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
