@@ -416,7 +416,8 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
                                  AmbiguousSelectorError=real_reader.AmbiguousSelectorError,
                                  series_by_test=series_by_test)
     monkeypatch.setattr(cli, "_reader", lambda: fake)
-    monkeypatch.setattr(cli, "_datasink_client", lambda args: contextlib.nullcontext())
+    monkeypatch.setattr(cli.datasink_cli, "datasink_client",
+                        lambda args: contextlib.nullcontext())
     out = tmp_path / "r.json"
     code = main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
                  "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",

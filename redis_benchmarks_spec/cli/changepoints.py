@@ -31,7 +31,6 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.cli.history import _client
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -102,7 +101,7 @@ def cmd_changepoints(args: argparse.Namespace) -> int:
                         build_variant=args.build_variant, last_n=args.last)
     options = ChangePointOptions(max_pvalue=args.max_pvalue, window=args.window,
                                  min_magnitude_pct=args.min_change)
-    with _client(args) as client:
+    with datasink_cli.datasink_client(args) as client:
         tests = tests_on_branch(client, query)
         if not tests:
             raise UsageError("--branch/--test/--metric",

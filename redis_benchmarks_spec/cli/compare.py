@@ -170,21 +170,6 @@ def _selector(args: argparse.Namespace, reader: ModuleType, side: Any) -> Any:
         tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
 
 
-def _datasink_client(args: argparse.Namespace) -> Any:
-    """A client of --datasink, or of the running embedded datasink."""
-    from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
-    from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect
-    config = datasink_cli.remote_config(args)
-    if config is None:
-        state = EmbeddedDatasink(args.data_dir).status()
-        if not state.running:
-            raise CompareUsageError("the embedded datasink is not running; start it with "
-                                    "`rbs datasink up` or give --datasink URL")
-        config = DatasinkConfig(url=state.url or "")
-    datasink_cli.check_reachable(config)
-    return connect(config)
-
-
 def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool:
     """The test passes the regexps, judged from its series' ``tested_groups`` and
     ``tested_commands`` labels (written for this: no run document is fetched)."""
@@ -204,7 +189,7 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
     by_change_point = _change_point_window(args)
     if by_change_point:
         base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
-    with _datasink_client(args) as client:
+    with datasink_cli.datasink_client(args) as client:
         try:
             base = reader.series_by_test(client, base_sel)
             comp = reader.series_by_test(client, comp_sel)

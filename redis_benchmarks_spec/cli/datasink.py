@@ -97,6 +97,20 @@ def remote_config(args: argparse.Namespace) -> DatasinkConfig | None:
         ssl_ca_certs=args.tls_ca_cert, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
 
 
+def datasink_client(args: argparse.Namespace) -> redis.Redis:
+    """A client of ``--datasink``, or of the running embedded datasink (for the commands
+    that read results: compare, history, changepoints)."""
+    config = remote_config(args)
+    if config is None:
+        state = EmbeddedDatasink(args.data_dir).status()
+        if not state.running:
+            raise UsageError("--datasink", "the embedded datasink is not running",
+                             "start it with `rbs datasink up` or give --datasink URL")
+        config = DatasinkConfig(url=state.url or "")
+    check_reachable(config)
+    return connect(config)
+
+
 def start_embedded(sink: EmbeddedDatasink) -> DatasinkStatus:
     """``sink.up()``, its failure as a one-line :class:`UsageError`."""
     try:

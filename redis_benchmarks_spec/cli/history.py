@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -45,20 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_history)
 
 
-def _client(args: argparse.Namespace) -> Any:
-    """A client of --datasink, or of the running embedded datasink."""
-    from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
-    from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect
-    config = datasink_cli.remote_config(args)
-    if config is None:
-        state = EmbeddedDatasink(args.data_dir).status()
-        if not state.running:
-            raise UsageError("--datasink", "the embedded datasink is not running",
-                             "start it with `rbs datasink up` or give --datasink URL")
-        config = DatasinkConfig(url=state.url or "")
-    return connect(config)
-
-
 def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
@@ -83,7 +68,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     query = HistoryQuery(test=args.test, metric=args.metric, branch=args.branch,
                          platform=args.platform, topology=args.topology,
                          build_variant=args.build_variant, last_n=args.last)
-    with _client(args) as client:
+    with datasink_cli.datasink_client(args) as client:
         try:
             history = read_history(client, query)
         except HistoryError as exc:
