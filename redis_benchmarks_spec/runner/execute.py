@@ -20,12 +20,14 @@ from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
+from redis_benchmarks_spec.loadgen.merge import merge_results
 from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
     RunContext,
     RunResult,
+    result_path,
 )
 from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
@@ -116,7 +118,7 @@ class SuiteRun:
             env = replace(env, test_time=None)
         self.suite, self.topology, self.env = suite, topology, env
         self.result = _new_result(suite, topology, env)
-        self.out_dir = env.results_dir / suite.name / topology.name
+        self.out_dir = result_path(env.results_dir, self.result).parent
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
@@ -354,8 +356,9 @@ class SuiteRun:
             self.result.log_tail = tail(kept)
 
     def _write(self) -> None:
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.result.write(self.out_dir / "result.json")
+        path = result_path(self.env.results_dir, self.result)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.result.write(path)
 
 
 def single_command(suite: Suite) -> bool:
@@ -428,7 +431,6 @@ def _parse_all(drivers: list[ClientDriver], invocations: list[Invocation],
             raise RunFailure(f"{driver.tool}: {exc}", tail(inv.stdout_path)) from exc
     if len(parsed) == 1:
         return parsed[0]
-    from redis_benchmarks_spec.loadgen.memtier import merge_results
     return merge_results(parsed)
 
 
