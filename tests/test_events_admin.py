@@ -79,6 +79,20 @@ def test_follower_finishes_when_every_platform_is_done(redis_server) -> None:  #
     assert client.xlen(NAMES.test_status) == 5
 
 
+def test_follower_sees_an_event_with_the_same_id_as_its_request(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """Each stream numbers its own entries: a build event added in the request's millisecond
+    can carry the request's very id, and must still be seen."""
+    client = redis_server.client()
+    names = StreamNames.with_prefix("same-ms")
+    req = _request(["gcc"])
+    ev = _event(req, "gcc")
+    entry_id = "1700000000000-0"
+    client.xadd(names.build_requests, req.encode(), id=entry_id)  # type: ignore[arg-type]
+    client.xadd(names.builds, ev.encode(), id=entry_id)  # type: ignore[arg-type]
+    [prog] = Follower(client, names, [(req, entry_id)]).poll()
+    assert list(prog.events) == [ev.id]
+
+
 def test_streams_view_shows_lag_pending_and_idle(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     req = _request([])

@@ -94,7 +94,11 @@ class Follower:
         self.names = names
         self.progress = {r.id: RequestProgress(r) for r, _ in requests}
         start = min((entry_id for _, entry_id in requests), key=_id_key)
-        self._cursors = {names.builds: start, names.build_failures: start}
+        # The request's id positions us in *other* streams: an event the builder added in
+        # the same millisecond can carry the very same id there (each stream numbers its own
+        # entries), so start just before that millisecond, not after the id.
+        before = _just_before_ms(start)
+        self._cursors = {names.builds: before, names.build_failures: before}
         filters = {tuple(r.platforms) for r, _ in requests}
         self.expected_platforms = (list(filters.pop()) if len(filters) == 1 and
                                    next(iter(filters)) else platform_groups(client, names))
@@ -164,3 +168,10 @@ def wait(follower: Follower, timeout_s: float, interval_s: float = 1.0,
         if time.monotonic() >= deadline:
             return False
         time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
+
+
+def _just_before_ms(entry_id: str) -> str:
+    """The largest stream id of the millisecond before ``entry_id``'s (an exclusive cursor
+    that lets every entry of that millisecond through)."""
+    ms = int(entry_id.split("-", 1)[0])
+    return f"{ms - 1}-{2**64 - 1}" if ms > 0 else "0-0"
