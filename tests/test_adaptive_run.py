@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -64,19 +65,22 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
                "--baseline-server", server, "--comparison-server", server,
                "--comparison-server-args", "--appendonly yes --appendfsync always",
                "--until-decided", "--max-repetitions", "14", "--round-repetitions", "4",
-               "--format", "json", "--no-datasink")
+               "--format", "json", "--no-datasink", "--html", str(tmp_path / "ab.html"))
     assert out.returncode == 0, out.stdout + out.stderr
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
     assert rows["ab-set"]["verdict"] == "REGRESSION", rows["ab-set"]["reason"]
-    assert progress["ab-set"]["stopped"] == "decided (REGRESSION)"
-    assert progress["ab-set"]["pairs"] < 14
+    assert progress["tests"]["ab-set"]["stopped"] == "decided (REGRESSION)"
+    assert progress["tests"]["ab-set"]["pairs"] < 14
     assert rows["ab-get"]["verdict"] != "REGRESSION"
-    assert progress["ab-get"]["looks"][0] == 6
+    assert progress["tests"]["ab-get"]["looks"][0] == 6
     assert "pairs (looks at 6" in rows["ab-set"]["reason"]
+    # the page is the run's sequential table, not a fixed-sample comparison of the pairs
+    page = html.unescape((tmp_path / "ab.html").read_text())
+    assert rows["ab-set"]["reason"] in page and rows["ab-get"]["reason"] in page
     if rows["ab-get"]["verdict"] == "UNKNOWN":
-        assert progress["ab-get"]["stopped"] == "max repetitions reached"
-        assert progress["ab-get"]["pairs"] == 14
+        assert progress["tests"]["ab-get"]["stopped"] == "max repetitions reached"
+        assert progress["tests"]["ab-get"]["pairs"] == 14
     # repetitions continue their numbering across rounds
     reps = sorted({p.name for p in (tmp_path / "out").rglob("rep-*") if p.is_dir()})
     assert reps[0] == "rep-00" and len(reps) >= 10
@@ -93,4 +97,4 @@ def test_until_decided_time_budget(tmp_path: Path) -> None:
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
     row = _json_report(out.stdout)["rows"][0]
     if row["verdict"] == "UNKNOWN":  # an A/A is very rarely NO CHANGE in 5 pairs
-        assert progress["ab-get"] == {"pairs": 5, "looks": [5], "stopped": "time budget spent"}
+        assert progress["tests"]["ab-get"] == {"pairs": 5, "looks": [5], "stopped": "time budget spent"}

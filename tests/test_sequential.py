@@ -15,6 +15,7 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     compare_paired,
 )
+from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
 from redis_benchmarks_spec.runner.adaptive import (
     BUDGET_SPENT,
     DECIDED,
@@ -150,3 +151,30 @@ def test_max_repetitions_and_time_budget_stop_the_loop() -> None:
     out = until_decided(["t"], _source(rng, {"t": 0.99}, cv=0.15), _plan(budget=120.0), clock)
     assert out.progress["t"].stop_reason == BUDGET_SPENT
     assert len(out.progress["t"].pairs) < 40
+
+
+def test_the_session_record_reproduces_the_runs_table() -> None:
+    """``rbs report`` on an --until-decided session judges the pairs at the looks the run
+    took (from sequential.json), so the page shows the run's verdicts, intervals and reasons;
+    a fixed-sample comparison of the same pairs differs."""
+    rng = np.random.default_rng(11)
+    plan = _plan()
+    out = until_decided(["set", "get", "incr"],
+                        _source(rng, {"set": 0.35, "get": 1.0, "incr": 0.95}, cv=0.08), plan)
+    progress = out.progress.values()
+    record = SequentialRecord(plan.design, plan.options.metric,
+                              {p.test: p.looks for p in progress},
+                              {p.test: p.stop_reason for p in progress},
+                              {p.test: len(p.pairs) for p in progress})
+    again = SequentialRecord.from_json(record.to_json())
+    assert again == record
+    pairs = {t: p.pairs for t, p in out.progress.items()}
+    replayed = compare_recorded(pairs, again, plan.options)
+    shown = [(r.test, r.verdict, r.change_pct, r.ci_low_pct, r.ci_high_pct, r.reason)
+             for r in replayed.rows]
+    assert shown == [(r.test, r.verdict, r.change_pct, r.ci_low_pct, r.ci_high_pct, r.reason)
+                     for r in out.report.rows]
+    fixed = compare_paired(pairs, plan.options)
+    assert [r.ci_low_pct for r in fixed.rows] != [r.ci_low_pct for r in replayed.rows]
+    with pytest.raises(ValueError, match="until-decided"):
+        SequentialRecord.from_json('{"design": {"max_pairs": "x"}}')

@@ -124,7 +124,7 @@ class ComparisonReport:
 
 
 @dataclass
-class _Pending:
+class PendingRow:
     """A measured row waiting for the FDR adjustment and its verdict."""
 
     row: Comparison
@@ -145,8 +145,9 @@ def _log_sd(*sides: Sequence[float]) -> float | None:
     return float(np.sqrt(np.mean(np.square(sds)))) if sds else None
 
 
-def _base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
-              options: CompareOptions) -> Comparison:
+def base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
+             options: CompareOptions) -> Comparison:
+    """A row with the medians, counts and CVs of both sides and nothing decided yet."""
     return Comparison(
         test=test, metric=options.metric, n_baseline=len(baseline), n_comparison=len(comparison),
         baseline_median=stats.median(baseline) if baseline else None,
@@ -161,7 +162,8 @@ def _median_ratio_pct(baseline: Sequence[float], comparison: Sequence[float]) ->
     return _finite((stats.median(comparison) / stats.median(baseline) - 1) * 100)
 
 
-def _fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:
+def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:
+    """The change, its interval and p of a log-scale shift, as percentages of the baseline."""
     row.change_pct = stats.log_to_pct(shift.estimate)
     row.ci_low_pct = _finite(stats.log_to_pct(shift.low))
     row.ci_high_pct = _finite(stats.log_to_pct(shift.high))
@@ -169,49 +171,49 @@ def _fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
-                      options: CompareOptions) -> _Pending:
-    row = _base_row(test, baseline, comparison, options)
+                      options: CompareOptions) -> PendingRow:
+    row = base_row(test, baseline, comparison, options)
     if not baseline or not comparison:
         side = "baseline" if not baseline else "comparison"
         row.reason = f"no points on {side} side"
-        return _Pending(row, False)
+        return PendingRow(row, False)
     try:
         shift = stats.unpaired_shift(baseline, comparison, options.confidence)
     except ValueError as exc:
         row.reason = str(exc)
-        return _Pending(row, False)
-    _fill_shift(row, shift)
+        return PendingRow(row, False)
+    fill_shift(row, shift)
     single = single_point_check(baseline, comparison, options.noise_floor_pct)
     if single is not None and math.isfinite(single.p_value):
         # a rank test cannot resolve one point; the prediction p joins the BH family instead
         row.p_value = single.p_value
-    return _Pending(row, True, single, _log_sd(baseline, comparison))
+    return PendingRow(row, True, single, _log_sd(baseline, comparison))
 
 
 def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
-                    options: CompareOptions) -> _Pending:
+                    options: CompareOptions) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
-    row = _base_row(test, baseline, comparison, options)
+    row = base_row(test, baseline, comparison, options)
     row.paired = True
     if not pairs:
         row.reason = "no complete pairs"
-        return _Pending(row, False)
+        return PendingRow(row, False)
     try:
         shift = best_paired_shift(pairs, options.confidence)
     except ValueError as exc:
         row.reason = str(exc)
-        return _Pending(row, False)
-    _fill_shift(row, shift)
+        return PendingRow(row, False)
+    fill_shift(row, shift)
     row.method = shift.method
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
-    return _Pending(row, True, single, log_sd)
+    return PendingRow(row, True, single, log_sd)
 
 
-def _evidence(pending: _Pending) -> Evidence:
+def _evidence(pending: PendingRow) -> Evidence:
     row = pending.row
     return Evidence(metric=row.metric, n=min(row.n_baseline, row.n_comparison),
                     change_pct=row.change_pct, ci_low_pct=row.ci_low_pct,
@@ -219,8 +221,13 @@ def _evidence(pending: _Pending) -> Evidence:
                     log_sd=pending.log_sd, single_point=pending.single_point)
 
 
-def _finish(pending: list[_Pending], options: CompareOptions, problems: list[str],
-            method: str) -> ComparisonReport:
+def finish_report(pending: list[PendingRow], options: CompareOptions, problems: list[str],
+                  method: str) -> ComparisonReport:
+    """One Benjamini-Hochberg step over the measured rows, then each row's verdict.
+
+    The public row API: ``compare_*`` here and :mod:`analysis.sequential_compare` build
+    :class:`PendingRow` items with :func:`base_row` and :func:`fill_shift`, then finish here.
+    """
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
     for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True):
         item.row.p_adjusted = _finite(adjusted)
@@ -244,7 +251,7 @@ def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
     options = options or CompareOptions()
     pending = [_measure_unpaired(t, list(b), list(c), options)
                for t, (b, c) in sorted(samples.items())]
-    return _finish(pending, options, problems or [], UNPAIRED_METHOD)
+    return finish_report(pending, options, problems or [], UNPAIRED_METHOD)
 
 
 def compare_paired(pairs: dict[str, list[tuple[float, float]]],
@@ -253,7 +260,7 @@ def compare_paired(pairs: dict[str, list[tuple[float, float]]],
     """Compare (baseline, comparison) pairs per test, paired by repetition."""
     options = options or CompareOptions()
     pending = [_measure_paired(t, list(p), options) for t, p in sorted(pairs.items())]
-    return _finish(pending, options, problems or [], PAIRED_METHOD)
+    return finish_report(pending, options, problems or [], PAIRED_METHOD)
 
 
 # --- results directories -------------------------------------------------------------------

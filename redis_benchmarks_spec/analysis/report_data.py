@@ -27,6 +27,11 @@ from redis_benchmarks_spec.analysis.context import (
     result_documents,
     side_from_results,
 )
+from redis_benchmarks_spec.analysis.sequential_compare import (
+    SEQUENTIAL_RECORD,
+    SequentialRecord,
+    compare_recorded,
+)
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
@@ -141,13 +146,29 @@ def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
     pairs = {t: p for t, p in _pairs(root, options.metric).items() if p}
     if not pairs:
         raise ReportInputError(f"{root}: no repetition has an ok run on both sides")
-    report = compare_paired(pairs, options)
+    record = _sequential_record(root, options.metric)
+    report = compare_paired(pairs, options) if record is None else \
+        compare_recorded(pairs, record, options)
     ok_b, ok_c = [d for d in base if d.ok], [d for d in comp if d.ok]
     report.context = context_from_results(side_from_results(_server_label(ok_b), ok_b),
                                           side_from_results(_server_label(ok_c), ok_c),
                                           ok_b + ok_c, paired=True)
     return ReportData(title=f"A/B session {root}", metric=options.metric,
                       sides=[_side("baseline", base), _side("comparison", comp)], report=report)
+
+
+def _sequential_record(root: Path, metric: str) -> SequentialRecord | None:
+    """The design of an ``--until-decided`` session, when it was run on this metric: its
+    pairs are then judged as the run judged them (repeated p-values and intervals), so the
+    page and the run's table agree. Another metric is compared fixed-sample."""
+    path = root / SEQUENTIAL_RECORD
+    if not path.is_file():
+        return None
+    try:
+        record = SequentialRecord.from_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReportInputError(f"{path}: {exc}") from None
+    return record if record.metric == metric else None
 
 
 def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) -> ReportData:

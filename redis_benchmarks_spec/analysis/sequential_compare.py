@@ -4,16 +4,18 @@ Benjamini-Hochberg step and verdict rules as :func:`compare.compare_paired`."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     ComparisonReport,
-    _base_row,
-    _fill_shift,
-    _finish,
-    _Pending,
+    PendingRow,
+    base_row,
+    fill_shift,
+    finish_report,
 )
 from redis_benchmarks_spec.analysis.paired import best_paired_shift, log_ratios
 from redis_benchmarks_spec.analysis.sequential import (
@@ -30,14 +32,14 @@ SEQUENTIAL_METHOD = ("group-sequential design, Lan-DeMets {spending} alpha spend
 
 
 def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[int],
-             plan: SequentialPlan, options: CompareOptions) -> _Pending:
+             plan: SequentialPlan, options: CompareOptions) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
-    row = _base_row(test, baseline, comparison, options)
+    row = base_row(test, baseline, comparison, options)
     row.paired = True
     looks = [n for n in looks if n >= 2]
     if not looks:
         row.reason = "fewer than 2 complete pairs"
-        return _Pending(row, False)
+        return PendingRow(row, False)
     try:
         p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n]).p_value),
                                plan.fractions(looks[:j + 1]), plan.spending)
@@ -46,14 +48,14 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
         shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level)
     except ValueError as exc:
         row.reason = str(exc)
-        return _Pending(row, False)
-    _fill_shift(row, shift)
+        return PendingRow(row, False)
+    fill_shift(row, shift)
     row.p_value = min(p_values)
     row.method = f"{shift.method}; repeated {1 - level:.4%} interval at look {len(looks)}"
     ratios = log_ratios(pairs[:looks[-1]])
     log_sd = float(ratios.std(ddof=1) / math.sqrt(2)) if ratios.size >= 2 else None
     single = SinglePoint("1 pair only") if len(pairs) == 1 else None
-    return _Pending(row, True, single, log_sd)
+    return PendingRow(row, True, single, log_sd)
 
 
 def compare_sequential(pairs: dict[str, list[tuple[float, float]]],
@@ -70,4 +72,59 @@ def compare_sequential(pairs: dict[str, list[tuple[float, float]]],
     pending = [_measure(t, list(p), looks.get(t, [len(p)]), plan, options)
                for t, p in sorted(pairs.items())]
     method = SEQUENTIAL_METHOD.format(spending=plan.spending, max_pairs=plan.max_pairs)
-    return _finish(pending, options, problems or [], method)
+    return finish_report(pending, options, problems or [], method)
+
+
+#: the record of an ``--until-decided`` session, beside its ``baseline/`` and ``comparison/``
+SEQUENTIAL_RECORD = "sequential.json"
+
+
+@dataclass(frozen=True)
+class SequentialRecord:
+    """What a later ``rbs report`` needs to judge the session's pairs as the run did: the
+    design, the metric it was run on, and per test the looks taken and why it stopped."""
+
+    plan: SequentialPlan
+    metric: str
+    looks: dict[str, list[int]]
+    stopped: dict[str, str]
+    pairs: dict[str, int]
+
+    def line(self, test: str) -> str:
+        """How far a test went and why it stopped, as the run's reason column says it."""
+        looks = ", ".join(str(n) for n in self.looks.get(test, []))
+        return f"{self.pairs.get(test, 0)} pairs (looks at {looks}): {self.stopped.get(test, '')}"
+
+    def to_json(self) -> str:
+        tests = {t: {"pairs": self.pairs.get(t, 0), "looks": self.looks[t],
+                     "stopped": self.stopped.get(t, "")} for t in sorted(self.looks)}
+        design = {"max_pairs": self.plan.max_pairs, "alpha": self.plan.alpha,
+                  "spending": self.plan.spending}
+        return json.dumps({"design": design, "metric": self.metric, "tests": tests}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> SequentialRecord:
+        """Raises ValueError naming what is wrong (the file sits in a results folder)."""
+        try:
+            doc = json.loads(text)
+            design = doc["design"]
+            plan = SequentialPlan(int(design["max_pairs"]), float(design["alpha"]),
+                                  str(design["spending"]))
+            looks = {str(t): [int(n) for n in v["looks"]] for t, v in doc["tests"].items()}
+            stopped = {str(t): str(v["stopped"]) for t, v in doc["tests"].items()}
+            pairs = {str(t): int(v["pairs"]) for t, v in doc["tests"].items()}
+            return cls(plan, str(doc["metric"]), looks, stopped, pairs)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"not a record of rbs run --until-decided ({exc})") from None
+
+
+def compare_recorded(pairs: dict[str, list[tuple[float, float]]], record: SequentialRecord,
+                     options: CompareOptions) -> ComparisonReport:
+    """The session's pairs judged at the looks the run took: the same table as the run's."""
+    looks = {t: [n for n in record.looks.get(t, []) if n <= len(p)] or [len(p)]
+             for t, p in pairs.items()}
+    report = compare_sequential(pairs, looks, record.plan, options)
+    for row in report.rows:
+        if row.test in record.stopped:
+            row.reason = f"{row.reason}; {record.line(row.test)}"
+    return report

@@ -7,7 +7,6 @@ statistics :mod:`redis_benchmarks_spec.analysis.compare`.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,10 @@ from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
     SequentialPlan,
+)
+from redis_benchmarks_spec.analysis.sequential_compare import (
+    SEQUENTIAL_RECORD,
+    SequentialRecord,
 )
 from redis_benchmarks_spec.cli.compare import noise_floor, write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
@@ -187,9 +190,11 @@ def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
                         time_budget_s=parse_duration(args.time_budget))
     source = ab_pair_source(ab, suites, args.metric, runs, on_run)
     outcome = until_decided([s.name for s in suites], source, plan)
-    progress = {t: {"pairs": len(p.pairs), "looks": p.looks, "stopped": p.stop_reason}
-                for t, p in outcome.progress.items()}
-    (ab.session.results_dir / "sequential.json").write_text(json.dumps(progress, indent=2))
+    done = outcome.progress.values()
+    record = SequentialRecord(plan.design, args.metric, {p.test: p.looks for p in done},
+                              {p.test: p.stop_reason for p in done},
+                              {p.test: len(p.pairs) for p in done})
+    (ab.session.results_dir / SEQUENTIAL_RECORD).write_text(record.to_json())
     return outcome
 
 
