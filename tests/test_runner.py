@@ -21,6 +21,7 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 
@@ -92,6 +93,11 @@ def test_ok_run_records_everything(tmp_path: Path) -> None:
     # the server really did the work: 20000 GETs in commandstats
     assert r.commandstats_delta["get"]["calls"] == 20000
     assert r.info_delta["keyspace_hits"] == 20000
+    # the server's own CPU time over the commands it processed (runner.server_cpu)
+    cpu_s = r.info_delta["used_cpu_user"] + r.info_delta["used_cpu_sys"]
+    assert r.metrics[SERVER_CPU_METRIC] == pytest.approx(
+        cpu_s * 1e6 / r.info_delta["total_commands_processed"])
+    assert 0 < r.metrics[SERVER_CPU_METRIC] < 1e4
     assert set(r.cpus) == {"server", "client"}
     if len(os.sched_getaffinity(0)) >= 2:
         assert not set(r.cpus["server"]) & set(r.cpus["client"])

@@ -47,6 +47,7 @@ from redis_benchmarks_spec.runner.preload import (
     prepare_dataset,
 )
 from redis_benchmarks_spec.runner.replication import ReplicationError
+from redis_benchmarks_spec.runner.server_cpu import add_server_cpu
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
@@ -193,6 +194,7 @@ class SuiteRun:
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
         deployment_data.keep_totals(result, totals)
+        add_server_cpu(result)
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
         weigh_tool_notes(result, tool_result, server_counts_errors(after.by_node), server_errors)
