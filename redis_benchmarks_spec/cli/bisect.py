@@ -1,27 +1,60 @@
-"""``rbs bisect --good SHA --bad SHA --test T --local --repo PATH``: the first commit of a
-range that makes a test slower. Parsing and printing only: :mod:`bisection.local`."""
+"""``rbs bisect --good SHA --bad SHA --test T``: the first commit of a range that makes a
+test slower, built and measured through the builder and agents, or here with ``--local``.
+Parsing and printing only: :mod:`bisection.search`, :mod:`bisection.local`,
+:mod:`bisection.remote`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
-from redis_benchmarks_spec.bisection.local import BisectError, BisectPlan, bisect
+from redis_benchmarks_spec.bisection import local, remote
+from redis_benchmarks_spec.bisection.gitrange import commit_range
+from redis_benchmarks_spec.bisection.search import (
+    METRIC_AUTO,
+    METRIC_INSTRUCTIONS,
+    METRIC_THROUGHPUT,
+    BisectError,
+    BisectOutcome,
+    Budget,
+    search,
+)
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab import parse_duration
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common import credentials
+from redis_benchmarks_spec.events import names as names_mod
+from redis_benchmarks_spec.events.follow import platform_groups
+from redis_benchmarks_spec.events.validation import NAME_PATTERN
+from redis_benchmarks_spec.intake.trigger import RequestOptions
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.summary import session_dir
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
+from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
 
 DEFAULT_VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
+ENV_BROKER = "RBS_BROKER"
+ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"
+DEFAULT_BROKER = "redis://127.0.0.1:6379"
+Say = Callable[[str], None]
+
+
+def _name(flag: str, value: str) -> str:
+    """A value that goes into stream messages and keys: the messages' own name rule."""
+    if not re.fullmatch(NAME_PATTERN, value) or value in (".", ".."):
+        raise UsageError(f"{flag} {value}", f"is not a name ({NAME_PATTERN})")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,25 +64,68 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bad", required=True, help="a later commit with it")
     p.add_argument("--test", required=True, help="suite name")
     p.add_argument("--local", action="store_true",
-                   help="build and benchmark on this machine (the only mode so far)")
+                   help="build and benchmark on this machine instead of through the "
+                        "builder and agents")
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository of Redis")
-    p.add_argument("--suites-dir", type=Path, default=None)
     p.add_argument("--build-variant", default=DEFAULT_VARIANT)
-    p.add_argument("--metric", default=DEFAULT_METRIC)
+    p.add_argument("--metric", default=METRIC_AUTO,
+                   help="auto (instructions per op when they can be counted, else "
+                        "throughput), instructions, throughput, or an exporter metric path")
     p.add_argument("--repetitions", type=int, default=4, help="interleaved pairs per probe")
-    p.add_argument("--max-builds", type=int, default=12)
+    p.add_argument("--max-builds", type=int, default=12,
+                   help="distinct commits to build, the two ends included")
     p.add_argument("--time-budget", default=None, metavar="DURATION", help="e.g. 2h")
-    p.add_argument("--test-time", type=int, default=None, help="seconds per run")
-    p.add_argument("--work-dir", type=Path, default=Path(".cache") / "bisect",
-                   help="work tree, built binaries (reused by later bisections) and runs")
     p.add_argument("--format", choices=("table", "json"), default="table")
+    here = p.add_argument_group("--local")
+    here.add_argument("--suites-dir", type=Path, default=None)
+    here.add_argument("--test-time", type=int, default=None, help="seconds per run")
+    here.add_argument("--profile-requests", type=int, default=ProfilerOptions.requests,
+                      metavar="N", help="requests per run under callgrind (instructions)")
+    here.add_argument("--work-dir", type=Path, default=Path(".cache") / "bisect",
+                      help="work tree, built binaries (reused by later bisections) and runs")
+    there = p.add_argument_group("through the builder and agents")
+    there.add_argument("--broker", default=os.environ.get(ENV_BROKER, DEFAULT_BROKER),
+                       help=f"Redis URL of the broker (default: ${ENV_BROKER})")
+    names_mod.add_arguments(there)
+    there.add_argument("--platform", default=None,
+                       help="the platform whose agents measure (default: the only one)")
+    there.add_argument("--org", help="GitHub org (default: from the origin remote)")
+    there.add_argument("--repo-name", help="GitHub repository name (default: from origin)")
+    there.add_argument("--triggering-env", default="bisect",
+                       help="datasink key part of the probes' results (kept apart from ci)")
+    there.add_argument("--probe-timeout", default="6h", metavar="DURATION",
+                       help="longest wait for one probe's builds and runs")
     p.set_defaults(func=cmd_bisect)
 
 
-def _plan(args: argparse.Namespace) -> BisectPlan:
-    if not args.local:
-        raise UsageError("--local", "bisecting through the builder and agents is not "
-                         "implemented yet", "give --local to build and benchmark here")
+def _duration(flag: str, text: str | None) -> float | None:
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds is not None and not seconds > 0:
+        raise UsageError(f"{flag} {text}", "is not a duration", "e.g. 900, 90s, 30m, 2h")
+    return seconds
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    if args.repetitions < 2 or args.max_builds < 2:
+        raise UsageError("--repetitions/--max-builds", "must be at least 2")
+    return Budget(max_builds=args.max_builds,
+                  time_budget_s=_duration("--time-budget", args.time_budget),
+                  pairs=args.repetitions)
+
+
+def _metric(args: argparse.Namespace) -> tuple[str, CompareOptions]:
+    """(auto|instructions|throughput, options whose metric is the throughput metric)."""
+    choice = args.metric
+    if choice in (METRIC_AUTO, METRIC_INSTRUCTIONS, METRIC_THROUGHPUT):
+        return choice, CompareOptions(metric=DEFAULT_METRIC)
+    return METRIC_THROUGHPUT, CompareOptions(metric=choice)  # a path: judged as given
+
+
+def _local_plan(args: argparse.Namespace) -> local.BisectPlan:
+    budget = _budget(args)
     checks.existing_dir("--repo", args.repo)
     suites_dir = args.suites_dir or default_suites_dir()
     suite = load_catalog(suites_dir).by_name(args.test)
@@ -58,35 +134,78 @@ def _plan(args: argparse.Namespace) -> BisectPlan:
     variant = load_variants().get(args.build_variant)
     if variant is None:
         raise UsageError(f"--build-variant {args.build_variant}", "unknown build variant")
-    if args.repetitions < 2 or args.max_builds < 2:
-        raise UsageError("--repetitions/--max-builds", "must be at least 2")
+    if args.profile_requests < 1:
+        raise UsageError(f"--profile-requests {args.profile_requests}", "must be at least 1")
+    metric, options = _metric(args)
     work = args.work_dir.resolve()
     session = SessionConfig(tools=ToolPaths(), results_dir=session_dir(work / "runs"),
                             test_time=args.test_time)
-    return BisectPlan(repo=args.repo, good=args.good, bad=args.bad, suite=suite,
-                      variant=variant, work_dir=work, session=session,
-                      options=CompareOptions(metric=args.metric),
-                      repetitions=args.repetitions, max_builds=args.max_builds,
-                      time_budget_s=parse_duration(args.time_budget))
+    return local.BisectPlan(repo=args.repo, good=args.good, bad=args.bad, suite=suite,
+                            variant=variant, work_dir=work, session=session, options=options,
+                            budget=budget, metric=metric,
+                            profile_requests=args.profile_requests)
+
+
+def _remote(args: argparse.Namespace, say: Say) -> BisectOutcome:
+    checks.existing_dir("--repo", args.repo)
+    budget = _budget(args)
+    _name("--test", args.test)
+    for flag, value in (("--platform", args.platform), ("--triggering-env", args.triggering_env)):
+        if value is not None:
+            _name(flag, value)
+    probe_timeout = _duration("--probe-timeout", args.probe_timeout) or 6 * 3600.0
+    client = checks.broker("--broker", credentials.with_password(args.broker,
+                                                                 ENV_BROKER_PASSWORD))
+    names = names_mod.from_args(args)
+    platform = args.platform
+    if platform is None:
+        found = platform_groups(client, names)
+        if len(found) != 1:
+            raise UsageError("--platform", f"give the platform to measure on (agents' "
+                             f"platforms on the broker: {', '.join(found) or 'none'})")
+        platform = found[0]
+    metric, options = _metric(args)
+    plan = remote.RemotePlan(
+        client=client, names=names, repo=args.repo, test=args.test, platform=platform,
+        build_variant=args.build_variant, options=options, metric=metric,
+        request=RequestOptions(org=args.org, repo_name=args.repo_name,
+                               triggering_env=args.triggering_env),
+        probe_timeout_s=probe_timeout)
+    good_sha, commits = commit_range(args.repo, args.good, args.bad)
+    say(f"{len(commits)} commit(s) after {good_sha[:12]}; probes on platform {platform}")
+    return search([remote.RemoteProber(plan, good_sha)], good_sha, commits, budget, say)
+
+
+def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> None:
+    if args.format == "json":
+        print(json.dumps({"first_bad": outcome.first_bad, "reason": outcome.reason,
+                          "metric": outcome.metric, "metric_note": outcome.metric_note,
+                          "builds": outcome.builds, "compiles": outcome.compiles,
+                          "commits": outcome.commits, "range_left": outcome.range_left,
+                          "probes": [vars(p) for p in outcome.probes]}, indent=2))
+        return
+    note = f" ({outcome.metric_note})" if outcome.metric_note else ""
+    if outcome.metric:
+        out.print(escape(f"decided on {outcome.metric}{note}"), highlight=False)
+    if outcome.first_bad:
+        out.print(f"first bad commit: {outcome.first_bad} ({outcome.builds} builds)",
+                  highlight=False)
+    else:
+        out.print(escape(f"not found: {outcome.reason}; still between {outcome.range_left}"),
+                  highlight=False)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """0 when the first bad commit is found, 1 when not (budget, no regression), 2 usage."""
-    plan = _plan(args)
     console = make_console(stderr=args.format == "json")
+
+    def say(line: str) -> None:
+        console.print(escape(line), highlight=False)
+
     try:
-        outcome = bisect(plan, say=lambda line: console.print(escape(line), highlight=False))
+        outcome = local.bisect(_local_plan(args), say) if args.local else _remote(args, say)
     except BisectError as exc:
-        raise UsageError("rbs bisect", str(exc)) from None
-    if args.format == "json":
-        print(json.dumps({"first_bad": outcome.first_bad, "reason": outcome.reason,
-                          "builds": outcome.builds, "commits": outcome.commits,
-                          "range_left": outcome.range_left,
-                          "probes": [vars(p) for p in outcome.probes]}, indent=2))
-    elif outcome.first_bad:
-        console.print(f"first bad commit: {outcome.first_bad} ({outcome.builds} builds)",
-                      highlight=False)
-    else:
-        console.print(f"not found: {outcome.reason}; still between {outcome.range_left}",
-                      highlight=False)
+        raise UsageError("rbs bisect", str(exc).splitlines()[0] if str(exc) else
+                         type(exc).__name__) from None
+    _print(args, outcome, console)
     return 0 if outcome.first_bad else 1

@@ -1,0 +1,33 @@
+"""The commits ``rbs bisect`` searches: ``good..bad`` on the ancestry path, oldest first."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from redis_benchmarks_spec.bisection.search import BisectError
+
+GIT_TIMEOUT_S = 300
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo args`` (argv, never a shell); :class:`BisectError` with git's reason."""
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BisectError(f"git {' '.join(args)}: {exc}") from exc
+    if proc.returncode != 0:
+        raise BisectError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+    return proc.stdout.strip()
+
+
+def commit_range(repo: Path, good: str, bad: str) -> tuple[str, list[str]]:
+    """The full sha of good, and the commits after it up to bad (oldest first)."""
+    good_sha = git(repo, "rev-parse", "--verify", "--end-of-options", f"{good}^{{commit}}")
+    bad_sha = git(repo, "rev-parse", "--verify", "--end-of-options", f"{bad}^{{commit}}")
+    commits = git(repo, "rev-list", "--reverse", "--ancestry-path",
+                  f"{good_sha}..{bad_sha}").split()
+    if not commits:
+        raise BisectError(f"{bad} is not a descendant of {good}: nothing to bisect")
+    return good_sha, commits
