@@ -26,7 +26,9 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.agent import ab_event
 from redis_benchmarks_spec.agent.ledger import Ledger
+from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.agent.selection import for_platform, select_suites
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import unpack
@@ -38,10 +40,16 @@ from redis_benchmarks_spec.events.consumer import (
     GroupConsumer,
 )
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
-from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, BuildEvent, RunStatus
+from redis_benchmarks_spec.events.messages import (
+    ARTIFACT_REDIS,
+    ArtifactRef,
+    BuildEvent,
+    RunStatus,
+)
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.notify import pr_ab
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
@@ -85,6 +93,8 @@ class AgentConfig:
     max_deliveries: int = 5
     # MAC key shared with the builders (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
+    # the platform's A/B budget for pull-request events (see agent/platform_config.py)
+    until_decided: UntilDecidedBudget | None = None
 
 
 def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
@@ -209,11 +219,10 @@ class Agent:
         try:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = self._unpack(event, workdir / "bin")
-                if "redis-server" not in binaries:
-                    raise artifacts.ArtifactError(
-                        f"artifact {event.artifact.location} holds no redis-server "
-                        f"(found: {', '.join(binaries) or 'nothing'})")
                 session = self._session(event, binaries["redis-server"])
+                paired = self._paired(event, workdir / "base-bin", session, lost)
+                if paired is not None:
+                    return self._run_paired(paired, event, todo, ledger, lost)
                 for suite in todo:
                     if self.stop_event.is_set() or lost.is_set():
                         return False
@@ -231,19 +240,89 @@ class Agent:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _unpack(self, event: BuildEvent, dest: Path) -> dict[str, Path]:
-        """The artifact's binaries: MAC checked before fetching, bytes before unpacking."""
-        artifacts.check_mac(self.config.artifact_key, event.artifact, event.sha,
-                            event.build_variant)
+    def _unpack(self, event: BuildEvent, dest: Path, ref: ArtifactRef | None = None,
+                sha: str | None = None) -> dict[str, Path]:
+        """The binaries of the event's artifact (or of ``ref``, built from ``sha`` in the
+        event's variant): MAC checked before fetching, bytes before unpacking."""
+        ref, sha = ref or event.artifact, sha or event.sha
+        artifacts.check_mac(self.config.artifact_key, ref, sha, event.build_variant)
         prefix = self.config.names.artifact_prefix
-        if event.artifact.kind == ARTIFACT_REDIS and not event.artifact.location.startswith(prefix):
-            raise artifacts.ArtifactForged(f"artifact location {event.artifact.location!r} is "
+        if ref.kind == ARTIFACT_REDIS and not ref.location.startswith(prefix):
+            raise artifacts.ArtifactForged(f"artifact location {ref.location!r} is "
                                            f"not under {prefix}")
         try:
-            return unpack(artifacts.fetch(self.client, event.artifact), dest)
+            binaries = unpack(artifacts.fetch(self.client, ref), dest)
         except UnpackError as exc:
-            raise artifacts.ArtifactCorrupt(f"artifact {event.artifact.location}: {exc}") \
-                from exc
+            raise artifacts.ArtifactCorrupt(f"artifact {ref.location}: {exc}") from exc
+        if "redis-server" not in binaries:
+            raise artifacts.ArtifactError(
+                f"artifact {ref.location} holds no redis-server "
+                f"(found: {', '.join(binaries) or 'nothing'})")
+        return binaries
+
+    def _paired(self, event: BuildEvent, dest: Path, session: SessionConfig,
+                lost: threading.Event) -> ab_event.PairedRun | None:
+        """The A/B of a pull-request event when the platform allows a budget and the base
+        build is there; otherwise None, and the reason kept for the comment."""
+        budget = self.config.until_decided
+        if budget is None or event.pr is None:
+            return None
+        names = self.config.names
+        base, why = self.consumer.call(lambda: ab_event.find_base(
+            self.client, names, self.config.artifact_key, event))
+        if base is not None:
+            try:
+                server = self._unpack(event, dest, base.ref, base.sha)["redis-server"]
+            except artifacts.ArtifactError as exc:
+                base, why = None, f"the base commit's build is unusable: {exc}"
+        if base is None:
+            log.warning("event %s: no interleaved A/B: %s", event.id, why)
+            note = f"No interleaved A/B on this platform: {why}; one run per test instead."
+            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id,
+                                                  self.config.platform,
+                                                  pr_ab.ABRecord(note=note)))
+            return None
+        return ab_event.PairedRun(session, server, base, budget,
+                                  ab_event.interrupted_by(self.stop_event, lost))
+
+    def _run_paired(self, job: ab_event.PairedRun, event: BuildEvent, todo: list[Suite],
+                    ledger: Ledger, lost: threading.Event) -> bool:
+        """Every suite of the event in one sequential A/B (one Benjamini-Hochberg family);
+        each suite is recorded, pushed and marked done once the A/B has ended."""
+        for suite in todo:
+            self._status(event, suite.name, "running")
+        self.heartbeat.set(f"{event.id} A/B against {job.base.sha[:12]}")
+        reason = ""
+        try:
+            outcome, runs = ab_event.run_pairs(job, todo)
+        except ab_event.Interrupted as exc:
+            log.info("event %s: %s; the entry stays pending", event.id, exc)
+            return False
+        except SUITE_ERRORS as exc:
+            log.error("event %s: the A/B could not run: %s", event.id, exc)
+            outcome, runs, reason = None, [], f"{type(exc).__name__}: {exc}"
+        if lost.is_set():
+            return False
+        names, platform = self.config.names, self.config.platform
+        if outcome is not None:
+            record = ab_event.record_of(job, outcome, runs)
+            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id, platform,
+                                                  record))
+        for test, results in ab_event.results_by_suite(runs, todo).items():
+            self._finish_suite(event, ledger, test, results, reason if outcome is None else "")
+        return True
+
+    def _finish_suite(self, event: BuildEvent, ledger: Ledger, test: str,
+                      results: list[RunResult], error: str = "") -> None:
+        """Record, push, mark done, final status (each broker step retried in place)."""
+        self.consumer.call(lambda: ledger.record(test, results))
+        self.push(results)
+        self.consumer.call(lambda: ledger.mark_done(test))
+        failed = [r for r in results if not r.ok]
+        why = error or "; ".join(r.reason for r in failed) or \
+            ("" if results else "no result recorded")
+        self._status(event, test, "failed" if failed or error or not results else "completed",
+                     why)
 
     def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
                    ledger: Ledger, lost: threading.Event) -> None:

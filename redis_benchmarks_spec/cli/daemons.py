@@ -15,7 +15,9 @@ from types import FrameType
 
 import redis
 
+from redis_benchmarks_spec.agent import platform_config
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.builder.artifacts import S3Target
@@ -114,6 +116,10 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                    help="a capability the operator qualified this host for (repeatable, e.g. "
                         "local-disk); suites whose required-runner-capabilities it lacks are "
                         "not run here")
+    a.add_argument("--platform-config", type=Path, default=None, metavar="FILE",
+                   help="this platform's settings (YAML): an until_decided budget lets "
+                        "pull-request events run as interleaved base/PR pairs until decided "
+                        "(README, 'Agents: A/B of pull requests')")
     add_github_args(a, agent=True)
     a.set_defaults(func=cmd_agent)
 
@@ -197,7 +203,8 @@ def cmd_builder(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
+def _agent_config(args: argparse.Namespace, key: bytes,
+                  platform: PlatformConfig | None = None) -> AgentConfig:
     return AgentConfig(
         names=names_mod.from_args(args), platform=args.platform, consumer=args.consumer,
         suites_dir=args.suites_dir or default_suites_dir(), work_dir=args.work_dir,
@@ -214,7 +221,8 @@ def _agent_config(args: argparse.Namespace, key: bytes) -> AgentConfig:
         launcher=args.launcher, strict_cpus=args.strict_cpus, block_ms=args.block_ms,
         idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
-        max_deliveries=args.max_deliveries)
+        max_deliveries=args.max_deliveries,
+        until_decided=platform.until_decided if platform else None)
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
@@ -225,6 +233,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.test_time is not None and args.test_time <= 0:
         print(f"rbs agent: --test-time {args.test_time}: must be a positive number of seconds",
               file=sys.stderr)
+        return 2
+    try:
+        platform = platform_config.load(args.platform_config) if args.platform_config else None
+    except platform_config.PlatformConfigError as exc:
+        print(f"rbs agent: --platform-config {exc}", file=sys.stderr)
         return 2
     _check_agent_args(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
@@ -238,7 +251,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         # a daemon keeps going: results stay in its ledger until the datasink is fixed
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
-    broker, config = _broker(args), _agent_config(args, key)
+    broker, config = _broker(args), _agent_config(args, key, platform)
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:

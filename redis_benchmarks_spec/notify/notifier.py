@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import redis
@@ -24,7 +24,7 @@ from github import GithubException
 from redis_benchmarks_spec.events.messages import BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
-from redis_benchmarks_spec.notify import pr_state
+from redis_benchmarks_spec.notify import pr_ab, pr_state
 from redis_benchmarks_spec.notify.github_comments import (
     GitHubConfig,
     PullRequestRef,
@@ -113,6 +113,7 @@ class PrNotifier:
             return section
         comparison = compare_platform(self.datasink, event, platform, info, self.options)
         section.report = comparison.report.to_dict()
+        self._sequential(section, event, platform)
         section.flags = {t: f for t, f in comparison.flags.items() if f}
         if self.reports_dir is not None:
             # matplotlib loads only where reports are written (rbs api never needs it)
@@ -126,6 +127,18 @@ class PrNotifier:
         else:
             section.links.pop("HTML report", None)
         return section
+
+    def _sequential(self, section: Section, event: BuildEvent, platform: str) -> None:
+        """The agent's interleaved A/B, when it ran one, replaces the datasink comparison's
+        verdicts (the HTML report still shows the stored points of both commits)."""
+        record = pr_ab.load(self.broker, self.names, event.id, platform)
+        if record is None:
+            return
+        if record.note:
+            section.notes.append(record.note)
+        if record.report is not None:
+            section.report = record.report
+            section.sequential = {t: asdict(p) for t, p in record.progress.items()}
 
     def _links(self, event: BuildEvent, platform: str, info: PrInfo) -> dict[str, str]:
         links: dict[str, str] = {}

@@ -49,12 +49,36 @@ def _flags(section: Section, report: ComparisonReport) -> dict[str, list[str]]:
     return flags
 
 
+def _sequential_lines(section: Section, report: ComparisonReport) -> list[str]:
+    """Per test of the agent's interleaved A/B: verdict, pairs taken, why it stopped."""
+    if not section.sequential:
+        return []
+    verdicts = {row.test: row.verdict for row in report.rows}
+    lines = ["Interleaved A/B until decided (group-sequential, alpha spent over the looks):",
+             "", "| Test | Verdict | Pairs | Looks at | Stopped because |",
+             "| --- | --- | --- | --- | --- |"]
+    for test, p in sorted(section.sequential.items()):
+        looks = ", ".join(str(n) for n in p.get("looks", []))
+        cells = [f"`{test}`", verdicts.get(test, UNKNOWN), str(p.get("pairs", 0)), looks,
+                 str(p.get("stopped", ""))[:200]]
+        # the record came through the broker: no cell may break out of the table
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return [*lines, ""]
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
 def _section_lines(section: Section) -> list[str]:
     lines = [f"### `{section.platform}` · `{section.build_variant}`", ""]
+    lines += [f":information_source: {note}" for note in section.notes]
+    lines += [""] if section.notes else []
     if section.state != "completed" or section.report is None:
         return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
     report = ComparisonReport.from_dict(section.report)
     lines += [*markdown_header(report.context), summary_markdown(report), ""]
+    lines += _sequential_lines(section, report)
     lines += markdown_verdicts(report, level="####")
     flags = _flags(section, report)
     if flags:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
+from redis_benchmarks_spec.results.document import SESSION_AB, SESSION_RUN, GitInfo, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -27,6 +27,9 @@ class Side:
     name: str
     redis_server: str
     server_args: list[str] = field(default_factory=list)
+    # the commit this side's binary was built from, when it is not the session's (the agent's
+    # pull-request A/B: the base commit's build against the head's)
+    git: GitInfo | None = None
 
 
 @dataclass
@@ -37,6 +40,9 @@ class ABConfig:
     repetitions: int = 10
     first_repetition: int = 0  # later rounds of --until-decided continue the numbering
     deadline: float | None = None  # time.monotonic() after which no new pair starts
+    # both sides are unmodified builds of their own commits (no extra server arguments): each
+    # run is a point of its commit's history, labelled with its side, instead of an A/B run
+    history: bool = False
 
 
 @dataclass
@@ -59,7 +65,10 @@ def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig
     results_dir = base.results_dir / side.name / f"rep-{repetition:02d}"
     # labelled in every result document: which side, with which extra server arguments
     kind = base.context.session_kind if not base.context.is_history else SESSION_AB
+    if config.history and not side.server_args and not base.server_args:
+        kind = SESSION_RUN
     context = replace(base.context, session_kind=kind, ab_side=side.name,
+                      git=side.git or base.context.git,
                       extra_server_args=[*base.server_args, *side.server_args])
     return replace(base, tools=tools, results_dir=results_dir, context=context,
                    server_args=[*base.server_args, *side.server_args])

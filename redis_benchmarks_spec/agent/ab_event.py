@@ -1,0 +1,156 @@
+"""A pull-request event answered with interleaved baseline/PR pairs until decided.
+
+When the platform's settings allow a budget (:mod:`.platform_config`) and the event is a
+pull request's, the agent looks for the base commit's build: the base sha the webhook stored
+with the request (``notify.pr_state``) and the artifact a builder stored for that commit in
+the event's build variant (same key, same MAC check as the event's own artifact). Found: the
+suites run as A/B pairs (base build = baseline, PR build = comparison, alternating order,
+fresh servers) in rounds of :func:`runner.adaptive.until_decided`; each run is a point of
+its own commit's history (the baseline side filed under the base commit). Not found: the
+reason is returned, the agent runs the event as before and the comment says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import redis
+
+from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.context import context_from_results, short, side_from_results
+from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.notify import pr_state
+from redis_benchmarks_spec.notify.pr_ab import ABRecord, TestProgress
+from redis_benchmarks_spec.results.document import GitInfo, RunResult
+from redis_benchmarks_spec.runner.ab import (
+    BASELINE,
+    COMPARISON,
+    ABConfig,
+    ABRun,
+    Side,
+    paired_samples,
+    run_ab,
+)
+from redis_benchmarks_spec.runner.adaptive import AdaptiveOutcome, AdaptivePlan, until_decided
+from redis_benchmarks_spec.runner.session import SessionConfig
+from redis_benchmarks_spec.suites.suite import Suite
+
+
+class Interrupted(Exception):
+    """The agent was asked to stop, or lost the entry, between two runs of the A/B."""
+
+
+@dataclass(frozen=True)
+class BaseBuild:
+    """The pull request's base commit and its stored build in the event's variant."""
+
+    sha: str
+    ref: ArtifactRef
+    git: GitInfo
+
+
+def find_base(client: redis.Redis, names: StreamNames, key: bytes,
+              event: BuildEvent) -> tuple[BaseBuild | None, str]:
+    """The base build, or None and why there is none (said in the comment)."""
+    try:
+        info = pr_state.load_info(client, names, event.request_id)
+    except pr_state.PrInfoError as exc:
+        return None, f"the pull request's stored base is unreadable ({exc})"
+    if info is None or not info.base_sha or info.head_sha != event.sha:
+        return None, ("the pull request's base commit is not known for this build (only a "
+                      "webhook delivery stores it)")
+    variant = event.build_variant
+    found = artifacts.existing(
+        client, artifacts.artifact_key(names.prefix, info.base_sha, variant, event.env),
+        artifacts.Signer(key, info.base_sha, variant))
+    if found is None:
+        return None, (f"no build of the base commit `{short(info.base_sha)}` in `{variant}` "
+                      "is stored (build it with `rbs trigger --commit` or a push to the base "
+                      "branch)")
+    git = GitInfo(org=event.org, repo=event.repo, hash=info.base_sha)
+    return BaseBuild(info.base_sha, found.ref, git), ""
+
+
+@dataclass
+class PairedRun:
+    """What one A/B of an event needs besides the suites."""
+
+    session: SessionConfig  # the PR build's session (its redis-server, context, pinning)
+    base_server: Path
+    base: BaseBuild
+    budget: UntilDecidedBudget
+    interrupted: Callable[[], bool]  # stop requested or entry lost
+
+
+def _plan(budget: UntilDecidedBudget) -> AdaptivePlan:
+    options = CompareOptions(noise_floor_pct=budget.noise_floor_pct, alpha=budget.alpha,
+                             metric=budget.metric)
+    return AdaptivePlan(SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending),
+                        options, first_round=budget.first_round,
+                        round_pairs=budget.round_repetitions,
+                        time_budget_s=budget.time_budget_s)
+
+
+def run_pairs(job: PairedRun, suites: list[Suite],
+              on_run: Callable[[ABRun], None] | None = None,
+              ) -> tuple[AdaptiveOutcome, list[ABRun]]:
+    """Rounds of pairs until every suite is decided or the budget is spent; every run.
+    :class:`Interrupted` when the agent must stop (nothing is recorded then)."""
+    config = ABConfig(session=job.session,
+                      baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
+                      comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
+                      history=True)
+    by_name = {s.name: s for s in suites}
+    runs: list[ABRun] = []
+
+    def check(side: str, repetition: int, suite: Suite) -> None:
+        if job.interrupted():
+            raise Interrupted(f"stopped before {side} {repetition + 1} of {suite.name}")
+
+    def source(tests: list[str], first: int, count: int,
+               deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        cfg = replace(config, repetitions=count, first_repetition=first, deadline=deadline)
+        new = run_ab(cfg, [by_name[t] for t in tests], on_run=on_run, on_start=check)
+        runs.extend(new)
+        return paired_samples(new, job.budget.metric)
+
+    outcome = until_decided([s.name for s in suites], source, _plan(job.budget))
+    return outcome, runs
+
+
+def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> ABRecord:
+    """The broker record the comment is rendered from: the report with its header, and per
+    test the pairs taken and why it stopped."""
+    report = outcome.report
+    docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
+            for side in (BASELINE, COMPARISON)}
+    report.context = context_from_results(
+        side_from_results(f"base `{short(job.base.sha)}` (interleaved pairs)", docs[BASELINE]),
+        side_from_results("head (interleaved pairs)", docs[COMPARISON]),
+        docs[BASELINE] + docs[COMPARISON], paired=True)
+    failed = [r.result for r in runs if not r.result.ok]
+    report.problems.extend(f"{r.test_name} ({r.context.ab_side}): {r.reason}" for r in failed)
+    progress = {t: TestProgress(len(p.pairs), list(p.looks), p.stop_reason)
+                for t, p in outcome.progress.items()}
+    return ABRecord(base_sha=job.base.sha, report=report.to_dict(), progress=progress)
+
+
+def results_by_suite(runs: list[ABRun], suites: list[Suite]) -> dict[str, list[RunResult]]:
+    """Every run's result document, per suite (both sides, in run order)."""
+    out: dict[str, list[RunResult]] = {s.name: [] for s in suites}
+    for run in runs:
+        if run.result.test_name in out:
+            out[run.result.test_name].append(run.result)
+    return out
+
+
+def interrupted_by(*events: threading.Event) -> Callable[[], bool]:
+    """True once any of ``events`` is set."""
+    return lambda: any(e.is_set() for e in events)

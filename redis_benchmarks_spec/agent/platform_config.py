@@ -1,0 +1,162 @@
+"""A platform's agent settings file (``rbs agent --platform-config FILE``).
+
+Today it holds one section, the budget that lets the agent answer a pull-request event with
+interleaved baseline/PR pairs until each test is decided (``--until-decided`` of ``rbs run``)::
+
+    until_decided:
+      max_repetitions: 40      # most pairs per test (2..1000)
+      time_budget: 30m         # start no pair after this long (s, m or h; at most 24h)
+      round_repetitions: 4     # pairs added per round to the tests still UNKNOWN (1..100)
+      first_round: 6           # pairs of the first round (2..max_repetitions; default 6)
+      alpha: 0.05              # total false-positive rate over every look (0 < alpha < 0.5)
+      spending: obrien-fleming # or pocock (Lan-DeMets spending function)
+      noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100)
+      metric: ALL_STATS.Totals.Ops/sec
+
+No ``until_decided`` section (or no file): the agent runs each suite once per event, as
+before. The file is the operator's, but it is read like any input that could be wrong:
+bounded YAML, unknown keys refused, every value checked for type and range, and the error
+names the file and the key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from redis_benchmarks_spec.analysis.sequential import OBRIEN_FLEMING, SPENDING_FUNCTIONS
+from redis_benchmarks_spec.suites import yaml_safe
+
+DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
+MAX_BUDGET_S = 24 * 3600
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
+_METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")
+_KNOWN = {"until_decided"}
+_KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
+                 "alpha", "spending", "noise_floor", "metric"}
+
+
+class PlatformConfigError(ValueError):
+    """The platform settings file cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class UntilDecidedBudget:
+    """How far the agent may go for one pull-request event (see the module docstring)."""
+
+    max_repetitions: int = 40
+    time_budget_s: float | None = None
+    round_repetitions: int = 4
+    first_round: int = 6
+    alpha: float = 0.05
+    spending: str = OBRIEN_FLEMING
+    noise_floor_pct: float = 2.0
+    metric: str = DEFAULT_METRIC
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """What the file allows; ``until_decided`` None means "no A/B budget"."""
+
+    until_decided: UntilDecidedBudget | None = None
+
+
+def parse_duration(text: str) -> float:
+    """``900``, ``90s``, ``30m``, ``2h`` as seconds; ``ValueError`` otherwise."""
+    found = _DURATION.match(text.strip().lower())
+    if not found:
+        raise ValueError(f"time_budget: {text!r} is not a duration (e.g. 900, 90s, 30m, 2h)")
+    return float(found.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[found.group(2)]
+
+
+def _int(raw: dict[str, Any], key: str, low: int, high: int, default: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{key}: {value!r} is not a whole number from {low} to {high}")
+    return value
+
+
+def _float(raw: dict[str, Any], key: str, low: float, high: float, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not low <= value <= high:
+        raise ValueError(f"{key}: {value!r} is not a number from {low} to {high}")
+    return float(value)
+
+
+def _budget_seconds(raw: dict[str, Any]) -> float | None:
+    value = raw.get("time_budget")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"time_budget: {value!r} is not a duration")
+    seconds = float(value) if not isinstance(value, str) else parse_duration(value)
+    if not 0 < seconds <= MAX_BUDGET_S:
+        raise ValueError(f"time_budget: {value!r} must be more than 0 and at most 24h")
+    return seconds
+
+
+def _choice(raw: dict[str, Any], key: str, pattern: re.Pattern[str] | None,
+            choices: tuple[str, ...], default: str) -> str:
+    value = raw.get(key, default)
+    ok = isinstance(value, str) and (value in choices if choices else
+                                     pattern is not None and pattern.match(value))
+    if not ok:
+        wanted = f"one of {', '.join(choices)}" if choices else "a metric name"
+        raise ValueError(f"{key}: {value!r} is not {wanted}")
+    return str(value)
+
+
+def parse_budget(raw: Any) -> UntilDecidedBudget:
+    """The ``until_decided`` section, checked; ``ValueError``/``TypeError`` naming the key."""
+    if not isinstance(raw, dict):
+        raise TypeError("until_decided: expected a mapping of settings")
+    unknown = sorted(str(k) for k in raw if k not in _KNOWN_BUDGET)
+    if unknown:
+        raise ValueError(f"until_decided: unknown key {unknown[0]!r} "
+                         f"(known: {', '.join(sorted(_KNOWN_BUDGET))})")
+    try:
+        return _budget(raw)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"until_decided.{exc}") from None
+
+
+def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
+    most = _int(raw, "max_repetitions", 2, 1000, 40)
+    return UntilDecidedBudget(
+        max_repetitions=most, time_budget_s=_budget_seconds(raw),
+        round_repetitions=_int(raw, "round_repetitions", 1, 100, 4),
+        first_round=_int(raw, "first_round", 2, most, min(6, most)),
+        alpha=_float(raw, "alpha", 1e-6, 0.499, 0.05),
+        spending=_choice(raw, "spending", None, SPENDING_FUNCTIONS, OBRIEN_FLEMING),
+        noise_floor_pct=_float(raw, "noise_floor", 0.0, 100.0, 2.0),
+        metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC))
+
+
+def parse(raw: Any) -> PlatformConfig:
+    """A loaded document as a :class:`PlatformConfig` (an empty file allows nothing)."""
+    if raw is None:
+        return PlatformConfig()
+    if not isinstance(raw, dict):
+        raise TypeError("expected a mapping at the top level")
+    unknown = sorted(str(k) for k in raw if k not in _KNOWN)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KNOWN))})")
+    section = raw.get("until_decided")
+    return PlatformConfig(until_decided=None if section is None else parse_budget(section))
+
+
+def load(path: Path) -> PlatformConfig:
+    """The settings in ``path``; :class:`PlatformConfigError` naming the file and key."""
+    try:
+        return parse(yaml_safe.load_file(path))
+    except OSError as exc:
+        raise PlatformConfigError(f"{path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise PlatformConfigError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
+    except (ValueError, TypeError) as exc:  # YamlRejected, or a key's value is wrong
+        raise PlatformConfigError(f"{path}: {exc}") from None

@@ -1,0 +1,238 @@
+"""A platform with an A/B budget answers a pull-request event with interleaved base/PR pairs
+until decided: a real broker (redis-server streams), real redis-server runs of both builds,
+a real datasink and the local GitHub stand-in. Without the base build, or without a budget,
+the agent runs the event as before (and the comment says why there is no A/B)."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.platform_config import (
+    PlatformConfigError,
+    UntilDecidedBudget,
+    load,
+)
+from redis_benchmarks_spec.agent.push import DatasinkPusher
+from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.events.consumer import publish
+from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.notify import pr_ab, pr_state
+from redis_benchmarks_spec.notify.github_comments import GitHubConfig
+from redis_benchmarks_spec.notify.notifier import PrNotifier
+from redis_benchmarks_spec.notify.pr_body import results_body
+from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+from redis_benchmarks_spec.results.document import RunResult
+from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
+from tests.github_standin import GitHubStandIn
+from tests.pipeline_fixtures import SUITE, system_artifact
+
+RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
+TOKEN = "ghs_agent-ab-token"
+HEAD, BASE = "1" * 40, "2" * 40
+# few pairs: a first round of 2, then rounds of 2, at most 4 (8 runs of a 2,000-SET test)
+BUDGET = UntilDecidedBudget(max_repetitions=4, first_round=2, round_repetitions=2,
+                            time_budget_s=120)
+STOPS = ("decided", "max repetitions reached")
+
+
+class Pushed:
+    """The agent's push: into the real datasink, remembering what went there."""
+
+    def __init__(self, sink: redis.Redis) -> None:
+        self.real = DatasinkPusher(sink)
+        self.results: list[RunResult] = []
+
+    def __call__(self, results: list[RunResult]) -> None:
+        self.real(results)
+        self.results += results
+
+    def of(self, sha: str) -> list[RunResult]:
+        return [r for r in self.results if r.context.git.hash == sha]
+
+
+def _store(client: redis.Redis, names: StreamNames, sha: str) -> artifacts.ArtifactRef:
+    """The installed redis binaries stored as the build of ``sha``, where a builder puts it."""
+    key = artifacts.artifact_key(names.prefix, sha, VARIANT, {})
+    return artifacts.store(client, key, system_artifact(),
+                           artifacts.Signer(signing.load_key(), sha, VARIANT))
+
+
+def _pr_event(client: redis.Redis, names: StreamNames, with_base: bool) -> BuildEvent:
+    request_id = new_id()
+    if with_base:
+        _store(client, names, BASE)
+    event = BuildEvent(
+        id=event_id_for(request_id, VARIANT), request_id=request_id, org="redis",
+        repo="redis", branch="feature", sha=HEAD, commit_time_ms=1_700_000_000_000,
+        build_variant=VARIANT, artifact=_store(client, names, HEAD), redis_version="7.0.15",
+        pr=7, env={})
+    # what the webhook receiver stores when it accepts the pull request
+    pr_state.save_info(client, names, request_id, PrInfo(
+        org="redis", repo="redis", number=7, head_sha=HEAD, head_ref="feature",
+        base_ref="unstable", base_sha=BASE))
+    publish(client, names.builds, event)
+    return event
+
+
+def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[no-untyped-def]
+               budget: UntilDecidedBudget | None, with_base: bool = True,
+               ) -> tuple[BuildEvent, Pushed, str, StreamNames]:
+    names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    broker = redis_server.client()
+    pushed = Pushed(sink)
+    config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
+                         work_dir=tmp_path / "work", results_dir=tmp_path / "results",
+                         block_ms=200, test_time=1, until_decided=budget)
+    event = _pr_event(broker, names, with_base)
+    with GitHubStandIn(TOKEN) as gh:
+        notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
+                              datasink=sink)
+        agent = Agent(broker, config, pushed, on_event_done=notifier.platform_done)
+        assert agent.run(max_events=1) == 1
+    (body,) = [c["body"] for c in gh.comments.values()]
+    done = {(s.platform, s.state) for s in read_statuses(broker, names, event.id)
+            if s.test_name == EVENT_DONE}
+    assert done == {("p1", "completed")}
+    assert broker.xpending(names.builds, names.platform_group("p1"))["pending"] == 0
+    return event, pushed, body, names
+
+
+def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                       client: redis.Redis) -> None:
+    event, pushed, body, names = _run_agent(redis_server, tmp_path, client, BUDGET)
+    record = pr_ab.load(redis_server.client(), names, event.id, "p1")
+    assert record is not None and record.report is not None and record.base_sha == BASE
+    progress = record.progress["ab-set"]
+    assert 2 <= progress.pairs <= BUDGET.max_repetitions
+    assert progress.looks[0] == 2 and progress.looks[-1] == progress.pairs
+    assert progress.stopped.startswith(STOPS), progress.stopped
+    # every run of both sides was stored, each under its own commit, in base/PR pairs
+    base_runs, head_runs = pushed.of(BASE), pushed.of(HEAD)
+    assert len(base_runs) == len(head_runs) == progress.pairs
+    assert {r.context.ab_side for r in base_runs} == {"baseline"}
+    assert all(r.ok and r.context.is_history for r in pushed.results)
+    assert {r.context.git.pr for r in head_runs} == {7}
+    points = client.execute_command("TS.QUERYINDEX", f"hash={BASE}", "test_name=ab-set")
+    assert points, "the base commit's runs are not in the datasink"
+    # the comment shows the sequential verdict per test, the pairs and why it stopped
+    assert "Interleaved A/B until decided" in body and BASE[:10] in body
+    row = [line for line in body.splitlines()  # | test | verdict | pairs | looks | why |
+           if line.startswith("| `ab-set` |") and line.count("|") == 6]
+    assert len(row) == 1 and f"| {progress.pairs} | " in row[0] and progress.stopped in row[0]
+    assert "No interleaved A/B" not in body
+
+
+def test_without_the_base_build_the_comment_says_so_and_one_run_is_made(  # type: ignore[no-untyped-def]
+        redis_server, tmp_path: Path, client: redis.Redis) -> None:
+    _, pushed, body, _ = _run_agent(redis_server, tmp_path, client, BUDGET, with_base=False)
+    assert [r.context.git.hash for r in pushed.results] == [HEAD]  # as without a budget
+    assert pushed.results[0].context.ab_side == ""
+    assert f"No interleaved A/B on this platform: no build of the base commit `{BASE[:10]}`" \
+        in body
+    assert "Interleaved A/B until decided" not in body
+
+
+def test_without_a_budget_a_pr_event_runs_as_before(redis_server, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                    client: redis.Redis) -> None:
+    event, pushed, body, names = _run_agent(redis_server, tmp_path, client, None)
+    assert [r.context.git.hash for r in pushed.results] == [HEAD]
+    assert pr_ab.load(redis_server.client(), names, event.id, "p1") is None
+    assert "No interleaved A/B" not in body and "Interleaved A/B" not in body
+
+
+# --------------------------------------------------------------------------- the settings
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "platform.yml"
+    path.write_text(text)
+    return path
+
+
+def test_platform_config_reads_a_budget_and_defaults(tmp_path: Path) -> None:
+    config = load(_write(tmp_path, "until_decided:\n  max_repetitions: 40\n"
+                                   "  time_budget: 30m\n  round_repetitions: 4\n"))
+    assert config.until_decided == UntilDecidedBudget(max_repetitions=40, time_budget_s=1800.0,
+                                                      round_repetitions=4)
+    assert load(_write(tmp_path, "")).until_decided is None
+    assert load(_write(tmp_path, "until_decided:\n  time_budget: 90\n")).until_decided == \
+        UntilDecidedBudget(time_budget_s=90.0)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("until_decided:\n  max_repetitions: 1\n", "until_decided.max_repetitions"),
+    ("until_decided:\n  max_repetitions: true\n", "until_decided.max_repetitions"),
+    ("until_decided:\n  time_budget: soon\n", "until_decided.time_budget"),
+    ("until_decided:\n  time_budget: 48h\n", "until_decided.time_budget"),
+    ("until_decided:\n  first_round: 50\n", "until_decided.first_round"),
+    ("until_decided:\n  spending: linear\n", "until_decided.spending"),
+    ("until_decided:\n  metric: 'a b'\n", "until_decided.metric"),
+    ("until_decided:\n  alpha: .nan\n", "until_decided.alpha"),
+    ("until_decided:\n  retries: 3\n", "until_decided: unknown key 'retries'"),
+    ("until_decided: 40\n", "until_decided: expected a mapping"),
+    ("platforms: [p1]\n", "unknown key 'platforms'"),
+    ("until_decided: [\n", "not YAML"),
+])
+def test_platform_config_refuses_bad_values_naming_the_key(tmp_path: Path, text: str,
+                                                          named: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(PlatformConfigError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}: ") and named in str(caught.value)
+
+
+def test_rbs_agent_says_which_setting_is_wrong_in_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "until_decided:\n  round_repetitions: 0\n")
+    done = subprocess.run([RBS, "agent", "--platform", "p1", "--platform-config", str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    expected = (f"rbs agent: --platform-config {path}: until_decided.round_repetitions: 0 "
+                "is not a whole number from 1 to 100")
+    assert done.stderr.strip().splitlines() == [expected]
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def test_a_garbled_record_is_a_note_never_a_verdict(redis_server) -> None:  # type: ignore[no-untyped-def]
+    names, client = StreamNames.with_prefix(f"g{uuid.uuid4().hex[:6]}"), redis_server.client()
+    client.set(pr_ab.key(names, "e1", "p1"), b'{"report": {"rows": [{"nope": 1}]}}')
+    record = pr_ab.load(client, names, "e1", "p1")
+    assert record is not None and record.report is None and "unreadable" in record.note
+    client.set(pr_ab.key(names, "e2", "p1"), b"[" * 10_000)
+    assert "unreadable" in pr_ab.load(client, names, "e2", "p1").note  # type: ignore[union-attr]
+
+
+def test_a_stop_reason_cannot_break_out_of_the_table() -> None:
+    info = PrInfo(org="redis", repo="redis", number=7, head_sha=HEAD)
+    report = {"rows": [], "summary": {}, "options": {}, "problems": []}
+    section = Section("p1", VARIANT, "completed", report=report,
+                      sequential={"t": {"pairs": 3, "looks": [2, 3],
+                                        "stopped": "x | injected\n## heading"}})
+    body = results_body(info, [section], [])
+    (row,) = [line for line in body.splitlines() if line.startswith("| `t` |")]
+    assert row.endswith("| x \\| injected ## heading |")
+
+
+def test_records_of_a_resumed_event_are_merged() -> None:
+    def rec(test: str, verdict: str) -> pr_ab.ABRecord:
+        row = {"test": test, "verdict": verdict}
+        return pr_ab.ABRecord(BASE, "", {"rows": [row], "summary": {verdict: 1}},
+                              {test: pr_ab.TestProgress(4, [2, 4], "max repetitions reached")})
+    merged = pr_ab.merge(rec("a", "NO CHANGE"), rec("b", "REGRESSION"))
+    assert [r["test"] for r in merged.report["rows"]] == ["a", "b"]  # type: ignore[index]
+    assert merged.report["summary"] == {"NO CHANGE": 1, "REGRESSION": 1}  # type: ignore[index]
+    assert set(merged.progress) == {"a", "b"}
+
