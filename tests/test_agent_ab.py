@@ -6,8 +6,11 @@ the agent runs the event as before (and the comment says why there is no A/B).""
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -99,7 +102,11 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     with GitHubStandIn(TOKEN) as gh:
         notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
                               datasink=sink)
-        agent = Agent(broker, config, pushed, on_event_done=notifier.platform_done)
+
+        def event_done(done: BuildEvent, platform: str) -> None:
+            notifier.platform_done(done, platform)
+
+        agent = Agent(broker, config, pushed, on_event_done=event_done)
         assert agent.run(max_events=1) == 1
     (body,) = [c["body"] for c in gh.comments.values()]
     done = {(s.platform, s.state) for s in read_statuses(broker, names, event.id)
@@ -217,7 +224,7 @@ def test_a_garbled_record_is_a_note_never_a_verdict(redis_server) -> None:  # ty
 
 def test_a_stop_reason_cannot_break_out_of_the_table() -> None:
     info = PrInfo(org="redis", repo="redis", number=7, head_sha=HEAD)
-    report = {"rows": [], "summary": {}, "options": {}, "problems": []}
+    report: dict[str, Any] = {"rows": [], "summary": {}, "options": {}, "problems": []}
     section = Section("p1", VARIANT, "completed", report=report,
                       sequential={"t": {"pairs": 3, "looks": [2, 3],
                                         "stopped": "x | injected\n## heading"}})
@@ -236,3 +243,36 @@ def test_records_of_a_resumed_event_are_merged() -> None:
     assert merged.report["summary"] == {"NO CHANGE": 1, "REGRESSION": 1}  # type: ignore[index]
     assert set(merged.progress) == {"a", "b"}
 
+
+
+def test_a_stop_in_the_middle_of_the_ab_leaves_the_event_pending_then_it_resumes(  # type: ignore[no-untyped-def]
+        redis_server, tmp_path: Path, client: redis.Redis) -> None:
+    names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    broker, pushed = redis_server.client(), Pushed(client)
+    config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
+                         work_dir=tmp_path / "work", results_dir=tmp_path / "results",
+                         block_ms=200, test_time=1, until_decided=BUDGET)
+    event = _pr_event(broker, names, with_base=True)
+    first = Agent(broker, config, pushed)
+
+    def stop_after_the_first_run() -> None:  # SIGTERM while the A/B is under way
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any((tmp_path / "results").rglob("result.json")):
+            time.sleep(0.05)
+        first.stop()
+
+    watcher = threading.Thread(target=stop_after_the_first_run, daemon=True)
+    watcher.start()
+    assert first.run() == 0
+    watcher.join(timeout=10)
+    assert pushed.results == [] and pr_ab.load(broker, names, event.id, "p1") is None
+    assert broker.xpending(names.builds, names.platform_group("p1"))["pending"] == 1
+    # the same consumer restarted: the A/B runs again from its first pair, and completes
+    assert Agent(broker, config, pushed).run(max_events=1) == 1
+    record = pr_ab.load(broker, names, event.id, "p1")
+    assert record is not None and record.report is not None
+    assert len(pushed.of(BASE)) == len(pushed.of(HEAD)) == record.progress["ab-set"].pairs
+    assert broker.xpending(names.builds, names.platform_group("p1"))["pending"] == 0
