@@ -132,8 +132,8 @@ def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> AB
     docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
             for side in (BASELINE, COMPARISON)}
     report.context = context_from_results(
-        side_from_results(f"base `{short(job.base.sha)}` (interleaved pairs)", docs[BASELINE]),
-        side_from_results("head (interleaved pairs)", docs[COMPARISON]),
+        side_from_results("base commit (interleaved pairs)", docs[BASELINE]),
+        side_from_results("head commit (interleaved pairs)", docs[COMPARISON]),
         docs[BASELINE] + docs[COMPARISON], paired=True)
     failed = [r.result for r in runs if not r.result.ok]
     report.problems.extend(f"{r.test_name} ({r.context.ab_side}): {r.reason}" for r in failed)
