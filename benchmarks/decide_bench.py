@@ -7,7 +7,7 @@ Two experiments, each one real ``rbs run`` of interleaved A/B pairs, oss-standal
   with a busy loop in ``call()``, real CPU work on every command; docs/statistics.md says how
   it was built and what it costs: ~0.35 us per command, about 3 % of the server's CPU per
   command of a non-pipelined suite here) and/or ``--slow-args`` on the comparison side,
-  on ``--ab-tests``.
+  on ``--ab-tests``. ``benchmarks/build_held_out.sh /tmp/ho`` builds both binaries.
 * **A/A**: identical sides on ``--aa-tests`` (several suites).
 
 Both with ``--until-decided --max-repetitions N``. Prints per test: verdict, change and
@@ -17,7 +17,7 @@ server's CPU time per command (the noise the statistic has to beat).
 
 Usage (heavy: run it alone, under the machine's lock):
   flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/decide_bench.py \\
-      --server /tmp/redis-server-base --slow-server /tmp/redis-server-spin \
+      --server /tmp/ho/redis-server-base --slow-server /tmp/ho/redis-server-spin \
       [--metric server_cpu_usec_per_op] [--test-time 2] [--max-repetitions 40]
 """
 
@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 
@@ -66,9 +67,13 @@ def rbs_ab(args: argparse.Namespace, tests: str, comparison: tuple[str, str],
 
 
 def stops(out: Path) -> dict[str, dict]:
-    """Per test: pairs, looks and why it stopped (``sequential.json`` of the session)."""
-    found = sorted(out.glob("*/sequential.json"))
-    return json.loads(found[-1].read_text()) if found else {}
+    """Per test: pairs and why it stopped (the session's ``sequential.json``)."""
+    found = sorted(out.glob(f"*/{SEQUENTIAL_RECORD}"))
+    if not found:
+        return {}
+    record = SequentialRecord.from_json(found[-1].read_text())
+    return {t: {"pairs": record.pairs.get(t, 0), "stopped": record.stopped.get(t, "")}
+            for t in record.looks}
 
 
 def pair_noise(out: Path) -> dict[str, dict[str, float]]:
