@@ -191,8 +191,9 @@ def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> No
         out.print(f"first bad commit: {outcome.first_bad} ({outcome.builds} builds)",
                   highlight=False)
     else:
-        out.print(escape(f"not found: {outcome.reason}; still between {outcome.range_left}"),
-                  highlight=False)
+        left = outcome.range_left
+        where = f"; still between {left[0][:12]} (good) and {left[1][:12]} (bad)" if left else ""
+        out.print(escape(f"not found: {outcome.reason}{where}"), highlight=False)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
