@@ -4,6 +4,7 @@ value (non-swept keys unchanged), the knee named; real redis-benchmark against r
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -47,13 +48,26 @@ def test_parse_sweep_and_its_errors() -> None:
 
 def test_swept_arguments_replace_every_spelling() -> None:
     assert swept_arguments("-c 50 -n 100 -t get", "redis-benchmark", "clients", 8) == \
-        "-n 100 -t get -c 8"
-    assert swept_arguments("-t get", "redis-benchmark", "pipeline", 16) == "-t get -P 16"
+        "-c 8 -n 100 -t get"
+    assert swept_arguments("-t get", "redis-benchmark", "pipeline", 16) == "-P 16 -t get"
     memtier = swept_arguments("--clients 50 --threads=4 --ratio 1:10", "memtier_benchmark",
                               "threads", 2)
-    assert memtier == "--clients 50 --ratio 1:10 -t 2"
+    assert memtier == "--clients 50 -t 2 --ratio 1:10"
     assert swept_arguments("--data-size 32", "memtier_benchmark", "datasize", 1024) == \
         "-d 1024"
+    # two spellings of one flag: one setting, where the first was
+    assert swept_arguments("-c 5 -n 9 -c 7 GET k", "redis-benchmark", "clients", 3) == \
+        "-c 3 -n 9 GET k"
+
+
+def test_swept_value_never_lands_after_the_redis_benchmark_command() -> None:
+    """redis-benchmark reads everything after the command as its arguments: ``GET key -c 8``
+    is a GET with three arguments, and the server answers every request with an error."""
+    for args in ("-c 50 -n 2000000 -r 1000 GET key:__rand_int__",
+                 "-n 2000000 -r 1000 GET key:__rand_int__"):
+        argv = shlex.split(swept_arguments(args, "redis-benchmark", "clients", 8))
+        assert argv[-2:] == ["GET", "key:__rand_int__"]
+        assert argv[argv.index("-c") + 1] == "8"
 
 
 def _point(value: float, ops: float, p99: float) -> CurvePoint:

@@ -57,22 +57,30 @@ def parse_sweep(text: str) -> Sweep:
 
 
 def swept_arguments(arguments: str, tool: str, param: str, value: int) -> str:
-    """``arguments`` with ``param`` set to ``value`` (replacing any spelling of its flag)."""
+    """``arguments`` with ``param`` set to ``value`` (replacing any spelling of its flag).
+
+    The value goes where the suite's own flag was, or first when the suite has none:
+    redis-benchmark reads everything after the command as the command's arguments
+    (``GET key -c 8`` is a GET with three arguments), so nothing may be appended.
+    """
     flags = FLAGS[param].get(tool)
     if flags is None:
         raise SweepError(f"{tool} has no {param} parameter to sweep")
-    argv, out, skip = shlex.split(arguments), [], False
+    argv, out, skip, placed = shlex.split(arguments), [], False, False
+    setting = [flags[0], str(value)]
     for i, arg in enumerate(argv):
         if skip:
             skip = False
             continue
-        if arg in flags and i + 1 < len(argv):
-            skip = True
-            continue
-        if any(arg.startswith(f"{f}=") for f in flags if f.startswith("--")):
+        spelled = (arg in flags and i + 1 < len(argv)) or \
+            any(arg.startswith(f"{f}=") for f in flags if f.startswith("--"))
+        if spelled:
+            skip = "=" not in arg
+            out += [] if placed else setting
+            placed = True
             continue
         out.append(arg)
-    return shlex.join([*out, flags[0], str(value)])
+    return shlex.join(out if placed else [*setting, *out])
 
 
 def swept_suite(suite: Suite, param: str, value: int) -> Suite:
