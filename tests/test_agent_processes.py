@@ -10,13 +10,13 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.pipeline_fixtures import SUITE, publish_event
+from tests.procs import descendants
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 
@@ -35,9 +35,9 @@ def start_agent(tmp: Path, broker: str, sink: str, prefix: str, consumer: str,
 def wait_for_child(proc: subprocess.Popen[bytes], name: str, timeout: float = 60) -> list[int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        kids = psutil.Process(proc.pid).children(recursive=True)
-        if any(k.name() == name for k in kids):
-            return [k.pid for k in kids]
+        kids = descendants(proc.pid)
+        if any(n == name for _, n, _ in kids):
+            return [k.pid for k, _, _ in kids]
         time.sleep(0.1)
     raise AssertionError(f"{name} never started under pid {proc.pid}")
 

@@ -29,6 +29,7 @@ from redis_benchmarks_spec.events.messages import (
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import heartbeats
 from tests.pipeline_fixtures import commit_all, git, tiny_redis_repo, tiny_variant_yaml
+from tests.procs import has_descendant
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 MARKED = "gcc:test-marker"
@@ -210,7 +211,7 @@ def test_kill_9_mid_build_then_restart_builds_every_queued_request(redis_server,
     second = None
     try:
         deadline = time.monotonic() + 60
-        while not any(p.name() == "sleep" for p in psutil.Process(first.pid).children(True)):
+        while not has_descendant(first.pid, "sleep"):
             assert time.monotonic() < deadline, "the build never started"
             time.sleep(0.05)
         kids = psutil.Process(first.pid).children(recursive=True)

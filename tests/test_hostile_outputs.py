@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from redis_benchmarks_spec.loadgen.result import (
     ToolOutputError,
     ToolResult,
     check_measurable,
+    drop_unmeasured_rates,
 )
 
 # real output of `redis-benchmark -p P -n 1 -c 1 -t set,get --csv` (7.0.15)
@@ -38,7 +40,21 @@ def test_driver_fails_a_run_that_measured_nothing(tmp_path: Path, text: str, wor
     out.write_text(text)
     inv = Invocation(["redis-benchmark", "-n", "1"], out, None, 0.0)
     with pytest.raises(ToolOutputError, match=rf"ops/sec is {word}.*too short"):
-        RedisBenchmarkDriver("redis-benchmark").parse(inv, 0)
+        check_measurable(RedisBenchmarkDriver("redis-benchmark").parse(inv, 0), str(out))
+
+
+def test_a_rate_that_is_not_the_metric_is_dropped_with_a_note(tmp_path: Path) -> None:
+    """wait_for_bgsave runs ``-n 1 BGSAVE``: an inf rate must not fail it, nor be stored."""
+    out = tmp_path / "client.out"
+    out.write_text(INF_CSV)
+    inv = Invocation(["redis-benchmark", "-n", "1"], out, None, 0.0)
+    result = drop_unmeasured_rates(RedisBenchmarkDriver("redis-benchmark").parse(inv, 0))
+    assert result.totals.ops_per_sec == 0.0
+    assert {c.ops_per_sec for c in result.per_command.values()} == {0.0}
+    assert "Infinity" not in json.dumps(result.to_dict())
+    assert "Ops/sec" not in json.dumps(result.data)
+    assert result.data["ALL STATS"]["Totals"]["Average Latency"] == 0.108
+    assert any("SET, GET, Totals" in n and "wait_for_bgsave" in n for n in result.notes)
 
 
 def test_test_time_is_never_sized_from_an_infinite_warm_up() -> None:

@@ -24,6 +24,7 @@ from tests.conftest import RedisServer
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.hostile_fixtures import Daemon, daemon_env, event, signed_ref, wait_until
 from tests.pipeline_fixtures import SUITE, system_artifact
+from tests.procs import descendants
 
 BROKER_PW = "broker-pw-9931"
 SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-9932", "RBS_WEBHOOK_SECRET": "hook-9933",
@@ -94,8 +95,9 @@ def test_agent_secrets_children_and_kill_9(broker, names, tmp_path,  # type: ign
         dump = tmp_path / "env.dump"
         wait_until(lambda: dump.exists() and "== redis-server" in dump.read_text(), 60,
                    "the client recorded its environment")
-        children = psutil.Process(agent.proc.pid).children(recursive=True)
-        names_seen = {c.name() for c in children}
+        seen = descendants(agent.proc.pid)
+        children = [c for c, _, _ in seen]
+        names_seen = {n for _, n, _ in seen}
         assert {"redis-server", "redis-benchmark"} <= names_seen, names_seen
         os.kill(agent.proc.pid, signal.SIGKILL)
         agent.proc.wait(timeout=10)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-import psutil
 import pytest
 
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -21,6 +21,7 @@ from redis_benchmarks_spec.telemetry.profilers.callgrind import parse_callgrind
 from redis_benchmarks_spec.telemetry.profilers.instructions import METRIC
 from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
 from redis_benchmarks_spec.telemetry.window import WindowOptions
+from tests.procs import descendants
 
 SUITE = """
 version: 0.4
@@ -65,7 +66,7 @@ def _run(suites: Path, results: Path, options: ProfilerOptions,
 
 
 def _children_of_test() -> set[tuple[int, str]]:
-    return {(p.pid, p.name()) for p in psutil.Process().children(recursive=True)}
+    return {(p.pid, n) for p, n, _ in descendants(os.getpid())}
 
 
 def test_perf_record_and_stat_write_a_flame_graph_and_counts(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.procs import descendants
 
 REPO = Path(__file__).resolve().parents[1]
 RBS = str(REPO / ".venv" / "bin" / "rbs")
@@ -172,10 +173,7 @@ def test_cpu_allocator_disjoint_and_warning() -> None:
 
 
 def _our_children(pid: int) -> list[str]:
-    try:
-        return [p.name() for p in psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
+    return [n for _, n, _ in descendants(pid)]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

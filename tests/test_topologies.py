@@ -17,6 +17,7 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuShortage
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.topology import load_topologies
+from tests.procs import descendants
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -365,12 +366,8 @@ def test_interrupt_mid_cluster_run_stops_every_node(tmp_path: Path, launcher: st
 
 
 def _benchmark_running(pid: int) -> bool:
-    try:
-        children = psutil.Process(pid).children(recursive=True)
-        return any(p.name() == "redis-benchmark" and "--cluster" in p.cmdline()
-                   for p in children)
-    except psutil.NoSuchProcess:
-        return False
+    return any(n == "redis-benchmark" and "--cluster" in argv
+               for _, n, argv in descendants(pid))
 
 
 def test_clients_get_the_cluster_flag_only_for_clusters() -> None:

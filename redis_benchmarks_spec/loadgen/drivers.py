@@ -13,7 +13,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import redis_benchmark, registry
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
-from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
+from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 
@@ -50,9 +50,8 @@ class RedisBenchmarkDriver:
         redis_benchmark.check_server_errors(text, returncode)
         if returncode != 0:
             raise RuntimeError(f"redis-benchmark exited with code {returncode}")
-        result = redis_benchmark.parse_csv(text, str(inv.stdout_path),
-                                           redis_benchmark.requests_in(inv.argv))
-        return check_measurable(result, str(inv.stdout_path))
+        return redis_benchmark.parse_csv(text, str(inv.stdout_path),
+                                         redis_benchmark.requests_in(inv.argv))
 
     def version(self) -> str:
         if self._version is None:

@@ -8,7 +8,7 @@ from redis_benchmarks_spec.loadgen import memtier_argv as memtier
 from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
-from redis_benchmarks_spec.loadgen.result import ToolResult, check_measurable
+from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # a run with neither --test-time nor -n: memtier's default is 10000 requests per client
@@ -44,8 +44,7 @@ class MemtierDriver:
         data = memtier_json.load_json(inv.result_path)
         # error replies: only a hint from memtier's side, the runner asks the server
         notes = memtier_audit.audit_notes(data, output, inv.argv)
-        result = check_measurable(memtier_json.parse_memtier_data(data, inv.result_path),
-                                  str(inv.result_path))
+        result = memtier_json.parse_memtier_data(data, inv.result_path)
         result.notes = notes
         return result
 

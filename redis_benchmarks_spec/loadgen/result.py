@@ -141,3 +141,36 @@ def check_measurable(result: ToolResult, source: str) -> ToolResult:
         raise ToolOutputError(f"{source}: run duration is {result.duration_s}s: nothing "
                               "was measured")
     return result
+
+
+UNMEASURED_RATE_NOTE = ("client rate not measurable ({rates}): the suite measures what the "
+                        "server did after the client (wait_for_bgsave), so Ops/sec is left out")
+
+
+def drop_unmeasured_rates(result: ToolResult) -> ToolResult:
+    """``result`` with every infinite, NaN or non-positive rate set to 0 and its ``Ops/sec``
+    removed from the tool's data (an exporter path to it is then reported missing), plus a
+    note naming them. For suites whose metric is not the client's rate: ``-n 1 BGSAVE``
+    returns within redis-benchmark's 1 ms clock and it prints ``inf``."""
+    bad = [name for name, c in [*result.per_command.items(), ("Totals", result.totals)]
+           if not (math.isfinite(c.ops_per_sec) and c.ops_per_sec > 0)]
+    if not bad:
+        return result
+    for name in bad:
+        (result.totals if name == "Totals" else result.per_command[name]).ops_per_sec = 0.0
+    _drop_rate_keys(result.data, set(bad))
+    result.notes.append(UNMEASURED_RATE_NOTE.format(rates=", ".join(bad)))
+    return result
+
+
+def _drop_rate_keys(node: Any, names: set[str]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict) and "Ops/sec" in value:
+                rate = value["Ops/sec"]
+                if key in names or (isinstance(rate, float) and not math.isfinite(rate)):
+                    del value["Ops/sec"]
+            _drop_rate_keys(value, names)
+    elif isinstance(node, list):
+        for item in node:
+            _drop_rate_keys(item, names)

@@ -21,7 +21,12 @@ from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invoc
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
 from redis_benchmarks_spec.loadgen.merge import merge_results
-from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolResult
+from redis_benchmarks_spec.loadgen.result import (
+    ServerErrorReplies,
+    ToolResult,
+    check_measurable,
+    drop_unmeasured_rates,
+)
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
@@ -273,7 +278,8 @@ class SuiteRun:
                 code = _wait(proc, inv, env)
             finally:
                 env.registry.stop(proc)
-            rates.append(_parse_all([driver], [inv], [code]).totals.ops_per_sec or None)
+            rate = _parse_all([driver], [inv], [code], rate_is_metric=False).totals.ops_per_sec
+            rates.append(rate or None)
         return rates
 
     def _run_clients(self, drivers: list[ClientDriver], target: ClientTarget, plan: CpuPlan,
@@ -306,7 +312,8 @@ class SuiteRun:
                 env.registry.stop(p)
         result.tool_duration_s = time.monotonic() - started
         _saturation(result, sampler, plan, env.thresholds)
-        return _parse_all(drivers, invocations, codes)
+        return _parse_all(drivers, invocations, codes,
+                          rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
     def _client_configs(self) -> list[ToolConfig]:
         """The suite's client configs, with a fixed request count when a profiler needs one."""
@@ -422,11 +429,16 @@ def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: RunEnv) -> int:
 
 
 def _parse_all(drivers: list[ClientDriver], invocations: list[Invocation],
-               codes: list[int]) -> ToolResult:
+               codes: list[int], rate_is_metric: bool = True) -> ToolResult:
+    """Each client's result, merged. A rate too short to measure fails the test when the rate
+    is the measurement; otherwise (warm-ups, wait_for_bgsave) it is dropped with a note."""
     parsed = []
     for driver, inv, code in zip(drivers, invocations, codes):
         try:
-            parsed.append(driver.parse(inv, code))
+            one = driver.parse(inv, code)
+            source = str(inv.result_path or inv.stdout_path)
+            parsed.append(check_measurable(one, source) if rate_is_metric
+                          else drop_unmeasured_rates(one))
         except ServerErrorReplies:
             raise
         except (RuntimeError, ValueError) as exc:
