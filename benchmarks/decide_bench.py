@@ -18,7 +18,7 @@ server's CPU time per command (the noise the statistic has to beat).
 Usage (heavy: run it alone, under the machine's lock):
   flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/decide_bench.py \\
       --server /tmp/ho/redis-server-base --slow-server /tmp/ho/redis-server-spin \
-      [--metric server_cpu_usec_per_op] [--test-time 2] [--max-repetitions 40]
+      [--metric auto|NAME] [--test-time 2] [--max-repetitions 40]
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ def pair_noise(out: Path) -> dict[str, dict[str, float]]:
 def show(title: str, report: dict, wall: float, out: Path) -> None:
     print(f"\n== {title}: wall {wall / 60:.1f} min, metric {report['options']['metric']}, "
           f"noise floor ±{report['options']['noise_floor_pct']:g}%")
+    why = report.get("method", "").partition("; metric ")[2]
+    if why:
+        print(f"  metric {why}")
     progress, noise = stops(out), pair_noise(out)
     for row in report["rows"]:
         test, p = row["test"], progress.get(row["test"], {})
@@ -121,7 +124,7 @@ def main() -> None:
     ap.add_argument("--slow-args", default="", help="A/B comparison server arguments")
     ap.add_argument("--ab-tests", default=AB_TESTS)
     ap.add_argument("--aa-tests", default=AA_TESTS)
-    ap.add_argument("--metric", default=SERVER_CPU_METRIC)
+    ap.add_argument("--metric", default="auto")
     ap.add_argument("--noise-floor", type=float, default=None)
     ap.add_argument("--test-time", type=int, default=2)
     ap.add_argument("--max-repetitions", type=int, default=40)

@@ -74,6 +74,9 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
     assert progress["tests"]["ab-set"]["pairs"] < 14
     assert rows["ab-get"]["verdict"] != "REGRESSION"
     assert progress["tests"]["ab-get"]["looks"][0] == 6
+    # auto: side B waits on fsync, so its client is not the bottleneck and Ops/sec decides
+    assert progress["metric"] == "ALL_STATS.Totals.Ops/sec", progress.get("metric_why")
+    assert progress["metric_why"].startswith("auto: the client was the bottleneck in ")
     assert "pairs (looks at 6" in rows["ab-set"]["reason"]
     # the page is the run's sequential table, not a fixed-sample comparison of the pairs
     page = html.unescape((tmp_path / "ab.html").read_text())
@@ -98,3 +101,43 @@ def test_until_decided_time_budget(tmp_path: Path) -> None:
     row = _json_report(out.stdout)["rows"][0]
     if row["verdict"] == "UNKNOWN":  # an A/A is very rarely NO CHANGE in 5 pairs
         assert progress["tests"]["ab-get"] == {"pairs": 5, "looks": [5], "stopped": "time budget spent"}
+
+
+TWO_TOPOLOGIES = SUITE.format(name="ab-two", command="get") + \
+    "redis-topologies: [oss-standalone, oss-standalone-02-io-threads]\n"
+
+
+def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> None:
+    """Its topologies share the suite's name; paired by name alone, the second topology's
+    runs overwrote the first's (one row, pairs from one topology only)."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "two.yml").write_text(TWO_TOPOLOGIES)
+    server = shutil.which("redis-server") or ""
+    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+               "--baseline-server", server, "--comparison-server", server,
+               "--until-decided", "--repetitions", "2", "--max-repetitions", "4",
+               "--round-repetitions", "2", "--metric", "ALL_STATS.Totals.Ops/sec",
+               "--format", "json", "--no-datasink")
+    assert out.returncode == 0, out.stdout + out.stderr
+    labels = ["ab-two @ oss-standalone", "ab-two @ oss-standalone-02-io-threads"]
+    rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
+    assert sorted(rows) == labels
+    record = next((tmp_path / "out").rglob("sequential.json"))
+    progress = json.loads(record.read_text())["tests"]
+    assert sorted(progress) == labels
+    session = record.parent
+    # each row's pairs are its own topology's runs, one per repetition and side
+    for label in labels:
+        topology = label.split(" @ ")[1]
+        docs = [RunResult.read(p) for p in session.rglob(f"ab-two/{topology}/result.json")]
+        assert all(d.context.topology == topology and d.ok for d in docs)
+        assert len(docs) == 2 * progress[label]["pairs"], label
+        assert rows[label]["n_baseline"] == progress[label]["pairs"]
+        assert all(("io-threads" in " ".join(d.server_args)) == ("io-threads" in topology)
+                   for d in docs)
+    # a later unpaired comparison of the two sides keeps the topologies apart too
+    cmp = _rbs("compare", "--baseline-dir", str(session / "baseline"),
+               "--comparison-dir", str(session / "comparison"), "--format", "json")
+    assert cmp.returncode in (0, 1), cmp.stdout + cmp.stderr
+    assert sorted(r["test"] for r in _json_report(cmp.stdout)["rows"]) == labels

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -35,10 +35,14 @@ from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ABRun,
     Side,
-    paired_samples,
-    run_ab,
 )
-from redis_benchmarks_spec.runner.adaptive import AdaptiveOutcome, AdaptivePlan, until_decided
+from redis_benchmarks_spec.runner.adaptive import (
+    ABPairSource,
+    AdaptiveOutcome,
+    AdaptivePlan,
+    until_decided,
+)
+from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -90,8 +94,9 @@ class PairedRun:
 
 
 def _plan(budget: UntilDecidedBudget) -> AdaptivePlan:
+    metric = THROUGHPUT_METRIC if budget.metric == AUTO else budget.metric
     options = CompareOptions(noise_floor_pct=budget.noise_floor_pct, alpha=budget.alpha,
-                             metric=budget.metric)
+                             metric=metric)
     return AdaptivePlan(SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending),
                         options, first_round=budget.first_round,
                         round_pairs=budget.round_repetitions,
@@ -107,21 +112,17 @@ def run_pairs(job: PairedRun, suites: list[Suite],
                       baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
                       history=True)
-    by_name = {s.name: s for s in suites}
     runs: list[ABRun] = []
 
     def check(side: str, repetition: int, suite: Suite) -> None:
         if job.interrupted():
             raise Interrupted(f"stopped before {side} {repetition + 1} of {suite.name}")
 
-    def source(tests: list[str], first: int, count: int,
-               deadline: float | None) -> dict[str, list[tuple[float, float]]]:
-        cfg = replace(config, repetitions=count, first_repetition=first, deadline=deadline)
-        new = run_ab(cfg, [by_name[t] for t in tests], on_run=on_run, on_start=check)
-        runs.extend(new)
-        return paired_samples(new, job.budget.metric)
-
-    outcome = until_decided([s.name for s in suites], source, _plan(job.budget))
+    choice = MetricChoice(job.budget.metric, job.session.thresholds)
+    source = ABPairSource(config, suites, choice, runs, on_run, on_start=check)
+    outcome = until_decided(source.tests, source, _plan(job.budget), choice=choice)
+    if choice.why:
+        outcome.report.method = f"{outcome.report.method}; metric {choice.metric}: {choice.why}"
     return outcome, runs
 
 

@@ -11,7 +11,8 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       alpha: 0.05              # total false-positive rate over every look (0 < alpha < 0.5)
       spending: obrien-fleming # or pocock (Lan-DeMets spending function)
       noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100)
-      metric: ALL_STATS.Totals.Ops/sec
+      metric: auto             # or a metric name; auto: server CPU per command when the
+                               # client was the bottleneck, else Ops/sec (runner.metric_choice)
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. The file is the operator's, but it is read like any input that could be wrong:
@@ -31,7 +32,7 @@ import yaml
 from redis_benchmarks_spec.analysis.sequential import OBRIEN_FLEMING, SPENDING_FUNCTIONS
 from redis_benchmarks_spec.suites import yaml_safe
 
-DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
+DEFAULT_METRIC = "auto"
 MAX_BUDGET_S = 24 * 3600
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 _METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")

@@ -34,6 +34,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     single_point_check,
 )
 from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 __all__ = [
@@ -281,9 +282,9 @@ class ResultFilter:
 
 
 def _load_side(directory: Path, metric: str, keep: ResultFilter,
-               problems: list[str]) -> dict[str, list[float]]:
-    """Metric values per test of the ok runs under ``directory``; trouble goes to problems."""
-    values: dict[str, list[float]] = {}
+               problems: list[str]) -> list[tuple[RunResult, float]]:
+    """The ok runs under ``directory`` with their metric value; trouble goes to problems."""
+    values: list[tuple[RunResult, float]] = []
     if not directory.is_dir():
         problems.append(f"{directory}: not a directory")
         return values
@@ -300,7 +301,7 @@ def _load_side(directory: Path, metric: str, keep: ResultFilter,
         elif metric not in doc.metrics:
             problems.append(f"{path}: no metric {metric!r}")
         else:
-            values.setdefault(doc.test_name, []).append(float(doc.metrics[metric]))
+            values.append((doc, float(doc.metrics[metric])))
     return values
 
 
@@ -315,8 +316,14 @@ def load_dir_samples(baseline_dir: Path | str, comparison_dir: Path | str, metri
     """
     problems: list[str] = []
     keep = keep or ResultFilter(name=name_regexp)
-    base = _load_side(Path(baseline_dir), metric, keep, problems)
-    comp = _load_side(Path(comparison_dir), metric, keep, problems)
+    loaded = [_load_side(Path(d), metric, keep, problems)
+              for d in (baseline_dir, comparison_dir)]
+    keys = ComparisonKeys.of(doc for side in loaded for doc, _ in side)
+    base: dict[str, list[float]] = {}
+    comp: dict[str, list[float]] = {}
+    for found, into in zip(loaded, (base, comp)):
+        for doc, value in found:
+            into.setdefault(keys(doc), []).append(value)
     samples = {t: (base.get(t, []), comp.get(t, [])) for t in sorted(set(base) | set(comp))}
     for test, (b, c) in samples.items():
         if not b or not c:

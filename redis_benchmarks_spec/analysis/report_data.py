@@ -33,6 +33,7 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
     compare_recorded,
 )
 from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, split
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 Point = tuple[int, float]
@@ -84,11 +85,13 @@ class ReportData:
         return sorted({t for side in self.sides for t in [*side.runs, *side.points]} | set(rows))
 
 
-def _side(name: str, docs: list[RunResult]) -> SideRuns:
+def _side(name: str, docs: list[RunResult], keys: ComparisonKeys | None = None) -> SideRuns:
+    """``keys`` label a suite's topologies apart (by default from ``docs``)."""
+    keys = keys or ComparisonKeys.of(docs)
     side = SideRuns(name)
     for doc in docs:
         if doc.ok:
-            side.runs.setdefault(doc.test_name, []).append(doc)
+            side.runs.setdefault(keys(doc), []).append(doc)
         else:
             side.failed.append(doc)
     return side
@@ -107,7 +110,7 @@ def _repetition(path: Path, root: Path) -> int | None:
     return None
 
 
-def _pairs(root: Path, metric: str) -> dict[str, list[tuple[float, float]]]:
+def _pairs(root: Path, metric: str, keys: ComparisonKeys) -> dict[str, list[tuple[float, float]]]:
     """Per test, (baseline, comparison) values of repetitions where both sides have one."""
     values: dict[tuple[str, int, str], float] = {}
     for side in ("baseline", "comparison"):
@@ -115,7 +118,7 @@ def _pairs(root: Path, metric: str) -> dict[str, list[tuple[float, float]]]:
             rep = _repetition(path, root / side)
             doc = RunResult.read(path)
             if rep is not None and doc.ok and metric in doc.metrics:
-                values[(doc.test_name, rep, side)] = doc.metrics[metric]
+                values[(keys(doc), rep, side)] = doc.metrics[metric]
     tests = sorted({t for t, _, _ in values})
     reps = sorted({r for _, r, _ in values})
     return {t: [(values[(t, r, "baseline")], values[(t, r, "comparison")]) for r in reps
@@ -143,7 +146,8 @@ def _server_label(docs: list[RunResult]) -> str:
 def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
     """An interleaved A/B session: compared paired by repetition."""
     base, comp = _docs(root / "baseline"), _docs(root / "comparison")
-    pairs = {t: p for t, p in _pairs(root, options.metric).items() if p}
+    keys = ComparisonKeys.of([*base, *comp])
+    pairs = {t: p for t, p in _pairs(root, options.metric, keys).items() if p}
     if not pairs:
         raise ReportInputError(f"{root}: no repetition has an ok run on both sides")
     record = _sequential_record(root, options.metric)
@@ -154,7 +158,8 @@ def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
                                           side_from_results(_server_label(ok_c), ok_c),
                                           ok_b + ok_c, paired=True)
     return ReportData(title=f"A/B session {root}", metric=options.metric,
-                      sides=[_side("baseline", base), _side("comparison", comp)], report=report)
+                      sides=[_side("baseline", base, keys), _side("comparison", comp, keys)],
+                      report=report)
 
 
 def _sequential_record(root: Path, metric: str) -> SequentialRecord | None:
@@ -173,7 +178,9 @@ def _sequential_record(root: Path, metric: str) -> SequentialRecord | None:
 
 def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) -> ReportData:
     """Two results folders, compared unpaired."""
-    sides = [_side("baseline", _docs(baseline)), _side("comparison", _docs(comparison))]
+    docs = [_docs(baseline), _docs(comparison)]
+    keys = ComparisonKeys.of([*docs[0], *docs[1]])
+    sides = [_side("baseline", docs[0], keys), _side("comparison", docs[1], keys)]
     samples = {t: (sides[0].values(t, options.metric), sides[1].values(t, options.metric))
                for t in sorted(set(sides[0].runs) | set(sides[1].runs))}
     report = compare_samples(samples, options)
@@ -222,14 +229,16 @@ def attach_history(data: ReportData, client: redis.Redis, branch: str,
     history = History(branch=branch)
     commits = _commits(data)
     for test in data.tests:
+        name, topology = split(test)
         sel = reader.SeriesSelector(metric=data.metric, side=keys.Side("branch", branch),
-                                    test_name=test, platform=platform)
+                                    test_name=name, platform=platform, topology=topology)
         history.lines[test] = [(_series_label(s), s.points)
                                for s in reader.read_series(client, sel) if s.points]
         marks: list[tuple[str, int]] = []
         for sha in commits:
             hsel = reader.SeriesSelector(metric=data.metric, side=keys.Side("hash", sha),
-                                         test_name=test, platform=platform)
+                                         test_name=name, platform=platform,
+                                         topology=topology)
             marks += [(sha[:10], t) for s in reader.read_series(client, hsel)
                       for t, _ in s.points[-1:]]
         history.markers[test] = marks

@@ -89,6 +89,7 @@ class SequentialRecord:
     looks: dict[str, list[int]]
     stopped: dict[str, str]
     pairs: dict[str, int]
+    metric_why: str = ""  # why ``--metric auto`` chose ``metric`` ("" when it was asked for)
 
     def line(self, test: str) -> str:
         """How far a test went and why it stopped, as the run's reason column says it."""
@@ -100,7 +101,10 @@ class SequentialRecord:
                      "stopped": self.stopped.get(t, "")} for t in sorted(self.looks)}
         design = {"max_pairs": self.plan.max_pairs, "alpha": self.plan.alpha,
                   "spending": self.plan.spending}
-        return json.dumps({"design": design, "metric": self.metric, "tests": tests}, indent=2)
+        doc = {"design": design, "metric": self.metric, "tests": tests}
+        if self.metric_why:
+            doc["metric_why"] = self.metric_why
+        return json.dumps(doc, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> SequentialRecord:
@@ -113,7 +117,8 @@ class SequentialRecord:
             looks = {str(t): [int(n) for n in v["looks"]] for t, v in doc["tests"].items()}
             stopped = {str(t): str(v["stopped"]) for t, v in doc["tests"].items()}
             pairs = {str(t): int(v["pairs"]) for t, v in doc["tests"].items()}
-            return cls(plan, str(doc["metric"]), looks, stopped, pairs)
+            return cls(plan, str(doc["metric"]), looks, stopped, pairs,
+                       str(doc.get("metric_why", "")))
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not a record of rbs run --until-decided ({exc})") from None
 
@@ -124,6 +129,8 @@ def compare_recorded(pairs: dict[str, list[tuple[float, float]]], record: Sequen
     looks = {t: [n for n in record.looks.get(t, []) if n <= len(p)] or [len(p)]
              for t, p in pairs.items()}
     report = compare_sequential(pairs, looks, record.plan, options)
+    if record.metric_why:
+        report.method = f"{report.method}; metric {record.metric}: {record.metric_why}"
     for row in report.rows:
         if row.test in record.stopped:
             row.reason = f"{row.reason}; {record.line(row.test)}"

@@ -29,15 +29,17 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
     SEQUENTIAL_RECORD,
     SequentialRecord,
 )
-from redis_benchmarks_spec.cli.compare import noise_floor, write_report
+from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.adaptive import (
+    ABPairSource,
     AdaptiveOutcome,
     AdaptivePlan,
-    ab_pair_source,
     until_decided,
 )
+from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -59,7 +61,10 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                    help=f"A/B: runs per side per suite (default {DEFAULT_REPETITIONS}; "
                         f"the first round with --until-decided, default {DEFAULT_FIRST_ROUND}); "
                         "without A/B: results per test, in rounds of the whole selection")
-    g.add_argument("--metric", default="ALL_STATS.Totals.Ops/sec")
+    g.add_argument("--metric", default=None,
+                   help=f"metric the verdicts are on, or '{AUTO}': the server's CPU time per "
+                        "command when the client was the bottleneck, else Ops/sec (default "
+                        f"{AUTO} with --until-decided, {THROUGHPUT_METRIC} otherwise)")
     g.add_argument("--noise-floor", type=float, default=None,
                    help="percent (default 2, 0.5 for instruction counts)")
     g.add_argument("--alpha", type=float, default=0.05)
@@ -98,8 +103,24 @@ def wants_ab(args: argparse.Namespace) -> bool:
     return bool(args.baseline_server or args.comparison_server)
 
 
+def _options(args: argparse.Namespace, choice: MetricChoice) -> CompareOptions:
+    metric = choice.metric or THROUGHPUT_METRIC
+    floor = args.noise_floor if args.noise_floor is not None else default_noise_floor(metric)
+    return CompareOptions(noise_floor_pct=floor, alpha=args.alpha, metric=metric)
+
+
+def _shown(run: ABRun, choice: MetricChoice) -> str:
+    """A run's value of the deciding metric (Ops/sec until ``auto`` has chosen)."""
+    r = run.result
+    metric = choice.metric or THROUGHPUT_METRIC
+    value = r.metrics.get(metric)
+    if value is None:
+        return r.status
+    return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"
+
+
 def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
-                       metric: str) -> list[ABRun]:
+                       choice: MetricChoice) -> list[ABRun]:
     """The A/B runs with the current side, repetition and test shown; a line per run."""
     reps = ab.repetitions
     total = 2 * reps * len(plan_tests(ab.session, suites))
@@ -110,11 +131,8 @@ def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
             progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
 
         def on_run(run: ABRun) -> None:
-            r = run.result
-            value = r.metrics.get(metric)
-            shown = f"{value:,.0f}" if value is not None else r.status
             progress.finished(f"rep {run.repetition + 1:>2}/{reps} {run.side:<10} "
-                              f"{escape(r.test_name)}: {shown}")
+                              f"{escape(run.result.test_name)}: {_shown(run, choice)}")
 
         return run_ab(ab, suites, on_run=on_run, on_start=on_start)
 
@@ -131,20 +149,27 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
 
-    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
-                             metric=args.metric)
+    choice = MetricChoice(args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
+                          config.thresholds)
     if args.until_decided:
         runs: list[ABRun] = []
-        outcome = _until_decided(args, ab, suites, runs, _round_printer(console, args))
+        outcome = _until_decided(args, ab, suites, runs, choice, _round_printer(console, args,
+                                                                                 choice))
         report = outcome.report
         failed = [r.result for r in runs if not r.result.ok]
         report.problems.extend(f"{r.test_name}: {r.reason}" for r in failed)
     else:
-        runs = _run_with_progress(console, ab, suites, args.metric)
+        runs = _run_with_progress(console, ab, suites, choice)
         failed = [r.result for r in runs if not r.result.ok]
-        pairs = paired_samples(runs, args.metric)
+        pairs = paired_samples(runs, choice.resolve(runs))
         problems = [f"{r.test_name}: {r.reason}" for r in failed]
-        report = compare_paired({t: p for t, p in pairs.items() if p}, options, problems)
+        report = compare_paired({t: p for t, p in pairs.items() if p},
+                                _options(args, choice), problems)
+    options = _options(args, choice)
+    if choice.why:
+        report.method = f"{report.method}; metric {choice.metric}: {choice.why}"
+        console.print(f"metric {escape(str(choice.metric))}: {escape(choice.why)}",
+                      highlight=False, soft_wrap=True)
     for result in failed:
         console.print(f"[red]FAILED[/] {escape(result.test_name)}: {escape(result.reason)}",
                       highlight=False, soft_wrap=True)
@@ -169,31 +194,31 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     return 1 if args.fail_on_regression and report.has_regression else 0
 
 
-def _round_printer(console: Console, args: argparse.Namespace) -> Callable[[ABRun], None]:
+def _round_printer(console: Console, args: argparse.Namespace,
+                   choice: MetricChoice) -> Callable[[ABRun], None]:
     """One line per run of --until-decided (rounds have no total known in advance)."""
     def on_run(run: ABRun) -> None:
-        r = run.result
-        value = r.metrics.get(args.metric)
-        shown = f"{value:,.0f}" if value is not None else r.status
         console.print(f"pair {run.repetition + 1:>2}/{args.max_repetitions} {run.side:<10} "
-                      f"{escape(r.test_name)}: {shown}", highlight=False)
+                      f"{escape(run.result.test_name)}: {_shown(run, choice)}",
+                      highlight=False)
     return on_run
 
 
 def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
-                   runs: list[ABRun], on_run: Callable[[ABRun], None]) -> AdaptiveOutcome:
-    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
-                             metric=args.metric)
+                   runs: list[ABRun], choice: MetricChoice,
+                   on_run: Callable[[ABRun], None]) -> AdaptiveOutcome:
+    options = _options(args, choice)
     plan = AdaptivePlan(SequentialPlan(args.max_repetitions, args.alpha, args.spending),
                         options, first_round=ab.repetitions,
                         round_pairs=args.round_repetitions,
                         time_budget_s=parse_duration(args.time_budget))
-    source = ab_pair_source(ab, suites, args.metric, runs, on_run)
-    outcome = until_decided([s.name for s in suites], source, plan)
+    source = ABPairSource(ab, suites, choice, runs, on_run)
+    outcome = until_decided(source.tests, source, plan, choice=choice)
     done = outcome.progress.values()
-    record = SequentialRecord(plan.design, args.metric, {p.test: p.looks for p in done},
+    record = SequentialRecord(plan.design, choice.metric or THROUGHPUT_METRIC,
+                              {p.test: p.looks for p in done},
                               {p.test: p.stop_reason for p in done},
-                              {p.test: len(p.pairs) for p in done})
+                              {p.test: len(p.pairs) for p in done}, choice.why)
     (ab.session.results_dir / SEQUENTIAL_RECORD).write_text(record.to_json())
     return outcome
 

@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "header and history; no per-run plots)")
     p.add_argument("--output", "-o", type=Path, default=None,
                    help="HTML file (default: report.html in the folder)")
-    p.add_argument("--metric", default=DEFAULT_METRIC)
+    p.add_argument("--metric", default=None,
+                   help=f"(default: the metric an --until-decided session decided on, else "
+                        f"{DEFAULT_METRIC})")
     p.add_argument("--noise-floor", type=float, default=2.0, metavar="PCT")
     p.add_argument("--alpha", type=float, default=0.05)
     add_history_args(p)
@@ -94,9 +96,26 @@ def write_html(data: Any, path: Path) -> Path:
         raise UsageError(str(path), exc.strerror or str(exc)) from None
 
 
+def _recorded_metric(folder: Path | None) -> str | None:
+    """The metric an ``--until-decided`` session in ``folder`` decided on (``auto`` may have
+    chosen it), or None; a broken record is reported by the report itself."""
+    from redis_benchmarks_spec.analysis.sequential_compare import (
+        SEQUENTIAL_RECORD,
+        SequentialRecord,
+    )
+    path = folder / SEQUENTIAL_RECORD if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return SequentialRecord.from_json(path.read_text()).metric
+    except (OSError, ValueError):
+        return None
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    metric = args.metric or _recorded_metric(args.folder) or DEFAULT_METRIC
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
-                             metric=args.metric)
+                             metric=metric)
     data = _data(args, options)
     attach_history(args, data)
     if args.output is None and args.from_json:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import SESSION_AB, SESSION_RUN, GitInfo, RunResult
-from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
+from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 
 BASELINE = "baseline"
@@ -105,13 +106,49 @@ def run_ab(config: ABConfig, suites: list[Suite],
     return runs
 
 
-def paired_samples(runs: list[ABRun], metric: str) -> dict[str, list[tuple[float, float]]]:
-    """Per test, (baseline, comparison) values of ``metric`` for repetitions where both sides
-    succeeded, in repetition order."""
+@dataclass(frozen=True)
+class ABTest:
+    """One test of an A/B session: a suite in one topology, and its label in the report
+    (``results.comparison_key``: the suite's name, or ``name @ topology`` when the suite runs
+    in several)."""
+
+    key: str
+    suite: Suite
+    topology: str
+
+
+def ab_tests(session: SessionConfig, suites: list[Suite]) -> list[ABTest]:
+    """Every (suite, topology) the session plans, skipped ones too, labelled."""
+    planned = plan_tests(session, suites)
+    keys = ComparisonKeys((p.suite.name, p.topology_name) for p in planned)
+    return [ABTest(keys.key(p.suite.name, p.topology_name), p.suite, p.topology_name)
+            for p in planned]
+
+
+def run_ab_tests(config: ABConfig, tests: list[ABTest],
+                 on_run: Callable[[ABRun], None] | None = None,
+                 on_start: Callable[[str, int, Suite], None] | None = None) -> list[ABRun]:
+    """:func:`run_ab` of each test alone in its topology, in the order given: rounds of
+    ``--until-decided`` give more pairs only to the tests still open, not to every topology
+    of their suite."""
+    runs: list[ABRun] = []
+    for test in tests:
+        session = replace(config.session, topology_filter=test.topology)
+        runs += run_ab(replace(config, session=session), [test.suite], on_run=on_run,
+                       on_start=on_start)
+    return runs
+
+
+def paired_samples(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
+                   ) -> dict[str, list[tuple[float, float]]]:
+    """Per test (a suite in one topology, labelled by ``keys``, by default from the runs),
+    (baseline, comparison) values of ``metric`` for repetitions where both sides succeeded,
+    in repetition order."""
+    keys = keys or ComparisonKeys.of(r.result for r in runs)
     values: dict[tuple[str, int, str], float] = {}
     for run in runs:
         if run.result.ok and metric in run.result.metrics:
-            values[(run.result.test_name, run.repetition, run.side)] = run.result.metrics[metric]
+            values[(keys(run.result), run.repetition, run.side)] = run.result.metrics[metric]
     pairs: dict[str, list[tuple[float, float]]] = {}
     tests = sorted({k[0] for k in values})
     reps = sorted({k[1] for k in values})

@@ -5,8 +5,8 @@ judged by the group-sequential comparison (:mod:`analysis.sequential_compare`), 
 tests still UNKNOWN get ``round_pairs`` more, until each is decided, reaches
 ``max_pairs`` or the time budget is spent (counted from the start; the first round always
 completes, and a pair started before the deadline is finished). Where the pairs come from is a
-:data:`PairSource` (the real one runs redis-server and the client tool through
-:func:`runner.ab.run_ab`), so the loop itself can be checked by simulation.
+:data:`PairSource` (the real one, :class:`ABPairSource`, runs redis-server and the client
+tool through :func:`runner.ab.run_ab_tests`), so the loop itself can be checked by simulation.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dataclasses import dataclass, field, replace
 from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import compare_sequential
-from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, paired_samples, run_ab
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
+from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, ab_tests, paired_samples, run_ab_tests
+from redis_benchmarks_spec.runner.metric_choice import MetricChoice
 from redis_benchmarks_spec.suites.suite import Suite
 
 #: (tests, first repetition, repetitions, deadline or None) -> new (baseline, comparison)
@@ -72,11 +74,14 @@ def _round_size(plan: AdaptivePlan, done: int) -> int:
     return max(0, min(wanted, plan.max_pairs - done))
 
 
-def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan,
-           problems: list[str]) -> ComparisonReport:
+def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list[str],
+           choice: MetricChoice | None) -> ComparisonReport:
     pairs = {t: p.pairs for t, p in progress.items()}
     looks = {t: p.looks for t, p in progress.items()}
-    return compare_sequential(pairs, looks, plan.design, plan.options, problems)
+    options = plan.options
+    if choice is not None and choice.metric is not None:
+        options = replace(options, metric=choice.metric)  # its direction: auto's pick
+    return compare_sequential(pairs, looks, plan.design, options, problems)
 
 
 def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
@@ -92,13 +97,16 @@ def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
 
 def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
                   clock: Callable[[], float] = time.monotonic,
-                  problems: list[str] | None = None) -> AdaptiveOutcome:
-    """Rounds of pairs until every test is decided or out of pairs or time."""
+                  problems: list[str] | None = None,
+                  choice: MetricChoice | None = None) -> AdaptiveOutcome:
+    """Rounds of pairs until every test is decided or out of pairs or time. ``choice`` is
+    the metric the source resolves from its first round (``--metric auto``), when it may
+    differ from ``plan.options.metric``."""
     deadline = None if plan.time_budget_s is None else clock() + plan.time_budget_s
     progress = {t: TestProgress(t) for t in tests}
     problems = problems if problems is not None else []
     done = 0
-    report = _judge(progress, plan, problems)
+    report = _judge(progress, plan, problems, choice)
     while True:
         open_tests = [t for t, p in progress.items() if not p.stop_reason]
         size = _round_size(plan, done)
@@ -112,7 +120,7 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
             progress[test].pairs.extend(new.get(test, []))
             if grew[test] and len(progress[test].pairs) >= 2:
                 progress[test].looks.append(len(progress[test].pairs))
-        report = _judge(progress, plan, problems)
+        report = _judge(progress, plan, problems, choice)
         out_of_time = deadline is not None and clock() >= deadline
         verdicts = {r.test: r.verdict for r in report.rows}
         for test in open_tests:
@@ -125,18 +133,29 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
     return AdaptiveOutcome(report, progress)
 
 
-def ab_pair_source(config: ABConfig, suites: list[Suite], metric: str,
-                   runs: list[ABRun], on_run: Callable[[ABRun], None] | None = None,
-                   ) -> PairSource:
-    """A :data:`PairSource` running real interleaved A/B pairs; every run is appended to
-    ``runs`` (failed ones too, for the report)."""
-    by_name = {s.name: s for s in suites}
+class ABPairSource:
+    """A :data:`PairSource` running real interleaved A/B pairs of the session's tests (a
+    suite in one topology each, :func:`runner.ab.ab_tests`); every run is appended to
+    ``runs`` (failed ones too, for the report). ``metric`` is resolved from the first round."""
 
-    def source(tests: list[str], first: int, count: int,
-               deadline: float | None) -> dict[str, list[tuple[float, float]]]:
-        cfg = replace(config, repetitions=count, first_repetition=first, deadline=deadline)
-        new = run_ab(cfg, [by_name[t] for t in tests if t in by_name], on_run=on_run)
-        runs.extend(new)
-        return paired_samples(new, metric)
+    def __init__(self, config: ABConfig, suites: list[Suite], metric: MetricChoice,
+                 runs: list[ABRun], on_run: Callable[[ABRun], None] | None = None,
+                 on_start: Callable[[str, int, Suite], None] | None = None) -> None:
+        self.config, self.metric, self.runs = config, metric, runs
+        self.on_run, self.on_start = on_run, on_start
+        self.by_key = {t.key: t for t in ab_tests(config.session, suites)}
+        self.keys = ComparisonKeys((t.suite.name, t.topology) for t in self.by_key.values())
 
-    return source
+    @property
+    def tests(self) -> list[str]:
+        """The labels the loop is run over, in plan order."""
+        return list(self.by_key)
+
+    def __call__(self, tests: list[str], first: int, count: int,
+                 deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        cfg = replace(self.config, repetitions=count, first_repetition=first,
+                      deadline=deadline)
+        new = run_ab_tests(cfg, [self.by_key[t] for t in tests if t in self.by_key],
+                           on_run=self.on_run, on_start=self.on_start)
+        self.runs.extend(new)
+        return paired_samples(new, self.metric.resolve(new), self.keys)
