@@ -18,7 +18,7 @@ server's CPU time per command (the noise the statistic has to beat).
 Usage (heavy: run it alone, under the machine's lock):
   flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/decide_bench.py \\
       --server /tmp/ho/redis-server-base --slow-server /tmp/ho/redis-server-spin \
-      [--metric auto|NAME] [--test-time 2] [--max-repetitions 40]
+      [--metric auto|NAME] [--test-time 10] [--max-repetitions 40]
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def main() -> None:
     ap.add_argument("--aa-tests", default=AA_TESTS)
     ap.add_argument("--metric", default="auto")
     ap.add_argument("--noise-floor", type=float, default=None)
-    ap.add_argument("--test-time", type=int, default=2)
+    ap.add_argument("--test-time", type=int, default=10)
     ap.add_argument("--max-repetitions", type=int, default=40)
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--skip", choices=["ab", "aa"], default=None)
