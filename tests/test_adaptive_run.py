@@ -141,3 +141,27 @@ def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> Non
                "--comparison-dir", str(session / "comparison"), "--format", "json")
     assert cmp.returncode in (0, 1), cmp.stdout + cmp.stderr
     assert sorted(r["test"] for r in _json_report(cmp.stdout)["rows"]) == labels
+
+
+def test_a_skipped_topology_keeps_the_labels_of_the_run_in_its_report(tmp_path: Path) -> None:
+    """The skipped topology's result is never written, so `rbs report` labels from the runs
+    that exist: the run must label the same way, or the page loses the run's looks."""
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="ab-one", command="get") +
+                                    "redis-topologies: [oss-standalone, no-such-topology]\n")
+    server = shutil.which("redis-server") or ""
+    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+               "--baseline-server", server, "--comparison-server", server,
+               "--until-decided", "--repetitions", "2", "--max-repetitions", "2",
+               "--metric", "ALL_STATS.Totals.Ops/sec", "--format", "json", "--no-datasink")
+    assert out.returncode == 1, out.stdout + out.stderr  # the skipped topology counts as failed
+    assert "ab-one @ no-such-topology" in out.stdout + out.stderr
+    rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
+    assert "ab-one" in rows and "pairs (looks at 2)" in rows["ab-one"]["reason"]
+    record = next((tmp_path / "out").rglob("sequential.json"))
+    assert json.loads(record.read_text())["tests"]["ab-one"]["pairs"] == 2
+    page = tmp_path / "page.html"
+    report = _rbs("report", str(record.parent), "--output", str(page))
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert rows["ab-one"]["reason"] in html.unescape(page.read_text())

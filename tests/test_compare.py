@@ -540,3 +540,29 @@ def test_a_a_many_comparisons_unpaired_and_paired() -> None:
         rep = compare_paired(pairs)
         flagged += rep.summary[REGRESSION] + rep.summary[IMPROVEMENT]
     assert flagged <= 1  # of 1000 null tests
+
+
+def _doc(folder: Path, topology: str, run: int, value: float | None) -> None:
+    from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunContext
+    doc = RunResult("t", f"t-{topology}-{run}", STATUS_OK if value is not None else STATUS_FAILED,
+                    context=RunContext(topology=topology),
+                    metrics={} if value is None else {"ALL_STATS.Totals.Ops/sec": value})
+    path = folder / f"{topology}-{run}" / "result.json"
+    path.parent.mkdir(parents=True)
+    doc.write(path)
+
+
+def test_folders_label_a_suites_topologies_as_the_page_does(
+        tmp_path: Path) -> None:
+    """A topology whose runs all failed still makes the other's label ``t @ topology``, as
+    the HTML report of the same folders labels it (two topologies that ran are two rows:
+    test_adaptive_run.py)."""
+    from redis_benchmarks_spec.analysis.report_data import from_two_folders
+    for side, values in (("a", (100.0, 101.0, 99.0)), ("b", (80.0, 81.0, 79.0))):
+        for i, v in enumerate(values):
+            _doc(tmp_path / side, "oss-standalone", i, v)
+            _doc(tmp_path / side, "oss-standalone-04-io-threads", i, None)
+    samples, _ = cmp.load_dir_samples(tmp_path / "a", tmp_path / "b", "ALL_STATS.Totals.Ops/sec")
+    assert samples == {"t @ oss-standalone": ([100.0, 101.0, 99.0], [80.0, 81.0, 79.0])}
+    page = from_two_folders(tmp_path / "a", tmp_path / "b", CompareOptions())
+    assert set(page.sides[0].runs) == set(samples)

@@ -57,6 +57,16 @@ def test_a_rate_that_is_not_the_metric_is_dropped_with_a_note(tmp_path: Path) ->
     assert any("SET, GET, Totals" in n and "wait_for_bgsave" in n for n in result.notes)
 
 
+def test_one_unmeasured_command_drops_the_totals_rate_too(tmp_path: Path) -> None:
+    out = tmp_path / "client.out"
+    out.write_text(INF_CSV.replace('"GET","inf"', '"GET","5000.00"'))
+    inv = Invocation(["redis-benchmark", "-n", "1"], out, None, 0.0)
+    result = drop_unmeasured_rates(RedisBenchmarkDriver("redis-benchmark").parse(inv, 0))
+    assert result.per_command["GET"].ops_per_sec == 5000.0
+    assert result.per_command["SET"].ops_per_sec == result.totals.ops_per_sec == 0.0
+    assert "Ops/sec" not in result.data["ALL STATS"]["Totals"]
+
+
 def test_test_time_is_never_sized_from_an_infinite_warm_up() -> None:
     argv = ["-n", "1000000", "-t", "set"]
     assert redis_benchmark.requests_for_test_time(argv, 5, float("inf")) == 500_000

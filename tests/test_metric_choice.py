@@ -41,7 +41,32 @@ def _round(client_pct: float, server_pct: float, n: int = 3, **kw: object) -> li
 def test_a_saturated_client_with_an_idle_server_core_picks_server_cpu() -> None:
     metric, why = choose_metric(_round(96.0, 80.0), THRESHOLDS)
     assert metric == SERVER_CPU_METRIC
-    assert "6 of 6 runs" in why and "Ops/sec measured the client" in why
+    assert "(6 runs;" in why and "Ops/sec measured the client" in why
+
+
+def test_a_comparison_server_pushed_past_the_headroom_does_not_steer_the_choice() -> None:
+    """A slower server uses more of its core: judged on the baseline only, or the very
+    change under test would move the session to the metric that cannot see it."""
+    runs = [r for r in _round(96.0, 85.0) if r.side == BASELINE] + \
+        [r for r in _round(95.0, 93.0) if r.side == COMPARISON]
+    assert choose_metric(runs, THRESHOLDS)[0] == SERVER_CPU_METRIC
+
+
+def test_topologies_of_one_suite_are_judged_apart() -> None:
+    """Client-bound in every run of one topology, in 1 of 3 per side of the other: by name
+    alone that is 4 of 6 per side, a majority."""
+    def runs(topology: str, client: float) -> list[ABRun]:
+        out = _round(client, 80.0, test="s")
+        for r in out:
+            r.result.context.topology = topology
+        return out
+    bound = runs("oss-standalone", 96.0)
+    other = runs("oss-standalone-02-io-threads", 50.0)
+    for run in other[:2]:  # 1 of 3 runs bound on each side: by name, 4 of 6 on each
+        run.result.cpu = bound[0].result.cpu
+    metric, why = choose_metric(bound + other, THRESHOLDS)
+    assert metric == THROUGHPUT_METRIC
+    assert "runs of s @ oss-standalone-02-io-threads" in why
 
 
 def test_one_side_slowed_off_cpu_keeps_the_session_on_ops_per_sec() -> None:
@@ -51,14 +76,14 @@ def test_one_side_slowed_off_cpu_keeps_the_session_on_ops_per_sec() -> None:
     set_b = [r for r in _round(30.0, 25.0, test="set") if r.side == COMPARISON]
     metric, why = choose_metric(get + set_a + set_b, THRESHOLDS)
     assert metric == THROUGHPUT_METRIC  # 9 of 12 runs limited: a session majority is not enough
-    assert "0 of 3 comparison runs of set" in why
+    assert "only 0 of 3 comparison runs of set" in why
 
 
 def test_a_saturated_server_or_an_idle_client_keeps_ops_per_sec() -> None:
     assert choose_metric(_round(96.0, 99.0), THRESHOLDS)[0] == THROUGHPUT_METRIC
     # appendfsync always: the server waits off-CPU, the client waits for it
     metric, why = choose_metric(_round(35.0, 30.0), THRESHOLDS)
-    assert metric == THROUGHPUT_METRIC and "0 of 3 baseline runs of t" in why
+    assert metric == THROUGHPUT_METRIC and "only 0 of 3 baseline runs of t" in why
 
 
 def test_the_server_share_is_per_core_it_was_given() -> None:

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.notify import pr_state
 from redis_benchmarks_spec.notify.pr_ab import ABRecord, TestProgress
+from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
 from redis_benchmarks_spec.runner.ab import (
     BASELINE,
@@ -137,7 +138,8 @@ def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> AB
         side_from_results("head commit (interleaved pairs)", docs[COMPARISON]),
         docs[BASELINE] + docs[COMPARISON], paired=True)
     failed = [r.result for r in runs if not r.result.ok]
-    report.problems.extend(f"{r.test_name} ({r.context.ab_side}): {r.reason}" for r in failed)
+    report.problems.extend(f"{with_topology(r)} ({r.context.ab_side}): {r.reason}"
+                           for r in failed)
     progress = {t: TestProgress(len(p.pairs), list(p.looks), p.stop_reason)
                 for t, p in outcome.progress.items()}
     return ABRecord(base_sha=job.base.sha, report=report.to_dict(), progress=progress)

@@ -282,9 +282,11 @@ class ResultFilter:
 
 
 def _load_side(directory: Path, metric: str, keep: ResultFilter,
-               problems: list[str]) -> list[tuple[RunResult, float]]:
-    """The ok runs under ``directory`` with their metric value; trouble goes to problems."""
-    values: list[tuple[RunResult, float]] = []
+               problems: list[str]) -> list[tuple[RunResult, float | None]]:
+    """Every readable run under ``directory`` that ``keep`` accepts, with its metric value
+    (None for a failed run or one without the metric: it still shapes the labels, as in
+    the HTML report of the same folders); trouble goes to problems."""
+    values: list[tuple[RunResult, float | None]] = []
     if not directory.is_dir():
         problems.append(f"{directory}: not a directory")
         return values
@@ -296,12 +298,14 @@ def _load_side(directory: Path, metric: str, keep: ResultFilter,
             continue
         if not keep.accepts(doc):
             continue
+        value = None
         if not doc.ok:
             problems.append(f"{path}: status {doc.status!r}, ignored")
         elif metric not in doc.metrics:
             problems.append(f"{path}: no metric {metric!r}")
         else:
-            values.append((doc, float(doc.metrics[metric])))
+            value = float(doc.metrics[metric])
+        values.append((doc, value))
     return values
 
 
@@ -323,7 +327,8 @@ def load_dir_samples(baseline_dir: Path | str, comparison_dir: Path | str, metri
     comp: dict[str, list[float]] = {}
     for found, into in zip(loaded, (base, comp)):
         for doc, value in found:
-            into.setdefault(keys(doc), []).append(value)
+            if value is not None:
+                into.setdefault(keys(doc), []).append(value)
     samples = {t: (base.get(t, []), comp.get(t, [])) for t in sorted(set(base) | set(comp))}
     for test, (b, c) in samples.items():
         if not b or not c:

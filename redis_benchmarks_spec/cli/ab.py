@@ -32,6 +32,7 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
+from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
 from redis_benchmarks_spec.runner.adaptive import (
     ABPairSource,
@@ -133,7 +134,7 @@ def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
 
         def on_run(run: ABRun) -> None:
             progress.finished(f"rep {run.repetition + 1:>2}/{reps} {run.side:<10} "
-                              f"{escape(run.result.test_name)}: {_shown(run, choice)}")
+                              f"{escape(with_topology(run.result))}: {_shown(run, choice)}")
 
         return run_ab(ab, suites, on_run=on_run, on_start=on_start)
 
@@ -158,12 +159,12 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                                                                                  choice))
         report = outcome.report
         failed = [r.result for r in runs if not r.result.ok]
-        report.problems.extend(f"{r.test_name}: {r.reason}" for r in failed)
+        report.problems.extend(f"{with_topology(r)}: {r.reason}" for r in failed)
     else:
         runs = _run_with_progress(console, ab, suites, choice)
         failed = [r.result for r in runs if not r.result.ok]
         pairs = paired_samples(runs, choice.resolve(runs))
-        problems = [f"{r.test_name}: {r.reason}" for r in failed]
+        problems = [f"{with_topology(r)}: {r.reason}" for r in failed]
         report = compare_paired({t: p for t, p in pairs.items() if p},
                                 _options(args, choice), problems)
     options = _options(args, choice)
@@ -172,7 +173,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         console.print(f"metric {escape(str(choice.metric))}: {escape(choice.why)}",
                       highlight=False, soft_wrap=True)
     for result in failed:
-        console.print(f"[red]FAILED[/] {escape(result.test_name)}: {escape(result.reason)}",
+        console.print(f"[red]FAILED[/] {escape(with_topology(result))}: {escape(result.reason)}",
                       highlight=False, soft_wrap=True)
     report.context = ab_context(ab, runs)
     write_report(report, args.format, None)
@@ -200,7 +201,7 @@ def _round_printer(console: Console, args: argparse.Namespace,
     """One line per run of --until-decided (rounds have no total known in advance)."""
     def on_run(run: ABRun) -> None:
         console.print(f"pair {run.repetition + 1:>2}/{args.max_repetitions} {run.side:<10} "
-                      f"{escape(run.result.test_name)}: {_shown(run, choice)}",
+                      f"{escape(with_topology(run.result))}: {_shown(run, choice)}",
                       highlight=False)
     return on_run
 

@@ -31,6 +31,7 @@ from redis_benchmarks_spec.analysis.function_movers import (
     read_functions,
 )
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.results.comparison_key import SEPARATOR, ComparisonKeys
 from redis_benchmarks_spec.runner.ab import BASELINE, COMPARISON, ABRun, paired_samples
 from redis_benchmarks_spec.telemetry.profilers import folded
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerError
@@ -55,7 +56,9 @@ class ProfileABReport:
 
 
 def _runs_of(runs: list[ABRun], test: str, side: str) -> list[ABRun]:
-    return [r for r in runs if r.result.ok and r.result.test_name == test and r.side == side]
+    """The ok runs of one test (a suite in one topology: its comparison label) on a side."""
+    keys = ComparisonKeys.of(r.result for r in runs)
+    return [r for r in runs if r.result.ok and keys(r.result) == test and r.side == side]
 
 
 def _movers(runs: list[ABRun], row: Comparison) -> list[FunctionMove]:
@@ -66,18 +69,20 @@ def _movers(runs: list[ABRun], row: Comparison) -> list[FunctionMove]:
 
 
 def _diff_flamegraphs(runs: list[ABRun], out_dir: Path, report: ProfileABReport) -> None:
-    for test in sorted({r.result.test_name for r in runs}):
+    keys = ComparisonKeys.of(r.result for r in runs)
+    for test in sorted({keys(r.result) for r in runs if r.result.ok}):
         paths = {s: [Path(r.result.paths["perf_folded"]) for r in _runs_of(runs, test, s)
                      if "perf_folded" in r.result.paths] for s in (BASELINE, COMPARISON)}
         if not paths[BASELINE] or not paths[COMPARISON]:
             continue
         folder = out_dir / "diff-flamegraphs"
         folder.mkdir(parents=True, exist_ok=True)
-        merged = {s: folder / f"{test}.{s}.folded" for s in paths}
+        stem = test.replace(SEPARATOR, "@")  # test names are validated file-name safe
+        merged = {s: folder / f"{stem}.{s}.folded" for s in paths}
         try:
             for side, files in paths.items():
                 folded.merge_folded(files, merged[side])
-            svg = folder / f"{test}.svg"
+            svg = folder / f"{stem}.svg"
             folded.diff_flamegraph(merged[BASELINE], merged[COMPARISON], svg,
                                    f"{test}: comparison vs baseline (red grew, blue shrank)")
         except (OSError, ProfilerError) as exc:

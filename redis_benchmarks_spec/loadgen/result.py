@@ -156,6 +156,8 @@ def drop_unmeasured_rates(result: ToolResult) -> ToolResult:
            if not (math.isfinite(c.ops_per_sec) and c.ops_per_sec > 0)]
     if not bad:
         return result
+    if "Totals" not in bad:  # a harmonic mean over an infinite rate overstates: drop it too
+        bad.append("Totals")
     for name in bad:
         (result.totals if name == "Totals" else result.per_command[name]).ops_per_sec = 0.0
     _drop_rate_keys(result.data, set(bad))

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.results.document import RunResult
 
 Samples = dict[str, tuple[list[float], list[float]]]
@@ -52,12 +53,13 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
           topologies: list[str]) -> dict[str, list[float]]:
-    """Values per row name (test, or "test [topology]" when several topologies)."""
+    """Values per row name (test, or "test @ topology" when several topologies: the label
+    of ``results.comparison_key``, as in the A/B rows of the same comment)."""
     out: dict[str, list[float]] = {}
     for topology in topologies:
         found = reader.series_for_tests(client, replace(selector, topology=topology))
         for test, pts in found.items():
-            name = test if len(topologies) == 1 else f"{test} [{topology}]"
+            name = label(test, topology, len(topologies) > 1)
             out[name] = [v for _, v in pts]
     return out
 
@@ -130,9 +132,10 @@ def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     runs: dict[str, list[RunResult]] = {}
     for test in tests:
-        name = test.split(" [", 1)[0]
+        name, topology = split(test)
         for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
             doc = reader.result_document(client, run_id)
-            if doc.context.git.hash == event.sha and doc.context.platform == platform:
+            if doc.context.git.hash == event.sha and doc.context.platform == platform and \
+                    topology in (None, doc.context.topology):
                 runs.setdefault(test, []).append(doc)
     return runs

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import STATUS_SKIPPED, RunResult
 
 SEPARATOR = " @ "
 
 
 def label(name: str, topology: str, several: bool) -> str:
     return f"{name}{SEPARATOR}{topology}" if several else name
+
+
+def with_topology(doc: RunResult) -> str:
+    """``name @ topology`` of one document, for messages about that run."""
+    return label(doc.test_name, doc.context.topology, True)
 
 
 def split(key: str) -> tuple[str, str | None]:
@@ -38,7 +43,11 @@ class ComparisonKeys:
 
     @classmethod
     def of(cls, docs: Iterable[RunResult]) -> ComparisonKeys:
-        return cls((d.test_name, d.context.topology) for d in docs)
+        """Labels for these documents. Skipped tests do not count: the runner keeps their
+        documents in memory but never writes them, and a report read back from disk must
+        label its rows as the run did."""
+        return cls((d.test_name, d.context.topology) for d in docs
+                   if d.status != STATUS_SKIPPED)
 
     def key(self, name: str, topology: str) -> str:
         return label(name, topology, len(self._topologies.get(name, ())) > 1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, label
 from redis_benchmarks_spec.results.document import SESSION_AB, SESSION_RUN, GitInfo, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
@@ -115,14 +115,21 @@ class ABTest:
     key: str
     suite: Suite
     topology: str
+    skipped: bool = False  # planned but cannot run here (its runs report why)
 
 
 def ab_tests(session: SessionConfig, suites: list[Suite]) -> list[ABTest]:
-    """Every (suite, topology) the session plans, skipped ones too, labelled."""
-    planned = plan_tests(session, suites)
-    keys = ComparisonKeys((p.suite.name, p.topology_name) for p in planned)
-    return [ABTest(keys.key(p.suite.name, p.topology_name), p.suite, p.topology_name)
-            for p in planned]
+    """Every (suite, topology) the session plans, labelled as
+    :meth:`ComparisonKeys.of` labels their results: by the tests that run. A skipped one
+    (it still runs, to report why) is always ``name @ topology``, so it never takes the label
+    of a topology of its suite that runs."""
+    planned = [(p, bool(p.skip_reason) or p.topology is None)
+               for p in plan_tests(session, suites)]
+    keys = ComparisonKeys((p.suite.name, p.topology_name) for p, skip in planned if not skip)
+    return [ABTest(label(p.suite.name, p.topology_name, True) if skip
+                   else keys.key(p.suite.name, p.topology_name),
+                   p.suite, p.topology_name, skip)
+            for p, skip in planned]
 
 
 def run_ab_tests(config: ABConfig, tests: list[ABTest],

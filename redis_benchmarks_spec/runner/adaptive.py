@@ -144,7 +144,8 @@ class ABPairSource:
         self.config, self.metric, self.runs = config, metric, runs
         self.on_run, self.on_start = on_run, on_start
         self.by_key = {t.key: t for t in ab_tests(config.session, suites)}
-        self.keys = ComparisonKeys((t.suite.name, t.topology) for t in self.by_key.values())
+        self.keys = ComparisonKeys((t.suite.name, t.topology) for t in self.by_key.values()
+                                   if not t.skipped)
 
     @property
     def tests(self) -> list[str]:
@@ -158,4 +159,4 @@ class ABPairSource:
         new = run_ab_tests(cfg, [self.by_key[t] for t in tests if t in self.by_key],
                            on_run=self.on_run, on_start=self.on_start)
         self.runs.extend(new)
-        return paired_samples(new, self.metric.resolve(new), self.keys)
+        return paired_samples(new, self.metric.resolve(new, self.keys), self.keys)

@@ -3,7 +3,8 @@
 A client that stalls (server stuck, a command that never returns in time) reports a handful
 of ops; storing that as a measurement would poison the history. Suites that are slow by
 design (one SAVE, one DEBUG RELOAD of a large dataset) opt out with
-``dbconfig.low-throughput-benchmark`` or ``dbconfig.skip_throughput_floor``.
+``dbconfig.low-throughput-benchmark`` or ``dbconfig.skip_throughput_floor``; a
+``dbconfig.wait_for_bgsave`` suite is exempt (its metric is the save).
 """
 
 from __future__ import annotations

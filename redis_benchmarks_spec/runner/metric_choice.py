@@ -5,8 +5,8 @@ client 90-98 % of its core, server 69-89 % of one). Ops/sec then measures the cl
 made 3 % slower per command moved it by -0.4 % [-4.3, +2.1] in 40 pairs, while the server's
 own CPU time per command (:mod:`runner.server_cpu`) moved +2.9 % and decided in 18
 (``docs/statistics.md``). So ``auto`` looks at the first round: when the client was the
-bottleneck in most of the runs of every test on each side, the server's CPU time per command
-decides; otherwise (a saturated server, or a server that waits off-CPU, as under
+bottleneck in most of the runs of every test on each side (:func:`choose_metric` says how
+each side is judged), the server's CPU time per command decides; otherwise (a saturated server, or a server that waits off-CPU, as under
 ``appendfsync always``, where CPU per command would miss the slowdown) Ops/sec decides. The choice is made once per session,
 from the first round only, so later rounds cannot steer it, and it is printed and recorded.
 """
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.runner.ab import ABRun
+from redis_benchmarks_spec.runner.ab import BASELINE, ABRun
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
@@ -26,42 +27,58 @@ THROUGHPUT_METRIC = "ALL_STATS.Totals.Ops/sec"
 SERVER_HEADROOM_PCT = 90.0
 
 
-def client_limited(result: RunResult, thresholds: SaturationThresholds) -> bool:
-    """The client used at least ``thresholds.client_pct_of_given`` % of its cores while the
-    server stayed below :data:`SERVER_HEADROOM_PCT` % of each of its own."""
+def _shares(result: RunResult) -> tuple[float, float] | None:
+    """(client % of its cores, server % of each of its cores), or None without samples."""
     client, server = result.cpu.get("client"), result.cpu.get("server")
     if client is None or server is None or client.samples == 0 or server.samples == 0:
-        return False
+        return None
     if client.cores_given <= 0:
-        return False
-    client_share = client.mean_pct / client.cores_given
-    server_share = server.mean_pct / max(server.cores_given, 1)
-    return client_share >= thresholds.client_pct_of_given and server_share < SERVER_HEADROOM_PCT
+        return None
+    return client.mean_pct / client.cores_given, server.mean_pct / max(server.cores_given, 1)
 
 
-def choose_metric(runs: list[ABRun], thresholds: SaturationThresholds) -> tuple[str, str]:
+def client_saturated(result: RunResult, thresholds: SaturationThresholds) -> bool:
+    """The client used at least ``thresholds.client_pct_of_given`` % of its cores."""
+    shares = _shares(result)
+    return shares is not None and shares[0] >= thresholds.client_pct_of_given
+
+
+def client_limited(result: RunResult, thresholds: SaturationThresholds) -> bool:
+    """The client saturated its cores while the server stayed below
+    :data:`SERVER_HEADROOM_PCT` % of each of its own."""
+    shares = _shares(result)
+    return shares is not None and shares[0] >= thresholds.client_pct_of_given and \
+        shares[1] < SERVER_HEADROOM_PCT
+
+
+def choose_metric(runs: list[ABRun], thresholds: SaturationThresholds,
+                  keys: ComparisonKeys | None = None) -> tuple[str, str]:
     """(metric, why) for ``auto`` from a first round of runs: the server's CPU time per
-    command only when the client was the bottleneck in most ok runs of *every* test on *each*
-    side. A side the change slowed off-CPU (fsync, a lock) stops saturating the client, so it
-    keeps the whole session on Ops/sec, which sees that slowdown."""
+    command only when, for *every* test (a suite in one topology, labelled by ``keys``), the
+    client was the bottleneck in most ok baseline runs and still saturated its cores in most
+    ok comparison runs. The server's headroom is judged on the baseline only: a slower
+    comparison server uses more of its core, and that must not steer the choice away from
+    the metric that sees it. A comparison slowed off-CPU (fsync, a lock) stops saturating the
+    client, which keeps the whole session on Ops/sec, the metric that sees that slowdown."""
+    keys = keys or ComparisonKeys.of(r.result for r in runs)
     groups: dict[tuple[str, str], list[RunResult]] = {}
     for run in runs:
         if run.result.ok:
-            groups.setdefault((run.result.test_name, run.side), []).append(run.result)
+            groups.setdefault((keys(run.result), run.side), []).append(run.result)
     if not groups:
         return THROUGHPUT_METRIC, "auto: no run succeeded, so Ops/sec decides"
-    criterion = (f"client >= {thresholds.client_pct_of_given:.0f} % of its cores, server "
-                 f"< {SERVER_HEADROOM_PCT:.0f} % of its own")
+    criterion = (f"client >= {thresholds.client_pct_of_given:.0f} % of its cores; on the "
+                 f"baseline also server < {SERVER_HEADROOM_PCT:.0f} % of its own")
     for (test, side), results in sorted(groups.items()):
-        limited = sum(client_limited(r, thresholds) for r in results)
+        check = client_limited if side == BASELINE else client_saturated
+        limited = sum(check(r, thresholds) for r in results)
         if 2 * limited <= len(results):
-            return THROUGHPUT_METRIC, (f"auto: the client was the bottleneck in {limited} of "
-                                       f"{len(results)} {side} runs of {test} ({criterion}), "
-                                       "so Ops/sec decides")
+            return THROUGHPUT_METRIC, (f"auto: the client was the bottleneck in only {limited} "
+                                       f"of {len(results)} {side} runs of {test} "
+                                       f"({criterion}), so Ops/sec decides")
     ok = [r for results in groups.values() for r in results]
-    limited = sum(client_limited(r, thresholds) for r in ok)
-    counted = (f"the client was the bottleneck in {limited} of {len(ok)} runs, most of every "
-               f"test on each side ({criterion})")
+    counted = (f"the client was the bottleneck in most runs of every test on each side "
+               f"({len(ok)} runs; {criterion})")
     if not all(SERVER_CPU_METRIC in r.metrics for r in ok):
         return THROUGHPUT_METRIC, (f"auto: {counted}, but some runs have no "
                                    f"{SERVER_CPU_METRIC} (too few commands), so Ops/sec "
@@ -84,7 +101,7 @@ class MetricChoice:
         if self.requested != AUTO:
             self.metric = self.requested
 
-    def resolve(self, runs: list[ABRun]) -> str:
+    def resolve(self, runs: list[ABRun], keys: ComparisonKeys | None = None) -> str:
         if self.metric is None:
-            self.metric, self.why = choose_metric(runs, self.thresholds)
+            self.metric, self.why = choose_metric(runs, self.thresholds, keys)
         return self.metric
