@@ -36,6 +36,7 @@ from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ABRun,
     Side,
+    disturbed_problems,
 )
 from redis_benchmarks_spec.runner.adaptive import (
     ABPairSource,
@@ -140,6 +141,7 @@ def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> AB
     failed = [r.result for r in runs if not r.result.ok]
     report.problems.extend(f"{with_topology(r)} ({r.context.ab_side}): {r.reason}"
                            for r in failed)
+    report.problems.extend(disturbed_problems([r.result for r in runs]))
     progress = {t: TestProgress(len(p.pairs), list(p.looks), p.stop_reason)
                 for t, p in outcome.progress.items()}
     return ABRecord(base_sha=job.base.sha, report=report.to_dict(), progress=progress)

@@ -34,7 +34,7 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
 )
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, split
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.document import DISTURBED, RunResult, find_result_files
 
 Point = tuple[int, float]
 _REP = re.compile(r"^rep-(\d+)$")
@@ -117,7 +117,9 @@ def _pairs(root: Path, metric: str, keys: ComparisonKeys) -> dict[str, list[tupl
         for path in find_result_files(root / side):
             rep = _repetition(path, root / side)
             doc = RunResult.read(path)
-            if rep is not None and doc.ok and metric in doc.metrics:
+            # as runner.ab.paired_samples: a disturbed run leaves its pair out
+            if rep is not None and doc.ok and DISTURBED not in doc.flags and \
+                    metric in doc.metrics:
                 values[(keys(doc), rep, side)] = doc.metrics[metric]
     tests = sorted({t for t, _, _ in values})
     reps = sorted({r for _, r, _ in values})

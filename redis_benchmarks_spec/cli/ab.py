@@ -33,7 +33,14 @@ from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.results.comparison_key import with_topology
-from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, paired_samples, run_ab
+from redis_benchmarks_spec.runner.ab import (
+    ABConfig,
+    ABRun,
+    Side,
+    disturbed_problems,
+    paired_samples,
+    run_ab,
+)
 from redis_benchmarks_spec.runner.adaptive import (
     ABPairSource,
     AdaptiveOutcome,
@@ -168,6 +175,10 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         report = compare_paired({t: p for t, p in pairs.items() if p},
                                 _options(args, choice), problems)
     options = _options(args, choice)
+    disturbed = disturbed_problems([r.result for r in runs])
+    report.problems.extend(disturbed)
+    for line in disturbed:
+        console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False, soft_wrap=True)
     if choice.why:
         report.method = f"{report.method}; metric {choice.metric}: {choice.why}"
         console.print(f"metric {escape(str(choice.metric))}: {escape(choice.why)}",

@@ -21,6 +21,9 @@ SCHEMA_VERSION = 1
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 STATUS_SKIPPED = "skipped"
+#: flag: other processes used the test's CPUs during the run (telemetry.cpu); A/B pairs and
+#: reports of A/B sessions leave such a run out
+DISTURBED = "disturbed"
 
 
 @dataclass

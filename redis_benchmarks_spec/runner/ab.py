@@ -14,10 +14,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, label
-from redis_benchmarks_spec.results.document import SESSION_AB, SESSION_RUN, GitInfo, RunResult
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, label, with_topology
+from redis_benchmarks_spec.results.document import (
+    DISTURBED,
+    SESSION_AB,
+    SESSION_RUN,
+    GitInfo,
+    RunResult,
+)
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.telemetry.cpu import FOREIGN
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
@@ -146,6 +153,24 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
     return runs
 
 
+def pairable(result: RunResult) -> bool:
+    """An ok run that other processes did not disturb (``telemetry.cpu``): a disturbed run
+    leaves its pair out, since the burst that hit it need not have hit the other side."""
+    return result.ok and DISTURBED not in result.flags
+
+
+def disturbed_problems(results: list[RunResult]) -> list[str]:
+    """One line per disturbed run, for the report's problems."""
+    out = []
+    for r in results:
+        if r.ok and DISTURBED in r.flags:
+            foreign = r.cpu.get(FOREIGN)
+            used = f"{foreign.mean_pct:.0f} % of a core" if foreign else "CPU time"
+            out.append(f"{with_topology(r)} ({r.context.ab_side}): disturbed (other processes "
+                       f"used {used} on its CPUs); its pair is left out")
+    return out
+
+
 def paired_samples(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
                    ) -> dict[str, list[tuple[float, float]]]:
     """Per test (a suite in one topology, labelled by ``keys``, by default from the runs),
@@ -154,7 +179,7 @@ def paired_samples(runs: list[ABRun], metric: str, keys: ComparisonKeys | None =
     keys = keys or ComparisonKeys.of(r.result for r in runs)
     values: dict[tuple[str, int, str], float] = {}
     for run in runs:
-        if run.result.ok and metric in run.result.metrics:
+        if pairable(run.result) and metric in run.result.metrics:
             values[(keys(run.result), run.repetition, run.side)] = run.result.metrics[metric]
     pairs: dict[str, list[tuple[float, float]]] = {}
     tests = sorted({k[0] for k in values})

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.loadgen.result import (
     drop_unmeasured_rates,
 )
 from redis_benchmarks_spec.results.document import (
+    DISTURBED,
     STATUS_FAILED,
     STATUS_OK,
     RunContext,
@@ -56,7 +57,13 @@ from redis_benchmarks_spec.runner.server_cpu import add_server_cpu
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
-from redis_benchmarks_spec.telemetry.cpu import CpuSampler, SaturationThresholds, is_client_bound
+from redis_benchmarks_spec.telemetry.cpu import (
+    FOREIGN,
+    CpuSampler,
+    SaturationThresholds,
+    is_client_bound,
+    is_disturbed,
+)
 from redis_benchmarks_spec.telemetry.window import MeasuredWindow, WindowOptions
 
 log = logging.getLogger(__name__)
@@ -302,6 +309,7 @@ class SuiteRun:
         procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
                  for inv in invocations]
         sampler.watch("client", [p.pid for p in procs])
+        sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()
         try:
             codes = [_wait(p, inv, env) for p, inv in zip(procs, invocations)]
@@ -453,8 +461,13 @@ def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
     client = sampler.usage("client", len(plan.client))
     server = sampler.usage("server", len(plan.server))
     result.cpu = {"client": client, "server": server}
+    foreign = sampler.usage(FOREIGN, len(set(plan.client) | set(plan.server)))
+    if foreign.samples:
+        result.cpu[FOREIGN] = foreign
     if is_client_bound(client, server, thresholds):
         result.flags.append(CLIENT_BOUND)
+    if is_disturbed(foreign, thresholds):
+        result.flags.append(DISTURBED)
 
 
 def _check_errors(before: node_stats.NodeSnapshots, after: node_stats.NodeSnapshots) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.runner.ab import BASELINE, ABRun
+from redis_benchmarks_spec.runner.ab import BASELINE, ABRun, pairable
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
@@ -63,7 +63,7 @@ def choose_metric(runs: list[ABRun], thresholds: SaturationThresholds,
     keys = keys or ComparisonKeys.of(r.result for r in runs)
     groups: dict[tuple[str, str], list[RunResult]] = {}
     for run in runs:
-        if run.result.ok:
+        if pairable(run.result):
             groups.setdefault((keys(run.result), run.side), []).append(run.result)
     if not groups:
         return THROUGHPUT_METRIC, "auto: no run succeeded, so Ops/sec decides"
