@@ -4,19 +4,19 @@ It feeds the saturation guard: a result limited by the load generator hides serv
 so each test records both sides and is flagged ``client-bound`` when the client used nearly
 all the CPU it was given while the server idled.
 
-It also measures **foreign** load: the busy time (everything but idle, iowait and steal in
-``/proc/stat``) of the CPUs the test was pinned to, minus the CPU time of the test's own
-processes. Other
-processes on those cores (another job on a shared machine, a test suite running beside a
-benchmark) slow the run in a way that has nothing to do with the binary, and a burst of it
-that hits one side of an A/B pair more than the other can flip a verdict: measured on the
-2-core VM, three disturbed baseline runs in a row (client at 58-70 % of its core instead of
-95 %) made a 3 % slower server look +12 % faster. A run whose foreign load reaches
-``disturbed_pct`` is flagged ``disturbed`` and A/B pairs leave it out (``runner.ab``).
-Interrupt time counts as busy: the kernel charges the loopback traffic it handles for our
-processes to their own CPU times as well (measured here with redis-benchmark GET against a
-pinned server: processes 181 % of a core, /proc/stat user+system 129 % plus irq+softirq
-48 %), so leaving it out would hide a real busy loop behind our own network work.
+It also measures **foreign** load: the CPU time other user-space processes spent on the CPUs
+the test was pinned to, each process's time weighted by the share of its allowed CPUs that
+are the test's (1 for a process pinned there, 2/64 for an unpinned one on 64 cores). The
+test's own processes (this process and its descendants: servers, clients, profilers) and
+kernel threads do not count: the kernel flushes an ``appendfsync always`` server's writes in
+its own threads, on the test's behalf. Other processes on those cores (another job on a
+shared machine, a test suite running beside a benchmark) slow the run in a way that has
+nothing to do with the binary, and a burst of it that hits one side of an A/B pair more than
+the other can flip a verdict: measured on the 2-core VM, three disturbed baseline runs in a
+row (client at 58-70 % of its core instead of 95 %) made a 3 % slower server look +12 %
+faster. A run whose foreign load reaches ``disturbed_pct`` is flagged ``disturbed`` and A/B
+pairs leave it out (``runner.ab``). What it cannot see: processes of other PID namespaces
+(other containers) and other virtual machines (their time shows as steal).
 """
 
 from __future__ import annotations
@@ -57,36 +57,43 @@ def _tree_times(pid: int) -> float:
 FOREIGN = "foreign"
 
 
-def _busy_seconds(cpus: list[int]) -> float:
-    """Non-idle seconds of these CPUs since boot (user, nice, system, irq, softirq; 0.0 when
-    unreadable)."""
-    try:
-        per_cpu = psutil.cpu_times(percpu=True)
-    except (OSError, RuntimeError):
-        return 0.0
-    return sum(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0)
-               for i, t in enumerate(per_cpu) if i in cpus)
-
-
-def _own_seconds(pids: list[int]) -> float:
-    """CPU seconds of everything this test started: this process and its descendants
-    (servers, clients, profilers, the sampler itself) and the watched processes' trees
-    (a server in a container is not a descendant), each process counted once."""
-    procs: dict[int, psutil.Process] = {}
+def _own_pids(pids: list[int]) -> set[int]:
+    """This process, its descendants and the watched processes' trees (a server in a
+    container is not a descendant)."""
+    own: set[int] = set()
     for pid in {os.getpid(), *pids}:
         try:
             root = psutil.Process(pid)
-            procs.update({p.pid: p for p in [root, *root.children(recursive=True)]})
+            own.update(p.pid for p in [root, *root.children(recursive=True)])
         except psutil.NoSuchProcess:
             continue
-    total = 0.0
-    for proc in procs.values():
-        try:
-            t = proc.cpu_times()
-            total += t.user + t.system
-        except psutil.NoSuchProcess:
-            continue
-    return total
+    return own
+
+
+class ForeignLoad:
+    """CPU seconds of other user-space processes on ``cpus``, weighted (see the module doc),
+    counted from the first call of :meth:`seconds` on."""
+
+    def __init__(self, cpus: list[int]) -> None:
+        self.cpus = set(cpus)
+        self._last: dict[int, float] = {}
+
+    def seconds(self, own: set[int]) -> float:
+        """Weighted CPU seconds other processes used since the previous call."""
+        total, seen = 0.0, {}
+        for proc in psutil.process_iter(["ppid", "cpu_times", "cpu_affinity"]):
+            info = proc.info
+            times, affinity = info.get("cpu_times"), info.get("cpu_affinity")
+            # kernel threads (children of kthreadd, pid 2) work on everyone's behalf
+            if proc.pid in own or proc.pid == 2 or info.get("ppid") == 2 or times is None:
+                continue
+            used = times.user + times.system
+            seen[proc.pid] = used
+            if proc.pid in self._last and affinity:
+                weight = len(self.cpus.intersection(affinity)) / len(affinity)
+                total += weight * max(0.0, used - self._last[proc.pid])
+        self._last = seen
+        return total
 
 
 class CpuSampler:
@@ -119,8 +126,10 @@ class CpuSampler:
         last = {side: (time.monotonic(), sum(_tree_times(p) for p in pids))
                 for side, pids in self._pids.items()}
         watched = [p for pids in self._pids.values() for p in pids]
-        busy, own, busy_t = (_busy_seconds(self._cpus), _own_seconds(watched),
-                             time.monotonic())
+        foreign = ForeignLoad(self._cpus)
+        if self._cpus:
+            foreign.seconds(_own_pids(watched))
+        busy_t = time.monotonic()
         while not self._stop.wait(self.interval):
             for side, pids in list(self._pids.items()):
                 now, used = time.monotonic(), sum(_tree_times(p) for p in pids)
@@ -129,14 +138,10 @@ class CpuSampler:
                     self._samples[side].append(100.0 * (used - u0) / (now - t0))
                 last[side] = (now, used)
             if self._cpus:
-                busy_now, own_now, now = (_busy_seconds(self._cpus), _own_seconds(watched),
-                                          time.monotonic())
-                # own time may fall on other CPUs (unpinned threads): never below 0; a
-                # process of ours that exited took its time along: no sample then
-                foreign = max(0.0, (busy_now - busy) - (own_now - own))
-                if now > busy_t and own_now >= own:
-                    self._samples[FOREIGN].append(100.0 * foreign / (now - busy_t))
-                busy, own, busy_t = busy_now, own_now, now
+                used, now = foreign.seconds(_own_pids(watched)), time.monotonic()
+                if now > busy_t:
+                    self._samples[FOREIGN].append(100.0 * used / (now - busy_t))
+                busy_t = now
 
     def stop(self) -> None:
         self._stop.set()
