@@ -7,8 +7,8 @@ all the CPU it was given while the server idled.
 It also measures **foreign** load: the CPU time other user-space processes spent on the CPUs
 the test was pinned to, each process's time weighted by the share of its allowed CPUs that
 are the test's (1 for a process pinned there, 2/64 for an unpinned one on 64 cores). The
-test's own processes (this process and its descendants: servers, clients, profilers) and
-kernel threads do not count: the kernel flushes an ``appendfsync always`` server's writes in
+test's own processes (this process, the ones that started it and its descendants: servers,
+clients, profilers) and kernel threads do not count: the kernel flushes an ``appendfsync always`` server's writes in
 its own threads, on the test's behalf. Other processes on those cores (another job on a
 shared machine, a test suite running beside a benchmark) slow the run in a way that has
 nothing to do with the binary, and a burst of it that hits one side of an A/B pair more than
@@ -58,9 +58,14 @@ FOREIGN = "foreign"
 
 
 def _own_pids(pids: list[int]) -> set[int]:
-    """This process, its descendants and the watched processes' trees (a server in a
-    container is not a descendant)."""
+    """This process, its ancestors (the shell, ``make``, pytest or the agent daemon that
+    started the run and waits for it), its descendants and the watched processes' trees (a
+    server in a container is not a descendant)."""
     own: set[int] = set()
+    try:
+        own.update(p.pid for p in psutil.Process().parents())
+    except psutil.NoSuchProcess:
+        pass
     for pid in {os.getpid(), *pids}:
         try:
             root = psutil.Process(pid)
@@ -157,9 +162,15 @@ class CpuSampler:
         return CpuUsage(len(body), sum(body) / len(body), max(body), cores_given)
 
 
+#: fewer samples (a run under a second, e.g. a profiled one of a fixed request count) are too
+#: short to tell a burst from the run's own start-up
+MIN_DISTURBED_SAMPLES = 4
+
+
 def is_disturbed(foreign: CpuUsage | None, thresholds: SaturationThresholds) -> bool:
-    """Other processes used the test's CPUs for ``disturbed_pct`` % of a core or more."""
-    return foreign is not None and foreign.samples > 0 and \
+    """Other processes used the test's CPUs for ``disturbed_pct`` % of a core or more, over
+    at least :data:`MIN_DISTURBED_SAMPLES` samples."""
+    return foreign is not None and foreign.samples >= MIN_DISTURBED_SAMPLES and \
         foreign.mean_pct >= thresholds.disturbed_pct
 
 
