@@ -124,7 +124,12 @@ def test_changepoints_on_real_runs_and_compare_baseline_window(
     assert step["before"]["commit"] == _sha(RUNS_PER_SIDE - 1)
     assert step["after"]["commit"] == _sha(RUNS_PER_SIDE)
     assert step["change_pct"] < -20 and step["worse"]
-    assert step["ci_low_pct"] <= step["change_pct"] <= step["ci_high_pct"] < 0
+    if step["ci_low_pct"] is None or step["ci_high_pct"] is None:
+        # a noise step found right after the real one leaves a segment too short for a 95 %
+        # Mann-Whitney interval (seen once in CI); the interval is then reported missing
+        assert min(step["n_before"], step["n_after"]) <= 3, step
+    else:
+        assert step["ci_low_pct"] <= step["change_pct"] <= step["ci_high_pct"] < 0
     assert step["p_value"] < 1e-4
 
     # the table names the commits
