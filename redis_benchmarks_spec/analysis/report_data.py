@@ -33,8 +33,8 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
     compare_recorded,
 )
 from redis_benchmarks_spec.datasink import keys, reader
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, split
-from redis_benchmarks_spec.results.document import DISTURBED, RunResult, find_result_files
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, pairable, split
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 Point = tuple[int, float]
 _REP = re.compile(r"^rep-(\d+)$")
@@ -118,8 +118,7 @@ def _pairs(root: Path, metric: str, keys: ComparisonKeys) -> dict[str, list[tupl
             rep = _repetition(path, root / side)
             doc = RunResult.read(path)
             # as runner.ab.paired_samples: a disturbed run leaves its pair out
-            if rep is not None and doc.ok and DISTURBED not in doc.flags and \
-                    metric in doc.metrics:
+            if rep is not None and pairable(doc) and metric in doc.metrics:
                 values[(keys(doc), rep, side)] = doc.metrics[metric]
     tests = sorted({t for t, _, _ in values})
     reps = sorted({r for _, r, _ in values})

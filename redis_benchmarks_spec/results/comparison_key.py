@@ -12,13 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from redis_benchmarks_spec.results.document import STATUS_SKIPPED, RunResult
+from redis_benchmarks_spec.results.document import DISTURBED, STATUS_SKIPPED, RunResult
 
 SEPARATOR = " @ "
 
 
 def label(name: str, topology: str, several: bool) -> str:
     return f"{name}{SEPARATOR}{topology}" if several else name
+
+
+def pairable(doc: RunResult) -> bool:
+    """An ok run that other processes did not disturb (``telemetry.cpu``): a disturbed run
+    leaves its A/B pair out, since the burst that hit it need not have hit the other side."""
+    return doc.ok and DISTURBED not in doc.flags
 
 
 def with_topology(doc: RunResult) -> str:

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, label, with_topology
+from redis_benchmarks_spec.results.comparison_key import (
+    ComparisonKeys,
+    label,
+    pairable,
+    with_topology,
+)
 from redis_benchmarks_spec.results.document import (
     DISTURBED,
     SESSION_AB,
@@ -151,12 +156,6 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
         runs += run_ab(replace(config, session=session), [test.suite], on_run=on_run,
                        on_start=on_start)
     return runs
-
-
-def pairable(result: RunResult) -> bool:
-    """An ok run that other processes did not disturb (``telemetry.cpu``): a disturbed run
-    leaves its pair out, since the burst that hit it need not have hit the other side."""
-    return result.ok and DISTURBED not in result.flags
 
 
 def disturbed_problems(results: list[RunResult]) -> list[str]:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, pairable
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.runner.ab import BASELINE, ABRun, pairable
+from redis_benchmarks_spec.runner.ab import BASELINE, ABRun
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
