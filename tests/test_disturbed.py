@@ -8,8 +8,12 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+from redis_benchmarks_spec.analysis.compare import BUSY, IMPROVEMENT, CompareOptions
+from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.results.document import DISTURBED, STATUS_OK, CpuUsage, RunResult
 from redis_benchmarks_spec.runner.ab import (
     BASELINE,
@@ -18,7 +22,14 @@ from redis_benchmarks_spec.runner.ab import (
     disturbed_problems,
     paired_samples,
 )
-from redis_benchmarks_spec.telemetry.cpu import FOREIGN
+from redis_benchmarks_spec.telemetry.cpu import (
+    FOREIGN,
+    CpuSampler,
+    SaturationThresholds,
+    is_disturbed,
+)
+
+INSTRUCTIONS = "instructions_per_op"
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
@@ -82,6 +93,56 @@ def test_an_ab_leaves_the_pair_of_a_disturbed_run_out_and_says_so() -> None:
             _ab(2, BASELINE, 101.0), _ab(2, COMPARISON, 98.0)]
     assert paired_samples(runs, "ALL_STATS.Totals.Ops/sec") == {
         "t": [(100.0, 97.0), (101.0, 98.0)]}
-    assert disturbed_problems([r.result for r in runs]) == [
+    sets = pair_runs(runs, "ALL_STATS.Totals.Ops/sec")
+    assert sets["t"].disturbed == 1 and sets["t"].repetitions == [0, 2]
+    assert disturbed_problems([r.result for r in runs], "ALL_STATS.Totals.Ops/sec") == [
         ("t @ oss-standalone (baseline): disturbed (other processes used 55 % of a core on "
-         "its CPUs); its pair is left out")]
+         "its CPUs); its pair is left out of ALL_STATS.Totals.Ops/sec")]
+
+
+def _counted(rep: int, side: str, ops: float, instructions: float,
+             disturbed: bool) -> ABRun:
+    run = _ab(rep, side, ops, disturbed)
+    run.result.metrics[INSTRUCTIONS] = instructions
+    return run
+
+
+def test_instruction_counts_keep_every_pair_and_a_busy_time_metric_says_busy() -> None:
+    """Foreign load slows the server, it does not change what it executes: instruction pairs
+    are all used. The same disturbed pairs of Ops/sec are counted and named: BUSY, not an
+    empty table."""
+    runs = []
+    for rep in range(6):
+        runs += [_counted(rep, BASELINE, 100.0 + rep, 5000.0 + rep, disturbed=rep < 5),
+                 _counted(rep, COMPARISON, 99.0 + rep, 4085.0 + rep, disturbed=False)]
+    assert disturbed_problems([r.result for r in runs], INSTRUCTIONS) == []
+    report = judge(runs, Judging(CompareOptions(metric="ALL_STATS.Totals.Ops/sec")))
+    row = report.rows[0]
+    assert row.verdict == BUSY and row.n_disturbed == 5, row
+    assert row.reason.startswith("BUSY: 5 of 6 pairs disturbed"), row.reason
+    assert report.has_busy and report.summary[BUSY] == 1
+    inst = report.instructions
+    assert inst is not None and inst.rows[0].n_baseline == 6
+    assert inst.rows[0].verdict == IMPROVEMENT and inst.rows[0].n_disturbed == 0
+
+
+def test_foreign_load_is_measured_the_same_way_over_any_window_length() -> None:
+    """A window shorter than one sampling interval is measured over its partial interval:
+    a busy loop on the watched CPU flags a 0.15 s window as it flags a 1.5 s one."""
+    taskset = shutil.which("taskset") or "taskset"
+    loop = subprocess.Popen([taskset, "-c", "0", sys.executable, "-c", "while True: pass"])
+    try:
+        got = []
+        for length in (0.15, 1.5):
+            sampler = CpuSampler()
+            sampler.watch_cpus([0])
+            sampler.start()
+            time.sleep(length)
+            sampler.stop()
+            got.append(sampler.usage(FOREIGN, 1))
+    finally:
+        loop.kill()
+        loop.wait(timeout=10)
+    for usage in got:
+        assert usage.samples >= 1 and usage.mean_pct >= 20.0, got
+        assert is_disturbed(usage, SaturationThresholds()), got

@@ -20,8 +20,9 @@ from pathlib import Path
 import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
-from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import context_from_results, short, side_from_results
+from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
@@ -42,6 +43,7 @@ from redis_benchmarks_spec.runner.adaptive import (
     ABPairSource,
     AdaptiveOutcome,
     AdaptivePlan,
+    session_record,
     until_decided,
 )
 from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
@@ -128,10 +130,21 @@ def run_pairs(job: PairedRun, suites: list[Suite],
     return outcome, runs
 
 
+def final_report(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> ComparisonReport:
+    """The verdicts of the session's runs through the one engine, judged at the looks the
+    rounds took (what ``rbs report`` of the same runs says)."""
+    options = outcome.report.options
+    record = session_record(_plan(job.budget), outcome, options.metric)
+    how = Judging(options, paired=True, record=record, tests=list(outcome.progress))
+    report = judge(runs, how)
+    report.method = outcome.report.method
+    return report
+
+
 def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> ABRecord:
     """The broker record the comment is rendered from: the report with its header, and per
     test the pairs taken and why it stopped."""
-    report = outcome.report
+    report = final_report(job, outcome, runs)
     docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
             for side in (BASELINE, COMPARISON)}
     report.context = context_from_results(
@@ -141,7 +154,8 @@ def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> AB
     failed = [r.result for r in runs if not r.result.ok]
     report.problems.extend(f"{with_topology(r)} ({r.context.ab_side}): {r.reason}"
                            for r in failed)
-    report.problems.extend(disturbed_problems([r.result for r in runs]))
+    report.problems.extend(disturbed_problems([r.result for r in runs],
+                                              report.options.metric))
     progress = {t: TestProgress(len(p.pairs), list(p.looks), p.stop_reason)
                 for t, p in outcome.progress.items()}
     return ABRecord(base_sha=job.base.sha, report=report.to_dict(), progress=progress)

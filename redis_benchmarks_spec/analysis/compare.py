@@ -18,8 +18,9 @@ import numpy as np
 
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.context import CompareContext
-from redis_benchmarks_spec.analysis.paired import best_paired_shift
+from redis_benchmarks_spec.analysis.paired import NoisePrior, best_paired_shift
 from redis_benchmarks_spec.analysis.verdict import (
+    BUSY,
     DEFAULT_METRIC,
     IMPROVEMENT,
     NO_CHANGE,
@@ -38,6 +39,7 @@ from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 __all__ = [
+    "BUSY",
     "DEFAULT_METRIC",
     "IMPROVEMENT",
     "NO_CHANGE",
@@ -87,6 +89,8 @@ class Comparison:
     # comparison median / baseline median - 1: shown beside the change (a different estimator)
     median_ratio_pct: float | None = None
     method: str = ""  # the interval method of this row (paired rows choose per test)
+    # pairs (runs, unpaired) left out because other processes disturbed them (time metrics)
+    n_disturbed: int = 0
 
 
 @dataclass
@@ -99,6 +103,8 @@ class ComparisonReport:
     problems: list[str] = field(default_factory=list)
     method: str = UNPAIRED_METHOD
     context: CompareContext | None = None  # what was compared (the reports' header)
+    # the same runs judged on instructions per op, when they were counted (analysis.engine)
+    instructions: ComparisonReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
@@ -108,12 +114,14 @@ class ComparisonReport:
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
         """The report :meth:`to_dict` wrote."""
         context = raw.get("context")
+        instructions = raw.get("instructions")
         return cls(rows=[Comparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
                    problems=list(raw.get("problems", [])),
                    method=raw.get("method", UNPAIRED_METHOD),
-                   context=CompareContext.from_dict(context) if context else None)
+                   context=CompareContext.from_dict(context) if context else None,
+                   instructions=cls.from_dict(instructions) if instructions else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""
@@ -122,6 +130,16 @@ class ComparisonReport:
     @property
     def has_regression(self) -> bool:
         return any(r.verdict == REGRESSION for r in self.rows)
+
+    @property
+    def has_busy(self) -> bool:
+        """A test left undecided because its pairs were disturbed (here or on instructions)."""
+        return any(r.verdict == BUSY for r in self.rows) or \
+            (self.instructions is not None and self.instructions.has_busy)
+
+    def recount(self) -> None:
+        """The summary again, after rows' verdicts were changed."""
+        self.summary = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
 
 
 @dataclass
@@ -192,7 +210,7 @@ def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence
 
 
 def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
-                    options: CompareOptions) -> PendingRow:
+                    options: CompareOptions, prior: NoisePrior | None = None) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
     row = base_row(test, baseline, comparison, options)
     row.paired = True
@@ -200,7 +218,7 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
         row.reason = "no complete pairs"
         return PendingRow(row, False)
     try:
-        shift = best_paired_shift(pairs, options.confidence)
+        shift = best_paired_shift(pairs, options.confidence, prior)
     except ValueError as exc:
         row.reason = str(exc)
         return PendingRow(row, False)
@@ -257,10 +275,14 @@ def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
 
 def compare_paired(pairs: dict[str, list[tuple[float, float]]],
                    options: CompareOptions | None = None,
-                   problems: list[str] | None = None) -> ComparisonReport:
-    """Compare (baseline, comparison) pairs per test, paired by repetition."""
+                   problems: list[str] | None = None,
+                   priors: dict[str, NoisePrior] | None = None) -> ComparisonReport:
+    """Compare (baseline, comparison) pairs per test, paired by repetition; ``priors`` are
+    the tests' known noise levels (:mod:`analysis.noise`)."""
     options = options or CompareOptions()
-    pending = [_measure_paired(t, list(p), options) for t, p in sorted(pairs.items())]
+    priors = priors or {}
+    pending = [_measure_paired(t, list(p), options, priors.get(t))
+               for t, p in sorted(pairs.items())]
     return finish_report(pending, options, problems or [], PAIRED_METHOD)
 
 

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.analysis.compare import (
+    BUSY,
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
@@ -23,9 +24,9 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
-                 UNKNOWN: "yellow", NO_CHANGE: "dim"}
+                 UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
 VERDICT_ICON = {REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:",
-                UNKNOWN: ":grey_question:", NO_CHANGE: ":white_circle:"}
+                UNKNOWN: ":grey_question:", BUSY: ":hourglass:", NO_CHANGE: ":white_circle:"}
 NA = "–"
 
 
@@ -98,8 +99,9 @@ def _n(row: Comparison) -> str:
 
 def _summary_line(report: ComparisonReport) -> str:
     s = report.summary
+    busy = f", {s[BUSY]} busy" if s.get(BUSY) else ""
     return (f"{s.get(REGRESSION, 0)} regression(s), {s.get(IMPROVEMENT, 0)} improvement(s), "
-            f"{s.get(UNKNOWN, 0)} unknown, {s.get(NO_CHANGE, 0)} no change "
+            f"{s.get(UNKNOWN, 0)} unknown{busy}, {s.get(NO_CHANGE, 0)} no change "
             f"({len(report.rows)} test(s))")
 
 
@@ -144,7 +146,9 @@ def _footnote(report: ComparisonReport) -> str:
             f"floor and the Benjamini-Hochberg adjusted p (across all {len(report.rows)} tests) "
             f"is below alpha={o.alpha:g}; NO CHANGE when the CI lies inside the noise floor; "
             "otherwise UNKNOWN with the estimated runs per side that would likely decide it "
-            "(runs needed). p (adj) = raw p-value (BH-adjusted). n b / c = points per side.")
+            "(runs needed), or BUSY when pairs were left out because other processes disturbed "
+            "them. p (adj) = raw p-value (BH-adjusted). n b / c = points per side (pairs "
+            "used, when paired).")
 
 
 # --- rich ----------------------------------------------------------------------------------
@@ -168,12 +172,12 @@ def to_rich_table(report: ComparisonReport) -> Table:
         table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
                       _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
                       _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
-                      _needed(row) if row.verdict == UNKNOWN else "", why)
+                      _needed(row) if row.verdict in (UNKNOWN, BUSY) else "", why)
     return table
 
 
 def _ordered(report: ComparisonReport) -> list[Comparison]:
-    rank = {REGRESSION: 0, IMPROVEMENT: 1, UNKNOWN: 2, NO_CHANGE: 3}
+    rank = {REGRESSION: 0, IMPROVEMENT: 1, BUSY: 2, UNKNOWN: 3, NO_CHANGE: 4}
     return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
 
 
@@ -246,6 +250,8 @@ def markdown_verdicts(report: ComparisonReport, level: str = "###") -> list[str]
                          report.by_verdict(IMPROVEMENT), _md_flagged_row, [*header, "Why"],
                          level)
     unknown_header = [*header[:-1], "Runs/side needed", "Why"]
+    lines += _md_section(f"{VERDICT_ICON[BUSY]} Busy (pairs disturbed by other processes)",
+                         report.by_verdict(BUSY), _md_unknown_row, unknown_header, level)
     lines += _md_section(f"{VERDICT_ICON[UNKNOWN]} Unknown", report.by_verdict(UNKNOWN),
                          _md_unknown_row, unknown_header, level)
     no_change = report.by_verdict(NO_CHANGE)
@@ -273,7 +279,17 @@ def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -
     lines = [f"## {title}", "", *markdown_header(report.context), summary_markdown(report), ""]
     lines += markdown_verdicts(report)
     lines += [f"<sub>{_footnote(report)}</sub>", ""]
+    if report.instructions is not None:
+        lines += instructions_markdown(report.instructions)
     return "\n".join(lines)
+
+
+def instructions_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
+    """The same runs judged on instructions per op (a deterministic metric)."""
+    title = (f"{level} Instructions per op ({report.options.metric}, noise floor "
+             f"±{report.options.noise_floor_pct:g}%)")
+    return [title, "", summary_markdown(report), "",
+            *markdown_verdicts(report, level + "#"), f"<sub>{_footnote(report)}</sub>", ""]
 
 
 # --- json ----------------------------------------------------------------------------------

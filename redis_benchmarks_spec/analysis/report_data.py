@@ -10,34 +10,31 @@ and (optionally) the datasink's history. Nothing here draws or formats.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.analysis.compare import (
-    CompareOptions,
-    ComparisonReport,
-    compare_paired,
-    compare_samples,
-)
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import (
     context_from_results,
     result_documents,
     side_from_results,
 )
-from redis_benchmarks_spec.analysis.sequential_compare import (
-    SEQUENTIAL_RECORD,
-    SequentialRecord,
-    compare_recorded,
+from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.session_folder import (
+    RunsOnDisk,
+    SessionFolderError,
+    is_session,
+    load_folders,
+    load_session,
 )
+from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.datasink import keys, reader
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, pairable, split
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, split
+from redis_benchmarks_spec.results.document import RunResult
 
 Point = tuple[int, float]
-_REP = re.compile(r"^rep-(\d+)$")
 
 
 class ReportInputError(ValueError):
@@ -103,33 +100,9 @@ def _docs(directory: Path) -> list[RunResult]:
     return result_documents(directory)
 
 
-def _repetition(path: Path, root: Path) -> int | None:
-    for part in path.relative_to(root).parts:
-        if m := _REP.match(part):
-            return int(m[1])
-    return None
-
-
-def _pairs(root: Path, metric: str, keys: ComparisonKeys) -> dict[str, list[tuple[float, float]]]:
-    """Per test, (baseline, comparison) values of repetitions where both sides have one."""
-    values: dict[tuple[str, int, str], float] = {}
-    for side in ("baseline", "comparison"):
-        for path in find_result_files(root / side):
-            rep = _repetition(path, root / side)
-            doc = RunResult.read(path)
-            # as runner.ab.paired_samples: a disturbed run leaves its pair out
-            if rep is not None and pairable(doc) and metric in doc.metrics:
-                values[(keys(doc), rep, side)] = doc.metrics[metric]
-    tests = sorted({t for t, _, _ in values})
-    reps = sorted({r for _, r, _ in values})
-    return {t: [(values[(t, r, "baseline")], values[(t, r, "comparison")]) for r in reps
-                if (t, r, "baseline") in values and (t, r, "comparison") in values]
-            for t in tests}
-
-
 def from_folder(root: Path, options: CompareOptions) -> ReportData:
     """A results folder, or an A/B session when it holds ``baseline/`` and ``comparison/``."""
-    if (root / "baseline").is_dir() and (root / "comparison").is_dir():
+    if is_session(root):
         return from_ab_session(root, options)
     docs = _docs(root)
     if not docs:
@@ -144,54 +117,52 @@ def _server_label(docs: list[RunResult]) -> str:
     return "redis-server " + ", ".join(servers) if servers else "?"
 
 
+def from_runs(title: str, runs: list[ABRun], report: ComparisonReport,
+              labels: tuple[str, str] = (BASELINE, COMPARISON)) -> ReportData:
+    """A page of runs already judged (``rbs run --html`` holds both in memory)."""
+    keys = ComparisonKeys.of(r.result for r in runs)
+    sides = [_side(label, [r.result for r in runs if r.side == side], keys)
+             for side, label in zip((BASELINE, COMPARISON), labels, strict=True)]
+    return ReportData(title=title, metric=report.options.metric, sides=sides, report=report,
+                      problems=list(report.problems))
+
+
+def judged(found: RunsOnDisk, options: CompareOptions,
+           labels: tuple[str, str] | None = None) -> ComparisonReport:
+    """The engine's report of runs read from disk, with the header of their documents
+    (each side labelled by ``labels``, by default by its server binary)."""
+    record = found.record if found.record and found.record.metric == options.metric else None
+    report = judge(found.runs, Judging(options, found.paired, record, found.priors),
+                   found.problems)
+    ok_b = [d for d in found.side(BASELINE) if d.ok]
+    ok_c = [d for d in found.side(COMPARISON) if d.ok]
+    names = labels or (_server_label(ok_b), _server_label(ok_c))
+    report.context = context_from_results(side_from_results(names[0], ok_b),
+                                          side_from_results(names[1], ok_c),
+                                          ok_b + ok_c, paired=found.paired)
+    return report
+
+
 def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
-    """An interleaved A/B session: compared paired by repetition."""
-    base, comp = _docs(root / "baseline"), _docs(root / "comparison")
-    keys = ComparisonKeys.of([*base, *comp])
-    pairs = {t: p for t, p in _pairs(root, options.metric, keys).items() if p}
-    if not pairs:
-        raise ReportInputError(f"{root}: no repetition has an ok run on both sides")
-    record = _sequential_record(root, options.metric)
-    report = compare_paired(pairs, options) if record is None else \
-        compare_recorded(pairs, record, options)
-    ok_b, ok_c = [d for d in base if d.ok], [d for d in comp if d.ok]
-    report.context = context_from_results(side_from_results(_server_label(ok_b), ok_b),
-                                          side_from_results(_server_label(ok_c), ok_c),
-                                          ok_b + ok_c, paired=True)
-    return ReportData(title=f"A/B session {root}", metric=options.metric,
-                      sides=[_side("baseline", base, keys), _side("comparison", comp, keys)],
-                      report=report)
-
-
-def _sequential_record(root: Path, metric: str) -> SequentialRecord | None:
-    """The design of an ``--until-decided`` session, when it was run on this metric: its
-    pairs are then judged as the run judged them (repeated p-values and intervals), so the
-    page and the run's table agree. Another metric is compared fixed-sample."""
-    path = root / SEQUENTIAL_RECORD
-    if not path.is_file():
-        return None
+    """An interleaved A/B session: its runs judged by the engine, as the run judged them."""
     try:
-        record = SequentialRecord.from_json(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ReportInputError(f"{path}: {exc}") from None
-    return record if record.metric == metric else None
+        found = load_session(root)
+    except SessionFolderError as exc:
+        raise ReportInputError(str(exc)) from None
+    report = judged(found, options)
+    if not report.rows:
+        raise ReportInputError(f"{root}: no ok run on both sides of the session")
+    return from_runs(f"A/B session {root}", found.runs, report)
 
 
 def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) -> ReportData:
-    """Two results folders, compared unpaired."""
-    docs = [_docs(baseline), _docs(comparison)]
-    keys = ComparisonKeys.of([*docs[0], *docs[1]])
-    sides = [_side("baseline", docs[0], keys), _side("comparison", docs[1], keys)]
-    samples = {t: (sides[0].values(t, options.metric), sides[1].values(t, options.metric))
-               for t in sorted(set(sides[0].runs) | set(sides[1].runs))}
-    report = compare_samples(samples, options)
-    ok = [r for s in sides for runs in s.runs.values() for r in runs]
-    report.context = context_from_results(
-        side_from_results(str(baseline), [r for rs in sides[0].runs.values() for r in rs]),
-        side_from_results(str(comparison), [r for rs in sides[1].runs.values() for r in rs]),
-        ok)
-    return ReportData(title=f"{baseline} vs {comparison}", metric=options.metric,
-                      sides=sides, report=report)
+    """Two results folders: one session's sides (paired), else two samples (unpaired)."""
+    try:
+        found = load_folders(baseline, comparison)
+    except SessionFolderError as exc:
+        raise ReportInputError(str(exc)) from None
+    report = judged(found, options, (str(baseline), str(comparison)))
+    return from_runs(f"{baseline} vs {comparison}", found.runs, report)
 
 
 def from_report_json(path: Path) -> ReportData:

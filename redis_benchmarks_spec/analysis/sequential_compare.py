@@ -17,7 +17,7 @@ from redis_benchmarks_spec.analysis.compare import (
     fill_shift,
     finish_report,
 )
-from redis_benchmarks_spec.analysis.paired import best_paired_shift, log_ratios
+from redis_benchmarks_spec.analysis.paired import NoisePrior, best_paired_shift, log_ratios
 from redis_benchmarks_spec.analysis.sequential import (
     SequentialPlan,
     nominal_level,
@@ -32,7 +32,8 @@ SEQUENTIAL_METHOD = ("group-sequential design, Lan-DeMets {spending} alpha spend
 
 
 def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[int],
-             plan: SequentialPlan, options: CompareOptions) -> PendingRow:
+             plan: SequentialPlan, options: CompareOptions,
+             prior: NoisePrior | None = None) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
     row = base_row(test, baseline, comparison, options)
     row.paired = True
@@ -41,11 +42,11 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
         row.reason = "fewer than 2 complete pairs"
         return PendingRow(row, False)
     try:
-        p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n]).p_value),
+        p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior).p_value),
                                plan.fractions(looks[:j + 1]), plan.spending)
                     for j, n in enumerate(looks)]
         level = nominal_level(plan.fractions(looks), plan.alpha, plan.spending)
-        shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level)
+        shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level, prior)
     except ValueError as exc:
         row.reason = str(exc)
         return PendingRow(row, False)
@@ -61,7 +62,8 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
 def compare_sequential(pairs: dict[str, list[tuple[float, float]]],
                        looks: dict[str, list[int]], plan: SequentialPlan,
                        options: CompareOptions | None = None,
-                       problems: list[str] | None = None) -> ComparisonReport:
+                       problems: list[str] | None = None,
+                       priors: dict[str, NoisePrior] | None = None) -> ComparisonReport:
     """Every test's pairs and the pair counts at which it was looked at (increasing, the last
     one the current look), judged with the design's repeated p-values and intervals."""
     options = options or CompareOptions(alpha=plan.alpha)
@@ -69,7 +71,8 @@ def compare_sequential(pairs: dict[str, list[tuple[float, float]]],
         if list(counts) != sorted(set(counts)) or (counts and counts[-1] > plan.max_pairs):
             raise ValueError(f"{test}: looks must increase and stay within "
                              f"{plan.max_pairs} pairs: {counts}")
-    pending = [_measure(t, list(p), looks.get(t, [len(p)]), plan, options)
+    priors = priors or {}
+    pending = [_measure(t, list(p), looks.get(t, [len(p)]), plan, options, priors.get(t))
                for t, p in sorted(pairs.items())]
     method = SEQUENTIAL_METHOD.format(spending=plan.spending, max_pairs=plan.max_pairs)
     return finish_report(pending, options, problems or [], method)
@@ -124,11 +127,12 @@ class SequentialRecord:
 
 
 def compare_recorded(pairs: dict[str, list[tuple[float, float]]], record: SequentialRecord,
-                     options: CompareOptions) -> ComparisonReport:
+                     options: CompareOptions,
+                     priors: dict[str, NoisePrior] | None = None) -> ComparisonReport:
     """The session's pairs judged at the looks the run took: the same table as the run's."""
     looks = {t: [n for n in record.looks.get(t, []) if n <= len(p)] or [len(p)]
              for t, p in pairs.items()}
-    report = compare_sequential(pairs, looks, record.plan, options)
+    report = compare_sequential(pairs, looks, record.plan, options, priors=priors)
     if record.metric_why:
         report.method = f"{report.method}; metric {record.metric}: {record.metric_why}"
     for row in report.rows:

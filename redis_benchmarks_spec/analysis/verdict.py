@@ -38,7 +38,9 @@ REGRESSION = "REGRESSION"
 IMPROVEMENT = "IMPROVEMENT"
 NO_CHANGE = "NO CHANGE"
 UNKNOWN = "UNKNOWN"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNKNOWN, NO_CHANGE)
+#: undecided because other processes disturbed the pairs that would have decided it
+BUSY = "BUSY"
+VERDICTS = (REGRESSION, IMPROVEMENT, UNKNOWN, BUSY, NO_CHANGE)
 
 DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
 #: the other side needs this many points before a single point can be judged against it

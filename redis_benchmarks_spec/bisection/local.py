@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
+from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.gitrange import commit_range, git
 from redis_benchmarks_spec.bisection.search import (
@@ -133,7 +134,8 @@ class LocalProber:
             failed = [r.result.reason for r in runs if not r.result.ok] or \
                 [f"no {self.metric} in the results"]
             raise BisectError(f"{sha[:12]}: fewer than 2 complete pairs ({'; '.join(failed)})")
-        row = compare_paired({self.plan.suite.name: got}, self.options).rows[0]
+        report = judge(runs, Judging(self.options, tests=[self.plan.suite.name]))
+        row = next(r for r in report.rows if r.test == self.plan.suite.name)
         return Measurement(row.change_pct, row.verdict, len(got), build_s)
 
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
+from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.engine import judge_pairs
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.agent_results import ResultRejected, event_metric, has_metric
 from redis_benchmarks_spec.bisection.search import (
@@ -181,5 +182,5 @@ class RemoteProber:
         got = [(values[(r, "good")], values[(r, "probe")]) for r in range(pairs)]
         options = replace(self.plan.options, metric=self.metric,
                           noise_floor_pct=default_noise_floor(self.metric))
-        row = compare_paired({self.plan.test: got}, options).rows[0]
+        row = judge_pairs({self.plan.test: got}, options).rows[0]
         return Measurement(row.change_pct, row.verdict, len(got), time.monotonic() - started)

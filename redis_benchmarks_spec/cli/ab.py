@@ -14,12 +14,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_paired
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import (
     CompareContext,
     context_from_results,
     side_from_results,
 )
+from redis_benchmarks_spec.analysis.engine import Judging, SessionPriors, judge
+from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
@@ -29,31 +31,36 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
     SEQUENTIAL_RECORD,
     SequentialRecord,
 )
+from redis_benchmarks_spec.analysis.session_folder import write_priors
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli.compare import write_report
+from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.results.comparison_key import with_topology
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ABRun,
+    ABTest,
     Side,
+    ab_tests,
     disturbed_problems,
-    paired_samples,
-    run_ab,
+    run_ab_replacing,
 )
 from redis_benchmarks_spec.runner.adaptive import (
     ABPairSource,
-    AdaptiveOutcome,
     AdaptivePlan,
+    session_record,
     until_decided,
 )
 from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
-from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests
+from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
 DEFAULT_REPETITIONS = 10
 #: first round of --until-decided: the t interval needs 5 pairs, 6 leave a spare
 DEFAULT_FIRST_ROUND = 6
+DEFAULT_MAX_PAIRS = 40
 
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
@@ -85,8 +92,10 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                         "pairs in rounds until decided (group-sequential design, "
                         "docs/statistics.md; on a shared machine runs of --test-time 10 or "
                         "more decide about 4x faster than 2 s runs)")
-    g.add_argument("--max-repetitions", type=int, default=40,
-                   help="--until-decided: most pairs per test")
+    g.add_argument("--max-repetitions", type=int, default=None,
+                   help="most pairs per test: --until-decided stops there (default 40); "
+                        "without it, disturbed pairs of a timed metric are replaced up to "
+                        "this many (default twice --repetitions)")
     g.add_argument("--round-repetitions", type=int, default=4,
                    help="--until-decided: pairs added per round")
     g.add_argument("--time-budget", default=None, metavar="DURATION",
@@ -95,6 +104,13 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                    help="--until-decided: Lan-DeMets alpha-spending function")
     g.add_argument("--html", type=Path, metavar="FILE",
                    help="also write a self-contained HTML report with plots to FILE")
+    g.add_argument("--noise-file", type=Path, default=None, metavar="FILE",
+                   help="each test's recorded A/A noise, pooled with the session's own pairs "
+                        "so quiet metrics decide with few pairs; an A/A session (the same "
+                        "binary on both sides) adds to it (default $RBS_NOISE_FILE or "
+                        "~/.local/share/redis-benchmarks-spec/noise.json)")
+    g.add_argument("--no-noise-prior", action="store_true",
+                   help="judge on the session's own pairs only (neither read nor record)")
 
 
 def ab_context(ab: ABConfig, runs: list[ABRun]) -> CompareContext:
@@ -112,10 +128,15 @@ def wants_ab(args: argparse.Namespace) -> bool:
     return bool(args.baseline_server or args.comparison_server)
 
 
-def _options(args: argparse.Namespace, choice: MetricChoice) -> CompareOptions:
-    metric = choice.metric or THROUGHPUT_METRIC
+def _options(args: argparse.Namespace, metric: str) -> CompareOptions:
     floor = args.noise_floor if args.noise_floor is not None else default_noise_floor(metric)
     return CompareOptions(noise_floor_pct=floor, alpha=args.alpha, metric=metric)
+
+
+def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
+    if args.max_repetitions is not None:
+        return int(args.max_repetitions)
+    return DEFAULT_MAX_PAIRS if args.until_decided else 2 * repetitions
 
 
 def _shown(run: ABRun, choice: MetricChoice) -> str:
@@ -128,22 +149,73 @@ def _shown(run: ABRun, choice: MetricChoice) -> str:
     return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"
 
 
-def _run_with_progress(console: Console, ab: ABConfig, suites: list[Suite],
-                       choice: MetricChoice) -> list[ABRun]:
-    """The A/B runs with the current side, repetition and test shown; a line per run."""
+def _run_with_progress(console: Console, ab: ABConfig, tests: list[ABTest],
+                       choice: MetricChoice, most: int) -> list[ABRun]:
+    """The A/B runs with the current side, repetition and test shown; a line per run.
+    Disturbed pairs of a timed metric are replaced (up to ``most`` pairs per test)."""
     reps = ab.repetitions
-    total = 2 * reps * len(plan_tests(ab.session, suites))
-    with RunProgress(console, total) as progress:
+    with RunProgress(console, 2 * reps * len(tests)) as progress:
         ab.session.on_phase = progress.phase  # both sides' sessions are copies of this one
 
         def on_start(side: str, rep: int, suite: Suite) -> None:
             progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
 
         def on_run(run: ABRun) -> None:
-            progress.finished(f"rep {run.repetition + 1:>2}/{reps} {run.side:<10} "
+            progress.finished(f"rep {(run.repetition or 0) + 1:>2}/{reps} {run.side:<10} "
                               f"{escape(with_topology(run.result))}: {_shown(run, choice)}")
 
-        return run_ab(ab, suites, on_run=on_run, on_start=on_start)
+        # auto is not used without --until-decided: the metric is known before the runs
+        metric = choice.metric or THROUGHPUT_METRIC
+        return run_ab_replacing(ab, tests, metric, most, on_run=on_run, on_start=on_start)
+
+
+def same_binary(ab: ABConfig) -> bool:
+    """Both sides run the same file with the same arguments: an A/A (calibration) session."""
+    a, b = Path(ab.baseline.redis_server), Path(ab.comparison.redis_server)
+    if ab.baseline.server_args != ab.comparison.server_args:
+        return False
+    try:
+        return a.resolve() == b.resolve() or a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
+def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
+    if args.no_noise_prior:
+        return None
+    try:
+        return NoiseBook.load(args.noise_file)
+    except NoiseBookError as exc:
+        raise UsageError("--noise-file", str(exc), "fix or remove the file, or give "
+                         "--no-noise-prior") from None
+
+
+def session_priors(book: NoiseBook | None, platform: str, labels: list[str]) -> SessionPriors:
+    """Every recorded metric's noise of these tests on this platform."""
+    if book is None:
+        return {}
+    metrics = {e.metric for e in book.entries.values() if e.platform == platform}
+    return {m: p for m in sorted(metrics) if (p := book.priors(m, platform, labels))}
+
+
+def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig, runs: list[ABRun],
+               report: ComparisonReport) -> None:
+    """An A/A session's pair spreads go into the noise book (per test, metric, platform)."""
+    if book is None or not same_binary(ab):
+        return
+    from redis_benchmarks_spec.analysis.session_runs import pair_runs
+    platform = ab.session.context.platform
+    recorded = 0
+    for sub in [report, report.instructions]:
+        if sub is None:
+            continue
+        for test, pairs in pair_runs(runs, sub.options.metric).items():
+            recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
+    if recorded:
+        book.save()
+        console.print(f"noise: an A/A session (the same binary on both sides): {recorded} "
+                      f"test/metric spread(s) recorded in {escape(str(book.path))}",
+                      highlight=False, soft_wrap=True)
 
 
 def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
@@ -157,26 +229,28 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         comparison=Side("comparison", args.comparison_server,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
-
     choice = MetricChoice(args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
                           config.thresholds)
+    tests = ab_tests(config, suites)
+    labels = [t.key for t in tests]
+    book = _noise_book(args)
+    priors = session_priors(book, config.context.platform, labels)
+    config.results_dir.mkdir(parents=True, exist_ok=True)
+    write_priors(config.results_dir, priors)
+    record = None
     if args.until_decided:
         runs: list[ABRun] = []
-        outcome = _until_decided(args, ab, suites, runs, choice, _round_printer(console, args,
-                                                                                 choice))
-        report = outcome.report
-        failed = [r.result for r in runs if not r.result.ok]
-        report.problems.extend(f"{with_topology(r)}: {r.reason}" for r in failed)
+        record = _until_decided(args, ab, suites, runs, choice, priors,
+                                _round_printer(console, args, choice))
     else:
-        runs = _run_with_progress(console, ab, suites, choice)
-        failed = [r.result for r in runs if not r.result.ok]
-        pairs = paired_samples(runs, choice.resolve(runs))
-        problems = [f"{with_topology(r)}: {r.reason}" for r in failed]
-        report = compare_paired({t: p for t, p in pairs.items() if p},
-                                _options(args, choice), problems)
-    options = _options(args, choice)
-    disturbed = disturbed_problems([r.result for r in runs])
-    report.problems.extend(disturbed)
+        runs = _run_with_progress(console, ab, tests, choice, max_pairs(args, repetitions))
+    metric = choice.resolve(runs)
+    failed = [r.result for r in runs if not r.result.ok]
+    problems = [f"{with_topology(r)}: {r.reason}" for r in failed]
+    disturbed = disturbed_problems([r.result for r in runs], metric)
+    how = Judging(_options(args, metric), paired=True, record=record, priors=priors,
+                  tests=labels, instructions_floor_pct=args.instructions_noise_floor)
+    report = judge(runs, how, [*problems, *disturbed])
     for line in disturbed:
         console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False, soft_wrap=True)
     if choice.why:
@@ -187,53 +261,76 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         console.print(f"[red]FAILED[/] {escape(with_topology(result))}: {escape(result.reason)}",
                       highlight=False, soft_wrap=True)
     report.context = ab_context(ab, runs)
+    _record_aa(console, book, ab, runs, report)
     write_report(report, args.format, None)
-    profilers = config.window.profilers.names
-    if profilers:
-        from redis_benchmarks_spec.cli.ab_profiles import print_profile_ab, profile_ab_report
-        extra = profile_ab_report(runs, profilers, args.alpha, config.results_dir,
-                                  args.instructions_noise_floor)
-        print_profile_ab(console, report, extra)
+    _profiles(args, console, config, runs, report)
     console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
                   soft_wrap=True)
     if args.html:
-        from redis_benchmarks_spec.analysis.report_data import from_ab_session
+        from redis_benchmarks_spec.analysis.report_data import from_runs
         from redis_benchmarks_spec.cli.report import write_html
-        data = from_ab_session(config.results_dir, options)
+        data = from_runs(f"A/B session {config.results_dir}", runs, report)
         console.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
                       soft_wrap=True)
+    return _exit_code(args, console, report, failed)
+
+
+def _profiles(args: argparse.Namespace, console: Console, config: SessionConfig,
+              runs: list[ABRun], report: ComparisonReport) -> None:
+    profilers = config.window.profilers.names
+    if not profilers:
+        return
+    from redis_benchmarks_spec.cli.ab_profiles import print_profile_ab, profile_ab_report
+    extra = profile_ab_report(runs, profilers, report, config.results_dir)
+    print_profile_ab(console, report, extra)
+
+
+def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonReport,
+               failed: list[RunResult]) -> int:
+    """1: a run failed; with --fail-on-regression also a REGRESSION, or a test left BUSY
+    (its pairs were disturbed: CI must not read that as a pass); an empty comparison is
+    never a success."""
+    if not report.rows:
+        console.print("[red]no test was compared[/]: nothing ran on both sides",
+                      highlight=False)
+        return EXIT_FAILED
     if failed:
-        return 1
-    return 1 if args.fail_on_regression and report.has_regression else 0
+        return EXIT_FAILED
+    if args.fail_on_regression and report.has_busy:
+        console.print("[red]BUSY[/]: a test could not be decided because other processes "
+                      "disturbed its pairs; rerun on a quieter machine or with a larger "
+                      "--max-repetitions", highlight=False, soft_wrap=True)
+        return EXIT_FAILED
+    return EXIT_FAILED if args.fail_on_regression and report.has_regression else 0
 
 
 def _round_printer(console: Console, args: argparse.Namespace,
                    choice: MetricChoice) -> Callable[[ABRun], None]:
     """One line per run of --until-decided (rounds have no total known in advance)."""
+    most = max_pairs(args, args.repetitions or DEFAULT_FIRST_ROUND)
+
     def on_run(run: ABRun) -> None:
-        console.print(f"pair {run.repetition + 1:>2}/{args.max_repetitions} {run.side:<10} "
+        console.print(f"pair {(run.repetition or 0) + 1:>2}/{most} {run.side:<10} "
                       f"{escape(with_topology(run.result))}: {_shown(run, choice)}",
                       highlight=False)
     return on_run
 
 
 def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
-                   runs: list[ABRun], choice: MetricChoice,
-                   on_run: Callable[[ABRun], None]) -> AdaptiveOutcome:
-    options = _options(args, choice)
-    plan = AdaptivePlan(SequentialPlan(args.max_repetitions, args.alpha, args.spending),
-                        options, first_round=ab.repetitions,
+                   runs: list[ABRun], choice: MetricChoice, priors: SessionPriors,
+                   on_run: Callable[[ABRun], None]) -> SequentialRecord:
+    """The rounds; the record of the design, metric and looks is written and returned."""
+    plan = AdaptivePlan(SequentialPlan(max_pairs(args, ab.repetitions), args.alpha,
+                                       args.spending),
+                        _options(args, choice.metric or THROUGHPUT_METRIC),
+                        first_round=ab.repetitions,
                         round_pairs=args.round_repetitions,
-                        time_budget_s=parse_duration(args.time_budget))
+                        time_budget_s=parse_duration(args.time_budget), priors=priors)
     source = ABPairSource(ab, suites, choice, runs, on_run)
     outcome = until_decided(source.tests, source, plan, choice=choice)
-    done = outcome.progress.values()
-    record = SequentialRecord(plan.design, choice.metric or THROUGHPUT_METRIC,
-                              {p.test: p.looks for p in done},
-                              {p.test: p.stop_reason for p in done},
-                              {p.test: len(p.pairs) for p in done}, choice.why)
+    record = session_record(plan, outcome, choice.metric or THROUGHPUT_METRIC, choice.why)
     (ab.session.results_dir / SEQUENTIAL_RECORD).write_text(record.to_json())
-    return outcome
+    return record
 
 
 def parse_duration(text: str | None) -> float | None:

@@ -19,10 +19,8 @@ from rich.table import Table
 from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
     REGRESSION,
-    CompareOptions,
     Comparison,
     ComparisonReport,
-    compare_paired,
 )
 from redis_benchmarks_spec.analysis.function_movers import (
     PATH_KEY,
@@ -30,12 +28,10 @@ from redis_benchmarks_spec.analysis.function_movers import (
     function_movers,
     read_functions,
 )
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.results.comparison_key import SEPARATOR, ComparisonKeys
-from redis_benchmarks_spec.runner.ab import BASELINE, COMPARISON, ABRun, paired_samples
+from redis_benchmarks_spec.runner.ab import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.telemetry.profilers import folded
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerError
-from redis_benchmarks_spec.telemetry.profilers.instructions import METRIC
 
 CHANGED = (REGRESSION, IMPROVEMENT)
 
@@ -91,22 +87,20 @@ def _diff_flamegraphs(runs: list[ABRun], out_dir: Path, report: ProfileABReport)
         report.diff_flamegraphs[test] = str(svg)
 
 
-def profile_ab_report(runs: list[ABRun], profilers: tuple[str, ...], alpha: float,
-                      out_dir: Path, noise_floor_pct: float | None = None) -> ProfileABReport:
-    """The instruction comparison (paired, its own noise floor) and the artifacts."""
-    report = ProfileABReport()
+def profile_ab_report(runs: list[ABRun], profilers: tuple[str, ...],
+                      report: ComparisonReport, out_dir: Path) -> ProfileABReport:
+    """The instruction verdicts the engine gave (``report.instructions``: the same table,
+    JSON and Markdown carry them), the functions that moved, and the artifacts."""
+    extra = ProfileABReport()
     if "instructions" in profilers:
-        pairs = {t: p for t, p in paired_samples(runs, METRIC).items() if p}
-        floor = noise_floor_pct if noise_floor_pct is not None else default_noise_floor(METRIC)
-        report.instructions = compare_paired(pairs, CompareOptions(
-            noise_floor_pct=floor, alpha=alpha, metric=METRIC))
-        for row in report.instructions.rows:
+        extra.instructions = report.instructions
+        for row in report.instructions.rows if report.instructions else []:
             if row.verdict in CHANGED:
-                report.movers[row.test] = _movers(runs, row)
+                extra.movers[row.test] = _movers(runs, row)
     if "perf-record" in profilers:
-        _diff_flamegraphs(runs, out_dir, report)
-    (out_dir / "profiles-ab.json").write_text(json.dumps(report.to_dict(), indent=2))
-    return report
+        _diff_flamegraphs(runs, out_dir, extra)
+    (out_dir / "profiles-ab.json").write_text(json.dumps(extra.to_dict(), indent=2))
+    return extra
 
 
 def _cell(row: Comparison | None) -> str:

@@ -25,9 +25,7 @@ from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     CompareOptions,
     ComparisonReport,
-    ResultFilter,
     compare_samples,
-    load_dir_samples,
 )
 from redis_benchmarks_spec.analysis.context import (
     CompareContext,
@@ -260,12 +258,6 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
-    _check_args(args)
-    if args.baseline_dir or args.comparison_dir:
-        if not (args.baseline_dir and args.comparison_dir):
-            raise CompareUsageError("give both --baseline-dir and --comparison-dir")
-        keep = ResultFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
-        return load_dir_samples(args.baseline_dir, args.comparison_dir, args.metric, keep=keep)
     if _uses_datasink(args):
         return samples_from_datasink(args)
     raise CompareUsageError("give --baseline-dir/--comparison-dir, or a baseline and a "
@@ -295,32 +287,67 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
 
 
 def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Samples) -> None:
-    from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, from_two_folders
+    from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
     from redis_benchmarks_spec.cli.report import write_html
-    if args.baseline_dir and args.comparison_dir:
-        data = from_two_folders(args.baseline_dir, args.comparison_dir, report.options)
-    else:  # datasink: the points of each side, without their result documents
-        sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
-                 for i, name in enumerate(("baseline", "comparison"))]
-        data = ReportData("comparison", args.metric, sides)
+    # datasink: the points of each side, without their result documents
+    sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
+             for i, name in enumerate(("baseline", "comparison"))]
+    data = ReportData("comparison", args.metric, sides)
     data.report = report  # the same numbers as the text report (filters applied)
     write_html(data, args.html)
 
 
+def _compare_folders(args: argparse.Namespace, options: CompareOptions) -> int:
+    """Two folders through the one engine: the sides of one A/B session are that session
+    (paired, at its looks, with its noise priors), anything else two samples."""
+    from redis_benchmarks_spec.analysis.report_data import from_runs, judged
+    from redis_benchmarks_spec.analysis.session_folder import SessionFolderError, load_folders
+    keep = NameFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
+    try:
+        found = load_folders(args.baseline_dir, args.comparison_dir, keep)
+    except SessionFolderError as exc:
+        raise CompareUsageError(str(exc)) from None
+    report = judged(found, options, (str(args.baseline_dir), str(args.comparison_dir)))
+    if not report.rows:
+        err = Console(stderr=True)
+        err.print("[red]rbs compare: no tests to compare[/]")
+        for problem in report.problems:
+            err.print(escape(problem), highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+    write_report(report, args.format, args.output)
+    if args.html:
+        from redis_benchmarks_spec.cli.report import write_html
+        write_html(from_runs(f"{args.baseline_dir} vs {args.comparison_dir}", found.runs,
+                             report), args.html)
+    return _exit(args, report)
+
+
+def _exit(args: argparse.Namespace, report: ComparisonReport) -> int:
+    if args.fail_on_regression and (report.has_regression or report.has_busy):
+        return EXIT_REGRESSION
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Run ``rbs compare``: 0 done, 1 a REGRESSION with --fail-on-regression, 2 cannot run."""
+    """Run ``rbs compare``: 0 done, 1 a REGRESSION (or a test left BUSY) with
+    --fail-on-regression, 2 cannot run."""
     err = Console(stderr=True)
+    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
+                             metric=args.metric)
+    _check_args(args)
+    if args.baseline_dir or args.comparison_dir:
+        if not (args.baseline_dir and args.comparison_dir):
+            raise CompareUsageError("give both --baseline-dir and --comparison-dir")
+        return _compare_folders(args, options)
     samples, problems = _samples(args)
     if not samples:
         err.print("[red]rbs compare: no tests to compare[/]")
         for problem in problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
-                             metric=args.metric)
     report = compare_samples(samples, options, problems)
     report.context = compare_context(args, samples)
     write_report(report, args.format, args.output)
     if args.html:
         _write_html(args, report, samples)
-    return EXIT_REGRESSION if args.fail_on_regression and report.has_regression else 0
+    return _exit(args, report)

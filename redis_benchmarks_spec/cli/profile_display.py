@@ -36,8 +36,12 @@ def _line(test: str, summary: ProfileSummary, paths: dict[str, str]) -> str:
         return f"{escape(test)}: flame graph {escape(paths.get('flamegraph_svg', '?'))}"
     if name == "instructions":
         data = summary.data
+        process = data.get("instructions_per_op_process")
+        whole = f"; whole process {process:,.1f}" if process and "scope" in data and \
+            not str(data["scope"]).startswith("whole") else ""
+        scope = f", {data['scope']}" if "scope" in data else ""
         return (f"{escape(test)}: {data.get('instructions_per_op', 0):,.1f} instructions per op "
-                f"({summary.method}, {data.get('ops', 0):,.0f} ops)")
+                f"({summary.method}{escape(scope)}, {data.get('ops', 0):,.0f} ops{whole})")
     return f"{escape(test)}: {name} ok"
 
 

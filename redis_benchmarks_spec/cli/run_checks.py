@@ -73,13 +73,16 @@ def _check_ab(args: argparse.Namespace) -> None:
 
 def check_until_decided(args: argparse.Namespace, ab: bool) -> None:
     """``--until-decided`` and its budget flags (A/B mode only)."""
+    if args.max_repetitions is not None and args.max_repetitions < (args.repetitions or 1):
+        raise UsageError(f"--max-repetitions {args.max_repetitions}",
+                         f"must be at least --repetitions ({args.repetitions})")
     if not args.until_decided:
         return
     if not ab:
         raise UsageError("--until-decided", "only used in A/B mode",
                          "give --baseline-server and --comparison-server")
     first = args.repetitions or 6
-    if args.max_repetitions < max(first, 2):
+    if args.max_repetitions is not None and args.max_repetitions < max(first, 2):
         raise UsageError(f"--max-repetitions {args.max_repetitions}",
                          f"must be at least the first round ({first}) and 2")
     if args.round_repetitions < 1:

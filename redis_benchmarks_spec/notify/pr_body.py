@@ -7,6 +7,7 @@ and build variant as each finishes, with an overall verdict table on top.
 from __future__ import annotations
 
 from redis_benchmarks_spec.analysis.compare import (
+    BUSY,
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
@@ -16,6 +17,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.report import (
     footnote,
+    instructions_markdown,
     markdown_header,
     markdown_verdicts,
     summary_markdown,
@@ -80,6 +82,8 @@ def _section_lines(section: Section) -> list[str]:
     lines += [*markdown_header(report.context), summary_markdown(report), ""]
     lines += _sequential_lines(section, report)
     lines += markdown_verdicts(report, level="####")
+    if report.instructions is not None:
+        lines += instructions_markdown(report.instructions, level="####")
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
@@ -90,15 +94,16 @@ def _section_lines(section: Section) -> list[str]:
 
 
 def _counts_table(sections: list[Section]) -> list[str]:
-    out = ["| Platform | Build variant | Regressions | Improvements | Unknown | No change |",
-           "| --- | --- | --- | --- | --- | --- |"]
+    out = [("| Platform | Build variant | Regressions | Improvements | Unknown | Busy | "
+            "No change |"), "| --- | --- | --- | --- | --- | --- | --- |"]
     for s in sections:
         if s.report is None:
-            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | |")
+            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | |")
             continue
         c = s.report["summary"]
         out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
-                   f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(NO_CHANGE, 0)} |")
+                   f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(BUSY, 0)} | "
+                   f"{c.get(NO_CHANGE, 0)} |")
     return out + [""]
 
 

@@ -13,13 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.comparison_key import (
-    ComparisonKeys,
-    label,
-    pairable,
-    with_topology,
+from redis_benchmarks_spec.analysis.session_runs import (
+    BASELINE,
+    COMPARISON,
+    ABRun,
+    deterministic,
+    keys_of,
+    pair_runs,
 )
+from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, label, with_topology
 from redis_benchmarks_spec.results.document import (
     DISTURBED,
     SESSION_AB,
@@ -30,9 +33,6 @@ from redis_benchmarks_spec.results.document import (
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import FOREIGN
-
-BASELINE = "baseline"
-COMPARISON = "comparison"
 
 
 @dataclass
@@ -56,15 +56,6 @@ class ABConfig:
     # both sides are unmodified builds of their own commits (no extra server arguments): each
     # run is a point of its commit's history, labelled with its side, instead of an A/B run
     history: bool = False
-
-
-@dataclass
-class ABRun:
-    """One side's result for one suite in one repetition."""
-
-    side: str
-    repetition: int
-    result: RunResult
 
 
 def order(repetition: int) -> tuple[str, str]:
@@ -158,36 +149,52 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
     return runs
 
 
-def disturbed_problems(results: list[RunResult]) -> list[str]:
-    """One line per disturbed run, for the report's problems."""
+def disturbed_problems(results: list[RunResult], metric: str) -> list[str]:
+    """One line per disturbed run, for the report's problems (none for instruction counts,
+    which foreign load does not move: their pairs are all used)."""
+    if deterministic(metric):
+        return []
     out = []
     for r in results:
         if r.ok and DISTURBED in r.flags:
             foreign = r.cpu.get(FOREIGN)
             used = f"{foreign.mean_pct:.0f} % of a core" if foreign else "CPU time"
             out.append(f"{with_topology(r)} ({r.context.ab_side}): disturbed (other processes "
-                       f"used {used} on its CPUs); its pair is left out")
+                       f"used {used} on its CPUs); its pair is left out of {metric}")
     return out
 
 
 def paired_samples(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
                    ) -> dict[str, list[tuple[float, float]]]:
-    """Per test (a suite in one topology, labelled by ``keys``, by default from the runs),
-    (baseline, comparison) values of ``metric`` for repetitions where both sides succeeded,
-    in repetition order."""
-    keys = keys or ComparisonKeys.of(r.result for r in runs)
-    values: dict[tuple[str, int, str], float] = {}
-    for run in runs:
-        if pairable(run.result) and metric in run.result.metrics:
-            values[(keys(run.result), run.repetition, run.side)] = run.result.metrics[metric]
-    pairs: dict[str, list[tuple[float, float]]] = {}
-    tests = sorted({k[0] for k in values})
-    reps = sorted({k[1] for k in values})
-    for test in tests:
-        pairs[test] = [(values[(test, r, BASELINE)], values[(test, r, COMPARISON)])
-                       for r in reps
-                       if (test, r, BASELINE) in values and (test, r, COMPARISON) in values]
-    return pairs
+    """The clean pairs of :func:`analysis.session_runs.pair_runs` per test (bisect and the
+    calibration benchmark need the values only)."""
+    return {t: s.pairs for t, s in pair_runs(runs, metric, keys).items()}
+
+
+def run_ab_replacing(config: ABConfig, tests: list[ABTest], metric: str, max_repetitions: int,
+                     on_run: Callable[[ABRun], None] | None = None,
+                     on_start: Callable[[str, int, Suite], None] | None = None) -> list[ABRun]:
+    """:func:`run_ab_tests`, then for a time metric a new pair for each disturbed one (a test
+    needs ``config.repetitions`` clean pairs), as long as the test has had fewer than
+    ``max_repetitions`` pairs and the deadline allows."""
+    runs = run_ab_tests(config, tests, on_run=on_run, on_start=on_start)
+    if deterministic(metric):
+        return runs
+    wanted, done = config.repetitions, config.first_repetition + config.repetitions
+    while done < config.first_repetition + max_repetitions:
+        if config.deadline is not None and time.monotonic() >= config.deadline:
+            break
+        sets = pair_runs(runs, metric, keys_of(runs))
+        short = [t for t in tests if not t.skipped and t.key in sets and
+                 sets[t.key].disturbed and len(sets[t.key].pairs) < wanted]
+        if not short:
+            break
+        more = min(wanted - min(len(sets[t.key].pairs) for t in short),
+                   config.first_repetition + max_repetitions - done)
+        runs += run_ab_tests(replace(config, first_repetition=done, repetitions=more), short,
+                             on_run=on_run, on_start=on_start)
+        done += more
+    return runs
 
 
 def results_root(config: ABConfig) -> Path:

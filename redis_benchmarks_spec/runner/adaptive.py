@@ -16,10 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
-from redis_benchmarks_spec.analysis.sequential_compare import compare_sequential
+from redis_benchmarks_spec.analysis.sequential_compare import (
+    SequentialRecord,
+    compare_sequential,
+)
+from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
-from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, ab_tests, paired_samples, run_ab_tests
+from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, ab_tests, run_ab_tests
 from redis_benchmarks_spec.runner.metric_choice import MetricChoice
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -43,6 +48,8 @@ class AdaptivePlan:
     first_round: int = 6
     round_pairs: int = 4
     time_budget_s: float | None = None
+    # metric -> test -> known noise (analysis.noise), pooled with each test's own pairs
+    priors: dict[str, dict[str, NoisePrior]] = field(default_factory=dict)
 
     @property
     def max_pairs(self) -> int:
@@ -57,6 +64,7 @@ class TestProgress:
     pairs: list[tuple[float, float]] = field(default_factory=list)
     looks: list[int] = field(default_factory=list)
     stop_reason: str = ""
+    disturbed: int = 0  # pairs run but left out: other processes disturbed them
 
     def line(self) -> str:
         looks = ", ".join(str(n) for n in self.looks)
@@ -81,18 +89,20 @@ def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list
     options = plan.options
     if choice is not None and choice.metric is not None:
         options = replace(options, metric=choice.metric)  # its direction: auto's pick
-    return compare_sequential(pairs, looks, plan.design, options, problems)
+    return compare_sequential(pairs, looks, plan.design, options, problems,
+                              plan.priors.get(options.metric))
 
 
 def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
-                 out_of_time: bool, grew: bool) -> str:
+                 out_of_time: bool, grew: bool, done: int) -> str:
     if verdict != UNKNOWN:
         return f"{DECIDED} ({verdict})"
-    if len(progress.pairs) >= plan.max_pairs:
+    # the cap is on pairs run: disturbed pairs were run, and replaced while the cap allows
+    if len(progress.pairs) >= plan.max_pairs or done >= plan.max_pairs:
         return MAX_REACHED
     if out_of_time:
         return BUDGET_SPENT
-    return "" if grew else NO_PAIRS
+    return "" if grew or progress.disturbed else NO_PAIRS
 
 
 def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
@@ -116,7 +126,9 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
         new = source(open_tests, done, size, deadline if done else None)
         done += size
         grew = {t: bool(new.get(t)) for t in open_tests}
+        disturbed = getattr(source, "last_disturbed", {})
         for test in open_tests:
+            progress[test].disturbed += disturbed.get(test, 0)
             progress[test].pairs.extend(new.get(test, []))
             if grew[test] and len(progress[test].pairs) >= 2:
                 progress[test].looks.append(len(progress[test].pairs))
@@ -125,12 +137,22 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
         verdicts = {r.test: r.verdict for r in report.rows}
         for test in open_tests:
             progress[test].stop_reason = _stop_reason(
-                progress[test], verdicts.get(test, UNKNOWN), plan, out_of_time, grew[test])
+                progress[test], verdicts.get(test, UNKNOWN), plan, out_of_time, grew[test],
+                done)
     for p in progress.values():
         p.stop_reason = p.stop_reason or MAX_REACHED
     for row in report.rows:
         row.reason = f"{row.reason}; {progress[row.test].line()}"
     return AdaptiveOutcome(report, progress)
+
+
+def session_record(plan: AdaptivePlan, outcome: AdaptiveOutcome, metric: str,
+                   why: str = "") -> SequentialRecord:
+    """What a later report needs to judge the session as the loop did (``sequential.json``)."""
+    done = outcome.progress.values()
+    return SequentialRecord(plan.design, metric, {p.test: p.looks for p in done},
+                            {p.test: p.stop_reason for p in done},
+                            {p.test: len(p.pairs) for p in done}, why)
 
 
 class ABPairSource:
@@ -146,6 +168,7 @@ class ABPairSource:
         self.by_key = {t.key: t for t in ab_tests(config.session, suites)}
         self.keys = ComparisonKeys((t.suite.name, t.topology) for t in self.by_key.values()
                                    if not t.skipped)
+        self.last_disturbed: dict[str, int] = {}  # per test, pairs of the last round left out
 
     @property
     def tests(self) -> list[str]:
@@ -159,4 +182,6 @@ class ABPairSource:
         new = run_ab_tests(cfg, [self.by_key[t] for t in tests if t in self.by_key],
                            on_run=self.on_run, on_start=self.on_start)
         self.runs.extend(new)
-        return paired_samples(new, self.metric.resolve(new, self.keys), self.keys)
+        sets = pair_runs(new, self.metric.resolve(new, self.keys), self.keys)
+        self.last_disturbed = {t: s.disturbed for t, s in sets.items()}
+        return {t: s.pairs for t, s in sets.items()}

@@ -112,6 +112,8 @@ class CpuSampler:
         self._cpus: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._foreign_s = 0.0  # weighted CPU seconds of other processes on the pinned CPUs
+        self._foreign_wall = 0.0  # over this much wall time
 
     def watch(self, side: str, pids: list[int]) -> None:
         self._pids[side] = list(pids)
@@ -135,18 +137,26 @@ class CpuSampler:
         if self._cpus:
             foreign.seconds(_own_pids(watched))
         busy_t = time.monotonic()
-        while not self._stop.wait(self.interval):
-            for side, pids in list(self._pids.items()):
-                now, used = time.monotonic(), sum(_tree_times(p) for p in pids)
-                t0, u0 = last[side]
-                if now > t0 and used >= u0:
-                    self._samples[side].append(100.0 * (used - u0) / (now - t0))
-                last[side] = (now, used)
+        while True:
+            stopping = self._stop.wait(self.interval)
+            if not stopping:
+                for side, pids in list(self._pids.items()):
+                    now, used = time.monotonic(), sum(_tree_times(p) for p in pids)
+                    t0, u0 = last[side]
+                    if now > t0 and used >= u0:
+                        self._samples[side].append(100.0 * (used - u0) / (now - t0))
+                    last[side] = (now, used)
             if self._cpus:
+                # the last, partial interval counts too: the foreign load covers the whole
+                # window whatever its length, the same rule for both sides of a pair
                 used, now = foreign.seconds(_own_pids(watched)), time.monotonic()
                 if now > busy_t:
                     self._samples[FOREIGN].append(100.0 * used / (now - busy_t))
+                    self._foreign_s += used
+                    self._foreign_wall += now - busy_t
                 busy_t = now
+            if stopping:
+                return
 
     def stop(self) -> None:
         self._stop.set()
@@ -154,6 +164,8 @@ class CpuSampler:
             self._thread.join(timeout=5)
 
     def usage(self, side: str, cores_given: int) -> CpuUsage:
+        if side == FOREIGN:
+            return self._foreign_usage(cores_given)
         # the first sample often includes process start-up; drop it when there are more
         samples = self._samples.get(side, [])
         body = samples[1:] if len(samples) > 2 else samples
@@ -162,15 +174,22 @@ class CpuSampler:
         return CpuUsage(len(body), sum(body) / len(body), max(body), cores_given)
 
 
-#: fewer samples (a run under a second, e.g. a profiled one of a fixed request count) are too
-#: short to tell a burst from the run's own start-up
-MIN_DISTURBED_SAMPLES = 4
+    def _foreign_usage(self, cores_given: int) -> CpuUsage:
+        """Foreign load over the whole window: total CPU seconds / wall seconds (every
+        interval weighted by its length, the last partial one included)."""
+        samples = self._samples.get(FOREIGN, [])
+        if not samples or self._foreign_wall <= 0:
+            return CpuUsage(0, 0.0, 0.0, cores_given)
+        return CpuUsage(len(samples), 100.0 * self._foreign_s / self._foreign_wall,
+                        max(samples), cores_given)
 
 
 def is_disturbed(foreign: CpuUsage | None, thresholds: SaturationThresholds) -> bool:
-    """Other processes used the test's CPUs for ``disturbed_pct`` % of a core or more, over
-    at least :data:`MIN_DISTURBED_SAMPLES` samples."""
-    return foreign is not None and foreign.samples >= MIN_DISTURBED_SAMPLES and \
+    """Other processes used the test's CPUs for ``disturbed_pct`` % of a core or more over
+    the run's whole window. The same rule for every run length (a short run is measured over
+    its one partial interval), so both sides of a pair are judged alike; only instruction
+    counts ignore it (``analysis.session_runs``)."""
+    return foreign is not None and foreign.samples >= 1 and \
         foreign.mean_pct >= thresholds.disturbed_pct
 
 

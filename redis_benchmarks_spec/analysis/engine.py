@@ -1,0 +1,132 @@
+"""The one verdict engine: runs in, a :class:`ComparisonReport` out.
+
+Every surface calls :func:`judge` with the runs it has (in memory after an A/B, read once
+from a session folder, or from two results folders) and gets the same verdicts, intervals and
+pair counts for the same runs: the A/B table, ``--format json|markdown``, ``rbs compare``
+of folders, ``rbs report``/HTML, the pull-request comment, the agent's A/B and bisect.
+
+What it does, in order:
+
+1. label the tests (a suite in one topology, ``results.comparison_key``);
+2. pair or sample the runs with the one rule of :mod:`analysis.session_runs` (deterministic
+   metrics keep every pair; a disturbed pair of a time metric is counted, not used);
+3. measure each test (paired: ``analysis.paired`` with the test's known noise when the
+   session recorded a prior; an ``--until-decided`` session at the looks its record took)
+   and decide it after one Benjamini-Hochberg step (``analysis.compare``);
+4. a test left UNKNOWN with disturbed pairs becomes ``BUSY: k of n pairs disturbed``;
+5. when the runs counted instructions and the metric is another, the same runs are judged on
+   instructions per op too (``report.instructions``), so every format carries both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from redis_benchmarks_spec.analysis.compare import (
+    BUSY,
+    UNKNOWN,
+    CompareOptions,
+    ComparisonReport,
+    compare_paired,
+    compare_samples,
+)
+from redis_benchmarks_spec.analysis.paired import NoisePrior
+from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
+from redis_benchmarks_spec.analysis.session_runs import (
+    ABRun,
+    PairSet,
+    SampleSet,
+    keys_of,
+    metrics_present,
+    pair_runs,
+    sample_runs,
+)
+from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+
+INSTRUCTIONS_METRIC = "instructions_per_op"
+
+#: metric -> test label -> the noise known before the session (analysis.noise)
+SessionPriors = dict[str, dict[str, NoisePrior]]
+
+
+@dataclass
+class Judging:
+    """How to judge: the decision options and what the session knew and recorded."""
+
+    options: CompareOptions
+    paired: bool = True
+    record: SequentialRecord | None = None  # an --until-decided session's design and looks
+    priors: SessionPriors = field(default_factory=dict)
+    tests: list[str] = field(default_factory=list)  # labels that get a row even without runs
+    instructions_floor_pct: float | None = None  # None: the metric's default (0.5 %)
+
+
+def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
+                problems: list[str] | None = None,
+                priors: dict[str, NoisePrior] | None = None,
+                record: SequentialRecord | None = None) -> ComparisonReport:
+    """Paired values per test (bisect through agents has values, not documents)."""
+    if record is not None and record.metric == options.metric:
+        report = compare_recorded(pairs, record, options, priors)
+        report.problems.extend(problems or [])
+        return report
+    return compare_paired(pairs, options, problems, priors)
+
+
+def _mark_busy(report: ComparisonReport, disturbed: dict[str, tuple[int, int]]) -> None:
+    """UNKNOWN with disturbed pairs is BUSY; a decided row says what it left out."""
+    for row in report.rows:
+        left_out, total = disturbed.get(row.test, (0, 0))
+        row.n_disturbed = left_out
+        if not left_out:
+            continue
+        what = f"{left_out} of {total} {'pairs' if row.paired else 'runs'} disturbed " \
+               "(other processes used the test's CPUs)"
+        if row.verdict == UNKNOWN:
+            row.verdict, row.reason = BUSY, f"BUSY: {what}; {row.reason}"
+        else:
+            row.reason = f"{row.reason}; {what}, left out"
+    report.recount()
+
+
+def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
+                  problems: list[str]) -> ComparisonReport:
+    sets: dict[str, PairSet] = pair_runs(runs, options.metric, keys_of(runs), how.tests)
+    report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems,
+                         how.priors.get(options.metric), how.record)
+    _mark_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
+    return report
+
+
+def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
+                    problems: list[str]) -> ComparisonReport:
+    sets: dict[str, SampleSet] = sample_runs(runs, options.metric, keys_of(runs))
+    for test in how.tests:
+        sets.setdefault(test, SampleSet())
+    report = compare_samples({t: (s.baseline, s.comparison) for t, s in sets.items()},
+                             options, problems)
+    _mark_busy(report, {t: (s.disturbed, s.disturbed + len(s.baseline) + len(s.comparison))
+                        for t, s in sets.items()})
+    return report
+
+
+def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
+                  problems: list[str]) -> ComparisonReport:
+    if how.paired:
+        return _judge_paired(runs, options, how, problems)
+    return _judge_unpaired(runs, options, how, problems)
+
+
+def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> ComparisonReport:
+    """The verdict of every test of these runs (module doc)."""
+    report = _judge_metric(runs, how.options, how, list(problems))
+    if how.options.metric != INSTRUCTIONS_METRIC and \
+            INSTRUCTIONS_METRIC in metrics_present(runs):
+        floor = how.instructions_floor_pct
+        options = replace(how.options, metric=INSTRUCTIONS_METRIC,
+                          noise_floor_pct=default_noise_floor(INSTRUCTIONS_METRIC)
+                          if floor is None else floor)
+        report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
+    return report
+

@@ -1,0 +1,117 @@
+"""What the system knows about each test's noise: the spread of its per-pair log ratios in
+calibration A/A sessions (the same binary on both sides), per test, metric and platform.
+
+An A/A session (``rbs run`` with the same server file on both sides and no side arguments)
+adds its pairs' spread here; an A/B session on the same platform pools it with its own pairs
+(:class:`analysis.paired.NoisePrior`), so a quiet metric decides with few pairs. Sessions
+pool: the book keeps the pooled variance and its degrees of freedom, as a running sum.
+
+The book is a JSON file (``--noise-file``, default ``$RBS_NOISE_FILE`` or
+``~/.local/share/redis-benchmarks-spec/noise.json``), written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from redis_benchmarks_spec.analysis.paired import NoisePrior, log_ratios
+
+NOISE_FILE_ENV = "RBS_NOISE_FILE"
+VERSION = 1
+
+
+def default_path() -> Path:
+    env = os.environ.get(NOISE_FILE_ENV)
+    if env:
+        return Path(env)
+    return Path.home() / ".local" / "share" / "redis-benchmarks-spec" / "noise.json"
+
+
+@dataclass
+class NoiseEntry:
+    """Pooled spread of one test's per-pair log ratios on one metric and platform."""
+
+    test: str
+    metric: str
+    platform: str
+    sd: float
+    df: int
+    sessions: int = 1
+    updated_ms: int = 0
+
+    @property
+    def key(self) -> str:
+        return entry_key(self.test, self.metric, self.platform)
+
+
+def entry_key(test: str, metric: str, platform: str) -> str:
+    return f"{platform}|{metric}|{test}"
+
+
+class NoiseBookError(ValueError):
+    """The noise file cannot be read; the message names it."""
+
+
+class NoiseBook:
+    """Every recorded test's noise, read from and written to one file."""
+
+    def __init__(self, path: Path, entries: dict[str, NoiseEntry] | None = None) -> None:
+        self.path = path
+        self.entries = entries or {}
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> NoiseBook:
+        """The book at ``path`` (empty when the file does not exist yet)."""
+        path = path or default_path()
+        if not path.exists():
+            return cls(path)
+        try:
+            raw = json.loads(path.read_text())
+            entries = [NoiseEntry(**e) for e in raw["entries"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NoiseBookError(f"{path}: not a noise file ({exc})") from None
+        return cls(path, {e.key: e for e in entries if e.df >= 1 and math.isfinite(e.sd)})
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        doc = {"version": VERSION,
+               "entries": [asdict(e) for _, e in sorted(self.entries.items())]}
+        tmp.write_text(json.dumps(doc, indent=1))
+        tmp.replace(self.path)
+
+    def priors(self, metric: str, platform: str, tests: list[str]) -> dict[str, NoisePrior]:
+        """The recorded noise of these tests on this metric and platform."""
+        out = {}
+        for test in tests:
+            entry = self.entries.get(entry_key(test, metric, platform))
+            if entry is not None:
+                out[test] = NoisePrior(entry.sd, entry.df, f"{entry.sessions} calibration "
+                                       f"A/A session(s) of this test on {platform} "
+                                       f"({entry.df + entry.sessions} pairs)")
+        return out
+
+    def record(self, test: str, metric: str, platform: str,
+               pairs: list[tuple[float, float]]) -> NoiseEntry | None:
+        """Pool an A/A session's pairs of one test into the book (2+ pairs needed)."""
+        if len(pairs) < 2:
+            return None
+        ratios = log_ratios(pairs)
+        var, df = float(np.var(ratios, ddof=1)), len(pairs) - 1
+        key = entry_key(test, metric, platform)
+        old = self.entries.get(key)
+        sessions = 1
+        if old is not None:
+            var = (old.df * old.sd ** 2 + df * var) / (old.df + df)
+            df, sessions = old.df + df, old.sessions + 1
+        entry = NoiseEntry(test, metric, platform, math.sqrt(var), df, sessions,
+                           int(time.time() * 1000))
+        self.entries[key] = entry
+        return entry

@@ -1,0 +1,135 @@
+"""Runs read back from disk, once, for :func:`analysis.engine.judge`.
+
+* an A/B session (``rbs run --baseline-server ...``): ``<root>/baseline/rep-NN/...`` and
+  ``<root>/comparison/rep-NN/...``, with ``sequential.json`` (an ``--until-decided``
+  session's design and looks) and ``noise-priors.json`` (the noise it judged with) beside;
+* two results folders: when they are the two sides of one A/B session (``<root>/baseline``
+  and ``<root>/comparison``), they are that session, paired, and ``rbs compare`` says what
+  the run said; otherwise two independent samples, compared unpaired.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis_benchmarks_spec.analysis.engine import SessionPriors
+from redis_benchmarks_spec.analysis.paired import NoisePrior
+from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
+from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
+from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
+
+PRIORS_FILE = "noise-priors.json"
+_REP = re.compile(r"^rep-(\d+)$")
+
+
+class SessionFolderError(ValueError):
+    """A folder that cannot be read as asked; the message names it."""
+
+
+@dataclass
+class RunsOnDisk:
+    """Runs of both sides, and what the folders said about how to judge them."""
+
+    runs: list[ABRun] = field(default_factory=list)
+    paired: bool = False
+    record: SequentialRecord | None = None
+    priors: SessionPriors = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    root: Path | None = None  # the session's folder, when the runs are one session's
+
+    def side(self, name: str) -> list[RunResult]:
+        return [r.result for r in self.runs if r.side == name]
+
+
+def repetition(path: Path, root: Path) -> int | None:
+    """The ``rep-NN`` folder a document sits in below ``root``, if any."""
+    for part in path.relative_to(root).parts:
+        if m := _REP.match(part):
+            return int(m[1])
+    return None
+
+
+def _read_side(directory: Path, side: str, keep: NameFilter | None,
+               problems: list[str]) -> list[ABRun]:
+    if not directory.is_dir():
+        raise SessionFolderError(f"{directory}: not a directory")
+    out = []
+    for path in find_result_files(directory):
+        try:
+            doc = RunResult.read(path)
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
+            continue
+        if keep is not None and not keep.matches(doc.test_name, doc.tested_groups,
+                                                 doc.tested_commands):
+            continue
+        if not doc.ok:
+            problems.append(f"{path}: status {doc.status!r}, ignored")
+        out.append(ABRun(side, repetition(path, directory), doc))
+    return out
+
+
+def write_priors(root: Path, priors: SessionPriors) -> None:
+    """The noise a session judged with, so a later report judges as the run did."""
+    doc = {metric: {test: {"sd": p.sd, "df": p.df, "source": p.source}
+                    for test, p in tests.items()} for metric, tests in priors.items()}
+    (root / PRIORS_FILE).write_text(json.dumps(doc, indent=1))
+
+
+def read_priors(root: Path) -> SessionPriors:
+    path = root / PRIORS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+        return {str(m): {str(t): NoisePrior(float(p["sd"]), int(p["df"]), str(p["source"]))
+                         for t, p in tests.items()} for m, tests in raw.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SessionFolderError(f"{path}: not a noise-priors file ({exc})") from None
+
+
+def read_record(root: Path) -> SequentialRecord | None:
+    path = root / SEQUENTIAL_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return SequentialRecord.from_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SessionFolderError(f"{path}: {exc}") from None
+
+
+def is_session(root: Path) -> bool:
+    return (root / BASELINE).is_dir() and (root / COMPARISON).is_dir()
+
+
+def load_session(root: Path, keep: NameFilter | None = None) -> RunsOnDisk:
+    """An A/B session's runs, paired by repetition, with its record and priors."""
+    problems: list[str] = []
+    runs = [*_read_side(root / BASELINE, BASELINE, keep, problems),
+            *_read_side(root / COMPARISON, COMPARISON, keep, problems)]
+    return RunsOnDisk(runs, True, read_record(root), read_priors(root), problems, root)
+
+
+def _session_root(baseline: Path, comparison: Path) -> Path | None:
+    b, c = baseline.resolve(), comparison.resolve()
+    if b.name == BASELINE and c.name == COMPARISON and b.parent == c.parent:
+        return b.parent
+    return None
+
+
+def load_folders(baseline: Path, comparison: Path, keep: NameFilter | None = None) -> RunsOnDisk:
+    """Two folders: one session's sides (paired), or two independent samples."""
+    root = _session_root(baseline, comparison)
+    if root is not None:
+        found = load_session(root, keep)
+        if any(r.repetition is not None for r in found.runs):
+            return found
+    problems: list[str] = []
+    runs = [*_read_side(baseline, BASELINE, keep, problems),
+            *_read_side(comparison, COMPARISON, keep, problems)]
+    unpaired = [ABRun(r.side, None, r.result) for r in runs]
+    return RunsOnDisk(unpaired, False, None, {}, problems)

@@ -1,0 +1,129 @@
+"""The runs of a comparison and the one rule that turns them into evidence.
+
+Every surface (the A/B table, ``--format json|markdown``, ``rbs compare`` of folders,
+``rbs report``/HTML, the PR comment, the agent's A/B, bisect) hands its runs to
+:mod:`analysis.engine`, which pairs and filters them here. There is no other pairing.
+
+* A run is usable for a metric when it is ok and has the metric.
+* **Deterministic metrics** (instruction counts, ``instructions_*``) never lose a run to
+  foreign load: other processes slow the server, they do not change what it executes.
+* **Time metrics** (throughput, latency, CPU time per op) lose a *pair* when either of its
+  runs was disturbed (``telemetry.cpu``: other processes used 10 % of a core or more of the
+  test's CPUs over the run's whole window, a rule that is the same for both sides and for
+  any run length). The pair is counted as disturbed, so a verdict can say ``BUSY: 5 of 6
+  pairs disturbed`` instead of deciding on what is left or printing nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
+from redis_benchmarks_spec.results.document import DISTURBED, RunResult
+
+BASELINE = "baseline"
+COMPARISON = "comparison"
+SIDES = (BASELINE, COMPARISON)
+
+_DETERMINISTIC = re.compile(r"^instructions_", re.IGNORECASE)
+
+
+@dataclass
+class ABRun:
+    """One side's result of one test in one repetition (None: not part of a pairing, as
+    runs of two unrelated folders)."""
+
+    side: str
+    repetition: int | None
+    result: RunResult
+
+
+def deterministic(metric: str) -> bool:
+    """Instruction counts: foreign load on the host does not move them."""
+    return bool(_DETERMINISTIC.search(metric))
+
+
+def disturbed(doc: RunResult) -> bool:
+    return DISTURBED in doc.flags
+
+
+def usable(doc: RunResult, metric: str) -> bool:
+    """An ok run that has ``metric``."""
+    return doc.ok and metric in doc.metrics
+
+
+@dataclass
+class PairSet:
+    """One test's complete pairs of a metric, in repetition order, and how many complete
+    pairs were left out because a run of theirs was disturbed."""
+
+    pairs: list[tuple[float, float]] = field(default_factory=list)
+    repetitions: list[int] = field(default_factory=list)
+    disturbed: int = 0
+
+    @property
+    def complete(self) -> int:
+        return len(self.pairs) + self.disturbed
+
+
+def keys_of(runs: Iterable[ABRun]) -> ComparisonKeys:
+    return ComparisonKeys.of(r.result for r in runs)
+
+
+def pair_runs(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
+              tests: Iterable[str] = ()) -> dict[str, PairSet]:
+    """Per test (a suite in one topology, labelled by ``keys``), the (baseline, comparison)
+    values of ``metric`` of every repetition where both sides have a usable run; ``tests``
+    are present even without a pair (so their rows say why)."""
+    keys = keys or keys_of(runs)
+    found: dict[tuple[str, int, str], RunResult] = {}
+    for run in runs:
+        if run.repetition is not None and usable(run.result, metric):
+            found[(keys(run.result), run.repetition, run.side)] = run.result
+    out: dict[str, PairSet] = {t: PairSet() for t in tests}
+    for test in sorted({k[0] for k in found}):
+        out.setdefault(test, PairSet())
+    for (test, rep, side), doc in sorted(found.items(), key=lambda kv: kv[0][1]):
+        other = found.get((test, rep, COMPARISON))
+        if side != BASELINE or other is None:
+            continue
+        if not deterministic(metric) and (disturbed(doc) or disturbed(other)):
+            out[test].disturbed += 1
+            continue
+        out[test].pairs.append((doc.metrics[metric], other.metrics[metric]))
+        out[test].repetitions.append(rep)
+    return out
+
+
+@dataclass
+class SampleSet:
+    """One test's values of a metric per side (unpaired), and the disturbed runs left out."""
+
+    baseline: list[float] = field(default_factory=list)
+    comparison: list[float] = field(default_factory=list)
+    disturbed: int = 0
+
+
+def sample_runs(runs: list[ABRun], metric: str,
+                keys: ComparisonKeys | None = None) -> dict[str, SampleSet]:
+    """Per test, every usable run's value of ``metric`` on each side (unpaired); a disturbed
+    run of a time metric is left out and counted."""
+    keys = keys or keys_of(runs)
+    out: dict[str, SampleSet] = {}
+    for run in runs:
+        if not usable(run.result, metric):
+            continue
+        entry = out.setdefault(keys(run.result), SampleSet())
+        if not deterministic(metric) and disturbed(run.result):
+            entry.disturbed += 1
+            continue
+        side = entry.baseline if run.side == BASELINE else entry.comparison
+        side.append(run.result.metrics[metric])
+    return dict(sorted(out.items()))
+
+
+def metrics_present(runs: Iterable[ABRun]) -> set[str]:
+    """Every metric some ok run has."""
+    return {m for r in runs if r.result.ok for m in r.result.metrics}
