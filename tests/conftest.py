@@ -65,3 +65,11 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path)
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _own_noise_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A/A sessions record their noise in a book (analysis.noise); each test has its own, in
+    its temporary folder, never the user's nor another test's (subprocesses inherit it)."""
+    from redis_benchmarks_spec.analysis.noise import NOISE_FILE_ENV
+    monkeypatch.setenv(NOISE_FILE_ENV, str(tmp_path / "noise-book.json"))

@@ -10,8 +10,9 @@ What it does, in order:
 1. label the tests (a suite in one topology, ``results.comparison_key``);
 2. pair or sample the runs with the one rule of :mod:`analysis.session_runs` (deterministic
    metrics keep every pair; a disturbed pair of a time metric is counted, not used);
-3. measure each test (paired: ``analysis.paired`` with the test's known noise when the
-   session recorded a prior; an ``--until-decided`` session at the looks its record took)
+3. measure each test (paired: ``analysis.paired``, for instruction counts with the test's
+   noise recorded by calibration A/A sessions; an ``--until-decided`` session at the looks
+   its record took)
    and decide it after one Benjamini-Hochberg step (``analysis.compare``);
 4. a test left UNKNOWN with disturbed pairs becomes ``BUSY: k of n pairs disturbed``;
 5. when the runs counted instructions and the metric is another, the same runs are judged on
@@ -37,6 +38,7 @@ from redis_benchmarks_spec.analysis.session_runs import (
     ABRun,
     PairSet,
     SampleSet,
+    deterministic,
     keys_of,
     metrics_present,
     pair_runs,
@@ -93,8 +95,10 @@ def _mark_busy(report: ComparisonReport, disturbed: dict[str, tuple[int, int]]) 
 def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
     sets: dict[str, PairSet] = pair_runs(runs, options.metric, keys_of(runs), how.tests)
-    report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems,
-                         how.priors.get(options.metric), how.record)
+    # a prior holds only while the noise is what it was at calibration: instruction counts
+    priors = how.priors.get(options.metric) if deterministic(options.metric) else None
+    report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems, priors,
+                         how.record)
     _mark_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
     return report
 

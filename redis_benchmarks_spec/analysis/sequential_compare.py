@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
@@ -93,6 +93,8 @@ class SequentialRecord:
     stopped: dict[str, str]
     pairs: dict[str, int]
     metric_why: str = ""  # why ``--metric auto`` chose ``metric`` ("" when it was asked for)
+    # pairs run but left out because other processes disturbed them (analysis.session_runs)
+    disturbed: dict[str, int] = field(default_factory=dict)
 
     def line(self, test: str) -> str:
         """How far a test went and why it stopped, as the run's reason column says it."""
@@ -101,7 +103,8 @@ class SequentialRecord:
 
     def to_json(self) -> str:
         tests = {t: {"pairs": self.pairs.get(t, 0), "looks": self.looks[t],
-                     "stopped": self.stopped.get(t, "")} for t in sorted(self.looks)}
+                     "stopped": self.stopped.get(t, ""),
+                     "disturbed": self.disturbed.get(t, 0)} for t in sorted(self.looks)}
         design = {"max_pairs": self.plan.max_pairs, "alpha": self.plan.alpha,
                   "spending": self.plan.spending}
         doc = {"design": design, "metric": self.metric, "tests": tests}
@@ -120,8 +123,9 @@ class SequentialRecord:
             looks = {str(t): [int(n) for n in v["looks"]] for t, v in doc["tests"].items()}
             stopped = {str(t): str(v["stopped"]) for t, v in doc["tests"].items()}
             pairs = {str(t): int(v["pairs"]) for t, v in doc["tests"].items()}
+            disturbed = {str(t): int(v.get("disturbed", 0)) for t, v in doc["tests"].items()}
             return cls(plan, str(doc["metric"]), looks, stopped, pairs,
-                       str(doc.get("metric_why", "")))
+                       str(doc.get("metric_why", "")), disturbed)
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not a record of rbs run --until-decided ({exc})") from None
 

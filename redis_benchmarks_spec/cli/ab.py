@@ -203,12 +203,12 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig, runs: lis
     """An A/A session's pair spreads go into the noise book (per test, metric, platform)."""
     if book is None or not same_binary(ab):
         return
-    from redis_benchmarks_spec.analysis.session_runs import pair_runs
+    from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
     platform = ab.session.context.platform
     recorded = 0
     for sub in [report, report.instructions]:
-        if sub is None:
-            continue
+        if sub is None or not deterministic(sub.options.metric):
+            continue  # a timed metric's noise is the moment's, not the test's
         for test, pairs in pair_runs(runs, sub.options.metric).items():
             recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
     if recorded:
@@ -243,7 +243,11 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         record = _until_decided(args, ab, suites, runs, choice, priors,
                                 _round_printer(console, args, choice))
     else:
-        runs = _run_with_progress(console, ab, tests, choice, max_pairs(args, repetitions))
+        # under --profilers instructions the deciding evidence is the instruction count, which
+        # keeps every pair; timed pairs of a server under callgrind are not worth re-running
+        counted = "instructions" in config.window.profilers.names
+        most = repetitions if counted else max_pairs(args, repetitions)
+        runs = _run_with_progress(console, ab, tests, choice, most)
     metric = choice.resolve(runs)
     failed = [r.result for r in runs if not r.result.ok]
     problems = [f"{with_topology(r)}: {r.reason}" for r in failed]
@@ -296,12 +300,19 @@ def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonRep
         return EXIT_FAILED
     if failed:
         return EXIT_FAILED
-    if args.fail_on_regression and report.has_busy:
+    if not args.fail_on_regression:
+        return 0
+    counted = report.instructions
+    if counted is not None and counted.has_regression:
+        return EXIT_FAILED
+    # instruction counts, when taken, are the evidence: a timed metric left BUSY beside
+    # them (a server under callgrind) does not fail the check
+    if report.has_busy and (counted is None or counted.has_busy):
         console.print("[red]BUSY[/]: a test could not be decided because other processes "
                       "disturbed its pairs; rerun on a quieter machine or with a larger "
                       "--max-repetitions", highlight=False, soft_wrap=True)
         return EXIT_FAILED
-    return EXIT_FAILED if args.fail_on_regression and report.has_regression else 0
+    return EXIT_FAILED if report.has_regression and counted is None else 0
 
 
 def _round_printer(console: Console, args: argparse.Namespace,

@@ -152,7 +152,8 @@ def session_record(plan: AdaptivePlan, outcome: AdaptiveOutcome, metric: str,
     done = outcome.progress.values()
     return SequentialRecord(plan.design, metric, {p.test: p.looks for p in done},
                             {p.test: p.stop_reason for p in done},
-                            {p.test: len(p.pairs) for p in done}, why)
+                            {p.test: len(p.pairs) for p in done}, why,
+                            {p.test: p.disturbed for p in done})
 
 
 class ABPairSource:
