@@ -34,6 +34,8 @@ class FunctionCost:
     obj: str | None
     self_ir: int = 0
     called_ir: int = 0  # inclusive cost of the calls it made to other functions
+    # inclusive cost of its calls per callee name (the call edges; recursion left out)
+    calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def inclusive_ir(self) -> int:
@@ -50,6 +52,10 @@ class CallgrindProfile:
 
     def by_name(self, name: str) -> list[FunctionCost]:
         return [f for f in self.functions if f.name == name]
+
+    def edge(self, caller: str, callees: tuple[str, ...]) -> int:
+        """Inclusive instructions of the calls ``caller`` made to any of ``callees``."""
+        return sum(f.calls.get(c, 0) for f in self.by_name(caller) for c in callees)
 
 
 @dataclass
@@ -103,6 +109,8 @@ def _cost(state: _State, line: str, line_no: int) -> None:
     if state.call_pending:
         if state.callee != state.current.name:  # recursion would count itself twice
             state.current.called_ir += ir
+            callee = state.callee or "?"
+            state.current.calls[callee] = state.current.calls.get(callee, 0) + ir
         state.call_pending = False
     else:
         state.current.self_ir += ir
