@@ -5,7 +5,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo)
+APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo
+  libevent-dev libssl-dev autoconf automake libtool pkg-config zlib1g-dev g++ make)
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
@@ -52,5 +53,10 @@ fi
 # inferno needs a newer Rust than the toolchain, the last release for Rust 1.63 is used.
 if [ -x scripts/setup-inferno.sh ]; then
   scripts/setup-inferno.sh
+fi
+# memtier_benchmark: built from ../shared/vendor (or $RBS_VENDOR_DIR) into .cache/tools/bin
+# when it is not on PATH; otherwise one line says how to install it.
+if [ -x scripts/setup-memtier.sh ]; then
+  scripts/setup-memtier.sh
 fi
 echo "setup: done"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.cli.main import main
+from redis_benchmarks_spec.common import tools as common_tools
 from tests.conftest import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,17 +80,18 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
 
 
 def test_run_refuses_when_every_test_would_be_skipped(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark"))
     env_path = os.environ["PATH"]
-    os.environ["PATH"] = os.pathsep.join(p for p in env_path.split(os.pathsep)
-                                         if not (Path(p) / "memtier_benchmark").exists())
-    try:
-        one_error_line(capsys, ["run", "--suites-dir", str(suites), "--no-datasink",
-                                "--results-dir", str(tmp_path / "out")],
-                       "all 1 selected test(s) would be skipped", "memtier_benchmark")
-    finally:
-        os.environ["PATH"] = env_path
+    monkeypatch.setenv("PATH", os.pathsep.join(
+        p for p in env_path.split(os.pathsep) if not (Path(p) / "memtier_benchmark").exists()))
+    # nor built by setup into .cache/tools/bin
+    monkeypatch.delenv("RBS_TOOLS_DIR", raising=False)
+    monkeypatch.setattr(common_tools, "REPO_TOOLS", tmp_path / "no-tools")
+    one_error_line(capsys, ["run", "--suites-dir", str(suites), "--no-datasink",
+                            "--results-dir", str(tmp_path / "out")],
+                   "all 1 selected test(s) would be skipped", "memtier_benchmark")
 
 
 def test_datasink_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,

@@ -1,7 +1,7 @@
 """Conformance with the performance team's corpus: redis-benchmarks-specification 0.3.47.
 
 The package is downloaded at test time with pip (never committed) into .cache/corpus/ and
-reused by later runs. Its 551 suites must load (0 rejected), carry no key we do not know
+reused by later runs (tests/corpus.py). Its 551 suites must load (0 rejected), carry no key we do not know
 (the one exception: a file whose first key is misspelled `ersion`; it is otherwise complete
 and the team runs it daily, so it loads with that one warning and `lint --strict` fails it),
 and dry-run: every suite planned on every topology it names, or skipped with a one-line
@@ -10,11 +10,6 @@ reason naming the tool this host lacks.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -35,28 +30,14 @@ from redis_benchmarks_spec.suites.problems import (
     UNKNOWN_KEY,
     UNPARSEABLE,
 )
+from tests.corpus import corpus_suites
 
-PACKAGE = "redis-benchmarks-specification==0.3.47"
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "corpus" / "rbs-spec-0.3.47"
 MISSPELLED = "memtier_benchmark-10Kkeys-load-list-rpush-bulkload-pipeline-50.yml"
 
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    suites = CACHE / "redis_benchmarks_specification" / "test-suites"
-    if suites.is_dir():
-        return suites
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                        PACKAGE, "-d", tmp], check=True, timeout=300)
-        [wheel] = Path(tmp).glob("*.whl")
-        unpacked = Path(tmp) / "unpacked"
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extractall(unpacked)
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(CACHE, ignore_errors=True)
-        shutil.move(str(unpacked), CACHE)
-    return suites
+    return corpus_suites()
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +79,10 @@ def test_every_file_loads_and_every_key_is_known(corpus: Path, catalog: SuiteCat
 def test_dry_run_plans_every_suite_on_every_topology(corpus: Path,
                                                     catalog: SuiteCatalog) -> None:
     suites = catalog.suites
-    # planned as if memtier_benchmark were installed (it cannot be here): any executable
-    stand_in = shutil.which("redis-benchmark")
-    config = SessionConfig(tools=ToolPaths(memtier=stand_in), results_dir=corpus / "none",
+    # memtier_benchmark as installed here (scripts/setup.sh builds it)
+    tools = ToolPaths().resolve()
+    assert tools.memtier, tools.unavailable("memtier_benchmark")
+    config = SessionConfig(tools=tools, results_dir=corpus / "none",
                            capabilities=frozenset({"local-disk"}))
     plans = plan_tests(config, suites)
     assert len(plans) == sum(len(s.topologies) for s in suites)

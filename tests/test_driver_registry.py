@@ -8,6 +8,7 @@ import pytest
 
 from redis_benchmarks_spec.agent.selection import select_suites
 from redis_benchmarks_spec.cli.display import summary_line
+from redis_benchmarks_spec.common import tools as common_tools
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.loadgen import registry
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths, make_driver
@@ -43,13 +44,38 @@ def write(directory: Path, name: str, clients: str, extra: str = "") -> None:
 
 def test_missing_binary_reason_names_the_flag(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed, on PATH or set up here
+    monkeypatch.delenv("RBS_TOOLS_DIR", raising=False)
+    monkeypatch.setattr(common_tools, "REPO_TOOLS", tmp_path)
     tools = ToolPaths().resolve()
-    assert tools.unavailable("memtier_benchmark") == \
-        "memtier_benchmark not found (give --memtier-bin or put it on PATH)"
+    reason = tools.unavailable("memtier_benchmark")
+    assert reason.startswith("memtier_benchmark not found (give --memtier-bin or put it on "
+                             "PATH; scripts/setup.sh builds it")
+    assert "Redis's APT repository, Homebrew" in reason and "\n" not in reason
     assert make_driver("memtier_benchmark", tools) is None
     given = ToolPaths(memtier=str(tmp_path)).resolve()  # a directory is no binary
     assert "is not an executable file" in given.unavailable("memtier_benchmark")
+
+
+def test_tools_built_by_setup_are_found_without_path(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    built = tmp_path / "bin" / "memtier_benchmark"
+    built.parent.mkdir()
+    built.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("RBS_TOOLS_DIR", raising=False)
+    monkeypatch.setattr(common_tools, "REPO_TOOLS", built.parent)
+    assert ToolPaths().resolve().unavailable("memtier_benchmark") != ""  # not executable yet
+    built.chmod(0o755)
+    tools = ToolPaths().resolve()
+    assert tools.memtier == str(built) and tools.unavailable("memtier_benchmark") == ""
+    # $RBS_TOOLS_DIR comes before the repository's folder
+    other = tmp_path / "other" / "memtier_benchmark"
+    other.parent.mkdir()
+    other.write_bytes(built.read_bytes())
+    other.chmod(0o755)
+    monkeypatch.setenv("RBS_TOOLS_DIR", str(other.parent))
+    assert ToolPaths().resolve().memtier == str(other)
 
 
 def test_corpus_tools_without_driver_skip_with_their_name(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ Latency, per-second series), never from the code under test.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from redis_benchmarks_spec.common.tools import find_tool
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics
 from redis_benchmarks_spec.loadgen.memtier import (
     MemtierTarget,
@@ -333,11 +333,10 @@ def test_version_of_something_that_is_not_memtier() -> None:
 # ---------------------------------------------------------------------------- real run
 
 
-@pytest.mark.skipif(shutil.which("memtier_benchmark") is None,
-                    reason="memtier_benchmark not on PATH")
 def test_real_memtier_run(redis_server: Any, tmp_path: Path) -> None:  # conftest fixture
     redis_port = redis_server.port
-    binary = shutil.which("memtier_benchmark") or ""
+    binary = find_tool("memtier_benchmark")  # PATH, or built by scripts/setup.sh
+    assert binary, "memtier_benchmark missing: run scripts/setup.sh"
     assert not memtier_version(binary).startswith("unknown")
     out = tmp_path / "m.json"
     cfg = ToolConfig("memtier_benchmark", "--test-time 60 -c 5 -t 1 --hide-histogram "
@@ -350,7 +349,8 @@ def test_real_memtier_run(redis_server: Any, tmp_path: Path) -> None:  # conftes
     # a WRONGTYPE collision must be caught
     redis_server.client().set("memtier-1", "x")
     cfg = ToolConfig("memtier_benchmark", "--command 'HSET __key__ f __data__' "
-                     "--key-pattern P:P --key-maximum 1 -c 1 -t 1 --hide-histogram")
+                     "--command-key-pattern P --key-minimum 1 --key-maximum 1 -c 1 -t 1 "
+                     "--hide-histogram")
     argv = memtier_argv(binary, cfg, MemtierTarget("127.0.0.1", redis_port), out, 1)
     done = subprocess.run(argv, timeout=60, capture_output=True, text=True, check=True)
     with pytest.raises(ServerErrorReplies):

@@ -67,7 +67,8 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tools")
     g.add_argument("--redis-server", default=None, help="redis-server binary (default: PATH)")
     g.add_argument("--redis-benchmark-bin", default=None, help="redis-benchmark (default: PATH)")
-    g.add_argument("--memtier-bin", default=None, help="memtier_benchmark (default: PATH)")
+    g.add_argument("--memtier-bin", default=None,
+                   help="memtier_benchmark (default: PATH, then .cache/tools/bin)")
     g.add_argument("--capability", action="append", default=None, metavar="NAME",
                    help="what this host offers for suites' required-runner-capabilities "
                         f"(repeatable; default: {', '.join(LOCAL_CAPABILITIES)}: a server "

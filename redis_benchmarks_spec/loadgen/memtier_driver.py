@@ -54,4 +54,8 @@ class MemtierDriver:
         return self._version
 
 
-DRIVER = DriverEntry("memtier_benchmark", "memtier_benchmark", "--memtier-bin", MemtierDriver)
+# in no registry here: scripts/setup.sh builds it from ../shared/vendor when that exists
+INSTALL = ("scripts/setup.sh builds it from ../shared/vendor; else install it from Redis's APT "
+           "repository, Homebrew (memtier_benchmark) or source")
+DRIVER = DriverEntry("memtier_benchmark", "memtier_benchmark", "--memtier-bin", MemtierDriver,
+                     INSTALL)

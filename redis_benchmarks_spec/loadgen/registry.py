@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from redis_benchmarks_spec.common.tools import find_tool
 from redis_benchmarks_spec.loadgen.base import ClientDriver
 
 # every module that defines a DRIVER (a DriverEntry)
@@ -40,15 +40,17 @@ class DriverEntry:
     """One client tool: the name suites use, its binary, and how to build its driver."""
 
     tool: str  # clientconfig.tool
-    binary: str  # looked up on PATH unless a path is given
+    binary: str  # looked up on PATH, then in .cache/tools/bin, unless a path is given
     flag: str  # the rbs run option that gives the path
     factory: Callable[[str], ClientDriver]
+    install: str = ""  # how to get the tool, said when it is missing
 
     def locate(self, override: str | None) -> tuple[str | None, str]:
         """(path, '') when installed, else (None, the one-line reason it is not)."""
-        path = override or shutil.which(self.binary)
+        path = override or find_tool(self.binary)
         if not path:
-            return None, f"{self.tool} not found (give {self.flag} or put it on PATH)"
+            how = f"; {self.install}" if self.install else ""
+            return None, f"{self.tool} not found (give {self.flag} or put it on PATH{how})"
         if not os.access(path, os.X_OK) or os.path.isdir(path):
             return None, f"{self.tool} not found: {path} is not an executable file"
         return path, ""
