@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -230,7 +231,10 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
 
 def cmd_api(args: argparse.Namespace) -> int:
     """Run the webhook receiver until interrupted."""
-    credentials.hide_url_passwords({"--broker": ENV_BROKER_PASSWORD})
+    refusal = credentials.argv_refusal("api", sys.orig_argv[1:])
+    if refusal is not None:  # the console script refuses it first (cli/entry.py)
+        make_console(stderr=True).print(refusal, highlight=False, markup=False)
+        return 2
     from redis_benchmarks_spec.api.github import TriggerPolicy
     from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, serve
 
