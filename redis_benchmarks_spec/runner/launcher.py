@@ -8,7 +8,7 @@ import logging
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
 
@@ -54,7 +54,7 @@ class ServerHandle:
                            decode_responses=True, **auth_options(self.auth))
 
 
-def auth_options(auth: Credentials | None) -> dict[str, str | None]:
+def auth_options(auth: Credentials | None) -> dict[str, Any]:
     """redis-py connection arguments for ``auth`` (none for a server without AUTH)."""
     return {} if auth is None else {"username": auth.user, "password": auth.password}
 
