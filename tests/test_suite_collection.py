@@ -17,9 +17,9 @@ import redis
 from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.commands import redis_benchmark_command
-from redis_benchmarks_spec.suites.lint import lint_catalog
 from redis_benchmarks_spec.suites.problems import ERROR
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.validate import lint_catalog
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "test-suites"
 REDIS_SERVER = "/usr/bin/redis-server"

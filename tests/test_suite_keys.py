@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.suites.catalog import load_catalog
-from redis_benchmarks_spec.suites.lint import lint_catalog
 from redis_benchmarks_spec.suites.problems import ERROR, UNKNOWN_KEY, WARNING
 from redis_benchmarks_spec.suites.toolconfig import Scalability
+from redis_benchmarks_spec.suites.validate import lint_catalog
 
 CORPUS_LIKE = """
 version: 0.4

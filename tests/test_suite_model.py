@@ -10,8 +10,8 @@ import pytest
 
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
 from redis_benchmarks_spec.suites.commands import issued_commands
-from redis_benchmarks_spec.suites.lint import lint_catalog
 from redis_benchmarks_spec.suites.suite import ToolConfig
+from redis_benchmarks_spec.suites.validate import lint_catalog
 
 GOOD = """
 version: 0.4

@@ -29,11 +29,12 @@ import redis
 from redis_benchmarks_spec.agent import ab_event
 from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
-from redis_benchmarks_spec.agent.selection import for_platform, select_suites
+from redis_benchmarks_spec.agent.selection import for_platform, select_valid
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
 from redis_benchmarks_spec.common.paths import inside
+from redis_benchmarks_spec.events import validation
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
@@ -52,8 +53,9 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify import pr_ab
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
+from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.validate import Rejected
 from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 log = logging.getLogger(__name__)
@@ -177,8 +179,8 @@ class Agent:
             return True
         ledger = Ledger(self.client, self.config.names.prefix, event.id, self.config.platform)
         self._push_unconfirmed(event, ledger)
-        suites = select_suites(event, self.config.suite_filter,
-                               load_catalog(self.config.suites_dir).suites)
+        suites, rejected = select_valid(event, self.config.suite_filter, self.config.suites_dir)
+        self._rejected(event, rejected)
         todo = [s for s in suites if s.name not in ledger.done()]
         for suite in todo:
             self._status(event, suite.name, "pending")
@@ -188,6 +190,16 @@ class Agent:
         self.consumer.ack(entry.id)
         self._event_done(event)
         return True
+
+    def _rejected(self, event: BuildEvent, rejected: list[Rejected]) -> None:
+        """A selected suite file the validator rejects is a failed test with the reason
+        (logged by select_valid); a file name that is no test name gets the log line only."""
+        for r in rejected:
+            try:
+                validation.name("test_name", r.name)
+            except validation.ValidationError:
+                continue
+            self._status(event, r.name, "failed", r.line()[:validation.MAX_TEXT])
 
     def _event_done(self, event: BuildEvent) -> None:
         if self.on_event_done is None:

@@ -5,10 +5,12 @@ those; one that names none runs on all)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.validate import Rejected, validate_catalog
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,19 @@ def select_suites(event: BuildEvent, agent_filter: SuiteFilter, suites: list[Sui
                 log.info("not running %s here: this agent lacks capabilities %s "
                          "(--capability)", suite.name, ", ".join(lacking))
     return chosen
+
+
+def select_valid(event: BuildEvent, agent_filter: SuiteFilter,
+                 suites_dir: Path) -> tuple[list[Suite], list[Rejected]]:
+    """The valid suites of ``suites_dir`` the event runs here (:func:`select_suites`), and
+    the files it would have picked that the validator rejects: each is logged with its
+    file and reason, and never runs (the same validator as ``rbs suites lint``)."""
+    catalog = validate_catalog(suites_dir)
+    by_event = event_filter(event)
+    rejected = [r for r in catalog.rejected if r.matches(by_event) and r.matches(agent_filter)]
+    for r in rejected:
+        log.warning("event %s: %s", event.id, r.line())
+    return select_suites(event, agent_filter, catalog.suites), rejected
 
 
 def for_platform(event: BuildEvent, platform: str) -> bool:

@@ -6,6 +6,8 @@ Nothing is computed here beyond formatting: every number comes from the report.
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections.abc import Callable
 
 from rich.markup import escape
@@ -184,6 +186,22 @@ def _ordered(report: ComparisonReport) -> list[Comparison]:
 # --- markdown ------------------------------------------------------------------------------
 
 
+def md_code(text: str) -> str:
+    """``text`` as a Markdown code span that shows it literally, whatever it holds.
+
+    Branch names come from outside (git allows `` ` ``, ``<``, ``@``, ``[`` ... and any
+    Unicode): in a code span they cannot mention anyone, open HTML or links, or break out
+    (the fence is longer than any run of backticks inside). Invisible and direction-changing
+    characters (U+202E ...) are shown as ``<U+202E>`` so a name cannot pose as another.
+    """
+    shown = "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c)[0] == "C"
+                    or unicodedata.category(c) in ("Zl", "Zp") else c for c in text)
+    longest = max((len(run) for run in re.findall("`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"
+
+
 def _md_cell(text: str) -> str:
     """Escape what would break a GFM table cell."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
@@ -225,7 +243,8 @@ def _md_section(title: str, rows: list[Comparison],
 
 def _md_side(side: SideInfo) -> list[str]:
     commits = ", ".join(f"`{short(c)}`" for c in side.commits) or NA
-    return [side.label or NA, commits, ", ".join(side.versions) or NA, str(side.runs)]
+    return [md_code(side.label) if side.label else NA, commits,
+            ", ".join(side.versions) or NA, str(side.runs)]
 
 
 def markdown_header(context: CompareContext | None) -> list[str]:

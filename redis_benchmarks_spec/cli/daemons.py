@@ -43,7 +43,6 @@ ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"  # or RBS_BROKER_PASSWORD_FILE
 ENV_DATASINK_PASSWORD = "RBS_DATASINK_PASSWORD"  # or RBS_DATASINK_PASSWORD_FILE
 DEFAULT_BROKER = "redis://127.0.0.1:6379"
 # a password given in one of these URLs on the command line is moved to the environment
-PASSWORD_FLAGS = {"--broker": ENV_BROKER_PASSWORD, "--datasink": ENV_DATASINK_PASSWORD}
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -138,9 +137,13 @@ def _broker(args: argparse.Namespace) -> redis.Redis:
 
 
 def _secure_start(args: argparse.Namespace, role: str) -> bytes | None:
-    """Passwords out of argv (re-exec), the artifact key loaded; None (after printing one
-    line) when the key cannot be had."""
-    credentials.hide_url_passwords(PASSWORD_FLAGS)
+    """No password in argv, the artifact key loaded; None (after printing one line) when
+    argv holds a password (the console script refuses it first; this covers other ways of
+    starting main) or the key cannot be had."""
+    refusal = credentials.argv_refusal(role, sys.orig_argv[1:])
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return None
     try:
         return signing.load_key(args.artifact_key_file)
     except signing.ArtifactKeyError as exc:

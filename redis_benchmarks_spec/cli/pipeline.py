@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from redis_benchmarks_spec.intake.trigger import (
     trigger,
 )
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
+from redis_benchmarks_spec.suites.validate import validate_catalog
 
 ENV_BROKER = "RBS_BROKER"
 ENV_SECRET = "RBS_WEBHOOK_SECRET"
@@ -96,6 +99,10 @@ def _register_trigger(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--commands-regexp", default=".*")
     p.add_argument("--priority-min", type=int)
     p.add_argument("--priority-max", type=int)
+    p.add_argument("--suites-dir", type=Path, default=None,
+                   help="suites the agents run, checked before queueing (default: the suites "
+                        "shipped with rbs): selected files the validator rejects are named, "
+                        "and a selection of only those is refused")
     p.add_argument("--platforms", type=_csv, default=(), help="comma list (default: all)")
     p.add_argument("--build-variants", type=_csv, default=(),
                    help="comma list of build variant ids (default: the builders' defaults)")
@@ -114,6 +121,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     _check_repo(args.repo)
     for flag in ("tests_regexp", "groups_regexp", "commands_regexp"):
         checks.regexp("--" + flag.replace("_", "-"), getattr(args, flag))
+    _check_suites(args)
     client = _client(args)
     names = names_mod.from_args(args)
     store: SourceStore = (S3SourceStore(args.s3_bucket) if args.s3_bucket
@@ -147,6 +155,27 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         make_console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
         return 2
     return 1 if _any_failure(follower) else 0
+
+
+def _check_suites(args: argparse.Namespace) -> None:
+    """The suites the selection picks, through the validator the agents use: each rejected
+    file is named with its reason; a selection that picks only rejected files is refused
+    (one that picks nothing here may match other suites on the agents, and is queued)."""
+    directory = args.suites_dir or default_suites_dir()
+    if args.suites_dir is not None:
+        checks.existing_dir("--suites-dir", directory)
+    catalog = validate_catalog(directory)
+    flt = SuiteFilter(tests_regexp=args.tests_regexp, groups_regexp=args.groups_regexp,
+                      commands_regexp=args.commands_regexp, priority_min=args.priority_min,
+                      priority_max=args.priority_max)
+    rejected = catalog.rejected_matching(flt)
+    err = make_console(stderr=True)
+    for r in rejected:
+        err.print(f"[yellow]{escape(r.line())}[/]", highlight=False, soft_wrap=True)
+    if rejected and not flt.select(catalog.suites):
+        raise UsageError("selection", f"every suite it picks in {directory} is invalid "
+                         f"({len(rejected)}, named above): agents would run nothing",
+                         f"`rbs suites lint {directory}` shows every problem")
 
 
 def _any_failure(follower: Follower) -> bool:
@@ -202,7 +231,10 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
 
 def cmd_api(args: argparse.Namespace) -> int:
     """Run the webhook receiver until interrupted."""
-    credentials.hide_url_passwords({"--broker": ENV_BROKER_PASSWORD})
+    refusal = credentials.argv_refusal("api", sys.orig_argv[1:])
+    if refusal is not None:  # the console script refuses it first (cli/entry.py)
+        make_console(stderr=True).print(refusal, highlight=False, markup=False)
+        return 2
     from redis_benchmarks_spec.api.github import TriggerPolicy
     from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, serve
 

@@ -39,9 +39,10 @@ from redis_benchmarks_spec.runner.session import (
     run_suites,
 )
 from redis_benchmarks_spec.runner.sweep import run_sweep
-from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir, load_catalog
-from redis_benchmarks_spec.suites.problems import ERROR, Problem
+from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
+from redis_benchmarks_spec.suites.problems import ERROR
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.validate import Rejected, ValidatedCatalog, validate_catalog
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
 
@@ -128,10 +129,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def select_suites(args: argparse.Namespace, console: Console) -> list[Suite]:
-    """The suites the selection flags pick; raises :class:`UsageError` when none."""
+def select_suites(args: argparse.Namespace,
+                  console: Console) -> tuple[list[Suite], list[Rejected]]:
+    """The valid suites the selection flags pick, and the selected files the validator
+    rejected (each named on ``console`` with its reason; they never run). Raises
+    :class:`UsageError` when nothing valid is picked."""
     directory = args.suites_dir or default_suites_dir()
-    catalog = load_catalog(directory)
+    catalog = validate_catalog(directory)
     tests = [t for item in args.test for t in item.split(",") if t]
     check_test_names(catalog, tests, directory)
     flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
@@ -139,28 +143,36 @@ def select_suites(args: argparse.Namespace, console: Console) -> list[Suite]:
                       priority_min=args.priority_min, priority_max=args.priority_max,
                       topology=args.topology)
     selected = flt.select(catalog.suites)
+    skipped = catalog.rejected_matching(flt)
+    print_selected_problems(console, catalog, selected, skipped)
     if not selected:
-        raise UsageError("selection", f"no suite of the {len(catalog.suites)} in {directory} "
-                         "matches", "`rbs run --dry-run` without filters lists them all")
-    print_selected_problems(console, catalog.problems, selected, directory)
-    return selected
+        why = f"; {len(skipped)} that match are invalid (above)" if skipped else ""
+        raise UsageError("selection", f"no valid suite of the {len(catalog.suites)} in "
+                         f"{directory} matches{why}",
+                         f"`rbs suites lint {directory}` shows every problem" if skipped else
+                         "`rbs run --dry-run` without filters lists them all")
+    return selected, skipped
 
 
-def print_selected_problems(console: Console, problems: list[Problem], selected: list[Suite],
-                            directory: Path) -> None:
-    """Problems of the selected suites in full; of every other file, one line with a count."""
+def print_selected_problems(console: Console, catalog: ValidatedCatalog, selected: list[Suite],
+                            skipped: list[Rejected]) -> None:
+    """Problems of the selected suites in full, a line per selected file that is skipped as
+    invalid; of every other file, one line with a count."""
+    for rejected in skipped:
+        console.print(f"[red]{escape(rejected.line())}[/]", highlight=False, soft_wrap=True)
     paths = {s.path for s in selected}
-    for problem in problems:
+    for problem in catalog.problems:
         if problem.path in paths:
             colour = "red" if problem.severity == ERROR else "yellow"
             console.print(f"[{colour}]{escape(str(problem))}[/]", highlight=False,
                           soft_wrap=True)
-    rest = [p for p in problems if p.path not in paths]
+    shown = paths | {r.path for r in skipped}
+    rest = [p for p in catalog.problems if p.path not in shown]
     if rest:
         files = len({p.path for p in rest})
         console.print(f"[dim]{len(rest)} problem(s) in {files} other file(s) not shown "
-                      f"(rbs suites lint {escape(str(directory))})[/]", highlight=False,
-                      soft_wrap=True)
+                      f"(rbs suites lint {escape(str(catalog.directory))})[/]",
+                      highlight=False, soft_wrap=True)
 
 
 def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig:
@@ -257,7 +269,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     sweep = check_sweep(args)
     # documents (json, csv, markdown) own stdout; people's lines then go to stderr
     console = make_console(stderr=args.format != "table")
-    suites = select_suites(args, console)
+    suites, skipped = select_suites(args, console)
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
     if args.dry_run:
@@ -282,6 +294,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     code = report(console, args, config, results)
+    if skipped:
+        console.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
+                      f"(skipped, named above)[/]", highlight=False)
+        code = max(code, 1)
     if sweep is not None:
         report_sweep(console, config, results)
     if not args.no_datasink:

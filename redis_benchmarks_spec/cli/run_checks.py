@@ -9,7 +9,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.suites.catalog import SuiteCatalog
+from redis_benchmarks_spec.suites.validate import ValidatedCatalog
 
 BINARY_FLAGS = (("--redis-server", "redis_server"),
                 ("--redis-benchmark-bin", "redis_benchmark_bin"),
@@ -107,11 +107,12 @@ def parse_cpus(text: str | None) -> list[int] | None:
     return cpus
 
 
-def check_test_names(catalog: SuiteCatalog, tests: list[str], directory: Path) -> None:
-    """Every ``--test`` names a suite; suggests the closest names (case-insensitive)."""
+def check_test_names(catalog: ValidatedCatalog, tests: list[str], directory: Path) -> None:
+    """Every ``--test`` names a suite (valid or rejected: a rejected one is skipped with its
+    reason); suggests the closest names (case-insensitive)."""
     names = [s.name for s in catalog.suites]
     for test in tests:
-        if catalog.by_name(test) is not None:
+        if catalog.by_name(test) is not None or catalog.rejected_named(test) is not None:
             continue
         raise UsageError(f"--test {test}", f"no suite of that name in {directory}",
                          _did_you_mean(test, names))

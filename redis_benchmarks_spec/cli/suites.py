@@ -11,8 +11,8 @@ from rich.table import Table
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
-from redis_benchmarks_spec.suites.lint import lint_catalog
 from redis_benchmarks_spec.suites.problems import ERROR
+from redis_benchmarks_spec.suites.validate import default_strict, lint_catalog
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,8 +56,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_lint(args: argparse.Namespace) -> int:
     directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
-    strict = args.strict if args.strict is not None else \
-        directory.resolve() == default_suites_dir().resolve()
+    strict = args.strict if args.strict is not None else default_strict(directory)
     others = args.other_suites_dir if args.other_suites_dir is not None else \
         [Path(d) for d in os.environ.get("RBS_OTHER_SUITES_DIRS", "").split(os.pathsep) if d]
     problems = lint_catalog(directory, others, strict=strict)

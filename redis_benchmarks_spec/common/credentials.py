@@ -2,18 +2,21 @@
 
 Daemons take passwords from the environment or from files only (``RBS_BROKER_PASSWORD`` /
 ``RBS_BROKER_PASSWORD_FILE``, ``RBS_DATASINK_PASSWORD`` / ``RBS_DATASINK_PASSWORD_FILE``;
-see docs/security.md). A URL given with a password on the command line still works, but
-the daemon re-executes itself at once with the password moved into its environment, so it
-never stays visible in ``ps`` (:func:`hide_url_passwords`).
+see docs/security.md). A daemon (``rbs agent|builder|api``) given a URL with a password on
+its command line refuses to start, with one line naming the flag and those alternatives
+(:func:`daemon_argv_secret`): a password in argv is readable by every local user through
+``ps`` and ``/proc/<pid>/cmdline`` from the moment of exec, which no re-exec can undo. The
+``rbs`` console script checks before it imports anything else (``cli/entry.py``).
+
+This module imports the standard library only, so that check costs nothing.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 
 MASK = "***"
 # options whose next word (or ``=value``) is a secret: client tools' and redis-server's
@@ -105,30 +108,34 @@ def with_password(url: str, env_name: str, environ: Mapping[str, str] | None = N
     return urlunsplit(parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}"))
 
 
-def hide_url_passwords(flags: Mapping[str, str], argv: Sequence[str] | None = None) -> None:
-    """Re-exec this process if any ``flags`` value on its command line holds a password.
+# the commands that run for a long time as services, and where each flag's password goes
+DAEMON_COMMANDS = ("agent", "builder", "api")
+PASSWORD_ENV = {"--broker": "RBS_BROKER_PASSWORD", "--datasink": "RBS_DATASINK_PASSWORD"}
 
-    ``flags`` maps an option (``--broker``) to the environment variable that carries its
-    password (``RBS_BROKER_PASSWORD``). The new process has the same argv minus the
-    passwords and finds them in its environment: a long-running daemon never shows a
-    password in ``ps``. Returns only when there was nothing to hide.
+
+def daemon_argv_secret(argv: Sequence[str]) -> str | None:
+    """The one-line refusal when ``argv`` (``rbs``'s arguments) starts a daemon with a
+    password in a URL on its command line, else None (see :func:`argv_refusal`)."""
+    command = next((w for w in argv if not w.startswith("-")), None)
+    return argv_refusal(command, argv) if command in DAEMON_COMMANDS else None
+
+
+def argv_refusal(command: str, argv: Sequence[str]) -> str | None:
+    """The refusal for ``rbs <command>`` when any word of ``argv`` is a URL with a password.
+
+    Every word is looked at, whatever option it follows (argparse accepts abbreviations
+    such as ``--brok``), in both ``--flag URL`` and ``--flag=URL`` forms.
     """
-    words = list(sys.orig_argv if argv is None else argv)
-    env = dict(os.environ)
-    changed = False
-    for i, word in enumerate(words):
+    for i, word in enumerate(argv):
         name, eq, value = word.partition("=")
-        if eq and name in flags:
-            target, prefix = value, f"{name}="
-        elif i > 0 and words[i - 1] in flags:
-            name, target, prefix = words[i - 1], word, ""
-        else:
+        url = value if eq and name.startswith("--") and "://" not in name else word
+        if "://" not in url or url_password(url) is None:
             continue
-        password = url_password(target)
-        if password is None:
-            continue
-        env[flags[name]] = unquote(password)
-        words[i] = prefix + strip_password(target)
-        changed = True
-    if changed:
-        os.execve(sys.executable, [sys.executable, *words[1:]], env)
+        flag = name if url is value else (argv[i - 1] if i and argv[i - 1][:1] == "-" else "")
+        env = next((e for f, e in PASSWORD_ENV.items() if flag and f.startswith(flag)), None)
+        where = (f"${env} or a file named by ${env}_FILE" if env
+                 else "the environment or a file (see docs/security.md)")
+        return (f"rbs {command}: {flag or 'an argument'} holds a password in its URL "
+                f"({redact_url(url)}), which every local user can read in ps; give the URL "
+                f"without it and the password in {where}")
+    return None

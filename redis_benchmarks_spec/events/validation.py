@@ -19,8 +19,10 @@ _NAME = re.compile(NAME_PATTERN)
 _ID = re.compile(ID_PATTERN)
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# branch, tag and version names as git allows them, minus what could act on a command line
-_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+@-]{0,254}")
+# branch and tag names: git's own rules (`git check-ref-format --branch`), see ref_problem
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+MAX_REF_BYTES = 1024  # git sets no limit; this bounds keys, labels and comments
+MAX_REF_COMPONENT_BYTES = 255  # a loose ref is a file: one component is one file name
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 _URL = re.compile(r"(https?|git|ssh|file)://[^\s]{1,2000}|/[^\s]{0,2000}")
 _KEY = re.compile(r"[!-~]{1,1024}")  # printable ASCII, no space
@@ -80,12 +82,44 @@ def sha256(field: str, value: object) -> None:
     _match(_SHA256, field, value, "is not a 64-character lowercase hex sha256")
 
 
+def ref_problem(value: str) -> str | None:
+    r"""Why ``value`` is not a branch or tag name git accepts, or None when it is one.
+
+    The rules of ``git check-ref-format --branch`` (UTF-8 and any other character allowed
+    except ASCII controls, space, ``~ ^ : ? * [ \``; no ``..``, ``@{``, ``//``; no component
+    starting with ``.`` or ending in ``.lock``; no leading or trailing ``/``, no trailing
+    ``.``; not ``-...``, ``HEAD`` or ``@``), plus bounds: valid UTF-8 (a JSON string can hold
+    a lone surrogate), at most :data:`MAX_REF_BYTES` bytes and
+    :data:`MAX_REF_COMPONENT_BYTES` per ``/`` component.
+    """
+    if not value:
+        return "is empty"
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    if size > MAX_REF_BYTES:
+        return f"is longer than {MAX_REF_BYTES} bytes"
+    bad = _REF_FORBIDDEN.search(value)
+    if bad:
+        return f"contains {bad.group()!r}, which git does not allow in a ref"
+    if value.startswith(("-", "/")) or value.endswith(("/", ".")) or value in ("HEAD", "@"):
+        return "is not a name git accepts for a branch (check-ref-format)"
+    for part in value.split("/"):
+        if part.startswith(".") or part.endswith(".lock"):
+            return f"has a component {part[:40]!r} starting with '.' or ending in '.lock'"
+        if len(part.encode("utf-8")) > MAX_REF_COMPONENT_BYTES:
+            return f"has a component longer than {MAX_REF_COMPONENT_BYTES} bytes"
+    return None
+
+
 def ref(field: str, value: object) -> None:
-    """A branch, tag or version: git ref characters, no leading ``-``, no ``..``."""
-    _match(_REF, field, value, "is not a branch/tag name")
-    assert isinstance(value, str)
-    if ".." in value or "//" in value or value.endswith(("/", ".lock")):
+    """A branch, tag or version git accepts (:func:`ref_problem`): never an option."""
+    if not isinstance(value, str):
         raise _fail(field, value, "is not a branch/tag name")
+    problem = ref_problem(value)
+    if problem is not None:
+        raise _fail(field, value, f"is not a branch/tag name: {problem}")
 
 
 def optional_ref(field: str, value: object) -> None:

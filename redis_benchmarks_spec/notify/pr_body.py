@@ -20,6 +20,7 @@ from redis_benchmarks_spec.analysis.report import (
     instructions_markdown,
     markdown_header,
     markdown_verdicts,
+    md_code,
     summary_markdown,
 )
 from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
@@ -29,9 +30,11 @@ TITLE = "Benchmark results"
 
 
 def _what(info: PrInfo) -> str:
-    head = f"head `{short(info.head_sha)}`" + (f" (`{info.head_ref}`)" if info.head_ref else "")
-    base = f"base `{info.base_ref or '?'}`" + (f" at `{short(info.base_sha)}`"
-                                               if info.base_sha else "")
+    # refs come from the pull request: any name git accepts, shown literally
+    head = f"head `{short(info.head_sha)}`" + (f" ({md_code(info.head_ref)})"
+                                                if info.head_ref else "")
+    base = f"base {md_code(info.base_ref or '?')}" + (f" at `{short(info.base_sha)}`"
+                                                       if info.base_sha else "")
     return f"Pull request #{info.number}: {head} compared with {base}."
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.events import validation
 from redis_benchmarks_spec.events.names import StreamNames
 
 INFO_TTL_S = 30 * 24 * 3600
@@ -63,6 +64,14 @@ def _str(obj: dict[str, Any], key: str, pattern: re.Pattern[str]) -> str:
     return value
 
 
+def _ref(obj: dict[str, Any], key: str) -> str:
+    """A branch name: anything git accepts (UTF-8 included), bounded."""
+    value = obj.get(key)
+    if not isinstance(value, str) or validation.ref_problem(value) is not None:
+        raise PrInfoError(f"pull_request field {key!r} is missing or not a branch name")
+    return value
+
+
 def _obj(obj: dict[str, Any], key: str) -> dict[str, Any]:
     value = obj.get(key)
     return value if isinstance(value, dict) else {}
@@ -85,7 +94,7 @@ def from_payload(payload: dict[str, Any]) -> PrInfo:
         raise PrInfoError("pull_request.number is not a positive integer")
     return PrInfo(org=_str(_obj(repo, "owner"), "login", _NAME), repo=_str(repo, "name", _NAME),
                   number=number, head_sha=_str(head, "sha", _SHA),
-                  head_ref=_str(head, "ref", _NAME), base_ref=_str(base, "ref", _NAME),
+                  head_ref=_ref(head, "ref"), base_ref=_ref(base, "ref"),
                   base_sha=_str(base, "sha", _SHA), title=_text(pr, "title", 200),
                   html_url=_text(pr, "html_url", 300))
 

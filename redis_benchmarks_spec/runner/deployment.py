@@ -29,7 +29,9 @@ from redis_benchmarks_spec.runner.launcher import (
     ServerLauncher,
     ServerSpec,
     ServerStartError,
+    auth_options,
 )
+from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,8 @@ class Node:
 
     def client(self, timeout: float = 30.0, decode: bool = True) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=timeout,
-                           decode_responses=decode, **_QUIET)
+                           decode_responses=decode, **_QUIET,
+                           **auth_options(self.handle.auth))
 
     def stats_client(self) -> redis.Redis:
         """One connection kept for INFO snapshots: a new connection between two snapshots
@@ -106,6 +109,7 @@ class DeploymentSpec:
     # (the suite's dataset RDB is put in place this way, see runner/dataset.py)
     prepare_primary_dir: Callable[[Path], list[str]] | None = None
     wrapper: list[str] = field(default_factory=list)  # argv prefix of every node (callgrind)
+    auth: Credentials | None = None  # what the nodes require as started (suites/auth.py)
 
 
 class Deployment:
@@ -171,10 +175,13 @@ class Deployment:
             cluster_port = free_port()
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                      "--cluster-port", str(cluster_port)]
+        if role == REPLICA:
+            args += _masterauth(self.spec.auth, args)
         # a node under a profiler's wrapper (valgrind) starts several times slower
         timeout = self.spec.start_timeout * (8 if self.spec.wrapper else 1)
         handle, notes = self._launch(ServerSpec(self.spec.binary, args, cpus, workdir,
-                                                timeout, list(self.spec.wrapper)))
+                                                timeout, list(self.spec.wrapper),
+                                                self.spec.auth))
         return Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
 
     def _launch(self, spec: ServerSpec) -> tuple[ServerHandle, list[str]]:
@@ -195,7 +202,8 @@ class Deployment:
         """A plain standalone node (suite arguments, no cluster) for preparing a dataset."""
         workdir = self.spec.workdir / "scratch"
         handle, notes = self._launch(ServerSpec(self.spec.binary, list(self.spec.args), cpus,
-                                                workdir, self.spec.start_timeout))
+                                                workdir, self.spec.start_timeout,
+                                                auth=self.spec.auth))
         self.scratch = Node(-1, SCRATCH, cpus, handle, notes=notes)
         return self.scratch
 
@@ -278,6 +286,14 @@ def _quiesce(node: Node, timeout_s: float = 30.0) -> None:
         wait_for(idle, timeout_s, interval=0.05)
     except redis.RedisError:
         return  # not answering: the launcher stops it by its id all the same
+
+
+def _masterauth(auth: Credentials | None, args: list[str]) -> list[str]:
+    """A replica authenticates to a primary that requires a password (unless the suite set
+    ``masterauth`` itself)."""
+    if auth is None or "--masterauth" in args:
+        return []
+    return ["--masterauth", auth.password] + (["--masteruser", auth.user] if auth.user else [])
 
 
 def _without_option(args: list[str], option: str) -> list[str]:

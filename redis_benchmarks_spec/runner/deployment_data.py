@@ -53,6 +53,8 @@ def _prepare_cluster(deployment: Deployment, db: DbConfig, on_node: Prepare,
         duration = on_node(scratch)
         started = time.monotonic()
         cluster.load_from_scratch(scratch, deployment.primaries, db.init_commands)
+        for primary in deployment.primaries:  # the init commands ran there too
+            primary.handle.auth = db.auth
         copy_s = time.monotonic() - started
     finally:
         deployment.stop_scratch()

@@ -29,7 +29,13 @@ from pathlib import Path
 import psutil
 
 from redis_benchmarks_spec.common.process import free_port, minimal_env, wait_for
-from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerSpec, ServerStartError
+from redis_benchmarks_spec.runner.launcher import (
+    ServerHandle,
+    ServerSpec,
+    ServerStartError,
+    answers_ping,
+    refused_error,
+)
 
 LABEL = "rbs.managed"
 OWNER_LABEL = "rbs.owner"
@@ -149,10 +155,13 @@ class DockerLauncher:
                      "--port", str(port), "--bind", "127.0.0.1", "--dir", "/data",
                      "--save", "", *spec.args)
         handle = ServerHandle("127.0.0.1", port, [], spec.workdir / "redis-server.log",
-                             container_id=cid)
+                             container_id=cid, auth=spec.auth)
         self._containers[cid] = handle
         handle.pids = [int(docker("inspect", "-f", "{{.State.Pid}}", cid) or 0)]
         up = wait_for(lambda: self._answers(handle, cid), spec.start_timeout)
+        if handle.refused:
+            self.stop(handle)
+            raise refused_error(handle, f"container {name} ({image})")
         if not up or docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
             self.stop(handle)
             raise ServerStartError(f"container {name} ({image}) did not answer PING on port "
@@ -161,13 +170,9 @@ class DockerLauncher:
 
     @staticmethod
     def _answers(handle: ServerHandle, cid: str) -> bool:
-        import redis
         if docker("inspect", "-f", "{{.State.Running}}", cid) != "true":
             return True  # exited: start() reports it after the wait
-        try:
-            return bool(handle.client(timeout=1).ping())
-        except (redis.ConnectionError, redis.TimeoutError):
-            return False
+        return answers_ping(handle)
 
     def stop(self, handle: ServerHandle) -> None:
         """Stop and remove the container of ``handle`` by its own id (once)."""

@@ -54,6 +54,7 @@ from redis_benchmarks_spec.runner.preload import (
 )
 from redis_benchmarks_spec.runner.replication import ReplicationError
 from redis_benchmarks_spec.runner.server_cpu import add_server_cpu
+from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
@@ -110,6 +111,13 @@ def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
         status=STATUS_FAILED, context=context, suite_file=str(suite.path),
         tested_groups=suite.tested_groups, tested_commands=suite.tested_commands,
         tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms)
+
+
+def _target(host: str, port: int, auth: Credentials | None,
+            cluster: bool = False) -> ClientTarget:
+    """Where a client tool connects, as whom (the suite's declared credentials)."""
+    return ClientTarget(host, port, password=auth.password if auth else None,
+                        user=auth.user if auth else None, cluster=cluster)
 
 
 def run_test(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
@@ -178,7 +186,7 @@ class SuiteRun:
         _record_cpus(result, plan)
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
-        target = ClientTarget(server.host, server.port, cluster=topo.is_cluster)
+        target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
         result.preload_duration_s = self._prepare_deployment(plan)
         persistence = PersistenceChecks(server.client(), suite.dbconfig,
                                         topo.node_count == 1 and not topo.is_cluster)
@@ -223,7 +231,8 @@ class SuiteRun:
         self.result.server_args = args
         spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
                               env.context.deployment_type,
-                              wrapper=self.window.server_wrapper(self.server_dir))
+                              wrapper=self.window.server_wrapper(self.server_dir),
+                              auth=self.suite.dbconfig.auth_at_start)
         self._add_dataset(spec)
         self.deployment = Deployment(spec, env.launcher)
         try:
@@ -254,8 +263,13 @@ class SuiteRun:
         the preload, a cluster's dataset prepared on a scratch node and copied by slot)."""
         assert self.deployment is not None
 
+        auth = self.suite.dbconfig.auth
+
         def on_node(node: Node) -> float | None:
-            return self._prepare(ClientTarget(node.host, node.port), node.client(), plan)
+            # the preload runs after the init commands: with the credentials they leave
+            duration = self._prepare(_target(node.host, node.port, auth), node.client(), plan)
+            node.handle.auth = auth
+            return duration
 
         duration = deployment_data.prepare(self.deployment, self.suite.dbconfig, on_node,
                                            plan.client)

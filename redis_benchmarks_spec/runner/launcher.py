@@ -8,11 +8,12 @@ import logging
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
 
 from redis_benchmarks_spec.common.process import ProcessRegistry, free_port, tail, wait_for
+from redis_benchmarks_spec.suites.auth import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ class ServerSpec:
     workdir: Path
     start_timeout: float = 15.0
     wrapper: list[str] = field(default_factory=list)  # argv prefix (a profiler, e.g. callgrind)
+    auth: Credentials | None = None  # what the suite's configuration makes the server require
 
 
 @dataclass
@@ -43,10 +45,42 @@ class ServerHandle:
     log_path: Path
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
     container_id: str = ""  # set by the Docker launcher
+    # who new connections authenticate as (the runner moves it on once init commands ran)
+    auth: Credentials | None = field(default=None, repr=False)
+    refused: str = ""  # why the server refused our credentials while starting, if it did
 
     def client(self, timeout: float = 30.0) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=timeout,
-                           decode_responses=True)
+                           decode_responses=True, **auth_options(self.auth))
+
+
+def auth_options(auth: Credentials | None) -> dict[str, Any]:
+    """redis-py connection arguments for ``auth`` (none for a server without AUTH)."""
+    return {} if auth is None else {"username": auth.user, "password": auth.password}
+
+
+def answers_ping(handle: ServerHandle) -> bool:
+    """True when the server answers PING, or refused our credentials (``handle.refused``
+    says so, and the start fails at once with that reason instead of timing out)."""
+    try:
+        return bool(handle.client(timeout=1).ping())
+    except redis.AuthenticationError as exc:
+        handle.refused = str(exc) or type(exc).__name__
+        return True
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+    except redis.ResponseError as exc:
+        # LOADING: the server is up but not ready yet
+        return "LOADING" not in str(exc)
+
+
+def refused_error(handle: ServerHandle, what: str) -> ServerStartError:
+    """The start failure when the server is up but will not let us in."""
+    who = "no credentials" if handle.auth is None else \
+        f"the password the suite declares for user {handle.auth.user or 'default'}"
+    return ServerStartError(f"{what} on port {handle.port} is up but refused the runner's "
+                            f"connection ({handle.refused}); it was given {who} "
+                            "(requirepass / ACL users in dbconfig, see docs/suites-and-inputs.md)")
 
 
 class ServerLauncher(Protocol):
@@ -70,8 +104,11 @@ class ProcessLauncher:
                 # keep a test server from dumping a stale RDB into the test directory
                 "--save", "", *spec.args]
         proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir)
-        handle = ServerHandle("127.0.0.1", port, [proc.pid], log_path, [proc])
+        handle = ServerHandle("127.0.0.1", port, [proc.pid], log_path, [proc], auth=spec.auth)
         up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)
+        if handle.refused and proc.poll() is None:
+            self.stop(handle)
+            raise refused_error(handle, f"redis-server ({spec.binary})")
         if not up or proc.poll() is not None:
             self.stop(handle)
             raise ServerStartError(
@@ -84,13 +121,7 @@ class ProcessLauncher:
     def _answers(handle: ServerHandle, proc: subprocess.Popen[bytes]) -> bool:
         if proc.poll() is not None:
             return True  # exited: stop polling, start() reports it
-        try:
-            return bool(handle.client(timeout=1).ping())
-        except (redis.ConnectionError, redis.TimeoutError):
-            return False
-        except redis.ResponseError as exc:
-            # LOADING: the server is up but not ready yet
-            return "LOADING" not in str(exc)
+        return answers_ping(handle)
 
     def stop(self, handle: ServerHandle) -> None:
         for proc in handle._procs:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from redis_benchmarks_spec.common.words import split_words
+from redis_benchmarks_spec.suites.auth import Credentials, declared
 from redis_benchmarks_spec.suites.problems import WARNING
 from redis_benchmarks_spec.suites.reader import SpecReader
 from redis_benchmarks_spec.suites.toolconfig import ToolConfig, parse_tool
@@ -87,6 +88,10 @@ class DbConfig:
     preload_before_replica: bool = False
     skip_throughput_floor: bool = False
     low_throughput_benchmark: bool = False
+    # who the runner and the clients authenticate as (suites/auth.py): as the server starts,
+    # and once the init commands ran; None: no AUTH
+    auth_at_start: Credentials | None = field(default=None, repr=False)
+    auth: Credentials | None = field(default=None, repr=False)
 
     def server_args(self) -> list[str]:
         """``configuration-parameters`` as redis-server arguments (``--save ""`` style)."""
@@ -244,6 +249,7 @@ def parse_dbconfig(reader: SpecReader, value: Any, base_dir: Path) -> DbConfig:
         low_throughput_benchmark=reader.flag(raw.get("low-throughput-benchmark"),
                                              "dbconfig.low-throughput-benchmark"),
     )
+    db.auth_at_start, db.auth = declared(reader, params, db.init_commands)
     _cross_checks(reader, db)
     return db
 

@@ -1,12 +1,11 @@
-"""``rbs suites lint``: everything load_catalog reports, plus semantic checks."""
+"""Per-suite checks beyond loading, and name collisions (``validate.py`` runs them all)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.commands import issued_commands
-from redis_benchmarks_spec.suites.problems import ERROR, NAME_COLLISION, WARNING, Problem
+from redis_benchmarks_spec.suites.problems import DESCRIPTION, NAME_COLLISION, WARNING, Problem
 from redis_benchmarks_spec.suites.suite import Suite
 
 KNOWN_TOOLS = {"redis-benchmark", "memtier_benchmark"}
@@ -31,14 +30,15 @@ def lint_suite(suite: Suite) -> list[Problem]:
         else:
             issued |= found
     if understood:
-        # commands a script runs cannot be seen from the arguments: not an error then
-        severity = WARNING if issued & SCRIPTING else ERROR
+        # commands a script runs cannot be seen from the arguments: never an error then;
+        # otherwise an error under --strict (kind DESCRIPTION), a warning elsewhere
+        kind = "" if issued & SCRIPTING else DESCRIPTION
         for cmd in suite.tested_commands:
             if cmd not in issued:
                 problems.append(Problem(
                     suite.path, "tested-commands",
                     f"{cmd!r} is never issued by the client arguments "
-                    f"(they issue: {', '.join(sorted(issued)) or 'nothing'})", severity))
+                    f"(they issue: {', '.join(sorted(issued)) or 'nothing'})", WARNING, kind))
         for cmd in sorted(issued - set(suite.tested_commands)):
             problems.append(Problem(suite.path, "tested-commands",
                                     f"the client issues {cmd!r} but tested-commands omits it",
@@ -87,19 +87,3 @@ def name_collisions(ours: list[Suite], others: dict[Path, list[Suite]]) -> list[
                     f"({other.path.name}): both would write the same time series; rename ours",
                     WARNING, NAME_COLLISION))
     return problems
-
-
-def lint_catalog(directory: Path, others: list[Path] | None = None,
-                 strict: bool = False) -> list[Problem]:
-    """Load problems, per-suite checks and name collisions with ``others`` (folders).
-
-    ``strict`` turns unknown keys into errors (the default for our own collection).
-    """
-    catalog = load_catalog(directory)
-    problems = list(catalog.problems)
-    for suite in catalog.suites:
-        problems += lint_suite(suite)
-    other_suites = {d: load_catalog(d).suites for d in others or []
-                    if d.resolve() != directory.resolve()}
-    problems += name_collisions(catalog.suites, other_suites)
-    return [p.strict() for p in problems] if strict else problems

@@ -50,6 +50,7 @@ class SpecReader:
                          WARNING, UNKNOWN_KEY)
 
     def mapping(self, value: Any, key: str) -> dict[str, Any]:
+        self._repeated_in_list_form(value, key)
         value = merge_list_form(value)
         if value is None:
             return {}
@@ -57,6 +58,18 @@ class SpecReader:
             self.problem(key, f"expected a mapping, got {type(value).__name__}")
             return {}
         return value
+
+    def _repeated_in_list_form(self, value: Any, key: str) -> None:
+        """A key given twice in the list form would be merged away like a YAML duplicate."""
+        if not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+            return
+        seen: set[Any] = set()
+        for item in value:
+            for name in item:
+                if name in seen:
+                    self.problem(f"{key}.{name}", "given twice in the list form (only the "
+                                                  "last would count)")
+                seen.add(name)
 
     def str_list(self, value: Any, key: str) -> list[str]:
         if value is None:

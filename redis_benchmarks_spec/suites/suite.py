@@ -210,7 +210,7 @@ def load_yaml(path: Path) -> Any:
     try:
         return yaml_safe.load_file(path)  # bounded: suites may come with a pull request
     except yaml_safe.YamlRejected as exc:
-        raise SpecError([Problem(path, "", str(exc), kind=UNPARSEABLE)]) from exc
+        raise SpecError([Problem(path, exc.key, str(exc), kind=UNPARSEABLE)]) from exc
     except yaml.YAMLError as exc:
         raise SpecError([Problem(path, "", f"unparseable YAML: {_first_line(exc)}",
                                  kind=UNPARSEABLE)]) from exc

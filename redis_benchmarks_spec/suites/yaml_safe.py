@@ -8,7 +8,11 @@ bounds, so one file can neither exhaust memory nor crash the loader of the whole
 - aliases: at most :data:`MAX_ALIASES`, and the document *as expanded* (every alias counted
   as a copy of its anchor) at most :data:`MAX_EXPANDED_NODES` nodes. An alias bomb ("billion
   laughs") composes into a small graph with shared nodes, then explodes in whatever walks it
-  (merging, copying, dumping): the expanded count stops it while composing, in bounded memory.
+  (merging, copying, dumping): the expanded count stops it while composing, in bounded memory;
+- duplicate keys: a mapping that names a key twice is a :class:`DuplicateKey` naming the key
+  (as a path, ``dbconfig.check.keyspacelen``) and both lines. PyYAML keeps the last silently,
+  so a suite could say one thing to a reader and run another. Keys a merge (``<<: *anchor``)
+  brings in are not duplicates: overriding them is what a merge is for.
 
 Every failure is a :class:`YamlRejected` (a ``ValueError``) with a one-line reason.
 """
@@ -27,7 +31,18 @@ MAX_EXPANDED_NODES = 200_000
 
 
 class YamlRejected(ValueError):
-    """A YAML file that is not loaded, with why."""
+    """A YAML file that is not loaded, with why; ``key`` names the key at fault, if one is."""
+
+    key = ""
+
+
+class DuplicateKey(YamlRejected):
+    """A mapping names the same key twice."""
+
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        self.key, self.line, self.first_line = key, line, first_line
+        super().__init__(f"duplicate key at line {line} (first at line {first_line}); "
+                         "YAML would silently keep only the last")
 
 
 # libyaml when PyYAML has it: the pure-Python loader is ~30x slower (the team's 551-suite
@@ -101,10 +116,62 @@ def loads(data: bytes) -> Any:
     bounds = _Bounds()
     for event in yaml.parse(text, Loader=_LOADER):
         bounds.feed(event)
+    loader = _LOADER(text)  # a safe loader; bounds checked above
     try:
-        return yaml.load(text, Loader=_LOADER)  # a safe loader; bounds checked above
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _no_duplicates(loader, node, "", set())
+        return loader.construct_document(node)
     except RecursionError as exc:  # belt and braces: MAX_DEPTH stops it first
         raise YamlRejected("nested too deeply") from exc
+    finally:
+        loader.dispose()
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _no_duplicates(loader: Any, node: yaml.Node, where: str, visited: set[int]) -> None:
+    """Raise :class:`DuplicateKey` for the first mapping under ``node`` naming a key twice.
+
+    Keys compare as loaded (``1`` and ``"1"`` differ, ``yes`` and ``true`` do not). A node
+    shared through aliases is walked once (the bounds above keep the walk small anyway).
+    """
+    if id(node) in visited:
+        return
+    visited.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _no_duplicates(loader, item, f"{where}[{i}]", visited)
+        return
+    if not isinstance(node, yaml.MappingNode):
+        return
+    first: dict[Any, int] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
+        key = _key(loader, key_node)
+        path = f"{where}.{key}" if where else str(key)
+        line = key_node.start_mark.line + 1
+        if key in first:
+            raise DuplicateKey(path, line, first[key])
+        if key is not _UNHASHABLE:
+            first[key] = line
+        _no_duplicates(loader, value_node, path, visited)
+
+
+_UNHASHABLE = object()
+
+
+def _key(loader: Any, node: yaml.Node) -> Any:
+    """The key as the loader will build it (the constructor reports unhashable keys)."""
+    key = loader.construct_object(node, deep=True)
+    try:
+        hash(key)
+    except TypeError:
+        return _UNHASHABLE
+    return key
 
 
 def load_file(path: Path) -> Any:
