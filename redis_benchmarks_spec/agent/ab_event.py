@@ -12,9 +12,10 @@ reason is returned, the agent runs the event as before and the comment says why.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import redis
@@ -23,6 +24,8 @@ from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import context_from_results, short, side_from_results
 from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
+from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
@@ -49,6 +52,8 @@ from redis_benchmarks_spec.runner.adaptive import (
 from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
+
+log = logging.getLogger(__name__)
 
 
 class Interrupted(Exception):
@@ -95,6 +100,9 @@ class PairedRun:
     base: BaseBuild
     budget: UntilDecidedBudget
     interrupted: Callable[[], bool]  # stop requested or entry lost
+    # this platform's recorded noise per metric and test (analysis.noise), pooled with the
+    # pairs of instruction counts
+    priors: dict[str, dict[str, NoisePrior]] = field(default_factory=dict)
 
 
 def _plan(budget: UntilDecidedBudget) -> AdaptivePlan:
@@ -105,6 +113,18 @@ def _plan(budget: UntilDecidedBudget) -> AdaptivePlan:
                         options, first_round=budget.first_round,
                         round_pairs=budget.round_repetitions,
                         time_budget_s=budget.time_budget_s)
+
+
+def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
+    """The noise book's priors of this platform (``$RBS_NOISE_FILE``, filled by calibration
+    A/A sessions); an unreadable book is logged and ignored: the A/B still runs."""
+    try:
+        book = NoiseBook.load()
+    except NoiseBookError as exc:
+        log.warning("noise priors not used: %s", exc)
+        return {}
+    tests = sorted({e.test for e in book.entries.values() if e.platform == platform})
+    return book.session_priors(platform, tests)
 
 
 def run_pairs(job: PairedRun, suites: list[Suite],
@@ -124,7 +144,8 @@ def run_pairs(job: PairedRun, suites: list[Suite],
 
     choice = MetricChoice(job.budget.metric, job.session.thresholds)
     source = ABPairSource(config, suites, choice, runs, on_run, on_start=check)
-    outcome = until_decided(source.tests, source, _plan(job.budget), choice=choice)
+    plan = replace(_plan(job.budget), priors=job.priors)
+    outcome = until_decided(source.tests, source, plan, choice=choice)
     if choice.why:
         outcome.report.method = f"{outcome.report.method}; metric {choice.metric}: {choice.why}"
     return outcome, runs
@@ -135,7 +156,8 @@ def final_report(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) ->
     rounds took (what ``rbs report`` of the same runs says)."""
     options = outcome.report.options
     record = session_record(_plan(job.budget), outcome, options.metric)
-    how = Judging(options, paired=True, record=record, tests=list(outcome.progress))
+    how = Judging(options, paired=True, record=record, tests=list(outcome.progress),
+                  priors=job.priors)
     report = judge(runs, how)
     report.method = outcome.report.method
     return report

@@ -295,7 +295,8 @@ class Agent:
                                                   pr_ab.ABRecord(note=note)))
             return None
         return ab_event.PairedRun(session, server, base, budget,
-                                  ab_event.interrupted_by(self.stop_event, lost))
+                                  ab_event.interrupted_by(self.stop_event, lost),
+                                  ab_event.platform_priors(self.config.platform))
 
     def _run_paired(self, job: ab_event.PairedRun, event: BuildEvent, todo: list[Suite],
                     ledger: Ledger, lost: threading.Event) -> bool:

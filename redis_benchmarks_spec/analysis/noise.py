@@ -98,6 +98,12 @@ class NoiseBook:
                                        f"({entry.df + entry.sessions} pairs)")
         return out
 
+    def session_priors(self, platform: str,
+                       tests: list[str]) -> dict[str, dict[str, NoisePrior]]:
+        """Every recorded metric's noise of these tests on this platform, per metric."""
+        metrics = {e.metric for e in self.entries.values() if e.platform == platform}
+        return {m: p for m in sorted(metrics) if (p := self.priors(m, platform, tests))}
+
     def record(self, test: str, metric: str, platform: str,
                pairs: list[tuple[float, float]]) -> NoiseEntry | None:
         """Pool an A/A session's pairs of one test into the book (2+ pairs needed)."""

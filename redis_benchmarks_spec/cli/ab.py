@@ -190,14 +190,6 @@ def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
                          "--no-noise-prior") from None
 
 
-def session_priors(book: NoiseBook | None, platform: str, labels: list[str]) -> SessionPriors:
-    """Every recorded metric's noise of these tests on this platform."""
-    if book is None:
-        return {}
-    metrics = {e.metric for e in book.entries.values() if e.platform == platform}
-    return {m: p for m in sorted(metrics) if (p := book.priors(m, platform, labels))}
-
-
 def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig, runs: list[ABRun],
                report: ComparisonReport) -> None:
     """An A/A session's pair spreads go into the noise book (per test, metric, platform)."""
@@ -234,7 +226,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     tests = ab_tests(config, suites)
     labels = [t.key for t in tests]
     book = _noise_book(args)
-    priors = session_priors(book, config.context.platform, labels)
+    priors = book.session_priors(config.context.platform, labels) if book else {}
     config.results_dir.mkdir(parents=True, exist_ok=True)
     write_priors(config.results_dir, priors)
     record = None
