@@ -2,9 +2,11 @@
 
 Input: one or more A/A session folders (``rbs run --baseline-server X --comparison-server X``,
 the same binary on both sides), or a JSON file of per-test pair lists written by
-``--save``. Every test's recorded pairs are resampled (pairs drawn with replacement, and the
-sides of each drawn pair swapped at random: under A/A both orders are equally likely) into
-simulated sessions of ``--pairs`` pairs over every test at once, judged by
+``--save``. Every test's recorded pairs are resampled (``--pairs`` distinct pairs drawn
+without replacement, and the sides of each drawn pair swapped at random: under A/A both
+orders are equally likely; drawing with replacement from a handful of pairs repeats values
+and shrinks the spread, which flags far too often) into simulated sessions over every test
+at once (a pair count above a test's recorded pairs is skipped), judged by
 :func:`analysis.engine.judge_pairs` with the same options as a real A/B. A REGRESSION or
 IMPROVEMENT is a false alarm. With ``--prior``, each test's noise prior is estimated from a
 disjoint half of its recorded pairs (as a calibration A/A would) and the other half is
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -66,11 +69,14 @@ def simulate(data: dict[str, Pairs], n: int, sims: int, metric: str, prior: bool
             pools[test] = [pairs[i] for i in order[half:]]
         else:
             pools[test] = pairs
+    pools = {t: p for t, p in pools.items() if len(p) >= n}
+    if not pools:
+        return math.nan, math.nan
     flagged = sessions = 0
     for _ in range(sims):
         session = {}
         for test, pool in pools.items():
-            picks = rng.integers(0, len(pool), n)
+            picks = rng.choice(len(pool), n, replace=False)
             swap = rng.random(n) < 0.5
             session[test] = [(pool[i][1], pool[i][0]) if s else pool[i]
                              for i, s in zip(picks, swap, strict=True)]
@@ -108,6 +114,9 @@ def main() -> int:
     print(f"{'pairs':>5}  {'tests flagged':>13}  {'sessions with a flag':>20}")
     for n in (int(x) for x in args.pairs.split(",")):
         per_test, per_session = simulate(data, n, args.sims, args.metric, args.prior, rng)
+        if math.isnan(per_test):
+            print(f"{n:>5}  {'(fewer recorded pairs than this)':>34}")
+            continue
         print(f"{n:>5}  {per_test:>12.2%}  {per_session:>19.2%}")
     return 0
 
