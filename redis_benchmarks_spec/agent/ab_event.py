@@ -15,15 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
-from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.context import context_from_results, short, side_from_results
-from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
@@ -32,7 +30,6 @@ from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.notify import pr_state
 from redis_benchmarks_spec.notify.pr_ab import ABRecord, TestProgress
-from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
 from redis_benchmarks_spec.runner.ab import (
     BASELINE,
@@ -40,16 +37,13 @@ from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ABRun,
     Side,
-    disturbed_problems,
 )
-from redis_benchmarks_spec.runner.adaptive import (
-    ABPairSource,
-    AdaptiveOutcome,
-    AdaptivePlan,
-    session_record,
-    until_decided,
+from redis_benchmarks_spec.runner.ab_session import (
+    ABSessionPlan,
+    ABSessionResult,
+    run_session,
+    with_rounds,
 )
-from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -105,16 +99,6 @@ class PairedRun:
     priors: dict[str, dict[str, NoisePrior]] = field(default_factory=dict)
 
 
-def _plan(budget: UntilDecidedBudget) -> AdaptivePlan:
-    metric = THROUGHPUT_METRIC if budget.metric == AUTO else budget.metric
-    options = CompareOptions(noise_floor_pct=budget.noise_floor_pct, alpha=budget.alpha,
-                             metric=metric)
-    return AdaptivePlan(SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending),
-                        options, first_round=budget.first_round,
-                        round_pairs=budget.round_repetitions,
-                        time_budget_s=budget.time_budget_s)
-
-
 def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
     """The noise book's priors of this platform (``$RBS_NOISE_FILE``, filled by calibration
     A/A sessions); an unreadable book is logged and ignored: the A/B still runs."""
@@ -127,60 +111,42 @@ def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
     return book.session_priors(platform, tests)
 
 
-def run_pairs(job: PairedRun, suites: list[Suite],
-              on_run: Callable[[ABRun], None] | None = None,
-              ) -> tuple[AdaptiveOutcome, list[ABRun]]:
-    """Rounds of pairs until every suite is decided or the budget is spent; every run.
-    :class:`Interrupted` when the agent must stop (nothing is recorded then)."""
+def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
+    """The event's A/B: base build against the PR build, in rounds within the budget."""
+    budget = job.budget
     config = ABConfig(session=job.session,
                       baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
-                      history=True)
-    runs: list[ABRun] = []
+                      repetitions=budget.first_round, history=True)
+    plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,
+                         noise_floor_pct=budget.noise_floor_pct,
+                         max_pairs=budget.max_repetitions, priors=job.priors,
+                         side_labels=("base commit (interleaved pairs)",
+                                      "head commit (interleaved pairs)"))
+    design = SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending)
+    return with_rounds(plan, design, budget.round_repetitions, budget.time_budget_s)
 
+
+def run_pairs(job: PairedRun, suites: list[Suite],
+              on_run: Callable[[ABRun], None] | None = None) -> ABSessionResult:
+    """Rounds of pairs until every suite is decided or the budget is spent, judged.
+    :class:`Interrupted` when the agent must stop (nothing is recorded then)."""
     def check(side: str, repetition: int, suite: Suite) -> None:
         if job.interrupted():
             raise Interrupted(f"stopped before {side} {repetition + 1} of {suite.name}")
 
-    choice = MetricChoice(job.budget.metric, job.session.thresholds)
-    source = ABPairSource(config, suites, choice, runs, on_run, on_start=check)
-    plan = replace(_plan(job.budget), priors=job.priors)
-    outcome = until_decided(source.tests, source, plan, choice=choice)
-    if choice.why:
-        outcome.report.method = f"{outcome.report.method}; metric {choice.metric}: {choice.why}"
-    return outcome, runs
+    return run_session(session_plan(job, suites), on_run=on_run, on_start=check)
 
 
-def final_report(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> ComparisonReport:
-    """The verdicts of the session's runs through the one engine, judged at the looks the
-    rounds took (what ``rbs report`` of the same runs says)."""
-    options = outcome.report.options
-    record = session_record(_plan(job.budget), outcome, options.metric)
-    how = Judging(options, paired=True, record=record, tests=list(outcome.progress),
-                  priors=job.priors)
-    report = judge(runs, how)
-    report.method = outcome.report.method
-    return report
-
-
-def record_of(job: PairedRun, outcome: AdaptiveOutcome, runs: list[ABRun]) -> ABRecord:
-    """The broker record the comment is rendered from: the report with its header, and per
-    test the pairs taken and why it stopped."""
-    report = final_report(job, outcome, runs)
-    docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
-            for side in (BASELINE, COMPARISON)}
-    report.context = context_from_results(
-        side_from_results("base commit (interleaved pairs)", docs[BASELINE]),
-        side_from_results("head commit (interleaved pairs)", docs[COMPARISON]),
-        docs[BASELINE] + docs[COMPARISON], paired=True)
-    failed = [r.result for r in runs if not r.result.ok]
-    report.problems.extend(f"{with_topology(r)} ({r.context.ab_side}): {r.reason}"
-                           for r in failed)
-    report.problems.extend(disturbed_problems([r.result for r in runs],
-                                              report.options.metric))
-    progress = {t: TestProgress(len(p.pairs), list(p.looks), p.stop_reason)
-                for t, p in outcome.progress.items()}
-    return ABRecord(base_sha=job.base.sha, report=report.to_dict(), progress=progress)
+def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
+    """The broker record the comment is rendered from: the session's report (header,
+    problems) and per test the pairs taken and why it stopped."""
+    record = result.record
+    progress = {} if record is None else {
+        t: TestProgress(record.pairs.get(t, 0), list(looks), record.stopped.get(t, ""),
+                        record.disturbed.get(t, 0))
+        for t, looks in record.looks.items()}
+    return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress)
 
 
 def results_by_suite(runs: list[ABRun], suites: list[Suite]) -> dict[str, list[RunResult]]:

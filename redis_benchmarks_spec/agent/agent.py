@@ -306,23 +306,25 @@ class Agent:
             self._status(event, suite.name, "running")
         self.heartbeat.set(f"{event.id} A/B against {job.base.sha[:12]}")
         reason = ""
+        result = None
         try:
-            outcome, runs = ab_event.run_pairs(job, todo)
+            result = ab_event.run_pairs(job, todo)
         except ab_event.Interrupted as exc:
             log.info("event %s: %s; the entry stays pending", event.id, exc)
             return False
         except SUITE_ERRORS as exc:
             log.error("event %s: the A/B could not run: %s", event.id, exc)
-            outcome, runs, reason = None, [], f"{type(exc).__name__}: {exc}"
+            reason = f"{type(exc).__name__}: {exc}"
         if lost.is_set():
             return False
         names, platform = self.config.names, self.config.platform
-        if outcome is not None:
-            record = ab_event.record_of(job, outcome, runs)
+        if result is not None:
+            record = ab_event.record_of(job, result)
             self.consumer.call(lambda: pr_ab.save(self.client, names, event.id, platform,
                                                   record))
+        runs = result.runs if result is not None else []
         for test, results in ab_event.results_by_suite(runs, todo).items():
-            self._finish_suite(event, ledger, test, results, reason if outcome is None else "")
+            self._finish_suite(event, ledger, test, results, reason if result is None else "")
         return True
 
     def _finish_suite(self, event: BuildEvent, ledger: Ledger, test: str,

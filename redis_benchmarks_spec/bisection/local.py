@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions
-from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.gitrange import commit_range, git
 from redis_benchmarks_spec.bisection.search import (
@@ -38,7 +37,8 @@ from redis_benchmarks_spec.bisection.search import (
 )
 from redis_benchmarks_spec.builder.compile import BuildError, run_make
 from redis_benchmarks_spec.builder.variants import BuildVariant
-from redis_benchmarks_spec.runner.ab import ABConfig, Side, paired_samples, run_ab
+from redis_benchmarks_spec.runner.ab import ABConfig, Side
+from redis_benchmarks_spec.runner.ab_session import ABSessionPlan, run_session
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.profilers import instructions
@@ -126,17 +126,20 @@ class LocalProber:
         config = ABConfig(session=session, baseline=Side("baseline", str(good_server)),
                           comparison=Side("comparison", str(candidate)),
                           repetitions=pairs, deadline=deadline)
-        runs = run_ab(config, [self.plan.suite])
-        got = paired_samples(runs, self.metric).get(self.plan.suite.name, [])
-        if len(got) < 2:
+        # the A/B session of rbs run: its engine, its replacement of disturbed pairs
+        plan = ABSessionPlan(config, [self.plan.suite], metric=self.metric,
+                             alpha=self.options.alpha,
+                             noise_floor_pct=self.options.noise_floor_pct,
+                             max_pairs=2 * pairs)
+        result = run_session(plan)
+        row = result.report.rows[0]
+        if row.n_baseline < 2:
             if deadline is not None and time.monotonic() >= deadline:
                 raise BudgetSpent(sha)
-            failed = [r.result.reason for r in runs if not r.result.ok] or \
-                [f"no {self.metric} in the results"]
+            failed = [r.reason for r in result.failed] or \
+                [row.reason or f"no {self.metric} in the results"]
             raise BisectError(f"{sha[:12]}: fewer than 2 complete pairs ({'; '.join(failed)})")
-        report = judge(runs, Judging(self.options, tests=[self.plan.suite.name]))
-        row = next(r for r in report.rows if r.test == self.plan.suite.name)
-        return Measurement(row.change_pct, row.verdict, len(got), build_s)
+        return Measurement(row.change_pct, row.verdict, row.n_baseline, build_s)
 
 
 def instructions_unavailable(requests: int) -> str:

@@ -1,59 +1,43 @@
 """``rbs run --baseline-server A --comparison-server B --repetitions N``: interleaved A/B.
 
-Parsing and printing only; the runs are :mod:`redis_benchmarks_spec.runner.ab`, the
-statistics :mod:`redis_benchmarks_spec.analysis.compare`.
+Parsing and printing only; the session (plan, runs, verdicts) is
+:mod:`redis_benchmarks_spec.runner.ab_session`, the verdicts
+:mod:`redis_benchmarks_spec.analysis.engine`.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.context import (
-    CompareContext,
-    context_from_results,
-    side_from_results,
-)
-from redis_benchmarks_spec.analysis.engine import Judging, SessionPriors, judge
+from redis_benchmarks_spec.analysis.compare import ComparisonReport
+from redis_benchmarks_spec.analysis.engine import SessionPriors
 from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
     SequentialPlan,
 )
-from redis_benchmarks_spec.analysis.sequential_compare import (
-    SEQUENTIAL_RECORD,
-    SequentialRecord,
-)
+from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
 from redis_benchmarks_spec.analysis.session_folder import write_priors
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.runner.ab import (
-    ABConfig,
-    ABRun,
-    ABTest,
-    Side,
-    ab_tests,
-    disturbed_problems,
-    run_ab_replacing,
+from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
+from redis_benchmarks_spec.runner.ab_session import (
+    ABSessionPlan,
+    ABSessionResult,
+    run_session,
+    with_rounds,
 )
-from redis_benchmarks_spec.runner.adaptive import (
-    ABPairSource,
-    AdaptivePlan,
-    session_record,
-    until_decided,
-)
-from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC, MetricChoice
+from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -113,24 +97,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                    help="judge on the session's own pairs only (neither read nor record)")
 
 
-def ab_context(ab: ABConfig, runs: list[ABRun]) -> CompareContext:
-    """The report header of an A/B session: each side's server binary, commits, versions."""
-    docs = {side.name: [r.result for r in runs if r.side == side.name and r.result.ok]
-            for side in (ab.baseline, ab.comparison)}
-    return context_from_results(
-        side_from_results(f"redis-server {ab.baseline.redis_server}", docs[ab.baseline.name]),
-        side_from_results(f"redis-server {ab.comparison.redis_server}",
-                          docs[ab.comparison.name]),
-        docs[ab.baseline.name] + docs[ab.comparison.name], paired=True)
-
-
 def wants_ab(args: argparse.Namespace) -> bool:
     return bool(args.baseline_server or args.comparison_server)
-
-
-def _options(args: argparse.Namespace, metric: str) -> CompareOptions:
-    floor = args.noise_floor if args.noise_floor is not None else default_noise_floor(metric)
-    return CompareOptions(noise_floor_pct=floor, alpha=args.alpha, metric=metric)
 
 
 def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
@@ -139,34 +107,14 @@ def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
     return DEFAULT_MAX_PAIRS if args.until_decided else 2 * repetitions
 
 
-def _shown(run: ABRun, choice: MetricChoice) -> str:
+def _shown(run: ABRun, metric: str | None) -> str:
     """A run's value of the deciding metric (Ops/sec until ``auto`` has chosen)."""
     r = run.result
-    metric = choice.metric or THROUGHPUT_METRIC
+    metric = metric or THROUGHPUT_METRIC
     value = r.metrics.get(metric)
     if value is None:
         return r.status
     return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"
-
-
-def _run_with_progress(console: Console, ab: ABConfig, tests: list[ABTest],
-                       choice: MetricChoice, most: int) -> list[ABRun]:
-    """The A/B runs with the current side, repetition and test shown; a line per run.
-    Disturbed pairs of a timed metric are replaced (up to ``most`` pairs per test)."""
-    reps = ab.repetitions
-    with RunProgress(console, 2 * reps * len(tests)) as progress:
-        ab.session.on_phase = progress.phase  # both sides' sessions are copies of this one
-
-        def on_start(side: str, rep: int, suite: Suite) -> None:
-            progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
-
-        def on_run(run: ABRun) -> None:
-            progress.finished(f"rep {(run.repetition or 0) + 1:>2}/{reps} {run.side:<10} "
-                              f"{escape(with_topology(run.result))}: {_shown(run, choice)}")
-
-        # auto is not used without --until-decided: the metric is known before the runs
-        metric = choice.metric or THROUGHPUT_METRIC
-        return run_ab_replacing(ab, tests, metric, most, on_run=on_run, on_start=on_start)
 
 
 def same_binary(ab: ABConfig) -> bool:
@@ -190,18 +138,17 @@ def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
                          "--no-noise-prior") from None
 
 
-def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig, runs: list[ABRun],
-               report: ComparisonReport) -> None:
+def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
+               result: ABSessionResult) -> None:
     """An A/A session's pair spreads go into the noise book (per test, metric, platform)."""
     if book is None or not same_binary(ab):
         return
-    from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
     platform = ab.session.context.platform
     recorded = 0
-    for sub in [report, report.instructions]:
+    for sub in [result.report, result.report.instructions]:
         if sub is None or not deterministic(sub.options.metric):
             continue  # a timed metric's noise is the moment's, not the test's
-        for test, pairs in pair_runs(runs, sub.options.metric).items():
+        for test, pairs in pair_runs(result.runs, sub.options.metric).items():
             recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
     if recorded:
         book.save()
@@ -210,9 +157,8 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig, runs: lis
                       highlight=False, soft_wrap=True)
 
 
-def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
-           suites: list[Suite]) -> int:
-    """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
+def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
+          priors: SessionPriors) -> ABSessionPlan:
     default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
     repetitions = args.repetitions or default
     ab = ABConfig(
@@ -221,64 +167,86 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         comparison=Side("comparison", args.comparison_server,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
-    choice = MetricChoice(args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
-                          config.thresholds)
-    tests = ab_tests(config, suites)
-    labels = [t.key for t in tests]
+    plan = ABSessionPlan(
+        ab, suites, metric=args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
+        alpha=args.alpha, noise_floor_pct=args.noise_floor,
+        instructions_floor_pct=args.instructions_noise_floor,
+        max_pairs=max_pairs(args, repetitions), priors=priors,
+        # under --profilers instructions the deciding evidence is the instruction count,
+        # which keeps every pair: timed pairs of a server under callgrind are not re-run
+        replace_disturbed="instructions" not in config.window.profilers.names)
+    if not args.until_decided:
+        return plan
+    design = SequentialPlan(max_pairs(args, repetitions), args.alpha, args.spending)
+    return with_rounds(plan, design, args.round_repetitions, parse_duration(args.time_budget))
+
+
+def _run(console: Console, plan: ABSessionPlan) -> ABSessionResult:
+    """The session with a line per run (a progress bar when the pair count is known)."""
+    metric = None if plan.metric == AUTO else plan.metric
+    if plan.rounds is not None:
+        def on_pair(run: ABRun) -> None:
+            console.print(f"pair {(run.repetition or 0) + 1:>2}/{plan.max_pairs} "
+                          f"{run.side:<10} {escape(with_topology(run.result))}: "
+                          f"{_shown(run, metric)}", highlight=False)
+        return run_session(plan, on_run=on_pair)
+    reps = plan.config.repetitions
+    tests = ab_tests(plan.config.session, plan.suites)
+    with RunProgress(console, 2 * reps * len(tests)) as progress:
+        plan.config.session.on_phase = progress.phase  # both sides' sessions copy it
+
+        def on_start(side: str, rep: int, suite: Suite) -> None:
+            progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")
+
+        def on_run(run: ABRun) -> None:
+            progress.finished(f"rep {(run.repetition or 0) + 1:>2}/{reps} {run.side:<10} "
+                              f"{escape(with_topology(run.result))}: {_shown(run, metric)}")
+
+        return run_session(plan, on_run=on_run, on_start=on_start)
+
+
+def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
+           suites: list[Suite]) -> int:
+    """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
     book = _noise_book(args)
+    labels = [t.key for t in ab_tests(config, suites)]
     priors = book.session_priors(config.context.platform, labels) if book else {}
     config.results_dir.mkdir(parents=True, exist_ok=True)
     write_priors(config.results_dir, priors)
-    record = None
-    if args.until_decided:
-        runs: list[ABRun] = []
-        record = _until_decided(args, ab, suites, runs, choice, priors,
-                                _round_printer(console, args, choice))
-    else:
-        # under --profilers instructions the deciding evidence is the instruction count, which
-        # keeps every pair; timed pairs of a server under callgrind are not worth re-running
-        counted = "instructions" in config.window.profilers.names
-        most = repetitions if counted else max_pairs(args, repetitions)
-        runs = _run_with_progress(console, ab, tests, choice, most)
-    metric = choice.resolve(runs)
-    failed = [r.result for r in runs if not r.result.ok]
-    problems = [f"{with_topology(r)}: {r.reason}" for r in failed]
-    disturbed = disturbed_problems([r.result for r in runs], metric)
-    how = Judging(_options(args, metric), paired=True, record=record, priors=priors,
-                  tests=labels, instructions_floor_pct=args.instructions_noise_floor)
-    report = judge(runs, how, [*problems, *disturbed])
-    for line in disturbed:
+    plan = _plan(args, config, suites, priors)
+    result = _run(console, plan)
+    if result.record is not None:
+        (config.results_dir / SEQUENTIAL_RECORD).write_text(result.record.to_json())
+    report = result.report
+    for line in result.disturbed:
         console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False, soft_wrap=True)
-    if choice.why:
-        report.method = f"{report.method}; metric {choice.metric}: {choice.why}"
-        console.print(f"metric {escape(str(choice.metric))}: {escape(choice.why)}",
+    if result.metric_why:
+        console.print(f"metric {escape(report.options.metric)}: {escape(result.metric_why)}",
                       highlight=False, soft_wrap=True)
-    for result in failed:
-        console.print(f"[red]FAILED[/] {escape(with_topology(result))}: {escape(result.reason)}",
+    for failed in result.failed:
+        console.print(f"[red]FAILED[/] {escape(with_topology(failed))}: {escape(failed.reason)}",
                       highlight=False, soft_wrap=True)
-    report.context = ab_context(ab, runs)
-    _record_aa(console, book, ab, runs, report)
+    _record_aa(console, book, plan.config, result)
     write_report(report, args.format, None)
-    _profiles(args, console, config, runs, report)
+    _profiles(console, config, result)
     console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
                   soft_wrap=True)
     if args.html:
         from redis_benchmarks_spec.analysis.report_data import from_runs
         from redis_benchmarks_spec.cli.report import write_html
-        data = from_runs(f"A/B session {config.results_dir}", runs, report)
+        data = from_runs(f"A/B session {config.results_dir}", result.runs, report)
         console.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
                       soft_wrap=True)
-    return _exit_code(args, console, report, failed)
+    return _exit_code(args, console, report, result.failed)
 
 
-def _profiles(args: argparse.Namespace, console: Console, config: SessionConfig,
-              runs: list[ABRun], report: ComparisonReport) -> None:
+def _profiles(console: Console, config: SessionConfig, result: ABSessionResult) -> None:
     profilers = config.window.profilers.names
     if not profilers:
         return
     from redis_benchmarks_spec.cli.ab_profiles import print_profile_ab, profile_ab_report
-    extra = profile_ab_report(runs, profilers, report, config.results_dir)
-    print_profile_ab(console, report, extra)
+    extra = profile_ab_report(result.runs, profilers, result.report, config.results_dir)
+    print_profile_ab(console, result.report, extra)
 
 
 def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonReport,
@@ -305,35 +273,6 @@ def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonRep
                       "--max-repetitions", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     return EXIT_FAILED if report.has_regression and counted is None else 0
-
-
-def _round_printer(console: Console, args: argparse.Namespace,
-                   choice: MetricChoice) -> Callable[[ABRun], None]:
-    """One line per run of --until-decided (rounds have no total known in advance)."""
-    most = max_pairs(args, args.repetitions or DEFAULT_FIRST_ROUND)
-
-    def on_run(run: ABRun) -> None:
-        console.print(f"pair {(run.repetition or 0) + 1:>2}/{most} {run.side:<10} "
-                      f"{escape(with_topology(run.result))}: {_shown(run, choice)}",
-                      highlight=False)
-    return on_run
-
-
-def _until_decided(args: argparse.Namespace, ab: ABConfig, suites: list[Suite],
-                   runs: list[ABRun], choice: MetricChoice, priors: SessionPriors,
-                   on_run: Callable[[ABRun], None]) -> SequentialRecord:
-    """The rounds; the record of the design, metric and looks is written and returned."""
-    plan = AdaptivePlan(SequentialPlan(max_pairs(args, ab.repetitions), args.alpha,
-                                       args.spending),
-                        _options(args, choice.metric or THROUGHPUT_METRIC),
-                        first_round=ab.repetitions,
-                        round_pairs=args.round_repetitions,
-                        time_budget_s=parse_duration(args.time_budget), priors=priors)
-    source = ABPairSource(ab, suites, choice, runs, on_run)
-    outcome = until_decided(source.tests, source, plan, choice=choice)
-    record = session_record(plan, outcome, choice.metric or THROUGHPUT_METRIC, choice.why)
-    (ab.session.results_dir / SEQUENTIAL_RECORD).write_text(record.to_json())
-    return record
 
 
 def parse_duration(text: str | None) -> float | None:

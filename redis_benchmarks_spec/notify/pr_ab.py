@@ -37,6 +37,7 @@ class TestProgress:
     pairs: int
     looks: list[int]
     stopped: str
+    disturbed: int = 0  # pairs run but left out: other processes disturbed them
 
 
 @dataclass
@@ -90,7 +91,7 @@ def load(client: redis.Redis, names: StreamNames, event_id: str,
             raise ValueError(f"{len(raw)} bytes")
         data = bounded_loads(raw, MAX_JSON_DEPTH)
         progress = {str(t): TestProgress(int(p["pairs"]), [int(n) for n in p["looks"]],
-                                         str(p["stopped"]))
+                                         str(p["stopped"]), int(p.get("disturbed", 0)))
                     for t, p in data.get("progress", {}).items()}
         record = ABRecord(str(data.get("base_sha", "")), str(data.get("note", "")),
                           data.get("report"), progress)
