@@ -63,7 +63,7 @@ def fill_builder_cache(repo: Path, shas: list[str], cache: Path, tmp: Path) -> N
             "sha256": hashlib.sha256(data).hexdigest(), "variant": VARIANT,
             "env": variant.make_env(), "redis_version": "7.0.15",
             "compiler_version": "gcc (bisect work tree)", "build_seconds": 0.0,
-            "files": ["redis-server"]}))
+            "files": ["redis-server"], "source_sha": sha}))  # built from verified source
 
 
 def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:

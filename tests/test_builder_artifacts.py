@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -31,7 +32,8 @@ def artifact(size: int) -> Artifact:
 
 def test_large_artifact_is_chunked_and_round_trips(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
-    art = artifact(2 * artifacts.CHUNK_BYTES + 123)
+    # built from a source verified to be commit a...a (builder/source.py)
+    art = dataclasses.replace(artifact(2 * artifacts.CHUNK_BYTES + 123), source_sha="a" * 40)
     key = artifacts.artifact_key("t", "a" * 40, "v1")
     ref = artifacts.store(client, key, art, signer("a" * 40), ttl_s=600)
     assert ref.chunks == 3 and ref.size_bytes == len(art.data)

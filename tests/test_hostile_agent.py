@@ -148,7 +148,7 @@ def test_bad_artifacts_fail_the_event_and_are_dead_lettered(redis_server, names,
     reason, _ = dead_letters(client, names)[entry_id]
     assert mention in reason, reason
     done = [s for s in read_statuses(client, names, ev.id) if s.test_name == EVENT_DONE]
-    assert [s.state for s in done] == ["failed"] and mention in done[0].reason
+    assert [s.state for s in done] == ["dead-lettered"] and mention in done[0].reason
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "area" / "escaped").exists()
     work = tmp_path / "area" / "work"
     assert not work.exists() or not any(work.iterdir())  # nothing left unpacked

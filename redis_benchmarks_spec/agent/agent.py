@@ -9,7 +9,11 @@ Life of a build event, top to bottom:
 4. per suite not yet done: running -> run with the artifact's redis-server -> record ->
    push to the datasink -> done -> completed/failed; the entry is kept alive meanwhile, and
    if another agent claimed it (we were presumed dead) the work is dropped, not published;
-5. when every suite is done: EVENT_DONE, ACK. A stop request (SIGTERM) finishes the current
+5. when every suite is done: EVENT_DONE, ACK. An event the agent gives up on (its artifact
+   cannot be fetched, it was delivered more than ``max_deliveries`` times, its handling
+   raised) is dead-lettered, and in the same transaction it and every test not yet final are
+   marked ``dead-lettered`` with the reason; the event-done hook (the PR comment) runs for it
+   as for a finished event. A stop request (SIGTERM) finishes the current
    test and returns without ACK: the entry stays pending and is resumed on restart or claimed
    by a live agent of the platform after the idle timeout.
 """
@@ -20,11 +24,13 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 from redis_benchmarks_spec.agent import ab_event
 from redis_benchmarks_spec.agent.ledger import Ledger
@@ -40,15 +46,24 @@ from redis_benchmarks_spec.events.consumer import (
     Entry,
     GroupConsumer,
 )
+from redis_benchmarks_spec.events.errors import MessageError
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
     ARTIFACT_REDIS,
+    DEAD_LETTERED,
     ArtifactRef,
     BuildEvent,
+    MalformedMessage,
     RunStatus,
 )
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
+from redis_benchmarks_spec.events.status import (
+    EVENT_DONE,
+    is_cancelled,
+    record_statuses,
+    stage_event_end,
+)
+from redis_benchmarks_spec.events.validation import MAX_TEXT
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify import pr_ab
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
@@ -121,6 +136,8 @@ class Agent:
             client, config.names.builds, config.names.platform_group(config.platform),
             config.consumer, block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
             dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
+        self.consumer.on_dead_letter = self._dead_lettered
+        self._ended: list[BuildEvent] = []  # dead-lettered, event-done hook not yet run
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""
@@ -139,6 +156,8 @@ class Agent:
                     entries = self.consumer.read()
                 except ConsumerStopped:
                     break
+                finally:
+                    self._notify_ended()  # entries read() dead-lettered (delivery limit)
                 for entry in entries:
                     if self._handle_retrying(entry):
                         completed += 1
@@ -157,6 +176,34 @@ class Agent:
             # reason (replayable) and the agent serves the next one instead of exiting
             self.consumer.poison(entry, exc)
             return False
+        finally:
+            self._notify_ended()
+
+    def _dead_lettered(self, pipe: Pipeline, fields: Mapping[Any, Any], reason: str) -> None:
+        """The consumer's dead-letter hook: the event ends ``dead-lettered`` on this
+        platform, for itself and every test not yet final, in the dead letter's transaction."""
+        try:
+            event = BuildEvent.decode(fields)
+        except MalformedMessage:
+            return  # no event id to record a state under: the dead letter is the record
+        if not for_platform(event, self.config.platform):
+            return
+        why = reason.replace("\x00", "\\0")[:MAX_TEXT]
+        try:
+            end = RunStatus(event_id=event.id, platform=self.config.platform,
+                            agent=self.config.consumer, test_name=EVENT_DONE,
+                            state=DEAD_LETTERED, reason=why)
+        except MessageError as exc:
+            log.error("event %s: no dead-lettered status recorded: %s", event.id, exc)
+            return
+        ended = stage_event_end(self.client, pipe, self.config.names, end)
+        log.error("event %s on %s: dead-lettered with %d open test(s): %s", event.id,
+                  self.config.platform, len(ended) - 1, why)
+        self._ended.append(event)
+
+    def _notify_ended(self) -> None:
+        while self._ended:
+            self._event_done(self._ended.pop(0))
 
     def _status(self, event: BuildEvent, test: str, state: str, reason: str = "") -> None:
         status = RunStatus(event_id=event.id, platform=self.config.platform,
@@ -243,11 +290,8 @@ class Agent:
                         lost.set()  # claimed between two keepalive touches
                 return not lost.is_set()
         except artifacts.ArtifactError as exc:
-            for suite in todo:
-                self._status(event, suite.name, "failed", str(exc))
-            self._status(event, EVENT_DONE, "failed", str(exc))
+            # the event and its pending tests end "dead-lettered" with this reason (the hook)
             self.consumer.dead_letter(entry.id, entry.fields, f"artifact: {exc}")
-            self._event_done(event)
             return False
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -3,7 +3,8 @@
 Keys (all built here):
     <prefix>:artifact:<sha>:<variant>:<env digest>      manifest hash: kind, location, sha256,
                                                         size, chunks, redis_version, env,
-                                                        compiler, redis_server_version
+                                                        compiler, redis_server_version,
+                                                        source_sha (the verified commit)
     <prefix>:artifact:<sha>:<variant>:<env digest>:<i>  chunk i of the tar.gz (kind redis)
 The manifest is the index for both kinds, so an artifact for the same sha and variant is
 found and reused wherever its bytes live. In Redis the manifest is written in the same
@@ -53,6 +54,10 @@ class ArtifactForged(ArtifactError):
 
 class S3Unavailable(ArtifactError):
     """S3 was asked for but boto3 is not installed."""
+
+
+class ArtifactUnreachable(ArtifactError):
+    """The store refused or failed the fetch (no credentials, access denied, no such key)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,8 @@ def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:
             "redis_server_version": artifact.redis_server_version,
             "env": json.dumps(artifact.env, sort_keys=True),
             "compiler": artifact.compiler_version,
-            "cflags_verified": int(artifact.cflags_verified)}
+            "cflags_verified": int(artifact.cflags_verified),
+            "source_sha": artifact.source_sha}
 
 
 @dataclass(frozen=True)
@@ -165,8 +171,9 @@ def existing(client: redis.Redis, key: str, signer: Signer) -> StoredArtifact | 
     """The artifact already stored under ``key`` (reused for the same sha and variant).
 
     The manifest lives in the broker, which others can write: it is reused only when it
-    parses, its MAC is ours and, for Redis chunks, every chunk is there. Anything else is
-    rebuilt (and overwritten), never trusted.
+    parses, its MAC is ours, it records that its source was verified to be ``signer.sha``
+    and, for Redis chunks, every chunk is there. Anything else is rebuilt (and
+    overwritten), never trusted.
     """
     raw: dict[bytes, bytes] = client.hgetall(key)  # type: ignore[assignment]
     if not raw:
@@ -180,7 +187,7 @@ def existing(client: redis.Redis, key: str, signer: Signer) -> StoredArtifact | 
     except (KeyError, ValueError, MessageError):  # UnicodeDecodeError is a ValueError
         return None
     if not signing.verify(signer.key, ref.mac, signer.sha, signer.variant, ref.sha256,
-                          ref.size_bytes):
+                          ref.size_bytes) or fields.get("source_sha") != signer.sha:
         return None
     if ref.kind == ARTIFACT_REDIS and (ref.location != key or client.exists(
             *[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks):
@@ -198,8 +205,16 @@ def _fetch_redis(client: redis.Redis, ref: ArtifactRef) -> bytes:
 
 def _fetch_s3(ref: ArtifactRef) -> bytes:
     bucket, _, object_key = ref.location.removeprefix("s3://").partition("/")
-    stream = _s3_client().get_object(Bucket=bucket, Key=object_key)["Body"]
-    body: bytes = stream.read(ref.size_bytes + 1)  # never more than the event announced
+    client = _s3_client()
+    from botocore.exceptions import BotoCoreError, ClientError  # installed with boto3
+
+    try:
+        stream = client.get_object(Bucket=bucket, Key=object_key)["Body"]
+        body: bytes = stream.read(ref.size_bytes + 1)  # never more than the event announced
+    except (BotoCoreError, ClientError) as exc:
+        # NoCredentialsError, AccessDenied, NoSuchKey...: the event cannot be run here
+        raise ArtifactUnreachable(f"artifact {ref.location}: {type(exc).__name__}: {exc}") \
+            from exc
     return body
 
 

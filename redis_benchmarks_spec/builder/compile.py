@@ -45,6 +45,8 @@ class Artifact:
     redis_server_version: str = ""
     # every REDIS_CFLAGS token seen on the compiler command lines of the build log
     cflags_verified: bool = False
+    # the commit the source was verified to be (builder/source.py), "" when not verified
+    source_sha: str = ""
 
 
 def _version_line(argv: list[str], sandbox: Sandbox | None = None) -> str:

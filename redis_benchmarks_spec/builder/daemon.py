@@ -4,6 +4,12 @@ Life of a request: decode (malformed -> dead letter) -> for each variant not yet
 this request: reuse the stored artifact for (sha, variant) or fetch the source, compile,
 package and store it -> XADD the BuildEvent / BuildFailure together with the "published" mark
 (one MULTI/EXEC, so a crash and re-delivery never publishes a variant twice) -> ACK.
+
+A source that is not the commit the request claims (see :mod:`.source`) is never built: the
+request is dead-lettered with the claimed and the found sha. Every variant ends named: an
+event, a failure ("failed", with the reason), or, for a request dead-lettered (provenance,
+delivery limit, an error it could not handle), "dead-lettered" with the reason; the
+``on_build_ended`` hook (the pull-request comment) hears of each failure and dead letter.
 """
 
 from __future__ import annotations
@@ -14,15 +20,23 @@ import logging
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.builder.sandbox import Sandbox
-from redis_benchmarks_spec.builder.source import GitOptions, SourceError, fetch_source
+from redis_benchmarks_spec.builder.source import (
+    GitOptions,
+    ProvenanceError,
+    SourceError,
+    fetch_source,
+)
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
@@ -32,10 +46,12 @@ from redis_benchmarks_spec.events.consumer import (
 )
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
+    DEAD_LETTERED,
     ArtifactRef,
     BuildEvent,
     BuildFailure,
     BuildRequest,
+    MalformedMessage,
     Message,
     event_id_for,
 )
@@ -46,6 +62,9 @@ log = logging.getLogger(__name__)
 
 
 HEARTBEAT_ROLE = "builders"
+# called after a variant ended without a build event: (request, variant, state, reason) with
+# state "failed" or "dead-lettered"; it must not raise for an outside service's failure
+BuildEnded = Callable[[BuildRequest, str, str, str], None]
 
 
 @dataclass
@@ -78,15 +97,20 @@ class BuilderConfig:
 class Builder:
     """One builder: a consumer of the builders group (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, config: BuilderConfig) -> None:
+    def __init__(self, client: redis.Redis, config: BuilderConfig,
+                 on_build_ended: BuildEnded | None = None) -> None:
         self.client = client
         self.config = config
+        self.on_build_ended = on_build_ended
         self.stop_event = threading.Event()
         self.heartbeat: Heartbeat | None = None
         self.consumer = GroupConsumer(
             client, config.names.build_requests, config.names.builders_group, config.consumer,
             block_ms=config.block_ms, idle_claim_ms=config.idle_claim_ms,
             dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
+        self.consumer.on_dead_letter = self._dead_lettered
+        # (request, variants it never built, reason): dead-lettered, hook not yet run
+        self._ended: list[tuple[BuildRequest, list[str], str]] = []
 
     def _published_key(self, request_id: str) -> str:
         return self.config.names.published_key(request_id)
@@ -111,6 +135,8 @@ class Builder:
                     entries = self.consumer.read()
                 except ConsumerStopped:
                     break
+                finally:
+                    self._notify_ended()  # requests read() dead-lettered (delivery limit)
                 for entry in entries:
                     heartbeat.set(f"request entry {entry.id}")
                     self._handle_retrying(entry)
@@ -127,6 +153,39 @@ class Builder:
             # whatever one entry raises, the entry is parked in the dead-letter stream with
             # its reason (replayable) and the builder serves the next one
             self.consumer.poison(entry, exc)
+        finally:
+            self._notify_ended()
+
+    def _dead_lettered(self, pipe: Pipeline, fields: Mapping[Any, Any], reason: str) -> None:
+        """The consumer's dead-letter hook: note which variants the request never built.
+
+        The dead letter itself (stream, request id, reason) is the request's end state, read
+        by ``rbs trigger --wait`` and ``rbs admin dead-letter``; nothing else is written."""
+        try:
+            request = BuildRequest.decode(fields)
+        except MalformedMessage:
+            return
+        published = {v.decode() for v in self.client.smembers(  # type: ignore[union-attr]
+            self._published_key(request.id))}
+        missing = [v for v in self._variants(request) if v not in published]
+        log.error("request %s (%s): dead-lettered, %d variant(s) not built: %s", request.id,
+                  request.sha, len(missing), reason)
+        self._ended.append((request, missing, reason))
+
+    def _notify_ended(self) -> None:
+        while self._ended:
+            request, variants, reason = self._ended.pop(0)
+            for variant in variants:
+                self._build_ended(request, variant, DEAD_LETTERED, reason)
+
+    def _build_ended(self, request: BuildRequest, variant: str, state: str,
+                     reason: str) -> None:
+        if self.on_build_ended is None:
+            return
+        try:
+            self.on_build_ended(request, variant, state, reason)
+        except Exception:  # a hook after the outcome is published must not touch the entry
+            log.exception("request %s %s: the build-ended hook failed", request.id, variant)
 
     def handle(self, entry: Entry) -> None:
         """Build (or reuse) every variant of one request, publish each outcome, then ACK."""
@@ -142,11 +201,18 @@ class Builder:
             for variant_id in self._variants(request):
                 if variant_id in done:
                     continue
-                outcome = self._outcome(request, variant_id)
+                try:
+                    outcome = self._outcome(request, variant_id)
+                except ProvenanceError as exc:
+                    # not the commit it claims: nothing of this request is built
+                    self.consumer.dead_letter(entry.id, entry.fields, str(exc))
+                    return
                 if lost.is_set():
                     log.warning("request %s was claimed by another builder; dropping", request.id)
                     return
                 self._publish(request, outcome)
+                if isinstance(outcome, BuildFailure):
+                    self._build_ended(request, variant_id, "failed", outcome.reason)
         self.consumer.ack(entry.id)
 
     def _variants(self, request: BuildRequest) -> list[str]:
@@ -172,6 +238,8 @@ class Builder:
                                   self.config.artifact_ttl_s, self.config.s3)
         except BuildError as exc:
             return _failure(request, variant_id, str(exc), exc.log_tail)
+        except ProvenanceError:
+            raise  # the whole request is refused (dead letter), not one variant failed
         except (SourceError, artifacts.ArtifactError) as exc:
             return _failure(request, variant_id, str(exc))
         return _event(request, variant, ref, artifact.redis_version)
@@ -192,6 +260,9 @@ class Builder:
         if hashlib.sha256(data).hexdigest() != meta["sha256"]:
             log.warning("cached artifact %s is corrupt; rebuilding", path)
             return None
+        if meta.get("source_sha") != request.sha:
+            log.warning("cached artifact %s has no verified source commit; rebuilding", path)
+            return None
         log.info("reusing locally cached build %s", path)
         return Artifact(data=data, **meta)
 
@@ -210,8 +281,9 @@ class Builder:
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
             source = fetch_source(self.client, request, workdir / "src", self.config.git)
-            artifact = build(source, variant, workdir / "build.log", self.config.build_timeout_s,
-                             self.config.sandbox)
+            artifact = replace(build(source.root, variant, workdir / "build.log",
+                                     self.config.build_timeout_s, self.config.sandbox),
+                               source_sha=source.sha)
             self._save_cache(request, variant, artifact)
             return artifact
         finally:

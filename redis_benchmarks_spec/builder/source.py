@@ -1,5 +1,13 @@
 """Getting the source tree a build request names: a tarball in Redis or S3, or a git remote.
 
+Provenance: the tree built must be the commit the request claims. A tarball must be a
+``git archive`` of a commit, which records the commit id in its pax global header (what
+``git get-tar-commit-id`` prints); a git source is checked out and ``rev-parse HEAD`` must
+name the sha. Anything else raises :class:`ProvenanceError` naming the claimed and the found
+commit, and the builder dead-letters the request instead of building it. The header is the
+archive's own word: it catches an archive of another tree sent under a sha (by mistake or
+by a confused trigger), not a forger who writes the expected id into the header.
+
 Git sources are fetched by sha (``git fetch --depth 1 <remote> <sha>``); a remote that refuses
 to serve a bare sha gets a full fetch of its branches and tags instead. A builder can override
 the request's remote (an internal mirror URL) and keep a local bare mirror per remote, so
@@ -41,6 +49,24 @@ GIT_INHERITED = ("HOME", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND")
 
 class SourceError(RuntimeError):
     """The source could not be fetched; the build fails with this reason."""
+
+
+class ProvenanceError(SourceError):
+    """The source is not the commit the request claims (or does not say which it is)."""
+
+    def __init__(self, claimed: str, found: str | None, where: str) -> None:
+        self.claimed = claimed
+        self.found = found
+        what = f"records commit {found}" if found else "records no commit id"
+        super().__init__(f"provenance: the request claims commit {claimed}, {where} {what}")
+
+
+@dataclass(frozen=True)
+class VerifiedSource:
+    """A source tree on disk and the commit it was verified to be."""
+
+    root: Path
+    sha: str
 
 
 @dataclass(frozen=True)
@@ -94,13 +120,31 @@ def _bounded(limit_bytes: int, limit_members: int):  # type: ignore[no-untyped-d
     return check
 
 
-def _safe_extract(data: bytes, dest: Path) -> None:
+def _safe_extract(data: bytes, dest: Path) -> str | None:
+    """Extract with the limits above; the commit id the archive's pax header records.
+
+    An archive that declares a second, different id further on (a later global header)
+    is answered as recording none: one archive, one commit.
+    """
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            first = tar.pax_headers.get("comment")
             limit = min(MAX_SOURCE_BYTES, max(len(data) * MAX_SOURCE_RATIO, 64 * 1024**2))
             tar.extractall(dest, filter=_bounded(limit, MAX_SOURCE_MEMBERS))
+            last = tar.pax_headers.get("comment")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise SourceError(f"source archive does not extract: {exc}") from exc
+    return first if first == last else None
+
+
+def _check_archive_commit(request: BuildRequest, recorded: str | None) -> str:
+    """The archive's recorded commit when it is the one the request claims."""
+    found = recorded.strip() if recorded is not None else None
+    if found != request.sha:
+        shown = found[:80] if found else None  # the header is untrusted text
+        raise ProvenanceError(request.sha, shown,
+                              f"source archive {request.source.location!r}")
+    return found
 
 
 def _single_root(dest: Path) -> Path:
@@ -111,7 +155,7 @@ def _single_root(dest: Path) -> Path:
     return dest
 
 
-def _from_redis(client: redis.Redis, request: BuildRequest, dest: Path) -> None:
+def _from_redis(client: redis.Redis, request: BuildRequest, dest: Path) -> str:
     data = client.get(request.source.location)
     if data is None:
         raise SourceError(f"source archive key {request.source.location!r} is missing "
@@ -119,7 +163,7 @@ def _from_redis(client: redis.Redis, request: BuildRequest, dest: Path) -> None:
     assert isinstance(data, bytes)
     if request.source.sha256 and hashlib.sha256(data).hexdigest() != request.source.sha256:
         raise SourceError(f"source archive {request.source.location!r}: sha256 mismatch")
-    _safe_extract(data, dest)
+    return _check_archive_commit(request, _safe_extract(data, dest))
 
 
 def _has_commit(repo: Path, sha: str, timeout_s: float) -> bool:
@@ -176,7 +220,7 @@ def _fetch_commit(remote: str, sha: str, dest: Path, timeout_s: float) -> None:
         raise SourceError(f"commit {sha} is not in {remote} ({first_error})")
 
 
-def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> None:
+def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> str:
     remote = options.remote or request.source.location
     if options.mirror_dir is not None:
         remote = str(update_mirror(remote, request.sha, options))
@@ -188,10 +232,11 @@ def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> None:
         timeout_s=options.timeout_s)
     head = git("-C", str(dest), "rev-parse", "HEAD", timeout_s=options.timeout_s).strip()
     if head != request.sha:
-        raise SourceError(f"checked out {head}, expected {request.sha}")
+        raise ProvenanceError(request.sha, head, "the checkout")
+    return head
 
 
-def _from_s3(request: BuildRequest, dest: Path) -> None:
+def _from_s3(request: BuildRequest, dest: Path) -> str:
     try:
         import boto3  # optional dependency: pip install redis-benchmarks-spec[s3]
     except ImportError as exc:
@@ -201,20 +246,21 @@ def _from_s3(request: BuildRequest, dest: Path) -> None:
     body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     if request.source.sha256 and hashlib.sha256(body).hexdigest() != request.source.sha256:
         raise SourceError(f"source archive {request.source.location!r}: sha256 mismatch")
-    _safe_extract(body, dest)
+    return _check_archive_commit(request, _safe_extract(body, dest))
 
 
 def fetch_source(client: redis.Redis, request: BuildRequest, dest: Path,
-                 options: GitOptions | None = None) -> Path:
-    """Materialize the request's source under ``dest``; returns the tree's root."""
+                 options: GitOptions | None = None) -> VerifiedSource:
+    """Materialize the request's source under ``dest``, verified to be the commit the
+    request claims (:class:`ProvenanceError` otherwise); the tree's root and that sha."""
     dest.mkdir(parents=True, exist_ok=True)
     kind = request.source.kind
     if kind == SOURCE_REDIS:
-        _from_redis(client, request, dest)
+        sha = _from_redis(client, request, dest)
     elif kind == SOURCE_GIT:
-        _from_git(request, dest, options or GitOptions())
+        sha = _from_git(request, dest, options or GitOptions())
     elif kind == SOURCE_S3:
-        _from_s3(request, dest)
+        sha = _from_s3(request, dest)
     else:
         raise SourceError(f"unknown source kind {kind!r}")
-    return _single_root(dest)
+    return VerifiedSource(_single_root(dest), sha)

@@ -84,6 +84,7 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                    help="keep local bare mirrors of git remotes here")
     b.add_argument("--artifacts-s3", default=None, metavar="s3://BUCKET/PREFIX",
                    help="store artifacts in S3 (needs boto3) instead of Redis chunks")
+    add_github_args(b)  # a failed or dead-lettered build ends the pull-request comment
     b.set_defaults(func=cmd_builder)
 
 
@@ -200,7 +201,13 @@ def cmd_builder(args: argparse.Namespace) -> int:
         s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         sandbox=Sandbox(engine=args.build_sandbox), max_deliveries=args.max_deliveries)
-    builder = Builder(_broker(args), config)
+    broker = _broker(args)
+    try:
+        notifier = notifier_from_args(args, broker, config.names)
+    except GitHubConfigError as exc:
+        print(f"rbs builder: {exc}", file=sys.stderr)
+        return 2
+    builder = Builder(broker, config, on_build_ended=notifier.build_ended if notifier else None)
     _on_signals(builder.stop)
     builder.run()
     return 0

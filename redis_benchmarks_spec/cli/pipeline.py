@@ -21,8 +21,13 @@ from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.dead_letters import read_dead_letters
-from redis_benchmarks_spec.events.follow import Follower, RequestProgress, wait
-from redis_benchmarks_spec.events.messages import SuiteFilters
+from redis_benchmarks_spec.events.follow import (
+    Follower,
+    PlatformProgress,
+    RequestProgress,
+    wait,
+)
+from redis_benchmarks_spec.events.messages import DEAD_LETTERED, TEST_STATES, SuiteFilters
 from redis_benchmarks_spec.events.status import heartbeats
 from redis_benchmarks_spec.intake import gitsource
 from redis_benchmarks_spec.intake.trigger import (
@@ -151,6 +156,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         ok = wait(follower, args.timeout, interval_s=2.0,
                   on_update=lambda progress: live.update(_progress_table(
                       progress, follower.expected_platforms)))
+    for line in _end_lines(follower):
+        console.print(line, highlight=False, markup=False)
     if not ok:
         make_console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
         return 2
@@ -179,8 +186,38 @@ def _check_suites(args: argparse.Namespace) -> None:
 
 
 def _any_failure(follower: Follower) -> bool:
-    return any(p.failures or any(pp.counts["failed"] for pp in p.platforms.values())
+    return any(p.failures or p.dead_letter is not None or
+               any(pp.counts["failed"] or pp.counts[DEAD_LETTERED] or
+                   pp.state in ("failed", DEAD_LETTERED) for pp in p.platforms.values())
                for p in follower.progress.values())
+
+
+def _end_lines(follower: Follower) -> list[str]:
+    """One plain line per build variant and platform that ended badly, per dead letter."""
+    lines = []
+    for prog in follower.progress.values():
+        rid = prog.request.id
+        if prog.dead_letter is not None:
+            lines.append(f"request {rid}: dead-lettered by the builder: {prog.dead_letter}")
+        for failure in prog.failures:
+            lines.append(f"request {rid} {failure.build_variant}: build failed: "
+                         f"{failure.reason}")
+        for (event_id, platform), pp in sorted(prog.platforms.items()):
+            if pp.state in ("failed", DEAD_LETTERED):
+                lines.append(f"event {event_id} on {platform}: {pp.state}: {pp.reason}")
+    return lines
+
+
+def _platform_state(pp: PlatformProgress | None, cancelled: bool) -> str:
+    if cancelled:
+        return "cancelled"
+    if pp is None:
+        return "waiting for an agent"
+    if not pp.done:
+        return "running"
+    if pp.state == "completed":
+        return "[green]done[/]"
+    return f"[red]{pp.state}: {escape(pp.reason)}[/]"
 
 
 def _progress_table(progress: list[RequestProgress], platforms: list[str]) -> Table:
@@ -192,17 +229,20 @@ def _progress_table(progress: list[RequestProgress], platforms: list[str]) -> Ta
         for failure in prog.failures:
             table.add_row(req.id[:8], req.sha[:10], failure.build_variant, "-", "-", "-", "-",
                           f"[red]build failed: {failure.reason}[/]")
-        if not prog.events and not prog.failures:
+        if prog.dead_letter is not None:
+            table.add_row(req.id[:8], req.sha[:10], "-", "-", "-", "-", "-",
+                          f"[red]dead-lettered: {escape(prog.dead_letter)}[/]")
+        elif not prog.events and not prog.failures:
             table.add_row(req.id[:8], req.sha[:10], "-", "-", "-", "-", "-",
                           "cancelled" if prog.cancelled else "waiting for a builder")
         for event_id, event in prog.events.items():
             for platform in platforms:
                 pp = prog.platforms.get((event_id, platform))
-                state = ("cancelled" if prog.cancelled else "waiting for an agent" if pp is None
-                         else "[green]done[/]" if pp.done else "running")
+                state = _platform_state(pp, prog.cancelled)
                 table.add_row(req.id[:8], req.sha[:10], event.build_variant, platform,
                               str(pp.total if pp else 0), str(pp.finished if pp else 0),
-                              str(pp.counts["failed"] if pp else 0), state)
+                              str(pp.counts["failed"] + pp.counts[DEAD_LETTERED] if pp
+                                  else 0), state)
     return table
 
 
@@ -271,6 +311,7 @@ def _register_admin(sub: argparse._SubParsersAction) -> None:
         ("streams", cmd_streams, "streams, groups, lag, pending per consumer"),
         ("heartbeats", cmd_heartbeats, "agents' last heartbeats"),
         ("inflight", cmd_inflight, "build events some platform is still running"),
+        ("events", cmd_events, "recent build events: done, failed or dead-lettered, and why"),
         ("failed", cmd_failed, "failed builds and tests"),
         ("dead-letter", cmd_dead_letter, "entries no consumer could handle, with the reason"),
     ):
@@ -318,16 +359,24 @@ def cmd_heartbeats(args: argparse.Namespace) -> int:
 def cmd_inflight(args: argparse.Namespace) -> int:
     """Print events in flight with their test counts."""
     table = Table(title="events in flight")
-    for col in ("event", "platform", "pending", "running", "completed", "failed"):
+    for col in ("event", "platform", *TEST_STATES):
         table.add_column(col)
     for ev in admin.inflight(_client(args), names_mod.from_args(args), args.limit):
-        per: dict[str, dict[str, int]] = {}
-        for s in ev.statuses:
-            counts = per.setdefault(s.platform, {})
-            counts[s.state] = counts.get(s.state, 0) + 1
-        for platform, counts in sorted(per.items()):
-            table.add_row(ev.event_id, platform, *(str(counts.get(k, 0)) for k in
-                                                   ("pending", "running", "completed", "failed")))
+        for ps in ev.platforms():
+            table.add_row(ev.event_id, ps.platform, *(str(ps.counts[k]) for k in TEST_STATES))
+    print_table(make_console(), table)
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    """Print recent events with their state on each platform and the reason."""
+    table = Table(title="build events (newest first)")
+    for col in ("event", "platform", "state", *TEST_STATES, "reason"):
+        table.add_column(col)
+    for ev in admin.recent_events(_client(args), names_mod.from_args(args), args.limit):
+        for ps in ev.platforms():
+            table.add_row(escape(ev.event_id), escape(ps.platform), ps.state,
+                          *(str(ps.counts[k]) for k in TEST_STATES), escape(ps.reason))
     print_table(make_console(), table)
     return 0
 
@@ -341,11 +390,11 @@ def cmd_failed(args: argparse.Namespace) -> int:
         builds.add_column(col)
     for f in admin.build_failures(client, names, args.limit):
         builds.add_row(f.request_id, f.sha[:12], f.build_variant, f.reason)
-    tests = Table(title="failed tests")
-    for col in ("event", "platform", "agent", "test", "reason"):
+    tests = Table(title="failed and dead-lettered tests")
+    for col in ("event", "platform", "agent", "test", "state", "reason"):
         tests.add_column(col)
     for s in admin.failed_tests(client, names, args.limit):
-        tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.reason)
+        tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.state, escape(s.reason))
     print_table(console, builds)
     print_table(console, tests)
     return 0

@@ -13,6 +13,8 @@ import redis
 
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
+    DEAD_LETTERED,
+    TEST_STATES,
     BuildEvent,
     BuildFailure,
     BuildRequest,
@@ -89,12 +91,42 @@ def _group(client: redis.Redis, stream: str, group: dict[str, Any]) -> GroupInfo
     )
 
 
+EVENT_RUNNING = "running"  # the platform has not ended the event yet
+EVENT_DONE_STATE = "done"  # EVENT_DONE "completed": every test ran (some may have failed)
+
+
+@dataclass(frozen=True)
+class PlatformState:
+    """Where one build event stands on one platform."""
+
+    platform: str
+    state: str  # running, done, failed or dead-lettered
+    reason: str
+    counts: dict[str, int]  # tests by state (TEST_STATES)
+
+
 @dataclass(frozen=True)
 class EventStatus:
     """All recorded test statuses of one build event."""
 
     event_id: str
     statuses: list[RunStatus]
+
+    def platforms(self) -> list[PlatformState]:
+        """The event's state on each platform that recorded a status, by platform name."""
+        out = []
+        for platform in sorted({s.platform for s in self.statuses}):
+            mine = [s for s in self.statuses if s.platform == platform]
+            counts = dict.fromkeys(TEST_STATES, 0)
+            state, reason = EVENT_RUNNING, ""
+            for s in mine:
+                if s.test_name != EVENT_DONE:
+                    counts[s.state] += 1
+                elif s.final:
+                    state = EVENT_DONE_STATE if s.state == "completed" else s.state
+                    reason = s.reason
+            out.append(PlatformState(platform, state, reason, counts))
+        return out
 
     @property
     def in_flight(self) -> bool:
@@ -120,9 +152,9 @@ def inflight(client: redis.Redis, names: StreamNames, limit: int = 100) -> list[
 
 def failed_tests(client: redis.Redis, names: StreamNames,
                  limit: int = 100) -> list[RunStatus]:
-    """Failed tests of the recent events."""
+    """Failed and dead-lettered tests (and events) of the recent events."""
     return [s for e in recent_events(client, names, limit) for s in e.statuses
-            if s.state == "failed"]
+            if s.state in ("failed", DEAD_LETTERED)]
 
 
 def build_failures(client: redis.Redis, names: StreamNames,

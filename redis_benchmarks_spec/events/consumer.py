@@ -11,7 +11,9 @@ The life of an entry, as :class:`GroupConsumer` serves it:
 The daemon ACKs an entry (:meth:`GroupConsumer.ack`) only after its outcome is published.
 An entry that cannot be decoded, or that was delivered more than ``max_deliveries`` times,
 goes to the dead-letter stream with the reason, atomically with its ACK
-(:meth:`GroupConsumer.dead_letter`). A long job keeps its entry from being claimed by
+(:meth:`GroupConsumer.dead_letter`), and logged; a daemon's ``on_dead_letter`` hook adds its
+own end-state writes (the agent's "dead-lettered" test statuses) to that same transaction, so
+no entry is dead-lettered while its statuses still say "running". A long job keeps its entry from being claimed by
 calling :meth:`GroupConsumer.touch` (or :meth:`GroupConsumer.keepalive`) more often than
 ``idle_claim_ms``. Lost connections are retried with capped exponential backoff.
 """
@@ -50,6 +52,11 @@ if #p == 0 or p[1][2] ~= ARGV[3] then return 0 end
 redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'JUSTID')
 return 1
 """
+
+
+# called while a dead letter's transaction is assembled: (pipeline, original fields, reason);
+# it may read through the client first, and queues its writes on the pipeline
+DeadLetterHook = Callable[[Pipeline, Mapping[Any, Any], str], None]
 
 
 class ConsumerStopped(RuntimeError):
@@ -158,6 +165,7 @@ class GroupConsumer:
         self.max_deliveries = max_deliveries
         self.backoff = backoff or Backoff()
         self.stop_event = threading.Event()
+        self.on_dead_letter: DeadLetterHook | None = None
         self._pending_cursor: str | None = "0-0"  # None once the own backlog is drained
         self._claim_cursor = "0-0"
         self._next_claim_at = 0.0
@@ -273,7 +281,6 @@ class GroupConsumer:
         try:
             return cls.decode(entry.fields, entry.id)
         except MalformedMessage as exc:
-            log.error("%s: %s; moved to %s", self.stream, exc, self.dead_letter_stream)
             self.dead_letter(entry.id, entry.fields, str(exc))
             return None
 
@@ -282,7 +289,8 @@ class GroupConsumer:
         return int(self.call(lambda: self.client.xack(self.stream, self.group, entry_id)))
 
     def dead_letter(self, entry_id: str, fields: Mapping[Any, Any], reason: str) -> str:
-        """Copy an entry to the dead-letter stream with ``reason`` and ACK it, atomically."""
+        """Copy an entry to the dead-letter stream with ``reason`` and ACK it, atomically
+        with whatever :attr:`on_dead_letter` queues (the entry's end state); logged."""
         record: dict[Any, Any] = {
             "reason": reason, "stream": self.stream, "group": self.group,
             "consumer": self.consumer, "entry_id": entry_id, "at_ms": str(now_ms()),
@@ -296,15 +304,19 @@ class GroupConsumer:
             pipe = self.client.pipeline(transaction=True)
             publish(pipe, self.dead_letter_stream, record)
             pipe.xack(self.stream, self.group, entry_id)
+            if self.on_dead_letter is not None:
+                self.on_dead_letter(pipe, fields, reason)
             return _text(pipe.execute()[0])
 
-        return str(self.call(_run))
+        dead_id = str(self.call(_run))
+        log.error("%s/%s: entry %s dead-lettered as %s: %s", self.stream, self.group, entry_id,
+                  dead_id, reason)
+        return dead_id
 
     def poison(self, entry: Entry, exc: BaseException) -> str:
         """Dead-letter an entry whose handling raised ``exc`` (the daemon goes on)."""
         reason = f"{type(exc).__name__}: {exc}"[:2000]
-        log.error("%s: entry %s failed: %s; moved to %s", self.stream, entry.id, reason,
-                  self.dead_letter_stream, exc_info=exc)
+        log.error("%s: entry %s failed: %s", self.stream, entry.id, reason, exc_info=exc)
         return self.dead_letter(entry.id, entry.fields, reason)
 
     def owns(self, entry_id: str) -> bool:

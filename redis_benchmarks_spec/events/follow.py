@@ -1,9 +1,11 @@
 """Following build requests to their results (``rbs trigger --wait``): computation only.
 
 A request is finished when every build variant it asked for has either failed to build or
-produced a build event that every expected platform has finished (the agents' ``EVENT_DONE``
-status, see :mod:`.status`), or when it was cancelled. Expected platforms are the request's
-platform filter, or else every ``platform:<name>`` group on the builds stream.
+produced a build event that every expected platform has ended (the agents' ``EVENT_DONE``
+status: completed, failed or dead-lettered, see :mod:`.status`), when a builder
+dead-lettered the request (its dead letter names the reason), or when it was cancelled.
+Expected platforms are the request's platform filter, or else every ``platform:<name>``
+group on the builds stream.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.events.consumer import original_fields
 from redis_benchmarks_spec.events.messages import (
     FINAL_STATES,
     TEST_STATES,
@@ -22,6 +25,7 @@ from redis_benchmarks_spec.events.messages import (
     BuildFailure,
     BuildRequest,
     MalformedMessage,
+    decode_value,
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, read_statuses
@@ -35,6 +39,8 @@ class PlatformProgress:
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TEST_STATES, 0))
     done: bool = False
+    state: str = ""  # the event's end state on the platform once done (FINAL_STATES)
+    reason: str = ""  # why it failed or was dead-lettered
 
     @property
     def total(self) -> int:
@@ -56,6 +62,7 @@ class RequestProgress:
     failures: list[BuildFailure] = field(default_factory=list)
     platforms: dict[tuple[str, str], PlatformProgress] = field(default_factory=dict)
     cancelled: bool = False
+    dead_letter: str | None = None  # the reason, when a builder dead-lettered the request
 
     def finished(self, expected_platforms: list[str]) -> bool:
         """True when nothing more will happen for this request."""
@@ -63,7 +70,7 @@ class RequestProgress:
             return True
         wanted = len(self.request.build_variants)
         outcomes = len(self.events) + len(self.failures)
-        if outcomes == 0 or (wanted and outcomes < wanted):
+        if self.dead_letter is None and (outcomes == 0 or (wanted and outcomes < wanted)):
             return False
         return all(self.platforms.get((eid, p), PlatformProgress()).done
                    for eid in self.events for p in expected_platforms)
@@ -98,7 +105,8 @@ class Follower:
         # the same millisecond can carry the very same id there (each stream numbers its own
         # entries), so start just before that millisecond, not after the id.
         before = _just_before_ms(start)
-        self._cursors = {names.builds: before, names.build_failures: before}
+        self._cursors = {names.builds: before, names.build_failures: before,
+                         names.dead_letter: before}
         filters = {tuple(r.platforms) for r, _ in requests}
         self.expected_platforms = (list(filters.pop()) if len(filters) == 1 and
                                    next(iter(filters)) else platform_groups(client, names))
@@ -107,6 +115,7 @@ class Follower:
         """Read what happened since the last poll; the progress of every request."""
         self._scan(self.names.builds, BuildEvent, self._add_event)
         self._scan(self.names.build_failures, BuildFailure, self._add_failure)
+        self._scan(self.names.dead_letter, _DeadRequest, self._add_dead_letter)
         for prog in self.progress.values():
             prog.cancelled = is_cancelled(self.client, self.names, prog.request.id)
             for event_id in prog.events:
@@ -138,16 +147,45 @@ class Follower:
         if failure.request_id in self.progress:
             self.progress[failure.request_id].failures.append(failure)
 
+    def _add_dead_letter(self, dead: _DeadRequest) -> None:
+        if dead.stream == self.names.build_requests and dead.request_id in self.progress:
+            self.progress[dead.request_id].dead_letter = dead.reason
+
     def _refresh_statuses(self, prog: RequestProgress, event_id: str) -> None:
         fresh: dict[tuple[str, str], PlatformProgress] = {}
         for status in read_statuses(self.client, self.names, event_id):
             pp = fresh.setdefault((event_id, status.platform), PlatformProgress())
             if status.test_name == EVENT_DONE:
                 pp.done = status.final
+                pp.state, pp.reason = (status.state, status.reason) if status.final else ("", "")
             else:
                 pp.counts[status.state] += 1
         for key, pp in fresh.items():
             prog.platforms[key] = pp
+
+
+@dataclass(frozen=True)
+class _DeadRequest:
+    """What the follower needs of a dead letter: the stream it left, the id it carried."""
+
+    stream: str
+    request_id: str
+    reason: str
+
+    @classmethod
+    def decode(cls, fields: dict[Any, Any], entry_id: str) -> _DeadRequest:
+        """Any dead letter (an untrusted record): text read leniently, never raises."""
+        texts = {_lenient(k): v for k, v in fields.items()}
+        try:
+            request_id = decode_value(original_fields(fields).get("id", b"s:"))
+        except ValueError:
+            request_id = ""
+        return cls(_lenient(texts.get("stream", b"")), str(request_id),
+                   _lenient(texts.get("reason", b"")))
+
+
+def _lenient(value: Any) -> str:
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else str(value)
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:

@@ -266,9 +266,12 @@ class BuildFailure(Message):
         check.text("log_tail", self.log_tail, check.MAX_LOG_TAIL)
 
 
-TestState = Literal["pending", "running", "completed", "failed"]
-TEST_STATES: tuple[str, ...] = ("pending", "running", "completed", "failed")
-FINAL_STATES: tuple[str, ...] = ("completed", "failed")
+DEAD_LETTERED = "dead-lettered"  # the entry was moved to the dead-letter stream, with why
+TestState = Literal["pending", "running", "completed", "failed", "dead-lettered"]
+TEST_STATES: tuple[str, ...] = ("pending", "running", "completed", "failed", DEAD_LETTERED)
+# every test and every event ends in one of these (with a reason unless completed); a v1
+# reader that predates "dead-lettered" skips such a status as malformed, never crashes
+FINAL_STATES: tuple[str, ...] = ("completed", "failed", DEAD_LETTERED)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@
 Convention for agents: on picking up a build event, record every selected test as
 ``pending`` (one :func:`record_statuses` call), then ``running``/``completed``/``failed`` as
 they go, and finally the pseudo-test :data:`EVENT_DONE` as ``completed`` (or ``failed`` with
-the reason) so followers know the platform's list of tests is complete.
+the reason) so followers know the platform's list of tests is complete. An event the agent
+gives up on (delivery limit, artifact it cannot fetch, an error it cannot handle) ends as
+``dead-lettered`` with the reason, for the event and every test not yet final, in the same
+transaction as its dead letter (:func:`stage_event_end`).
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import (
@@ -41,6 +45,15 @@ def record_statuses(client: redis.Redis, names: StreamNames,
                     statuses: Iterable[RunStatus]) -> int:
     """Store statuses (hash + index + status stream) in one round trip; how many."""
     pipe = client.pipeline(transaction=False)
+    count = stage_statuses(pipe, names, statuses)
+    if count:
+        pipe.execute()
+    return count
+
+
+def stage_statuses(pipe: Pipeline, names: StreamNames, statuses: Iterable[RunStatus]) -> int:
+    """Queue the writes of :func:`record_statuses` on ``pipe`` (e.g. a dead letter's
+    transaction); how many statuses."""
     count = 0
     for status in statuses:
         fields = encode_message(status)
@@ -50,9 +63,22 @@ def record_statuses(client: redis.Redis, names: StreamNames,
         pipe.zadd(names.status_index, {status.event_id: status.ts_ms})
         publish(pipe, names.test_status, fields)
         count += 1
-    if count:
-        pipe.execute()
     return count
+
+
+def stage_event_end(client: redis.Redis, pipe: Pipeline, names: StreamNames,
+                    end: RunStatus) -> list[RunStatus]:
+    """Queue ``end`` (its state and reason) for every test of ``end.platform`` that is not
+    final yet, and for :data:`EVENT_DONE`: the event's end state at event and test level.
+
+    ``end.test_name`` is ignored. Reads the event's statuses through ``client`` now and
+    writes through ``pipe``; returns what it queued.
+    """
+    open_tests = [s.test_name for s in read_statuses(client, names, end.event_id)
+                  if s.platform == end.platform and not s.final and s.test_name != EVENT_DONE]
+    ended = [replace(end, test_name=test) for test in [*open_tests, EVENT_DONE]]
+    stage_statuses(pipe, names, ended)
+    return ended
 
 
 def _pack(fields: dict[str, bytes]) -> bytes:
@@ -157,5 +183,6 @@ def uncancel(client: redis.Redis, names: StreamNames, *ids: str) -> int:
 
 __all__ = [
     "EVENT_DONE", "Heartbeat", "beat", "cancel", "heartbeats", "is_cancelled",
-    "platform_done", "read_statuses", "record_statuses", "status_field", "uncancel",
+    "platform_done", "read_statuses", "record_statuses", "stage_event_end", "stage_statuses",
+    "status_field", "uncancel",
 ]

@@ -4,7 +4,11 @@
   request: store the PR's base (the baseline) and post the "build started" comment.
 * :meth:`PrNotifier.platform_done`: an agent finished a build event on its platform: compare
   the head commit against the baseline in the datasink, store the platform's section, and
-  re-render the one comment from every section stored so far.
+  re-render the one comment from every section stored so far. An event the agent
+  dead-lettered gets a section that says so, with the reason, instead of a comparison.
+* :meth:`PrNotifier.build_ended`: a builder failed or dead-lettered a variant: no agent will
+  ever run it, so its section says "build failed" or "dead-lettered" with the reason, and no
+  platform is left "still running" for it.
 
 Both are best effort: a GitHub or broker error is logged with the pull request it was for
 and never fails the webhook or the agent's work.
@@ -21,7 +25,7 @@ import redis
 import requests
 from github import GithubException
 
-from redis_benchmarks_spec.events.messages import BuildEvent, BuildRequest
+from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
 from redis_benchmarks_spec.notify import pr_ab, pr_state
@@ -40,6 +44,7 @@ log = logging.getLogger(__name__)
 NOTIFY_ERRORS = (GithubException, requests.RequestException, redis.RedisError,
                  pr_state.PrInfoError)
 LOCK_TIMEOUT_S = 120
+ALL_PLATFORMS = "all platforms"  # the section of a build that failed for every platform
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,30 @@ class PrNotifier:
                       event.repo, event.pr, event.id, platform, exc)
             return None
 
+    def build_ended(self, request: BuildRequest, variant: str, state: str,
+                    reason: str) -> Upserted | None:
+        """A variant that will never reach an agent: one section per platform it was for."""
+        if request.pr is None:
+            return None
+        try:
+            info = pr_state.load_info(self.broker, self.names, request.id)
+            if info is None or info.head_sha != request.sha:
+                log.info("request %s: no stored pull request to comment on", request.id)
+                return None
+            shown = "build failed" if state == "failed" else state
+            for platform in request.platforms or [ALL_PLATFORMS]:
+                pr_state.save_section(self.broker, self.names, info, Section(
+                    platform=platform, build_variant=variant, state=shown, reason=reason))
+            with self._lock(info):
+                sections = pr_state.load_sections(self.broker, self.names, info)
+                done = {s.platform for s in sections if s.build_variant == variant}
+                pending = [p for p in request.platforms if p not in done]
+                return self._upsert(info, results_body(info, sections, pending))
+        except NOTIFY_ERRORS as exc:
+            log.error("PR comment on %s/%s#%s (request %s, %s) not updated: %s", request.org,
+                      request.repo, request.pr, request.id, variant, exc)
+            return None
+
     def _info(self, event: BuildEvent) -> PrInfo:
         stored = pr_state.load_info(self.broker, self.names, event.request_id)
         if stored is not None and stored.head_sha == event.sha:
@@ -102,13 +131,15 @@ class PrNotifier:
     def _section(self, event: BuildEvent, platform: str, info: PrInfo) -> Section:
         failed = [s for s in read_statuses(self.broker, self.names, event.id)
                   if s.platform == platform and s.test_name == EVENT_DONE
-                  and s.state == "failed"]
+                  and s.state in ("failed", DEAD_LETTERED)]
         section = Section(platform=platform, build_variant=event.build_variant,
-                          state="failed" if failed else "completed",
+                          state=failed[0].state if failed else "completed",
                           reason=failed[0].reason if failed else "",
                           links=self._links(event, platform, info))
-        if failed or self.datasink is None:
-            section.reason = section.reason or "no datasink to compare from"
+        if failed:
+            return section
+        if self.datasink is None:
+            section.reason = "no datasink to compare from"
             section.state = "failed"
             return section
         comparison = compare_platform(self.datasink, event, platform, info, self.options)

@@ -136,7 +136,7 @@ class Section:
 
     platform: str
     build_variant: str
-    state: str  # "completed" or "failed"
+    state: str  # "completed", "failed", "dead-lettered" or "build failed"
     report: dict[str, Any] | None = None  # ComparisonReport.to_dict()
     flags: dict[str, list[str]] = field(default_factory=dict)  # per test
     reason: str = ""
