@@ -5,6 +5,7 @@ the agent runs the event as before (and the comment says why there is no A/B).""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import threading
 import time
@@ -65,7 +66,8 @@ class Pushed:
 def _store(client: redis.Redis, names: StreamNames, sha: str) -> artifacts.ArtifactRef:
     """The installed redis binaries stored as the build of ``sha``, where a builder puts it."""
     key = artifacts.artifact_key(names.prefix, sha, VARIANT, {})
-    return artifacts.store(client, key, system_artifact(),
+    # a builder records the commit it verified its source to be (builder provenance)
+    return artifacts.store(client, key, dataclasses.replace(system_artifact(), source_sha=sha),
                            artifacts.Signer(signing.load_key(), sha, VARIANT))
 
 
