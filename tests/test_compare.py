@@ -22,9 +22,12 @@ from redis_benchmarks_spec.analysis.compare import (
     ComparisonReport,
     compare_paired,
     compare_samples,
-    load_dir_samples,
     metric_direction,
 )
+from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.session_folder import load_folders
+from redis_benchmarks_spec.analysis.session_runs import SampleSet, sample_runs
+from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
@@ -204,7 +207,12 @@ def _write_run(directory: Path, test: str, value: float, status: str = "ok") -> 
     doc.write(directory / "result.json")
 
 
-def test_load_dir_samples_reports_corrupt_file(tmp_path: Path) -> None:
+def _folders(base: Path, comp: Path, name: str = ".*") -> tuple[dict[str, SampleSet], list[str]]:
+    found = load_folders(base, comp, NameFilter(name))
+    return sample_runs(found.runs, OPS), found.problems
+
+
+def test_folders_report_a_corrupt_file_and_failed_runs(tmp_path: Path) -> None:
     base, comp = tmp_path / "base", tmp_path / "comp"
     for i, v in enumerate([100.0, 101.0, 99.0]):
         _write_run(base / f"rep-{i}" / "get", "get", v)
@@ -215,15 +223,18 @@ def test_load_dir_samples_reports_corrupt_file(tmp_path: Path) -> None:
     (comp / "rep-3" / "get" / "result.json").write_text("{not json")
     (comp / "summary.json").write_text("[]")
     (comp / "rep-0" / "memtier.json").write_text('{"ALL STATS": {}}')
-    samples, problems = load_dir_samples(base, comp, OPS)
-    assert samples["get"][0] == [100.0, 101.0, 99.0]
-    assert sorted(samples["get"][1]) == pytest.approx([79.2, 80.0, 80.8])
-    assert samples["set"] == ([], [5.0])
+    samples, problems = _folders(base, comp)
+    assert samples["get"].baseline == [100.0, 101.0, 99.0]
+    assert sorted(samples["get"].comparison) == pytest.approx([79.2, 80.0, 80.8])
+    assert (samples["set"].baseline, samples["set"].comparison) == ([], [5.0])
     assert any("rep-3" in p and "result.json" in p for p in problems)
     assert any("failed" in p for p in problems)
-    assert any("set" in p and "baseline" in p for p in problems)
     assert not any("summary.json" in p or "memtier.json" in p for p in problems)
-    samples, _ = load_dir_samples(base, comp, OPS, name_regexp="^set$")
+    report = judge(load_folders(base, comp).runs, Judging(CompareOptions(metric=OPS),
+                                                          paired=False))
+    row = next(r for r in report.rows if r.test == "set")
+    assert row.verdict == UNKNOWN and "baseline" in row.reason
+    samples, _ = _folders(base, comp, "^set$")
     assert list(samples) == ["set"]
 
 
@@ -232,8 +243,9 @@ def test_dir_round_to_report(tmp_path: Path) -> None:
     for i in range(6):
         _write_run(base / str(i), "get", 100.0 + i * 0.1)
         _write_run(comp / str(i), "get", 70.0 + i * 0.1)
-    samples, problems = load_dir_samples(base, comp, OPS)
-    rep = compare_samples(samples, problems=problems)
+    found = load_folders(base, comp)
+    assert not found.paired
+    rep = judge(found.runs, Judging(CompareOptions(metric=OPS), paired=False))
     assert rep.rows[0].verdict == REGRESSION
     assert rep.has_regression
     assert cmp.VERDICTS == (REGRESSION, IMPROVEMENT, UNKNOWN, cmp.BUSY, NO_CHANGE)
@@ -562,7 +574,9 @@ def test_folders_label_a_suites_topologies_as_the_page_does(
         for i, v in enumerate(values):
             _doc(tmp_path / side, "oss-standalone", i, v)
             _doc(tmp_path / side, "oss-standalone-04-io-threads", i, None)
-    samples, _ = cmp.load_dir_samples(tmp_path / "a", tmp_path / "b", "ALL_STATS.Totals.Ops/sec")
-    assert samples == {"t @ oss-standalone": ([100.0, 101.0, 99.0], [80.0, 81.0, 79.0])}
+    found = load_folders(tmp_path / "a", tmp_path / "b")
+    samples = sample_runs(found.runs, "ALL_STATS.Totals.Ops/sec")
+    assert {t: (s.baseline, s.comparison) for t, s in samples.items()} == {
+        "t @ oss-standalone": ([100.0, 101.0, 99.0], [80.0, 81.0, 79.0])}
     page = from_two_folders(tmp_path / "a", tmp_path / "b", CompareOptions())
     assert set(page.sides[0].runs) == set(samples)

@@ -3,7 +3,8 @@
 :func:`compare_samples` (independent runs) and :func:`compare_paired` (interleaved A/B
 runs, paired by repetition) measure every test with :mod:`~.stats`, adjust the p-values
 across all tests with Benjamini-Hochberg, and let :mod:`~.verdict` decide each one.
-:func:`load_dir_samples` reads the samples from two local results directories.
+Runs become samples or pairs in :mod:`analysis.session_runs`, and verdicts of runs in
+:mod:`analysis.engine`, for every surface.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,9 +34,6 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
-from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 __all__ = [
     "BUSY",
@@ -49,19 +46,16 @@ __all__ = [
     "CompareOptions",
     "Comparison",
     "ComparisonReport",
-    "ResultFilter",
     "compare_paired",
     "compare_samples",
-    "load_dir_samples",
     "metric_direction",
 ]
 
-UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
-                   "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
-                   "on log values)")
-PAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
-                 "Shapiro-Wilk check), else Hodges-Lehmann (Walsh averages) with the exact "
-                 "Wilcoxon signed-rank interval and p; each row names its method")
+UNPAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
+                 "Shapiro-Wilk check; from 3 pairs for instruction counts with a recorded "
+                 "A/A noise prior, pooled), a 20 % trimmed-mean Tukey-McLaughlin interval "
+                 "when a pair is outlying, else Hodges-Lehmann (Walsh averages) with the "
+                 "exact Wilcoxon signed-rank interval; each row names its method")
 
 
 @dataclass
@@ -264,8 +258,8 @@ def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
                     problems: list[str] | None = None) -> ComparisonReport:
     """Compare independent (baseline, comparison) samples per test.
 
-    ``options.metric`` names the metric (and so its direction); ``problems`` (e.g. from
-    :func:`load_dir_samples`) are carried into the report.
+    ``options.metric`` names the metric (and so its direction); ``problems`` are carried
+    into the report.
     """
     options = options or CompareOptions()
     pending = [_measure_unpaired(t, list(b), list(c), options)
@@ -284,76 +278,3 @@ def compare_paired(pairs: dict[str, list[tuple[float, float]]],
     pending = [_measure_paired(t, list(p), options, priors.get(t))
                for t, p in sorted(pairs.items())]
     return finish_report(pending, options, problems or [], PAIRED_METHOD)
-
-
-# --- results directories -------------------------------------------------------------------
-
-
-@dataclass
-class ResultFilter:
-    """Which result documents take part: regexps on test name, tested groups and commands."""
-
-    name: str = ".*"
-    groups: str | None = None
-    commands: str | None = None
-
-    def accepts(self, doc: RunResult) -> bool:
-        """The regexps mean what :mod:`redis_benchmarks_spec.common.name_filter` says."""
-        return NameFilter(self.name, self.groups, self.commands).matches(
-            doc.test_name, doc.tested_groups, doc.tested_commands)
-
-
-def _load_side(directory: Path, metric: str, keep: ResultFilter,
-               problems: list[str]) -> list[tuple[RunResult, float | None]]:
-    """Every readable run under ``directory`` that ``keep`` accepts, with its metric value
-    (None for a failed run or one without the metric: it still shapes the labels, as in
-    the HTML report of the same folders); trouble goes to problems."""
-    values: list[tuple[RunResult, float | None]] = []
-    if not directory.is_dir():
-        problems.append(f"{directory}: not a directory")
-        return values
-    for path in find_result_files(directory):
-        try:
-            doc = RunResult.read(path)
-        except (ValueError, OSError) as exc:
-            problems.append(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
-            continue
-        if not keep.accepts(doc):
-            continue
-        value = None
-        if not doc.ok:
-            problems.append(f"{path}: status {doc.status!r}, ignored")
-        elif metric not in doc.metrics:
-            problems.append(f"{path}: no metric {metric!r}")
-        else:
-            value = float(doc.metrics[metric])
-        values.append((doc, value))
-    return values
-
-
-def load_dir_samples(baseline_dir: Path | str, comparison_dir: Path | str, metric: str,
-                     name_regexp: str = ".*", *, keep: ResultFilter | None = None
-                     ) -> tuple[dict[str, tuple[list[float], list[float]]], list[str]]:
-    """Samples per test from two results directories (``**/result.json``), and problems.
-
-    Only runs with status "ok" count; unreadable documents, failed runs, runs without the
-    metric and tests present on one side only are reported in problems, never fatal.
-    ``keep`` (if given) replaces ``name_regexp`` with name/group/command filters.
-    """
-    problems: list[str] = []
-    keep = keep or ResultFilter(name=name_regexp)
-    loaded = [_load_side(Path(d), metric, keep, problems)
-              for d in (baseline_dir, comparison_dir)]
-    keys = ComparisonKeys.of(doc for side in loaded for doc, _ in side)
-    base: dict[str, list[float]] = {}
-    comp: dict[str, list[float]] = {}
-    for found, into in zip(loaded, (base, comp)):
-        for doc, value in found:
-            if value is not None:
-                into.setdefault(keys(doc), []).append(value)
-    samples = {t: (base.get(t, []), comp.get(t, [])) for t in sorted(set(base) | set(comp))}
-    for test, (b, c) in samples.items():
-        if not b or not c:
-            side = "baseline" if not b else "comparison"
-            problems.append(f"{test}: no valid run on the {side} side")
-    return samples, problems

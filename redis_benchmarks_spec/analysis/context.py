@@ -88,14 +88,6 @@ def result_documents(directory: Path) -> list[RunResult]:
     return docs
 
 
-def context_from_dirs(baseline_dir: Path, comparison_dir: Path) -> CompareContext:
-    """The header of a comparison of two results directories."""
-    base = [d for d in result_documents(baseline_dir) if d.ok]
-    comp = [d for d in result_documents(comparison_dir) if d.ok]
-    return context_from_results(side_from_results(str(baseline_dir), base),
-                                side_from_results(str(comparison_dir), comp), base + comp)
-
-
 def short(sha: str) -> str:
     """A commit shortened for display (full hashes stay in JSON)."""
     return sha[:SHORT_SHA] if len(sha) == 40 else sha

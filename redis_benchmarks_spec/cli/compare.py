@@ -30,7 +30,6 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import (
     CompareContext,
     SideInfo,
-    context_from_dirs,
 )
 from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
@@ -233,9 +232,7 @@ def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]
 
 
 def compare_context(args: argparse.Namespace, samples: Samples) -> CompareContext:
-    """The report header: from the result documents of two directories, else the selectors."""
-    if args.baseline_dir and args.comparison_dir:
-        return context_from_dirs(args.baseline_dir, args.comparison_dir)
+    """The report header of a datasink comparison, from its selectors."""
     one = [v for v in (args.platform,) if v]
     return CompareContext(
         baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
