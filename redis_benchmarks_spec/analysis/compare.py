@@ -51,7 +51,10 @@ __all__ = [
     "metric_direction",
 ]
 
-UNPAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
+UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
+                   "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
+                   "on log values)")
+PAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
                  "Shapiro-Wilk check; from 3 pairs for instruction counts with a recorded "
                  "A/A noise prior, pooled), a 20 % trimmed-mean Tukey-McLaughlin interval "
                  "when a pair is outlying, else Hodges-Lehmann (Walsh averages) with the "
