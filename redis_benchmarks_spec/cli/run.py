@@ -57,7 +57,11 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--commands-regexp", default=".*", help="suites with a tested-command matching")
     g.add_argument("--priority-min", type=int, default=None)
     g.add_argument("--priority-max", type=int, default=None)
-    g.add_argument("--topology", default=None, help="only this topology (e.g. oss-standalone)")
+    g.add_argument("--topology", default=None,
+                   help="only this topology (e.g. oss-standalone-02-io-threads; default: each "
+                        "suite's first topology, see --all-topologies)")
+    g.add_argument("--all-topologies", action="store_true",
+                   help="run each suite in every topology it lists (default: its first only)")
 
 
 # a local run starts redis-server in a temporary directory on this machine's disk
@@ -185,6 +189,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                         redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         results_dir=results_dir, context=context, test_time=args.test_time,
         topology_filter=args.topology, launcher=args.launcher,
+        first_topology_only=not args.all_topologies,
         cpus=parse_cpus(args.cpus), strict_cpus=args.strict_cpus,
         capabilities=frozenset(LOCAL_CAPABILITIES if args.capability is None
                                else args.capability),
@@ -230,7 +235,8 @@ def run_with_progress(console: Console, config: SessionConfig,
             return one_round(config)
         results: list[RunResult] = []
         for rep in range(repetitions):
-            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}"))
+            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}",
+                                         context=replace(config.context, repetition=rep)))
         return results
 
 
@@ -242,6 +248,18 @@ def say_capabilities(console: Console, config: SessionConfig, suites: list[Suite
         console.print(f"runner capabilities assumed for this host: {escape(offered)} "
                       f"(selected suites require: {escape(', '.join(wanted))}; "
                       f"--capability sets them)", highlight=False, soft_wrap=True)
+
+
+def say_first_topology(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
+    """Say which suites list more topologies than the one they run in by default."""
+    if not config.first_topology_only or config.topology_filter:
+        return
+    more = [s for s in suites if len(s.topologies) > 1]
+    if more:
+        console.print(f"{len(more)} selected suite(s) list more than one topology; each runs "
+                      f"in its first only ({escape(more[0].name)}: {escape(more[0].topologies[0])}"
+                      f" of {escape(', '.join(more[0].topologies))}); --all-topologies runs "
+                      f"every one, --topology NAME one", highlight=False, soft_wrap=True)
 
 
 def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
@@ -267,13 +285,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
     check_run_args(args)
     sweep = check_sweep(args)
-    # documents (json, csv, markdown) own stdout; people's lines then go to stderr
-    console = make_console(stderr=args.format != "table")
+    # stdout holds the results (the table, or a json/csv/markdown document alone); progress,
+    # per-test lines, problems of suites and notes go to stderr
+    console = make_console(stderr=True)
+    out = make_console(stderr=args.format != "table")
     suites, skipped = select_suites(args, console)
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
+    say_first_topology(console, config, suites)
     if args.dry_run:
-        print_plan(console, config, suites)
+        print_plan(out, config, suites)
         return 0
     check_runnable(config, suites)
     check_datasink(args)
@@ -281,7 +302,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if wants_ab(args):
-            return cmd_ab(args, console, config, suites)
+            return cmd_ab(args, out, config, suites)
         if sweep is not None:
             results = run_sweep(config, suites, sweep,
                                 on_result=lambda r: console.print(finished_line(r),
@@ -293,13 +314,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    code = report(console, args, config, results)
+    code = report(out, args, config, results)
     if skipped:
-        console.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
-                      f"(skipped, named above)[/]", highlight=False)
+        out.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
+                  f"(skipped, named above)[/]", highlight=False)
         code = max(code, 1)
     if sweep is not None:
-        report_sweep(console, config, results)
+        report_sweep(out, config, results)
     if not args.no_datasink:
         push_to_datasink(console, args, results, config.results_dir)
     return code
