@@ -75,6 +75,11 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*base, "--repetitions", "0"], "--repetitions", "at least 1")
     one_error_line(capsys, [*base, "--until-decided"], "--until-decided", "A/B mode")
     one_error_line(capsys, [*base, "--cpus", "a,b"], "--cpus")
+    # a CPU this process may not use (os.sched_getaffinity) is refused, not recorded as pinned
+    beyond = max(os.sched_getaffinity(0)) + 1
+    one_error_line(capsys, [*base, "--cpus", f"0,{beyond}"], f"--cpus 0,{beyond}",
+                   f"CPU(s) {beyond} are not among the CPUs this process may use")
+    one_error_line(capsys, [*base, "--cpus", "0,0"], "--cpus 0,0", "more than once")
     one_error_line(capsys, ["suites", "list", str(tmp_path / "nonexistent")], "nonexistent")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 

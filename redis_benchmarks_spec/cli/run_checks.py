@@ -9,6 +9,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.suites.validate import ValidatedCatalog
 
 BINARY_FLAGS = (("--redis-server", "redis_server"),
@@ -104,6 +105,14 @@ def parse_cpus(text: str | None) -> list[int] | None:
                          "e.g. --cpus 0,1,2,3") from None
     if not cpus or any(c < 0 for c in cpus):
         raise UsageError(f"--cpus {text}", "not a comma-separated list of CPU ids")
+    if len(set(cpus)) != len(cpus):
+        raise UsageError(f"--cpus {text}", "names a CPU more than once")
+    usable = host_cpus()
+    outside = [c for c in cpus if c not in usable]
+    if outside:
+        raise UsageError(f"--cpus {text}", f"CPU(s) {', '.join(map(str, outside))} are not "
+                         f"among the CPUs this process may use ({', '.join(map(str, usable))})",
+                         "leave --cpus out to use all of them")
     return cpus
 
 
