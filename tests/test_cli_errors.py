@@ -80,6 +80,12 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*base, "--cpus", f"0,{beyond}"], f"--cpus 0,{beyond}",
                    f"CPU(s) {beyond} are not among the CPUs this process may use")
     one_error_line(capsys, [*base, "--cpus", "0,0"], "--cpus 0,0", "more than once")
+    one_error_line(capsys, [*base, "--topology", "oss-standalone-99"],
+                   "--topology oss-standalone-99", "not a known topology",
+                   "oss-standalone-02-io-threads", "oss-cluster-3-primaries")
+    one_error_line(capsys, [*base, "--topology", "oss-cluster-3-primaries"],
+                   "--topology oss-cluster-3-primaries", "none of the 1 suite(s)",
+                   "they list: oss-standalone")
     one_error_line(capsys, ["suites", "list", str(tmp_path / "nonexistent")], "nonexistent")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 

@@ -27,7 +27,12 @@ from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.profile_display import print_profiles
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.progress import RunProgress
-from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
+from redis_benchmarks_spec.cli.run_checks import (
+    check_run_args,
+    check_test_names,
+    check_topology,
+    parse_cpus,
+)
 from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
@@ -42,6 +47,7 @@ from redis_benchmarks_spec.runner.sweep import run_sweep
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 from redis_benchmarks_spec.suites.problems import ERROR
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.topology import load_topologies
 from redis_benchmarks_spec.suites.validate import Rejected, ValidatedCatalog, validate_catalog
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
@@ -142,6 +148,7 @@ def select_suites(args: argparse.Namespace,
     catalog = validate_catalog(directory)
     tests = [t for item in args.test for t in item.split(",") if t]
     check_test_names(catalog, tests, directory)
+    check_topology(args.topology, catalog, load_topologies())
     flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
                       groups_regexp=args.groups_regexp, commands_regexp=args.commands_regexp,
                       priority_min=args.priority_min, priority_max=args.priority_max,
@@ -149,6 +156,8 @@ def select_suites(args: argparse.Namespace,
     selected = flt.select(catalog.suites)
     skipped = catalog.rejected_matching(flt)
     print_selected_problems(console, catalog, selected, skipped)
+    if not selected and args.topology:
+        _no_suite_in_topology(args.topology, replace(flt, topology=None).select(catalog.suites))
     if not selected:
         why = f"; {len(skipped)} that match are invalid (above)" if skipped else ""
         raise UsageError("selection", f"no valid suite of the {len(catalog.suites)} in "
@@ -156,6 +165,14 @@ def select_suites(args: argparse.Namespace,
                          f"`rbs suites lint {directory}` shows every problem" if skipped else
                          "`rbs run --dry-run` without filters lists them all")
     return selected, skipped
+
+
+def _no_suite_in_topology(topology: str, others: list[Suite]) -> None:
+    """Raise naming ``--topology`` when the other filters select suites that list others."""
+    if others:
+        listed = sorted({t for s in others for t in s.topologies})
+        raise UsageError(f"--topology {topology}", f"none of the {len(others)} suite(s) the "
+                         f"other filters select lists it (they list: {', '.join(listed)})")
 
 
 def print_selected_problems(console: Console, catalog: ValidatedCatalog, selected: list[Suite],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
@@ -125,6 +126,18 @@ def check_test_names(catalog: ValidatedCatalog, tests: list[str], directory: Pat
             continue
         raise UsageError(f"--test {test}", f"no suite of that name in {directory}",
                          _did_you_mean(test, names))
+
+
+def check_topology(topology: str | None, catalog: ValidatedCatalog,
+                   known: Collection[str]) -> None:
+    """``--topology`` names a topology of the catalogue (``known``) or one a suite lists."""
+    listed = {t for s in catalog.suites for t in s.topologies}
+    if topology is None or topology in known or topology in listed:
+        return
+    close = difflib.get_close_matches(topology, sorted(known), n=1, cutoff=0.8)
+    raise UsageError(f"--topology {topology}", "not a known topology (known: "
+                     f"{', '.join(sorted(known))})",
+                     f"did you mean {close[0]}?" if close else "")
 
 
 def _did_you_mean(test: str, names: list[str]) -> str:
