@@ -195,3 +195,15 @@ def test_repetitions_have_a_column_and_logs_stay_off_stdout(tmp_path: Path) -> N
     parsed = list(csv.DictReader(io.StringIO(
         (next((tmp_path / "r").iterdir()) / "summary.csv").read_text())))
     assert [r["repetition"] for r in parsed] == ["0", "1"]
+
+
+def test_an_unparseable_suite_is_named_with_its_reason_not_only_counted(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    (suites / "broken.yml").write_text("version: 0.4\nname: broken\n  bad: [unclosed\n")
+    run = _rbs("run", "--suites-dir", str(suites), "--test", "one", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert f"{suites / 'broken.yml'}: unparseable YAML" in run.stderr, run.stderr
+    listed = _rbs("suites", "list", str(suites))
+    assert f"{suites / 'broken.yml'}: unparseable YAML" in listed.stderr, listed.stderr

@@ -188,6 +188,11 @@ def print_selected_problems(console: Console, catalog: ValidatedCatalog, selecte
             console.print(f"[{colour}]{escape(str(problem))}[/]", highlight=False,
                           soft_wrap=True)
     shown = paths | {r.path for r in skipped}
+    # a file that did not load has no name: it may be the suite asked for, so it is named
+    for unread in [r for r in catalog.rejected if r.suite is None and r.path not in shown]:
+        console.print(f"[yellow]not loaded, so never run: {escape(str(unread.path))}"
+                      f": {escape(unread.reason)}[/]", highlight=False, soft_wrap=True)
+        shown.add(unread.path)
     rest = [p for p in catalog.problems if p.path not in shown]
     if rest:
         files = len({p.path for p in rest})
