@@ -163,3 +163,20 @@ def test_daemon_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*agent, "--tests-regexp", "("], "--tests-regexp")
     one_error_line(capsys, [*agent, "--memtier-bin", str(tmp_path / "nope")], "--memtier-bin")
     one_error_line(capsys, [*agent, "--datasink", DOWN], "--datasink", "cannot connect")
+
+
+def test_bisect_names_the_end_that_is_no_commit(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for argv in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                                  "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, timeout=60)
+    base = ["bisect", "--test", "s-set", "--local", "--repo", str(repo)]
+    one_error_line(capsys, [*base, "--good", "nosuchsha", "--bad", "HEAD"],
+                   "--good nosuchsha", "no such commit")
+    one_error_line(capsys, [*base, "--good", "HEAD", "--bad", "nosuchsha"],
+                   "--bad nosuchsha", "no such commit")
+    line = one_error_line(capsys, [*base[:-1], str(tmp_path), "--good", "a", "--bad", "b"],
+                          f"--repo {tmp_path}", "not a git repository")
+    assert line.count("rbs bisect") == 1

@@ -17,7 +17,11 @@ from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
 from redis_benchmarks_spec.bisection import local, remote
-from redis_benchmarks_spec.bisection.gitrange import commit_range
+from redis_benchmarks_spec.bisection.gitrange import (
+    UnknownCommitError,
+    commit_range,
+    resolve_commit,
+)
 from redis_benchmarks_spec.bisection.search import (
     METRIC_AUTO,
     METRIC_INSTRUCTIONS,
@@ -196,6 +200,21 @@ def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> No
         out.print(escape(f"not found: {outcome.reason}{where}"), highlight=False)
 
 
+def _check_ends(args: argparse.Namespace) -> None:
+    """``--repo`` is a git repository and ``--good`` / ``--bad`` name commits of it."""
+    try:
+        resolve_commit(args.repo, "HEAD")
+    except BisectError as exc:
+        raise UsageError(f"--repo {args.repo}", "not a git repository (or git fails there)",
+                         str(exc).splitlines()[-1][:200]) from None
+    for flag, ref in (("--good", args.good), ("--bad", args.bad)):
+        try:
+            resolve_commit(args.repo, ref)
+        except UnknownCommitError:
+            raise UsageError(f"{flag} {ref}", f"no such commit in {args.repo}",
+                             "a sha, branch or tag of --repo") from None
+
+
 def cmd_bisect(args: argparse.Namespace) -> int:
     """0 when the first bad commit is found, 1 when not (budget, no regression), 2 usage."""
     console = make_console(stderr=args.format == "json")
@@ -204,9 +223,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         console.print(escape(line), highlight=False)
 
     try:
+        _check_ends(args)
         outcome = local.bisect(_local_plan(args), say) if args.local else _remote(args, say)
     except BisectError as exc:
-        raise UsageError("rbs bisect", str(exc).splitlines()[0] if str(exc) else
+        raise UsageError("", str(exc).splitlines()[0] if str(exc) else
                          type(exc).__name__) from None
     _print(args, outcome, console)
     return 0 if outcome.first_bad else 1
