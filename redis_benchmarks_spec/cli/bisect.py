@@ -144,6 +144,7 @@ def _local_plan(args: argparse.Namespace) -> local.BisectPlan:
     work = args.work_dir.resolve()
     session = SessionConfig(tools=ToolPaths(), results_dir=session_dir(work / "runs"),
                             test_time=args.test_time)
+    _check_ends(args)
     return local.BisectPlan(repo=args.repo, good=args.good, bad=args.bad, suite=suite,
                             variant=variant, work_dir=work, session=session, options=options,
                             budget=budget, metric=metric,
@@ -175,6 +176,7 @@ def _remote(args: argparse.Namespace, say: Say) -> BisectOutcome:
         request=RequestOptions(org=args.org, repo_name=args.repo_name,
                                triggering_env=args.triggering_env),
         probe_timeout_s=probe_timeout)
+    _check_ends(args)
     good_sha, commits = commit_range(args.repo, args.good, args.bad)
     say(f"{len(commits)} commit(s) after {good_sha[:12]}; probes on platform {platform}")
     return search([remote.RemoteProber(plan, good_sha)], good_sha, commits, budget, say)
@@ -223,7 +225,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         console.print(escape(line), highlight=False)
 
     try:
-        _check_ends(args)
         outcome = local.bisect(_local_plan(args), say) if args.local else _remote(args, say)
     except BisectError as exc:
         raise UsageError("", str(exc).splitlines()[0] if str(exc) else
