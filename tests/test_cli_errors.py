@@ -172,7 +172,8 @@ def test_bisect_names_the_end_that_is_no_commit(capsys: pytest.CaptureFixture[st
     for argv in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
                                   "--allow-empty", "-m", "one"]):
         subprocess.run(["git", "-C", str(repo), *argv], check=True, timeout=60)
-    base = ["bisect", "--test", "s-set", "--local", "--repo", str(repo)]
+    base = ["bisect", "--test", "redis-benchmark-1Kkeys-string-get-100B", "--local", "--repo",
+            str(repo)]
     one_error_line(capsys, [*base, "--good", "nosuchsha", "--bad", "HEAD"],
                    "--good nosuchsha", "no such commit")
     one_error_line(capsys, [*base, "--good", "HEAD", "--bad", "nosuchsha"],
