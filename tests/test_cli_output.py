@@ -207,3 +207,25 @@ def test_an_unparseable_suite_is_named_with_its_reason_not_only_counted(tmp_path
     assert f"{suites / 'broken.yml'}: unparseable YAML" in run.stderr, run.stderr
     listed = _rbs("suites", "list", str(suites))
     assert f"{suites / 'broken.yml'}: unparseable YAML" in listed.stderr, listed.stderr
+
+
+def _parsers(parser: object) -> list[object]:
+    import argparse
+    found = [parser]
+    for action in parser._actions:  # type: ignore[attr-defined]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _parsers(sub)
+    return found
+
+
+def test_no_help_shows_text_written_for_maintainers() -> None:
+    from redis_benchmarks_spec.cli.main import build_parser
+    parsers = _parsers(build_parser())
+    assert len(parsers) > 20
+    for parser in parsers:
+        text = parser.format_help()  # type: ignore[attr-defined]
+        for internal in (":mod:", ":func:", ":class:", "``", "Parsing and"):
+            assert internal not in text, (parser.prog, internal)  # type: ignore[attr-defined]
+    report = " ".join(_rbs("report", "--help").stdout.split())
+    assert "self-contained HTML page" in report and "analysis.report_data" not in report

@@ -1,5 +1,6 @@
 """``rbs bisect --good SHA --bad SHA --test T``: the first commit of a range that makes a
 test slower, built and measured through the builder and agents, or here with ``--local``.
+
 Parsing and printing only: :mod:`bisection.search`, :mod:`bisection.local`,
 :mod:`bisection.remote`."""
 
