@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli.console import make_console
+from redis_benchmarks_spec.loadgen.memtier_rate import rate_note
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
@@ -30,6 +31,7 @@ __all__ = [
     "finished_line",
     "make_console",
     "print_problems",
+    "print_rate_notes",
     "render_results",
     "results_table",
     "summary_line",
@@ -135,6 +137,16 @@ def print_problems(console: Console, results: list[RunResult]) -> None:
                       f"{escape(result.reason)}", highlight=False, soft_wrap=True)
         if result.log_tail:
             console.print(result.log_tail, style="dim", highlight=False, markup=False)
+
+
+def print_rate_notes(console: Console, results: list[RunResult]) -> None:
+    """A line per run whose stored ops/sec differs from what its tool printed, saying why."""
+    for result in results:
+        note = rate_note(result.result) if result.ok and result.result else ""
+        if note:
+            label = f"{result.test_name} [{result.context.topology}]"
+            console.print(f"[dim]{escape(label)}: {escape(note)}[/]", highlight=False,
+                          soft_wrap=True)
 
 
 def summary_line(results: list[RunResult]) -> str:

@@ -19,6 +19,7 @@ from redis_benchmarks_spec.cli.display import (
     RUN_FORMATS,
     finished_line,
     print_problems,
+    print_rate_notes,
     render_results,
     results_table,
     summary_line,
@@ -367,6 +368,7 @@ def report(console: Console, args: argparse.Namespace, config: SessionConfig,
         sys.stdout.write(render_results(results, args.format) + "\n")
         sys.stdout.flush()
     print_problems(console, results)
+    print_rate_notes(console, results)
     print_profiles(console, results)
     console.print(summary_line(results), highlight=False)
     console.print(f"results: {escape(str(config.results_dir))}  (summary: {csv_path.name}, "
