@@ -121,7 +121,7 @@ def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> Non
                "--baseline-server", server, "--comparison-server", server,
                "--until-decided", "--repetitions", "2", "--max-repetitions", "4",
                "--round-repetitions", "2", "--metric", "ALL_STATS.Totals.Ops/sec",
-               "--format", "json", "--no-datasink")
+               "--format", "json", "--no-datasink", "--all-topologies")
     assert out.returncode == 0, out.stdout + out.stderr
     labels = ["ab-two @ oss-standalone", "ab-two @ oss-standalone-02-io-threads"]
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
@@ -158,7 +158,8 @@ def test_a_skipped_topology_keeps_the_labels_of_the_run_in_its_report(tmp_path: 
     out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
                "--baseline-server", server, "--comparison-server", server,
                "--until-decided", "--repetitions", "2", "--max-repetitions", "2",
-               "--metric", "ALL_STATS.Totals.Ops/sec", "--format", "json", "--no-datasink")
+               "--metric", "ALL_STATS.Totals.Ops/sec", "--format", "json", "--no-datasink",
+               "--all-topologies")
     assert out.returncode == 1, out.stdout + out.stderr  # the skipped topology counts as failed
     assert "ab-one @ no-such-topology" in out.stdout + out.stderr
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}

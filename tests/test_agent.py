@@ -107,6 +107,12 @@ def test_every_platform_runs_every_build_exactly_once(redis_server, names, tmp_p
         assert done == {("p1", "completed"), ("p2", "completed")}
     for group in ("platform:p1", "platform:p2"):
         assert client.xpending(names.builds, group)["pending"] == 0
+    # <results>/<agent>/<event>/<test>/<topology>/result.json: the test name once
+    found = sorted((tmp_path / "results").rglob("result.json"))
+    assert len(found) == 6
+    for path in found:
+        rel = path.relative_to(tmp_path / "results").parts
+        assert rel[2:] == ("agent-set-0", "oss-standalone", "result.json"), path
 
 
 def test_garbage_entry_goes_to_dead_letter_and_work_goes_on(redis_server, names, tmp_path) -> None:  # type: ignore[no-untyped-def]

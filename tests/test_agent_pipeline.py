@@ -72,6 +72,14 @@ def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path:
             capture_output=True, text=True, timeout=300, check=False)
         logs = {p: (tmp_path / f"{p}.log").read_text()[-1500:] for p in ("builder", "p1-a")}
         assert trigger.returncode == 0, (trigger.stdout[-2000:], trigger.stderr[-2000:], logs)
+        # --wait ends with the numbers and where the results are
+        out = " ".join(trigger.stdout.split())
+        for sha in shas:
+            for platform in ("p1", "p2"):
+                assert f"{sha[:12]} {VARIANT} on {platform}: 1 test(s) completed, 0 failed" \
+                    in out, out[-2000:]
+        assert "result documents in each agent's --results-dir under" in out
+        assert any(f"--comparison-hash {sha}`" in out for sha in shas), out[-2000:]
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
         assert [proc.wait(timeout=60) for proc in procs] == [0, 0, 0, 0]

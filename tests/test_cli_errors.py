@@ -75,6 +75,17 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*base, "--repetitions", "0"], "--repetitions", "at least 1")
     one_error_line(capsys, [*base, "--until-decided"], "--until-decided", "A/B mode")
     one_error_line(capsys, [*base, "--cpus", "a,b"], "--cpus")
+    # a CPU this process may not use (os.sched_getaffinity) is refused, not recorded as pinned
+    beyond = max(os.sched_getaffinity(0)) + 1
+    one_error_line(capsys, [*base, "--cpus", f"0,{beyond}"], f"--cpus 0,{beyond}",
+                   f"CPU(s) {beyond} are not among the CPUs this process may use")
+    one_error_line(capsys, [*base, "--cpus", "0,0"], "--cpus 0,0", "more than once")
+    one_error_line(capsys, [*base, "--topology", "oss-standalone-99"],
+                   "--topology oss-standalone-99", "not a known topology",
+                   "oss-standalone-02-io-threads", "oss-cluster-3-primaries")
+    one_error_line(capsys, [*base, "--topology", "oss-cluster-3-primaries"],
+                   "--topology oss-cluster-3-primaries", "none of the 1 suite(s)",
+                   "they list: oss-standalone")
     one_error_line(capsys, ["suites", "list", str(tmp_path / "nonexistent")], "nonexistent")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
@@ -82,7 +93,9 @@ def test_run_input_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
 def test_run_refuses_when_every_test_would_be_skipped(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark"))
+    # memtier issues GET as well by default (else a warning line, on stderr since issue 23)
+    (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark")
+                                      .replace("[set]", "[set, get]"))
     env_path = os.environ["PATH"]
     monkeypatch.setenv("PATH", os.pathsep.join(
         p for p in env_path.split(os.pathsep) if not (Path(p) / "memtier_benchmark").exists()))
@@ -150,3 +163,21 @@ def test_daemon_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     one_error_line(capsys, [*agent, "--tests-regexp", "("], "--tests-regexp")
     one_error_line(capsys, [*agent, "--memtier-bin", str(tmp_path / "nope")], "--memtier-bin")
     one_error_line(capsys, [*agent, "--datasink", DOWN], "--datasink", "cannot connect")
+
+
+def test_bisect_names_the_end_that_is_no_commit(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for argv in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                                  "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, timeout=60)
+    base = ["bisect", "--test", "redis-benchmark-1Kkeys-string-get-100B", "--local", "--repo",
+            str(repo)]
+    one_error_line(capsys, [*base, "--good", "nosuchsha", "--bad", "HEAD"],
+                   "--good nosuchsha", "no such commit")
+    one_error_line(capsys, [*base, "--good", "HEAD", "--bad", "nosuchsha"],
+                   "--bad nosuchsha", "no such commit")
+    line = one_error_line(capsys, [*base[:-1], str(tmp_path), "--good", "a", "--bad", "b"],
+                          f"--repo {tmp_path}", "not a git repository")
+    assert line.count("rbs bisect") == 1

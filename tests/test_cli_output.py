@@ -65,8 +65,9 @@ def test_piped_run_shows_whole_names_and_a_line_per_test(
         session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     session_dir, out = session
     assert "…" not in out.stdout
-    finished = [line for line in out.stdout.splitlines() if line.startswith("     ok ")]
-    assert len(finished) == 2, out.stdout  # one line per finished test, no progress bar
+    finished = [line for line in out.stderr.splitlines() if line.startswith("     ok ")]
+    assert len(finished) == 2, out.stderr  # one line per finished test, no progress bar
+    assert not [line for line in out.stdout.splitlines() if line.startswith("     ok ")]
     for result in _results(session_dir):
         ops = f"{result.result.totals.ops_per_sec:,.0f}"
         table_rows = [line for line in out.stdout.splitlines()
@@ -155,3 +156,76 @@ def test_verbose_anywhere_and_help_with_defaults() -> None:
     assert "(default 0.05)" in compare_help and "(default: table)" in compare_help
     run_help = " ".join(_rbs("run", "--help").stdout.split())
     assert "(default: local)" in run_help and "(default: process)" in run_help
+
+
+TWO_TOPOLOGIES = SUITE.replace("redis-topologies: [oss-standalone]",
+                               "redis-topologies: [oss-standalone, oss-standalone-02-io-threads]")
+
+
+def test_a_suite_runs_in_its_first_topology_unless_all_are_asked_for(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "two.yml").write_text(TWO_TOPOLOGIES.format(name="two", cmd="set"))
+    first = _rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("two [") == 1 and "two [oss-standalone] " in first.stdout
+    assert "--all-topologies" in first.stderr  # says what else the suite lists
+    every = _rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run",
+                 "--all-topologies")
+    assert every.stdout.count("two [") == 2 and "[oss-standalone-02-io-threads]" in every.stdout
+    one = _rbs("run", "--suites-dir", str(suites), "--dry-run",
+               "--topology", "oss-standalone-02-io-threads")
+    assert one.stdout.count("two [") == 1 and "[oss-standalone-02-io-threads]" in one.stdout
+
+
+def test_repetitions_have_a_column_and_logs_stay_off_stdout(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
+               "--no-datasink", "--repetitions", "2", "--test-time", "1", "--cpus", "0")
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if "│ one " in line]
+    assert [[c.strip() for c in row.split("│")][2:4] for row in rows] == [
+        ["oss-standalone", "0"], ["oss-standalone", "1"]], out.stdout
+    assert "┃ rep ┃" in out.stdout
+    # the shared-cores warning is a log line: stderr only; stdout is the results
+    assert " WARNING " in out.stderr and " WARNING " not in out.stdout
+    assert "one [oss-standalone] rep 1 " in out.stderr
+    parsed = list(csv.DictReader(io.StringIO(
+        (next((tmp_path / "r").iterdir()) / "summary.csv").read_text())))
+    assert [r["repetition"] for r in parsed] == ["0", "1"]
+
+
+def test_an_unparseable_suite_is_named_with_its_reason_not_only_counted(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    (suites / "broken.yml").write_text("version: 0.4\nname: broken\n  bad: [unclosed\n")
+    run = _rbs("run", "--suites-dir", str(suites), "--test", "one", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert f"{suites / 'broken.yml'}: unparseable YAML" in run.stderr, run.stderr
+    listed = _rbs("suites", "list", str(suites))
+    assert f"{suites / 'broken.yml'}: unparseable YAML" in listed.stderr, listed.stderr
+
+
+def _parsers(parser: object) -> list[object]:
+    import argparse
+    found = [parser]
+    for action in parser._actions:  # type: ignore[attr-defined]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _parsers(sub)
+    return found
+
+
+def test_no_help_shows_text_written_for_maintainers() -> None:
+    from redis_benchmarks_spec.cli.main import build_parser
+    parsers = _parsers(build_parser())
+    assert len(parsers) > 20
+    for parser in parsers:
+        text = parser.format_help()  # type: ignore[attr-defined]
+        for internal in (":mod:", ":func:", ":class:", "``", "Parsing and"):
+            assert internal not in text, (parser.prog, internal)  # type: ignore[attr-defined]
+    report = " ".join(_rbs("report", "--help").stdout.split())
+    assert "self-contained HTML page" in report and "analysis.report_data" not in report

@@ -76,3 +76,18 @@ def test_several_series_name_the_flag_that_narrows(client: redis.Redis,
     assert "2 series match" in err and "--platform" in err and len(err.splitlines()) == 1
     assert main(["history", "--test", TEST_NAME, "--datasink", url, "--platform", "p2",
                  "--format", "csv"]) == 0
+
+
+def test_large_values_print_in_plain_notation(client: redis.Redis,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    docs = []
+    for run, value in enumerate([56_940.2, 61_234.0, 123_456.0]):
+        doc = make_result(run, hash=f"{run:x}" * 40)
+        doc.metrics = {METRICS[0]: value}
+        docs.append(doc)
+    assert not push_results(client, docs).failed
+    url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
+    assert main(["history", "--test", TEST_NAME, "--datasink", url]) == 0
+    table = capsys.readouterr().out
+    assert "56,940" in table and "123,456" in table, table
+    assert "e+0" not in table, table  # 5.694e+04 was printed before

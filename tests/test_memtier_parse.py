@@ -355,3 +355,19 @@ def test_real_memtier_run(redis_server: Any, tmp_path: Path) -> None:  # conftes
     done = subprocess.run(argv, timeout=60, capture_output=True, text=True, check=True)
     with pytest.raises(ServerErrorReplies):
         check_errors(out, done.stdout + done.stderr, argv)
+
+
+def test_a_stored_rate_other_than_memtiers_says_why() -> None:
+    from redis_benchmarks_spec.loadgen.memtier_rate import rate_note
+    from redis_benchmarks_spec.loadgen.merge import merge_results
+    path = SAMPLES / "memtier-hset-command-5s.json"  # memtier: 4001 ms for a 5 s run
+    result = parse_memtier_json(path)
+    printed = raw(path)["ALL STATS"]["Totals"]["Ops/sec"]
+    assert abs(printed / result.totals.ops_per_sec - 1) > 0.2
+    note = rate_note(result)
+    assert f"memtier printed {printed:,.1f} Ops/sec" in note, note
+    assert "(4.001 s for 1 run(s) of 5 s)" in note and "requests / --test-time" in note
+    assert note.endswith(f"{result.totals.ops_per_sec:,.1f} ops/sec"), note
+    both = merge_results([result, parse_memtier_json(path)])
+    assert "summed over the 2 parallel clients" in rate_note(both)
+    assert rate_note(parse_memtier_json(SAMPLES / "memtier-basic-5s.json")) == ""  # agrees

@@ -6,7 +6,13 @@ of one, docs/statistics.md); a real session's choice is checked in test_adaptive
 
 from __future__ import annotations
 
-from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, CpuUsage, RunResult
+from redis_benchmarks_spec.results.document import (
+    DISTURBED,
+    STATUS_FAILED,
+    STATUS_OK,
+    CpuUsage,
+    RunResult,
+)
 from redis_benchmarks_spec.runner.ab import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.runner.metric_choice import (
     AUTO,
@@ -122,3 +128,18 @@ def test_the_choice_is_made_once_from_the_first_runs_it_sees() -> None:
     assert choice.resolve(_round(30.0, 99.0)) == SERVER_CPU_METRIC  # later rounds cannot steer
     asked = MetricChoice(THROUGHPUT_METRIC)
     assert asked.resolve(_round(96.0, 80.0)) == THROUGHPUT_METRIC and asked.why == ""
+
+
+def test_runs_left_out_are_counted_in_the_reason() -> None:
+    """'0 of 1 baseline runs' when 6 ran: the 5 disturbed ones are said, not hidden."""
+    runs = [_run(50.0, 40.0, 0, side) for side in (BASELINE, COMPARISON)]
+    for rep in range(1, 6):
+        for side in (BASELINE, COMPARISON):
+            run = _run(96.0, 80.0, rep, side)
+            run.result.flags.append(DISTURBED)
+            runs.append(run)
+    runs.append(_run(96.0, 80.0, 6, BASELINE, status=STATUS_FAILED))
+    metric, why = choose_metric(runs, THRESHOLDS)
+    assert metric == THROUGHPUT_METRIC
+    assert ("only 0 of 1 baseline runs of t (and 6 more left out: 5 disturbed by other "
+            "processes, 1 failed)") in why, why

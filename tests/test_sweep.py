@@ -134,3 +134,12 @@ def test_real_sweep_of_clients(tmp_path: Path) -> None:
     assert '<section id="sweeps">' in text and 'data-plot="sweep"' in text
     knee = curve["knee"]["value"]
     assert f'data-knee="{"" if knee is None else f"{knee:g}"}"' in text
+
+
+def test_a_knee_after_which_throughput_falls_says_so_in_plain_numbers() -> None:
+    curve = [_point(1, 10_000, 0.1), _point(8, 60_000, 0.2), _point(64, 100_000, 1.0),
+             _point(512, 89_170, 8.0), _point(4096, 80_000, 1500.0)]
+    knee = find_knee(curve)
+    assert knee.value == 64
+    assert "no larger value is faster (the best is 10.8% slower)" in knee.reason
+    assert "grows at most -" not in knee.reason and "e+" not in knee.reason

@@ -389,8 +389,8 @@ class Agent:
         self.heartbeat.set(f"{event.id} {suite.name}")
         started = time.monotonic()
         try:
-            results_dir = inside(session.results_dir, suite.name)
-            results = self.runner(replace(session, results_dir=results_dir), [suite])
+            # the runner files each result under <test>/<topology>/ of the event's folder
+            results = self.runner(session, [suite])
         except SUITE_ERRORS as exc:
             log.error("event %s: suite %s could not run: %s", event.id, suite.name, exc)
             ledger.record(suite.name, [])

@@ -61,13 +61,12 @@ def _annotate(client: redis.Redis, series_key: str, query: HistoryQuery,
               point: HistoryPoint) -> None:
     """Commit and version of the run that wrote ``point``: runs are indexed by start time,
     which is the points' timestamp; the run must be of this series' variant and platform."""
-    # key: prefix/by.branch/env/org/repo/test/build_variant/platform/...
-    parts = series_key.split("/")
-    scope = keys.Scope(*parts[2:5])
-    for run_id in reader.run_ids(client, scope, query.test, point.ts_ms, point.ts_ms):
+    series = keys.parse_key(series_key, query.metric)
+    for run_id in reader.run_ids(client, series.scope, query.test, point.ts_ms, point.ts_ms):
         doc = reader.result_document(client, run_id)
         ctx = doc.context
-        if (ctx.git.branch, ctx.build_variant, ctx.platform) == (query.branch, *parts[6:8]):
+        if (ctx.git.branch, ctx.build_variant, ctx.platform) == (query.branch, series.build_variant,
+                                                             series.platform):
             point.commit = ctx.git.hash or doc.redis_git_sha
             point.version = ctx.git.version or doc.redis_version
             point.run_id = run_id

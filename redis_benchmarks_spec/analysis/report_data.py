@@ -189,9 +189,8 @@ def _commits(data: ReportData) -> list[str]:
 
 
 def _series_label(series: reader.Series) -> str:
-    # key: prefix/by/env/org/repo/test/variant/platform/topology/branch/metric
-    parts = series.key.split("/")
-    return "/".join(parts[7:9]) if len(parts) > 9 else series.key
+    parsed = keys.parse_key(series.key)
+    return f"{parsed.platform}/{parsed.topology}"
 
 
 def attach_history(data: ReportData, client: redis.Redis, branch: str,

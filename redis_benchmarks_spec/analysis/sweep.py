@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
 
 SWEEP_PERCENTILES = ("p50.00", "p99.00", "p99.90")
@@ -77,12 +78,19 @@ def find_knee(points: Sequence[CurvePoint], growth_pct: float = DEFAULT_GROWTH_P
         now, then = _p99(point), _p99(points[i + 1])
         if now is None or then is None or then <= now:
             continue
-        gain = (best_later / point.ops_per_sec - 1) * 100
-        return Knee(i, point.value,
-                    f"throughput grows at most {gain:+.1f}% beyond {point.value:g} "
-                    f"(threshold {growth_pct:g}%) while p99 rises {now:.3g} -> {then:.3g} ms")
+        return Knee(i, point.value, _knee_reason(point, best_later, growth_pct, (now, then)))
     return Knee(None, None, "throughput still grows (or latency does not) up to the largest "
                             "value: no knee in this range")
+
+
+def _knee_reason(point: CurvePoint, best_later: float, growth_pct: float,
+                 p99: tuple[float, float]) -> str:
+    """The sentence naming the knee: how the best later throughput compares, in words."""
+    gain = (best_later / point.ops_per_sec - 1) * 100
+    later = (f"no larger value is faster (the best is {plain(-gain)}% slower)" if gain <= 0
+             else f"throughput grows at most {plain(gain)}% beyond it")
+    return (f"{later} (a knee needs less than {plain(growth_pct)}% more) while p99 rises "
+            f"{plain(p99[0])} -> {plain(p99[1])} ms at {plain(point.value)}")
 
 
 def sweep_curves(results: Sequence[RunResult],

@@ -22,10 +22,27 @@ def git(repo: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+class UnknownCommitError(BisectError):
+    """A ref (sha, branch, tag) that names no commit of the repository."""
+
+    def __init__(self, repo: Path, ref: str) -> None:
+        super().__init__(f"{ref}: no such commit in {repo}")
+        self.ref = ref
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full sha ``ref`` names; :class:`UnknownCommitError` when it names none, and
+    :class:`BisectError` when ``repo`` is not a git repository."""
+    git(repo, "rev-parse", "--git-dir")
+    try:
+        return git(repo, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+    except BisectError:
+        raise UnknownCommitError(repo, ref) from None
+
+
 def commit_range(repo: Path, good: str, bad: str) -> tuple[str, list[str]]:
     """The full sha of good, and the commits after it up to bad (oldest first)."""
-    good_sha = git(repo, "rev-parse", "--verify", "--end-of-options", f"{good}^{{commit}}")
-    bad_sha = git(repo, "rev-parse", "--verify", "--end-of-options", f"{bad}^{{commit}}")
+    good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     commits = git(repo, "rev-list", "--reverse", "--ancestry-path",
                   f"{good_sha}..{bad_sha}").split()
     if not commits:

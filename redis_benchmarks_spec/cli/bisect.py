@@ -1,5 +1,6 @@
 """``rbs bisect --good SHA --bad SHA --test T``: the first commit of a range that makes a
 test slower, built and measured through the builder and agents, or here with ``--local``.
+
 Parsing and printing only: :mod:`bisection.search`, :mod:`bisection.local`,
 :mod:`bisection.remote`."""
 
@@ -17,7 +18,11 @@ from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
 from redis_benchmarks_spec.bisection import local, remote
-from redis_benchmarks_spec.bisection.gitrange import commit_range
+from redis_benchmarks_spec.bisection.gitrange import (
+    UnknownCommitError,
+    commit_range,
+    resolve_commit,
+)
 from redis_benchmarks_spec.bisection.search import (
     METRIC_AUTO,
     METRIC_INSTRUCTIONS,
@@ -140,6 +145,7 @@ def _local_plan(args: argparse.Namespace) -> local.BisectPlan:
     work = args.work_dir.resolve()
     session = SessionConfig(tools=ToolPaths(), results_dir=session_dir(work / "runs"),
                             test_time=args.test_time)
+    _check_ends(args)
     return local.BisectPlan(repo=args.repo, good=args.good, bad=args.bad, suite=suite,
                             variant=variant, work_dir=work, session=session, options=options,
                             budget=budget, metric=metric,
@@ -171,6 +177,7 @@ def _remote(args: argparse.Namespace, say: Say) -> BisectOutcome:
         request=RequestOptions(org=args.org, repo_name=args.repo_name,
                                triggering_env=args.triggering_env),
         probe_timeout_s=probe_timeout)
+    _check_ends(args)
     good_sha, commits = commit_range(args.repo, args.good, args.bad)
     say(f"{len(commits)} commit(s) after {good_sha[:12]}; probes on platform {platform}")
     return search([remote.RemoteProber(plan, good_sha)], good_sha, commits, budget, say)
@@ -196,6 +203,21 @@ def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> No
         out.print(escape(f"not found: {outcome.reason}{where}"), highlight=False)
 
 
+def _check_ends(args: argparse.Namespace) -> None:
+    """``--repo`` is a git repository and ``--good`` / ``--bad`` name commits of it."""
+    try:
+        resolve_commit(args.repo, "HEAD")
+    except BisectError as exc:
+        raise UsageError(f"--repo {args.repo}", "not a git repository (or git fails there)",
+                         str(exc).splitlines()[-1][:200]) from None
+    for flag, ref in (("--good", args.good), ("--bad", args.bad)):
+        try:
+            resolve_commit(args.repo, ref)
+        except UnknownCommitError:
+            raise UsageError(f"{flag} {ref}", f"no such commit in {args.repo}",
+                             "a sha, branch or tag of --repo") from None
+
+
 def cmd_bisect(args: argparse.Namespace) -> int:
     """0 when the first bad commit is found, 1 when not (budget, no regression), 2 usage."""
     console = make_console(stderr=args.format == "json")
@@ -206,7 +228,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     try:
         outcome = local.bisect(_local_plan(args), say) if args.local else _remote(args, say)
     except BisectError as exc:
-        raise UsageError("rbs bisect", str(exc).splitlines()[0] if str(exc) else
+        raise UsageError("", str(exc).splitlines()[0] if str(exc) else
                          type(exc).__name__) from None
     _print(args, outcome, console)
     return 0 if outcome.first_bad else 1

@@ -31,6 +31,7 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common.numbers import plain
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,7 +81,7 @@ def _table(found: list[SeriesChanges], query: BranchQuery) -> Table:
             commits = f"{short(placed.before.commit) or '?'}..{short(placed.after.commit) or '?'}"
             table.add_row(escape(series.test), commits, _when(placed.after.ts_ms),
                           f"[{colour}]{s.change_pct:+.1f}%[/]", _ci(s.ci_low_pct, s.ci_high_pct),
-                          f"{s.p_value:.2g}", f"{s.n_before}/{s.n_after}")
+                          plain(s.p_value, 2), f"{s.n_before}/{s.n_after}")
     return table
 
 

@@ -10,6 +10,10 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+from typing import TextIO
+
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Table
@@ -27,6 +31,23 @@ def make_console(stderr: bool = False) -> Console:
     if console.is_terminal:
         return console
     return Console(stderr=stderr, width=UNBOUNDED_WIDTH, soft_wrap=False)
+
+
+class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A log handler that writes to ``sys.stderr`` as it is when a record is emitted, not
+    when the handler was made: while a progress bar is drawn, rich swaps in a stream that
+    prints above the bar, so log lines never tear the bar or land inside it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
 
 
 def export_console() -> Console:

@@ -11,12 +11,14 @@ import io
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli.console import make_console
+from redis_benchmarks_spec.loadgen.memtier_rate import rate_note
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
@@ -29,6 +31,7 @@ __all__ = [
     "finished_line",
     "make_console",
     "print_problems",
+    "print_rate_notes",
     "render_results",
     "results_table",
     "summary_line",
@@ -54,19 +57,35 @@ def _columns(rows: list[Row]) -> list[tuple[str, str, str]]:
                    ("server cpu %", "server_cpu_pct", ".0f")]
 
 
+def _which(rows: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
+    """Columns that tell runs of one test and topology apart: the repetition of
+    ``--repetitions`` and the swept value of ``--sweep`` (headed by its parameter)."""
+    cols: list[tuple[str, Callable[[Row], str]]] = []
+    if any(r.repetition is not None for r in rows):
+        cols.append(("rep", lambda r: "" if r.repetition is None else str(r.repetition)))
+    params = sorted({r.sweep_param for r in rows if r.sweep_param})
+    if params:
+        cols.append(("/".join(params), lambda r: r.sweep_value))
+    return cols
+
+
 def results_table(results: list[RunResult], title: str = "Results") -> Table:
     """The result table of a session (print it with ``console.print_table``)."""
     rows = [row(r) for r in results]
-    numbers = _columns(rows)
+    numbers, which = _columns(rows), _which(rows)
     table = Table(title=escape(title), show_lines=False)
-    for col in ("test", "topology", "status"):
+    for col in ("test", "topology"):
         table.add_column(col)
+    for header, _ in which:
+        table.add_column(escape(header), justify="right")
+    table.add_column("status")
     for header, _, _ in numbers:
         table.add_column(header, justify="right")
     table.add_column("flags")
     for r in rows:
         style = STATUS_STYLE.get(r.status, "yellow")
-        table.add_row(escape(r.test_name), escape(r.topology), f"[{style}]{r.status}[/]",
+        table.add_row(escape(r.test_name), escape(r.topology),
+                      *(escape(cell(r)) for _, cell in which), f"[{style}]{r.status}[/]",
                       *(_num(getattr(r, attr), fmt) for _, attr, fmt in numbers),
                       escape(r.flags))
     return table
@@ -85,11 +104,12 @@ def render_results(results: list[RunResult], fmt: str) -> str:
             writer.writerow(r.__dict__)
         return out.getvalue().rstrip("\n")
     if fmt == "markdown":
-        numbers = _columns(rows)
-        header = ["test", "topology", "status", *(h for h, _, _ in numbers), "flags"]
+        numbers, which = _columns(rows), _which(rows)
+        header = ["test", "topology", *(h for h, _ in which), "status",
+                  *(h for h, _, _ in numbers), "flags"]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for r in rows:
-            cells = [r.test_name, r.topology, r.status,
+            cells = [r.test_name, r.topology, *(cell(r) for _, cell in which), r.status,
                      *(_num(getattr(r, attr), f) for _, attr, f in numbers), r.flags]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return "\n".join(lines)
@@ -102,8 +122,9 @@ def finished_line(result: RunResult) -> str:
     style = STATUS_STYLE.get(r.status, "yellow")
     ops = f" {r.ops_per_sec:,.0f} ops/sec" if r.ops_per_sec is not None else ""
     why = f": {escape(r.reason)}" if r.reason and r.status != STATUS_OK else ""
+    which = "".join(f" {escape(h)} {escape(cell(r))}" for h, cell in _which([r]))
     return (f"[{style}]{r.status:>7}[/] {escape(r.test_name)} {escape(f'[{r.topology}]')}"
-            f"{ops}{why}")
+            f"{which}{ops}{why}")
 
 
 def print_problems(console: Console, results: list[RunResult]) -> None:
@@ -116,6 +137,16 @@ def print_problems(console: Console, results: list[RunResult]) -> None:
                       f"{escape(result.reason)}", highlight=False, soft_wrap=True)
         if result.log_tail:
             console.print(result.log_tail, style="dim", highlight=False, markup=False)
+
+
+def print_rate_notes(console: Console, results: list[RunResult]) -> None:
+    """A line per run whose stored ops/sec differs from what its tool printed, saying why."""
+    for result in results:
+        note = rate_note(result.result) if result.ok and result.result else ""
+        if note:
+            label = f"{result.test_name} [{result.context.topology}]"
+            console.print(f"[dim]{escape(label)}: {escape(note)}[/]", highlight=False,
+                          soft_wrap=True)
 
 
 def summary_line(results: list[RunResult]) -> str:

@@ -25,6 +25,7 @@ from redis_benchmarks_spec.analysis.history import (
 )
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common.numbers import plain
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,12 +53,12 @@ def _table(history: History) -> Table:
     values = [p.value for p in history.points]
     q = history.query
     table = Table(title=f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: "
-                        f"{sparkline(values)}  (min {min(values):,.4g}, max {max(values):,.4g})",
+                        f"{sparkline(values)}  (min {plain(min(values), 4)}, max {plain(max(values), 4)})",
                   caption=escape(history.series_key), caption_justify="left")
     for col in ("time (UTC)", "value", "commit", "version"):
         table.add_column(col, justify="right" if col == "value" else "left")
     for p in history.points:
-        table.add_row(_when(p.ts_ms), f"{p.value:,.4g}", short(p.commit) or "–",
+        table.add_row(_when(p.ts_ms), plain(p.value, 4), short(p.commit) or "–",
                       p.version or "–")
     return table
 

@@ -12,6 +12,7 @@ import sys
 import redis
 
 from redis_benchmarks_spec import __version__
+from redis_benchmarks_spec.cli.console import CurrentStderrHandler
 from redis_benchmarks_spec.cli.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.cli.parser import RbsParser
 
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=[CurrentStderrHandler()])
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

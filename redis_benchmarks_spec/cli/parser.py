@@ -8,11 +8,14 @@ and a parse error reported as one line naming the command (exit code 2).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import NoReturn
 
 from redis_benchmarks_spec.cli.errors import EXIT_USAGE
 
+# a reStructuredText role (:mod:`x`, :func:`y`): text written for maintainers
+_ROLE = re.compile(r":(?:mod|func|class|meth|attr|data):`")
 # defaults not worth showing in help: they mean "not given"
 _QUIET_DEFAULTS: tuple[object, ...] = (None, False, "", [], ())
 
@@ -29,7 +32,10 @@ class RbsHelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
     def _format_text(self, text: str) -> str:
-        return super()._format_text(text.replace("``", "`"))
+        # a module docstring serves as description: its paragraphs for maintainers (those
+        # naming modules, functions or classes) are not for the user
+        kept = [p for p in text.split("\n\n") if not _ROLE.search(p)]
+        return super()._format_text("\n\n".join(kept).replace("``", "`"))
 
 
 def _is_quiet(default: object) -> bool:

@@ -156,12 +156,34 @@ def cmd_trigger(args: argparse.Namespace) -> int:
         ok = wait(follower, args.timeout, interval_s=2.0,
                   on_update=lambda progress: live.update(_progress_table(
                       progress, follower.expected_platforms)))
-    for line in _end_lines(follower):
+    for line in _end_lines(follower):  # how each build and platform ended badly
         console.print(line, highlight=False, markup=False)
+    for line in _outcome_lines(follower):  # the numbers, and where the results are
+        console.print(line, highlight=False, soft_wrap=True)
     if not ok:
         make_console(stderr=True).print(f"[red]timed out after {args.timeout}s[/]")
         return 2
     return 1 if _any_failure(follower) else 0
+
+
+def _outcome_lines(follower: Follower) -> list[str]:
+    """What ``--wait`` saw, in numbers, and where the results are (markup-escaped)."""
+    lines = []
+    for prog in follower.progress.values():
+        req = prog.request  # build failures: _end_lines
+        for (event_id, platform), pp in sorted(prog.platforms.items()):
+            variant = prog.events[event_id].build_variant if event_id in prog.events else "?"
+            lines.append(escape(
+                f"{req.sha[:12]} {variant} on {platform}: {pp.counts['completed']} test(s) "
+                f"completed, {pp.counts['failed']} failed"
+                f"{'' if pp.done else ', not finished'}; result documents in each agent's "
+                f"--results-dir under {event_id.replace(':', '_')}/"))
+    shas = [p.request.sha for p in follower.progress.values() if p.events]  # queue order
+    if shas:
+        lines.append(escape(f"results: in the agents' datasink by commit, e.g. `rbs compare "
+                            f"--datasink URL --baseline-hash SHA --comparison-hash {shas[-1]}`"
+                            f" or `rbs history --datasink URL --test T`"))
+    return lines
 
 
 def _check_suites(args: argparse.Namespace) -> None:

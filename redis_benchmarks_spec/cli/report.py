@@ -19,7 +19,7 @@ from redis_benchmarks_spec.cli.errors import UsageError
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write a self-contained HTML report with plots",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__)
     p.add_argument("folder", nargs="?", type=Path,
                    help="a results folder, or an A/B session (holding baseline/ and "
                         "comparison/)")

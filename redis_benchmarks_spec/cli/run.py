@@ -19,6 +19,7 @@ from redis_benchmarks_spec.cli.display import (
     RUN_FORMATS,
     finished_line,
     print_problems,
+    print_rate_notes,
     render_results,
     results_table,
     summary_line,
@@ -27,7 +28,12 @@ from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.profile_display import print_profiles
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.progress import RunProgress
-from redis_benchmarks_spec.cli.run_checks import check_run_args, check_test_names, parse_cpus
+from redis_benchmarks_spec.cli.run_checks import (
+    check_run_args,
+    check_test_names,
+    check_topology,
+    parse_cpus,
+)
 from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
@@ -42,6 +48,7 @@ from redis_benchmarks_spec.runner.sweep import run_sweep
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 from redis_benchmarks_spec.suites.problems import ERROR
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.topology import load_topologies
 from redis_benchmarks_spec.suites.validate import Rejected, ValidatedCatalog, validate_catalog
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
@@ -57,7 +64,11 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--commands-regexp", default=".*", help="suites with a tested-command matching")
     g.add_argument("--priority-min", type=int, default=None)
     g.add_argument("--priority-max", type=int, default=None)
-    g.add_argument("--topology", default=None, help="only this topology (e.g. oss-standalone)")
+    g.add_argument("--topology", default=None,
+                   help="only this topology (e.g. oss-standalone-02-io-threads; default: each "
+                        "suite's first topology, see --all-topologies)")
+    g.add_argument("--all-topologies", action="store_true",
+                   help="run each suite in every topology it lists (default: its first only)")
 
 
 # a local run starts redis-server in a temporary directory on this machine's disk
@@ -138,6 +149,7 @@ def select_suites(args: argparse.Namespace,
     catalog = validate_catalog(directory)
     tests = [t for item in args.test for t in item.split(",") if t]
     check_test_names(catalog, tests, directory)
+    check_topology(args.topology, catalog, load_topologies())
     flt = SuiteFilter(tests=tests, tests_regexp=args.tests_regexp,
                       groups_regexp=args.groups_regexp, commands_regexp=args.commands_regexp,
                       priority_min=args.priority_min, priority_max=args.priority_max,
@@ -145,6 +157,8 @@ def select_suites(args: argparse.Namespace,
     selected = flt.select(catalog.suites)
     skipped = catalog.rejected_matching(flt)
     print_selected_problems(console, catalog, selected, skipped)
+    if not selected and args.topology:
+        _no_suite_in_topology(args.topology, replace(flt, topology=None).select(catalog.suites))
     if not selected:
         why = f"; {len(skipped)} that match are invalid (above)" if skipped else ""
         raise UsageError("selection", f"no valid suite of the {len(catalog.suites)} in "
@@ -152,6 +166,14 @@ def select_suites(args: argparse.Namespace,
                          f"`rbs suites lint {directory}` shows every problem" if skipped else
                          "`rbs run --dry-run` without filters lists them all")
     return selected, skipped
+
+
+def _no_suite_in_topology(topology: str, others: list[Suite]) -> None:
+    """Raise naming ``--topology`` when the other filters select suites that list others."""
+    if others:
+        listed = sorted({t for s in others for t in s.topologies})
+        raise UsageError(f"--topology {topology}", f"none of the {len(others)} suite(s) the "
+                         f"other filters select lists it (they list: {', '.join(listed)})")
 
 
 def print_selected_problems(console: Console, catalog: ValidatedCatalog, selected: list[Suite],
@@ -167,6 +189,11 @@ def print_selected_problems(console: Console, catalog: ValidatedCatalog, selecte
             console.print(f"[{colour}]{escape(str(problem))}[/]", highlight=False,
                           soft_wrap=True)
     shown = paths | {r.path for r in skipped}
+    # a file that did not load has no name: it may be the suite asked for, so it is named
+    for unread in [r for r in catalog.rejected if r.suite is None and r.path not in shown]:
+        console.print(f"[yellow]not loaded, so never run: {escape(str(unread.path))}"
+                      f": {escape(unread.reason)}[/]", highlight=False, soft_wrap=True)
+        shown.add(unread.path)
     rest = [p for p in catalog.problems if p.path not in shown]
     if rest:
         files = len({p.path for p in rest})
@@ -185,6 +212,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                         redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
         results_dir=results_dir, context=context, test_time=args.test_time,
         topology_filter=args.topology, launcher=args.launcher,
+        first_topology_only=not args.all_topologies,
         cpus=parse_cpus(args.cpus), strict_cpus=args.strict_cpus,
         capabilities=frozenset(LOCAL_CAPABILITIES if args.capability is None
                                else args.capability),
@@ -230,7 +258,8 @@ def run_with_progress(console: Console, config: SessionConfig,
             return one_round(config)
         results: list[RunResult] = []
         for rep in range(repetitions):
-            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}"))
+            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}",
+                                         context=replace(config.context, repetition=rep)))
         return results
 
 
@@ -242,6 +271,18 @@ def say_capabilities(console: Console, config: SessionConfig, suites: list[Suite
         console.print(f"runner capabilities assumed for this host: {escape(offered)} "
                       f"(selected suites require: {escape(', '.join(wanted))}; "
                       f"--capability sets them)", highlight=False, soft_wrap=True)
+
+
+def say_first_topology(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
+    """Say which suites list more topologies than the one they run in by default."""
+    if not config.first_topology_only or config.topology_filter:
+        return
+    more = [s for s in suites if len(s.topologies) > 1]
+    if more:
+        console.print(f"{len(more)} selected suite(s) list more than one topology; each runs "
+                      f"in its first only ({escape(more[0].name)}: {escape(more[0].topologies[0])}"
+                      f" of {escape(', '.join(more[0].topologies))}); --all-topologies runs "
+                      f"every one, --topology NAME one", highlight=False, soft_wrap=True)
 
 
 def check_runnable(config: SessionConfig, suites: list[Suite]) -> None:
@@ -267,13 +308,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
     check_run_args(args)
     sweep = check_sweep(args)
-    # documents (json, csv, markdown) own stdout; people's lines then go to stderr
-    console = make_console(stderr=args.format != "table")
+    # stdout holds the results (the table, or a json/csv/markdown document alone); progress,
+    # per-test lines, problems of suites and notes go to stderr
+    console = make_console(stderr=True)
+    out = make_console(stderr=args.format != "table")
     suites, skipped = select_suites(args, console)
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
+    say_first_topology(console, config, suites)
     if args.dry_run:
-        print_plan(console, config, suites)
+        print_plan(out, config, suites)
         return 0
     check_runnable(config, suites)
     check_datasink(args)
@@ -281,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if wants_ab(args):
-            return cmd_ab(args, console, config, suites)
+            return cmd_ab(args, out, config, suites)
         if sweep is not None:
             results = run_sweep(config, suites, sweep,
                                 on_result=lambda r: console.print(finished_line(r),
@@ -293,13 +337,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    code = report(console, args, config, results)
+    code = report(out, args, config, results)
     if skipped:
-        console.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
-                      f"(skipped, named above)[/]", highlight=False)
+        out.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
+                  f"(skipped, named above)[/]", highlight=False)
         code = max(code, 1)
     if sweep is not None:
-        report_sweep(console, config, results)
+        report_sweep(out, config, results)
     if not args.no_datasink:
         push_to_datasink(console, args, results, config.results_dir)
     return code
@@ -324,6 +368,7 @@ def report(console: Console, args: argparse.Namespace, config: SessionConfig,
         sys.stdout.write(render_results(results, args.format) + "\n")
         sys.stdout.flush()
     print_problems(console, results)
+    print_rate_notes(console, results)
     print_profiles(console, results)
     console.print(summary_line(results), highlight=False)
     console.print(f"results: {escape(str(config.results_dir))}  (summary: {csv_path.name}, "

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.suites.validate import ValidatedCatalog
 
 BINARY_FLAGS = (("--redis-server", "redis_server"),
@@ -104,6 +106,14 @@ def parse_cpus(text: str | None) -> list[int] | None:
                          "e.g. --cpus 0,1,2,3") from None
     if not cpus or any(c < 0 for c in cpus):
         raise UsageError(f"--cpus {text}", "not a comma-separated list of CPU ids")
+    if len(set(cpus)) != len(cpus):
+        raise UsageError(f"--cpus {text}", "names a CPU more than once")
+    usable = host_cpus()
+    outside = [c for c in cpus if c not in usable]
+    if outside:
+        raise UsageError(f"--cpus {text}", f"CPU(s) {', '.join(map(str, outside))} are not "
+                         f"among the CPUs this process may use ({', '.join(map(str, usable))})",
+                         "leave --cpus out to use all of them")
     return cpus
 
 
@@ -116,6 +126,18 @@ def check_test_names(catalog: ValidatedCatalog, tests: list[str], directory: Pat
             continue
         raise UsageError(f"--test {test}", f"no suite of that name in {directory}",
                          _did_you_mean(test, names))
+
+
+def check_topology(topology: str | None, catalog: ValidatedCatalog,
+                   known: Collection[str]) -> None:
+    """``--topology`` names a topology of the catalogue (``known``) or one a suite lists."""
+    listed = {t for s in catalog.suites for t in s.topologies}
+    if topology is None or topology in known or topology in listed:
+        return
+    close = difflib.get_close_matches(topology, sorted(known), n=1, cutoff=0.8)
+    raise UsageError(f"--topology {topology}", "not a known topology (known: "
+                     f"{', '.join(sorted(known))})",
+                     f"did you mean {close[0]}?" if close else "")
 
 
 def _did_you_mean(test: str, names: list[str]) -> str:

@@ -6,12 +6,13 @@ import argparse
 import os
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
-from redis_benchmarks_spec.suites.problems import ERROR
+from redis_benchmarks_spec.suites.problems import ERROR, Problem
 from redis_benchmarks_spec.suites.validate import default_strict, lint_catalog
 
 
@@ -50,6 +51,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     errors = catalog.errors
     if errors:
         err = make_console(stderr=True)
+        listed = {s.path for s in catalog.suites}
+        first: dict[Path, Problem] = {}
+        for problem in errors:
+            if problem.path not in listed:
+                first.setdefault(problem.path, problem)
+        for problem in first.values():  # a file that is not in the table says why
+            err.print(f"[yellow]not listed: {escape(str(problem))}[/]", highlight=False,
+                      soft_wrap=True)
         err.print(f"[yellow]{len(errors)} problem(s) while loading; run `rbs suites lint`[/]")
     return 0
 

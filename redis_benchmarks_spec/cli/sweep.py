@@ -13,6 +13,7 @@ from rich.table import Table
 from redis_benchmarks_spec.analysis.sweep import SWEEP_PERCENTILES, SweepCurve, sweep_curves
 from redis_benchmarks_spec.cli.console import print_table
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.runner.sweep import FLAGS, Sweep, SweepError, parse_sweep
@@ -41,17 +42,17 @@ def check_sweep(args: argparse.Namespace) -> Sweep | None:
 
 
 def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
+    return "–" if value is None else plain(value)
 
 
 def curve_table(curve: SweepCurve) -> Table:
-    table = Table(title=f"{escape(curve.test)}: {curve.param} sweep",
-                  caption=f"knee: {escape(curve.knee.reason)}", caption_justify="left")
+    # the knee's sentence is printed once, below the table (report_sweep)
+    table = Table(title=f"{escape(curve.test)}: {curve.param} sweep")
     for col in (curve.param, "ops/sec", *(f"{p} ms" for p in SWEEP_PERCENTILES), ""):
         table.add_column(col, justify="right")
     for i, point in enumerate(curve.points):
         mark = "<- knee" if curve.knee.index == i else ""
-        table.add_row(f"{point.value:g}", f"{point.ops_per_sec:,.0f}",
+        table.add_row(plain(point.value), f"{point.ops_per_sec:,.0f}",
                       *(_ms(point.latency_ms.get(p)) for p in SWEEP_PERCENTILES), mark)
     return table
 
@@ -61,7 +62,8 @@ def report_sweep(console: Console, config: SessionConfig, results: list[RunResul
     curves = sweep_curves(results)
     for curve in curves:
         print_table(console, curve_table(curve))
-        knee = f"{curve.param}={curve.knee.value:g}" if curve.knee.value is not None else "none"
+        knee = f"{curve.param}={plain(curve.knee.value)}" if curve.knee.value is not None \
+            else "none"
         console.print(f"knee of {escape(curve.test)}: {knee} ({escape(curve.knee.reason)})",
                       highlight=False, soft_wrap=True)
     (config.results_dir / "sweep.json").write_text(

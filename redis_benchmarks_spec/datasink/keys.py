@@ -26,6 +26,7 @@ from typing import Literal
 
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.profile import PROFILED
+from redis_benchmarks_spec.suites.topology import TOPOLOGY_TYPES
 
 PREFIX = "ci.benchmarks.redis"
 
@@ -70,6 +71,7 @@ _RELEASE_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:-(?:rc|m|alpha|beta)\d*)?)$"
 # RedisTimeSeries rejects these in label values (and "=" cannot be matched by a filter)
 _LABEL_UNSAFE = re.compile(r"[,()=]")
 _ZERO_SHA = re.compile(r"^0+$")
+_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
 # what an unstable (unreleased) Redis build reports as its version
 _UNSTABLE_VERSION = "255.255.255"
 
@@ -185,6 +187,70 @@ class SeriesId:
             LABEL_METRIC_NAME: self.metric,
             LABEL_METRIC_JSONPATH: jsonpath,
         }
+
+
+class KeyParseError(ValueError):
+    """A key that is not a series key of this scheme; the message names the key."""
+
+
+# prefix, by.<side>, env, org, repo, test, build variant, platform: never hold a "/"
+_HEAD = 8
+
+
+def parse_key(key: str, metric: str | None = None) -> SeriesId:
+    """The :class:`SeriesId` a series key names: the inverse of :attr:`SeriesId.key`.
+
+    Components before the deployment sit at fixed places. After them come the deployment
+    (``type`` or ``type/name``), the side's value and the metric, and the metric may hold
+    "/" (``ALL_STATS.Totals.Ops/sec``). A name part follows a type of
+    :data:`~redis_benchmarks_spec.suites.topology.TOPOLOGY_TYPES` when the next component
+    cannot be the side's value (a commit or release version has a fixed shape) or, on a
+    branch side, when it is named after the type (``oss-standalone-04-io-threads``). Given
+    ``metric``, the key must end with it and a branch may hold "/" too.
+    """
+    parts = key.split("/")
+    if len(parts) < _HEAD + 3 or parts[0] != PREFIX or not all(parts):
+        raise KeyParseError(f"not a series key of {PREFIX}: {key!r}")
+    kind = parts[1].removeprefix("by.")
+    if kind not in SIDE_KINDS:
+        raise KeyParseError(f"series key {key!r}: {parts[1]!r} is not by.branch, by.version "
+                            "or by.hash")
+    rest = parts[_HEAD:]
+    before = _before_metric(key, rest, metric)
+    deployment = rest[:2] if _has_name_part(rest, kind, before) else rest[:1]
+    side_end = len(deployment) + 1 if before is None else before
+    side_value = "/".join(rest[len(deployment):side_end])
+    metric_name = "/".join(rest[side_end:])
+    if not side_value or not metric_name:
+        raise KeyParseError(f"series key {key!r} has no side value or no metric")
+    return SeriesId(
+        side=Side(kind, side_value),  # type: ignore[arg-type]  # kind checked above
+        scope=Scope(*parts[2:5]), test_name=parts[5], build_variant=parts[6],
+        platform=parts[7], topology=deployment[-1], metric=metric_name,
+        deployment_type=deployment[0],
+    )
+
+
+def _before_metric(key: str, rest: list[str], metric: str | None) -> int | None:
+    """How many of ``rest`` come before the metric, or None when the metric is not given."""
+    if not metric:
+        return None
+    if not key.endswith("/" + metric):
+        raise KeyParseError(f"series key {key!r} does not end with metric {metric!r}")
+    return len(rest) - metric.count("/") - 1
+
+
+def _has_name_part(rest: list[str], kind: str, before: int | None) -> bool:
+    """Whether ``rest`` (the components after the platform) opens with ``type/name``."""
+    if rest[0] not in TOPOLOGY_TYPES or len(rest) < 4 or (before is not None and before < 3):
+        return False
+    if kind == "branch":  # a branch may be named anything: the team names topologies by type
+        return rest[1].startswith(rest[0] + "-")
+    if before is not None:  # a commit or a version is one component
+        return before == 3
+    if kind == "hash":
+        return not _SHA.match(rest[1])
+    return release_version(rest[1]) is None
 
 
 def label_value(raw: str) -> str:

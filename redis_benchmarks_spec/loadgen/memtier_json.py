@@ -274,6 +274,10 @@ def _normalise_data(data: dict[str, Any], blocks: list[str], combined: ToolResul
     block["Totals"]["Count"] = combined.totals.latency.count
     data[SINGLE] = block
     data["rbs"] = {"runs": combined.runs, "combined blocks": blocks,
-                   "memtier ALL STATS Totals": memtier_totals}
+                   "memtier ALL STATS Totals": memtier_totals,
+                   # how Ops/sec was made, so a reader can say why memtier printed another
+                   "ops/sec from": "count / test_time" if _run_seconds(data, blocks)
+                   else "memtier Ops/sec",
+                   "memtier Total duration ms": (_memtier_duration_s(data, blocks) or 0) * 1000}
 
 

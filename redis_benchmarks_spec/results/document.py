@@ -63,6 +63,7 @@ class RunContext:
     session_kind: str = SESSION_RUN
     ab_side: str = ""  # "baseline" or "comparison" in an A/B or calibration session
     extra_server_args: list[str] = field(default_factory=list)  # beyond suite and topology
+    repetition: int | None = None  # round of `rbs run --repetitions N` (as its rep-NN folder)
 
     @property
     def is_history(self) -> bool:

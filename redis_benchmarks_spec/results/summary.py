@@ -12,7 +12,7 @@ from redis_benchmarks_spec.results.document import STATUS_OK, RunResult
 
 CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p95_ms", "p99_ms",
                "p999_ms", "max_ms", "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
-               "preload_duration_s", "reason"]
+               "preload_duration_s", "reason", "repetition", "sweep_param", "sweep_value"]
 
 
 def session_dir(results_root: Path) -> Path:
@@ -45,6 +45,9 @@ class Row:
     tool_duration_s: float | None
     preload_duration_s: float | None
     reason: str
+    repetition: int | None = None  # round of `rbs run --repetitions` (rep-NN folder)
+    sweep_param: str = ""  # `rbs run --sweep clients=...`: the parameter and this run's value
+    sweep_value: str = ""
 
 
 def row(result: RunResult) -> Row:
@@ -61,7 +64,9 @@ def row(result: RunResult) -> Row:
         server_cpu_pct=cpu_s.mean_pct if cpu_s and cpu_s.samples else None,
         flags=",".join(result.flags), tool_duration_s=result.tool_duration_s,
         preload_duration_s=result.preload_duration_s,
-        reason=result.reason.splitlines()[0] if result.reason else "")
+        reason=result.reason.splitlines()[0] if result.reason else "",
+        repetition=result.context.repetition, sweep_param=result.sweep.get("param", ""),
+        sweep_value=result.sweep.get("value", ""))
 
 
 def write_summary(results: list[RunResult], directory: Path) -> tuple[Path, Path]:

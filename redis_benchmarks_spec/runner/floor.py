@@ -9,6 +9,7 @@ design (one SAVE, one DEBUG RELOAD of a large dataset) opt out with
 
 from __future__ import annotations
 
+from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.suites.dbconfig import DbConfig
 
@@ -20,5 +21,5 @@ def below_floor(db: DbConfig, tool_result: ToolResult) -> str:
     ops = tool_result.totals.ops_per_sec
     if db.throughput_floor_waived or ops >= THROUGHPUT_FLOOR_OPS:
         return ""
-    return (f"throughput {ops:.3g} ops/sec is below the {THROUGHPUT_FLOOR_OPS:g} ops/sec floor "
+    return (f"throughput {plain(ops)} ops/sec is below the {THROUGHPUT_FLOOR_OPS:g} ops/sec floor "
             f"(a suite slow by design sets dbconfig.low-throughput-benchmark: 'yes')")

@@ -13,6 +13,7 @@ from the first round only, so later rounds cannot steer it, and it is printed an
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, pairable
@@ -74,7 +75,8 @@ def choose_metric(runs: list[ABRun], thresholds: SaturationThresholds,
         limited = sum(check(r, thresholds) for r in results)
         if 2 * limited <= len(results):
             return THROUGHPUT_METRIC, (f"auto: the client was the bottleneck in only {limited} "
-                                       f"of {len(results)} {side} runs of {test} "
+                                       f"of {len(results)} {side} runs of {test}"
+                                       f"{_left_out(runs, keys, (test, side))} "
                                        f"({criterion}), so Ops/sec decides")
     ok = [r for results in groups.values() for r in results]
     counted = (f"the client was the bottleneck in most runs of every test on each side "
@@ -85,6 +87,18 @@ def choose_metric(runs: list[ABRun], thresholds: SaturationThresholds,
                                    "decides")
     return SERVER_CPU_METRIC, (f"auto: {counted}, so Ops/sec measured the client; the "
                                "server's CPU time per command decides")
+
+
+def _left_out(runs: list[ABRun], keys: ComparisonKeys, group: tuple[str, str]) -> str:
+    """`` (and N more left out: ...)`` for the runs of ``group`` (test label, side) that
+    were not counted, so "1 of 1" is not read as "1 run was made"."""
+    reasons = Counter("disturbed by other processes" if r.result.ok else r.result.status
+                      for r in runs
+                      if (keys(r.result), r.side) == group and not pairable(r.result))
+    if not reasons:
+        return ""
+    why = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
+    return f" (and {sum(reasons.values())} more left out: {why})"
 
 
 @dataclass

@@ -42,6 +42,8 @@ class SessionConfig:
     test_time: int | None = None
     topologies: dict[str, Topology] | None = None
     topology_filter: str | None = None
+    # without a filter: only each suite's first topology (rbs run's default), else all
+    first_topology_only: bool = False
     cpus: list[int] | None = None
     thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
     server_args: list[str] = field(default_factory=list)
@@ -65,7 +67,8 @@ class PlannedTest:
 
 
 def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
-    """Each suite on each of its topologies (that the filter allows), with skip reasons."""
+    """Each suite on each of its topologies that the filter allows (only the first without
+    a filter when ``first_topology_only``), with skip reasons."""
     tools = config.tools.resolve()
     catalogue = config.topologies if config.topologies is not None else load_topologies()
     allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
@@ -73,6 +76,8 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
     for suite in suites:
         names = [t for t in suite.topologies
                  if not config.topology_filter or t == config.topology_filter]
+        if config.first_topology_only and not config.topology_filter:
+            names = names[:1]
         for name in names:
             topo = catalogue.get(name)
             reason = _capability_skip_reason(suite, config.capabilities) or \
