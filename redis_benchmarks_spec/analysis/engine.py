@@ -85,6 +85,8 @@ def _mark_busy(report: ComparisonReport, disturbed: dict[str, tuple[int, int]]) 
             continue
         what = f"{left_out} of {total} {'pairs' if row.paired else 'runs'} disturbed " \
                "(other processes used the test's CPUs)"
+        if row.runs_needed is not None:  # pairs to run, counting those that get left out
+            row.runs_needed += left_out
         if row.verdict == UNKNOWN:
             row.verdict, row.reason = BUSY, f"BUSY: {what}; {row.reason}"
         else:

@@ -20,6 +20,7 @@ from redis_benchmarks_spec.analysis.compare import Comparison
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
+from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.loadgen import histogram
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -89,7 +90,7 @@ def section_results_table(data: ReportData, out_dir: Path) -> str:
     rows = []
     for test in data.tests:
         values = side.values(test, data.metric)
-        median = f"{np.median(values):,.4g}" if values else "–"
+        median = plain(float(np.median(values)), 4) if values else "–"
         rows.append(f'<tr><td><a href="#t-{esc(test)}">{esc(test)}</a></td>'
                     f"<td>{len(values)}</td><td>{median}</td></tr>")
     return ('<h2>Results</h2><table id="verdicts"><tr><th>test</th><th>runs</th>'
@@ -189,8 +190,8 @@ def section_tests(data: ReportData, out_dir: Path) -> str:
 def section_history(data: ReportData, out_dir: Path) -> str:
     h = data.history
     if h is None:
-        return ('<h2>History</h2><p class="note">no datasink given (--datasink URL and '
-                "--branch B add each metric's history)</p>")
+        return ('<h2>History</h2><p class="note">no datasink given (rbs report '
+                "--history-datasink URL [--history-branch B] adds each metric's history)</p>")
     parts = [f"<h2>History on {esc(h.branch)}</h2>"]
     if h.note:
         parts.append(f'<p class="note">{esc(h.note)}</p>')

@@ -24,6 +24,7 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
+from redis_benchmarks_spec.common.numbers import plain
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
                  UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
@@ -38,7 +39,7 @@ def _num(value: float | None) -> str:
         return NA
     if abs(value) >= 1000:
         return f"{value:,.0f}"
-    return f"{value:.4g}"
+    return plain(value, 4)
 
 
 def _pct(value: float | None) -> str:

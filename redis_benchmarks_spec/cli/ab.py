@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
 from redis_benchmarks_spec.analysis.session_folder import write_priors
 from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
+from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.results.comparison_key import with_topology
@@ -207,7 +208,9 @@ def _run(console: Console, plan: ABSessionPlan) -> ABSessionResult:
 
 def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
            suites: list[Suite]) -> int:
-    """Run the interleaved A/B session (both servers were checked by ``run_checks``)."""
+    """Run the interleaved A/B session (both servers were checked by ``run_checks``).
+    ``console`` (stderr) takes progress and notes; the report and result paths go to
+    stdout."""
     book = _noise_book(args)
     labels = [t.key for t in ab_tests(config, suites)]
     priors = book.session_priors(config.context.platform, labels) if book else {}
@@ -228,15 +231,15 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
                       highlight=False, soft_wrap=True)
     _record_aa(console, book, plan.config, result)
     write_report(report, args.format, None)
-    _profiles(console, config, result)
-    console.print(f"results: {escape(str(config.results_dir))}", highlight=False,
-                  soft_wrap=True)
+    out = make_console(stderr=args.format != "table")  # results on stdout, as rbs run
+    _profiles(out, config, result)
+    out.print(f"results: {escape(str(config.results_dir))}", highlight=False, soft_wrap=True)
     if args.html:
         from redis_benchmarks_spec.analysis.report_data import from_runs
         from redis_benchmarks_spec.cli.report import write_html
         data = from_runs(f"A/B session {config.results_dir}", result.runs, report)
-        console.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
-                      soft_wrap=True)
+        out.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
+                  soft_wrap=True)
     return _exit_code(args, console, report, result.failed)
 
 

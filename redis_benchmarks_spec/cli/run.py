@@ -325,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if wants_ab(args):
-            return cmd_ab(args, out, config, suites)
+            return cmd_ab(args, console, config, suites)  # its table goes to stdout
         if sweep is not None:
             results = run_sweep(config, suites, sweep,
                                 on_result=lambda r: console.print(finished_line(r),
