@@ -6,7 +6,7 @@ import argparse
 
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
-from redis_benchmarks_spec.telemetry.profilers.registry import NAMES, parse_profilers
+from redis_benchmarks_spec.telemetry.profilers.registry import NAMES, conflict, parse_profilers
 from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 
@@ -49,4 +49,8 @@ def window_options(args: argparse.Namespace) -> WindowOptions:
         names=names, requests=requests, perf_frequency=frequency,
         perf_call_graph=getattr(args, "perf_call_graph", "fp"),
         instructions_method=getattr(args, "instructions_method", "auto"))
+    clash = conflict(profilers)
+    if clash:
+        raise UsageError(f"--profilers {text}", clash,
+                         "profile with perf-record and count instructions in separate runs")
     return WindowOptions(profilers=profilers, telemetry=not getattr(args, "no_telemetry", False))
