@@ -56,3 +56,35 @@ def test_perf_record_with_callgrind_instructions_is_refused(
     assert conflict(ProfilerOptions(names=("instructions",), instructions_method="callgrind")) == ""
     assert conflict(ProfilerOptions(names=("perf-record", "instructions"),
                                     instructions_method="perf")) == ""
+
+
+def _stack_has(folded: str, *path: str) -> int:
+    """Samples whose stack holds ``path`` as consecutive frames (caller first)."""
+    needle = ";".join(path)
+    total = 0
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if f";{needle};" in f";{stack};":
+            total += int(count)
+    return total
+
+
+def test_flame_graph_of_debians_binary_shows_the_command_path(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Debian's redis-server has no frame pointers; the default unwinding must still see
+    who called whom down to the command's own function."""
+    suites = _suites(tmp_path / "suites", "pr-getset", "-t set,get -n 200000 -r 1000 -c 20")
+    out = tmp_path / "out"
+    code = main(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir", str(out),
+                 "--profilers", "perf-record", "--format", "json"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    (folded_path,) = out.rglob("perf.folded")
+    folded = folded_path.read_text()
+    assert _stack_has(folded, "main", "aeMain") > 0
+    assert _stack_has(folded, "processCommand", "call", "setCommand") > 0, folded[:2000]
+    # getCommand tail-calls getGenericCommand, so the sampled frame is the latter
+    assert _stack_has(folded, "processCommand", "call", "getGenericCommand") + \
+        _stack_has(folded, "processCommand", "call", "getCommand") > 0
+    (result,) = out.rglob("result.json")
+    assert "--call-graph dwarf" in result.read_text()
