@@ -6,7 +6,7 @@ import argparse
 
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
-from redis_benchmarks_spec.telemetry.profilers.registry import NAMES, parse_profilers
+from redis_benchmarks_spec.telemetry.profilers.registry import NAMES, conflict, parse_profilers
 from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 
@@ -25,9 +25,12 @@ def add_profiling_args(p: argparse.ArgumentParser) -> None:
                                         "picks perf where the host counts instructions")
     g.add_argument("--perf-frequency", type=int, default=ProfilerOptions.perf_frequency,
                    metavar="HZ", help="perf record sampling frequency")
-    g.add_argument("--perf-call-graph", choices=("fp", "dwarf"), default="fp",
-                   help="perf record stack unwinding: frame pointers (small; shallow for "
-                        "binaries built without them) or dwarf (deeper, larger perf.data)")
+    g.add_argument("--perf-call-graph", choices=("dwarf", "fp"),
+                   default=ProfilerOptions.perf_call_graph,
+                   help="perf record stack unwinding: dwarf (whole stacks of any binary, "
+                        "~1.4 MB of perf.data per second) or fp (frame pointers: ~20x "
+                        "smaller, but no callers in binaries built without them, such as "
+                        "distributions' redis-server)")
     g.add_argument("--no-telemetry", action="store_true",
                    help="do not sample per-thread CPU, RSS and host context")
 
@@ -47,6 +50,10 @@ def window_options(args: argparse.Namespace) -> WindowOptions:
         raise UsageError(f"--perf-frequency {frequency}", "must be 1..10000 Hz")
     profilers = ProfilerOptions(
         names=names, requests=requests, perf_frequency=frequency,
-        perf_call_graph=getattr(args, "perf_call_graph", "fp"),
+        perf_call_graph=getattr(args, "perf_call_graph", ProfilerOptions.perf_call_graph),
         instructions_method=getattr(args, "instructions_method", "auto"))
+    clash = conflict(profilers)
+    if clash:
+        raise UsageError(f"--profilers {text}", clash,
+                         "profile with perf-record and count instructions in separate runs")
     return WindowOptions(profilers=profilers, telemetry=not getattr(args, "no_telemetry", False))

@@ -43,7 +43,7 @@ class ProfilerOptions:
     requests: int = 50_000  # fixed request count for runs under callgrind
     perf_frequency: int = 499  # samples per second per CPU for perf record
     perf_max_size_mb: int = 64  # perf.data cap
-    perf_call_graph: str = "fp"  # fp (frame pointers) | dwarf (deeper stacks, larger data)
+    perf_call_graph: str = "dwarf"  # dwarf (any binary) | fp (frame pointers: smaller data)
     top_n: int = 20  # symbols/functions kept in the result document
     instructions_method: str = "auto"  # auto | callgrind | perf
 

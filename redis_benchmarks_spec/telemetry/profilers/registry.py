@@ -17,7 +17,11 @@ from redis_benchmarks_spec.telemetry.profilers.base import (
     failed_output,
     unavailable_output,
 )
-from redis_benchmarks_spec.telemetry.profilers.instructions import Instructions
+from redis_benchmarks_spec.telemetry.profilers.instructions import (
+    METHOD_CALLGRIND,
+    Instructions,
+    choose_method,
+)
 from redis_benchmarks_spec.telemetry.profilers.pcm import Pcm
 from redis_benchmarks_spec.telemetry.profilers.perf_record import PerfRecord
 from redis_benchmarks_spec.telemetry.profilers.perf_stat import PerfStat
@@ -40,6 +44,18 @@ def parse_profilers(text: str | None) -> tuple[str, ...]:
         raise ValueError(f"--profilers: unknown profiler(s) {', '.join(unknown)} "
                          f"(choose from {', '.join(NAMES)})")
     return names
+
+
+def conflict(options: ProfilerOptions) -> str:
+    """'' when the profilers can share a run, else why not. perf-record attaches to the
+    server's pids; when ``instructions`` runs the server under callgrind those pids are
+    Valgrind's, and 70-80 % of the samples land in callgrind itself, not in Redis."""
+    if not {"perf-record", "instructions"} <= set(options.names):
+        return ""
+    if choose_method(options) != METHOD_CALLGRIND:
+        return ""
+    return ("perf-record would profile Valgrind: instructions runs the server under "
+            "callgrind on this host")
 
 
 class Profiling:

@@ -1,0 +1,135 @@
+"""Real Redis history from the vendored bundle: unpack it once, build ``redis-server`` of a
+commit once, and keep the binary by sha.
+
+``../shared/vendor/redis-unstable-2021.git.tar.gz`` (see that folder's README) is a bare git
+repository of Redis ``unstable`` 2021-02..2024-10. It is unpacked into
+``.cache/redis-history/`` and reused. A commit is built with ``make -j2 redis-server`` in a
+git worktree of its own (removed afterwards); the binary is kept as
+``.cache/redis-history/bin/<sha>/redis-server``, so a second call builds nothing. Used by
+``benchmarks/real_prs.py`` and ``tests/test_redis_history.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = ROOT.parent / "shared" / "vendor" / "redis-unstable-2021.git.tar.gz"
+CACHE = ROOT / ".cache" / "redis-history"
+BARE_NAME = "redis-unstable-2021.git"
+BUILD_TIMEOUT_S = 1200
+GIT_TIMEOUT_S = 120
+SHA = re.compile(r"[0-9a-f]{40}")
+_VERSION = re.compile(r'#define REDIS_VERSION "([0-9.]+)"')
+
+
+class HistoryError(RuntimeError):
+    """The bundle, a commit or its build is not usable; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Built:
+    """A redis-server binary of one commit, and how long building it took (0: cached)."""
+
+    sha: str
+    binary: Path
+    build_seconds: float
+
+
+def bare_repo(bundle: Path = BUNDLE, cache: Path = CACHE) -> Path:
+    """The unpacked bare repository (unpacked on first use)."""
+    repo = cache / BARE_NAME
+    if (repo / "HEAD").is_file():
+        return repo
+    if not bundle.is_file():
+        raise HistoryError(f"{bundle}: no such bundle (see ../shared/vendor/README.md)")
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = cache / (BARE_NAME + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    with tarfile.open(bundle) as tar:
+        tar.extractall(partial, filter="data")
+    (partial / BARE_NAME).rename(repo)
+    partial.rmdir()
+    return repo
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True,
+                          text=True, timeout=GIT_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        raise HistoryError(f"git {' '.join(args)}: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
+
+
+def full_sha(repo: Path, rev: str) -> str:
+    """The 40-hex sha of ``rev`` (a sha prefix or ``<sha>^``), which must be a commit."""
+    if not re.fullmatch(r"[0-9a-f]{4,40}\^?", rev):
+        raise HistoryError(f"{rev}: not a commit sha")
+    sha = git(repo, "rev-parse", "--verify", "--quiet", rev + "^{commit}")
+    if not SHA.fullmatch(sha):
+        raise HistoryError(f"{rev}: not a commit of {repo}")
+    return sha
+
+
+def version_of(repo: Path, sha: str) -> str:
+    """REDIS_VERSION of ``src/version.h`` at ``sha``."""
+    found = _VERSION.search(git(repo, "show", f"{sha}:src/version.h"))
+    if not found:
+        raise HistoryError(f"{sha}: src/version.h has no REDIS_VERSION")
+    return found.group(1)
+
+
+def binary_path(sha: str, cache: Path = CACHE) -> Path:
+    return cache / "bin" / sha / "redis-server"
+
+
+def build(repo: Path, sha: str, cache: Path = CACHE,
+          timeout_s: float = BUILD_TIMEOUT_S) -> Built:
+    """redis-server of ``sha`` (40 hex), built in a worktree of its own unless cached."""
+    if not SHA.fullmatch(sha):
+        raise HistoryError(f"{sha}: not a 40-hex commit sha")
+    binary = binary_path(sha, cache)
+    if binary.is_file():
+        return Built(sha, binary, 0.0)
+    tree = cache / "worktrees" / sha
+    if tree.exists():  # a build that was interrupted
+        git(repo, "worktree", "remove", "--force", str(tree))
+    git(repo, "worktree", "prune")
+    git(repo, "worktree", "add", "--detach", str(tree), sha)
+    try:
+        seconds = _make(tree, timeout_s)
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        staged = binary.with_suffix(".partial")
+        shutil.copy2(tree / "src" / "redis-server", staged)
+        staged.rename(binary)
+    finally:
+        git(repo, "worktree", "remove", "--force", str(tree))
+    return Built(sha, binary, seconds)
+
+
+def _make(tree: Path, timeout_s: float) -> float:
+    """``make -j2 redis-server`` in its own process group, killed as a group on timeout."""
+    log_path = tree.parent / f"{tree.name}.build.log"
+    start = time.monotonic()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(["make", "-j2", "redis-server"], cwd=tree, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            raise HistoryError(f"{tree.name}: make timed out after {timeout_s:.0f}s "
+                               f"(log {log_path})") from None
+    if code != 0 or not (tree / "src" / "redis-server").is_file():
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+        raise HistoryError(f"{tree.name}: make exited {code}: "
+                           f"{lines[-1] if lines else 'no output'} (log {log_path})")
+    return time.monotonic() - start
