@@ -4,6 +4,7 @@ naming the flag, file or value, no traceback, and exit code 2; nothing is starte
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -181,3 +182,18 @@ def test_bisect_names_the_end_that_is_no_commit(capsys: pytest.CaptureFixture[st
     line = one_error_line(capsys, [*base[:-1], str(tmp_path), "--good", "a", "--bad", "b"],
                           f"--repo {tmp_path}", "not a git repository")
     assert line.count("rbs bisect") == 1
+
+
+def test_a_relative_server_path_is_made_absolute_not_resolved(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Servers start in their own folders: ``./bin/redis-server`` must name the same file
+    there. The link itself is kept (Debian's redis-server links to redis-check-rdb, and the
+    name a Redis binary is run by picks the program)."""
+    from redis_benchmarks_spec.cli import checks
+    (tmp_path / "bin").mkdir()
+    link = tmp_path / "bin" / "redis-server"
+    link.symlink_to(shutil.which("redis-server") or "/usr/bin/redis-server")
+    monkeypatch.chdir(tmp_path)
+    got = checks.executable("--baseline-server", "bin/redis-server")
+    assert got == str(link) and Path(got).is_absolute()

@@ -43,7 +43,9 @@ def executable(flag: str, value: str) -> str:
         raise UsageError(f"{flag} {value}", "not a file")
     if not os.access(path, os.X_OK):
         raise UsageError(f"{flag} {value}", "not executable", f"chmod +x {path}")
-    return str(path)
+    # absolute, since servers start in their own folders; not resolved: Debian's
+    # redis-server is a link to redis-check-rdb, and the name it is run by picks the program
+    return str(path.absolute())
 
 
 def tool(flag: str, value: str | None, name: str) -> str:
