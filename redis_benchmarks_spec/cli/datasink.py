@@ -9,6 +9,7 @@ from pathlib import Path
 
 import redis
 from rich.console import Console
+from rich.markup import escape
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
@@ -196,9 +197,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     with connect(config) as client:
         report = push_results_dir(client, args.results_dir,
                                   PushOptions(timestamp=args.timestamp), force=args.force)
+    seen = (len(report.pushed) + len(report.skipped) + len(report.failed)
+            + len(report.files_already_pushed) + len(report.files_not_pushed))
+    if not seen:
+        raise UsageError(f"results directory {args.results_dir}", "holds no result document "
+                         "(result.json) at any depth", "give a session folder of `rbs run`")
     colour = "green" if report.ok else "red"
-    console.print(f"[{colour}]{config.display_url}: {report.summary()}[/]", highlight=False,
-                  soft_wrap=True)
+    console.print(f"[{colour}]{config.display_url}: {escape(report.summary())}[/]",
+                  highlight=False, soft_wrap=True)
     refused = [r for r in report.skipped.values() if "stay out of the history" in r]
     if refused:
         console.print(f"refused {len(refused)} A/B or calibration run(s): they measure a "

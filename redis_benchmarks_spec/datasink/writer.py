@@ -128,7 +128,8 @@ def skip_reason(result: RunResult, options: PushOptions) -> str:
     if not keys.history_metrics(result):
         return "profiled run: its timings are kept out of regression history"
     if not keys.sides_of(result):
-        return "no branch, release version or commit to file the metrics under"
+        return ("no branch, release version or commit to file the metrics under (rbs run "
+                "--branch, --version-tag or --hash)")
     if options.timestamp == "commit" and result.context.git.commit_time_ms is None:
         return "timestamp=commit but the run has no commit time"
     return ""

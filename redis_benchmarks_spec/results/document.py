@@ -63,6 +63,9 @@ class RunContext:
     session_kind: str = SESSION_RUN
     ab_side: str = ""  # "baseline" or "comparison" in an A/B or calibration session
     extra_server_args: list[str] = field(default_factory=list)  # beyond suite and topology
+    # rep-NN of `rbs run --repetitions N` or of an A/B pair; None for a single run. Not a
+    # series label: repetitions of one build are points of one series (results/layout.py)
+    repetition: int | None = None
 
     @property
     def is_history(self) -> bool:
