@@ -14,7 +14,7 @@ from rich.markup import escape
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.datasink import reader, retention
 from redis_benchmarks_spec.datasink.embedded import (
     DEFAULT_PORT,
     DatasinkError,
@@ -59,6 +59,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_embedded_args(push)
     add_remote_args(push)
     push.set_defaults(func=cmd_push)
+    gc = dsub.add_parser("gc", help="expire by.hash series and fold run documents older "
+                                    "than a window (branch and version series are kept)")
+    gc.add_argument("--window-days", type=float, default=retention.DEFAULT_WINDOW_DAYS,
+                    help=f"keep commits' by.hash series and full documents this long "
+                         f"(default {retention.DEFAULT_WINDOW_DAYS})")
+    gc.add_argument("--dry-run", action="store_true", help="say what would go; changes nothing but the commit index")
+    add_embedded_args(gc)
+    add_remote_args(gc)
+    gc.set_defaults(func=cmd_gc)
 
 
 def add_embedded_args(p: argparse.ArgumentParser) -> None:
@@ -214,3 +223,17 @@ def cmd_push(args: argparse.Namespace) -> int:
         console.print(f"[red]  not pushed: {run_id}: {reason}[/]", highlight=False,
                       soft_wrap=True)
     return 0 if report.ok else 1
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    """``rbs datasink gc``: apply the retention of datasink/retention.py once."""
+    if not 1 <= args.window_days <= 3650:
+        raise UsageError(f"--window-days {args.window_days:g}", "must be between 1 and 3650")
+    with datasink_client(args) as client:
+        report = retention.gc(client, int(time.time() * 1000), args.window_days, args.dry_run)
+    what = "would be" if args.dry_run else "done"
+    make_console().print(f"gc ({what}, window {args.window_days:g} days): "
+                         f"{escape(report.summary())}", highlight=False, soft_wrap=True)
+    for error in report.errors:
+        make_console().print(f"[red]  {escape(error)}[/]", highlight=False, soft_wrap=True)
+    return 1 if report.errors else 0
