@@ -225,7 +225,7 @@ def print_point(p: Point) -> None:
         f"{k} {v:,.0f} B" for k, v in p.family_bytes.items()))
     for name, (p50, p95) in p.latency.items():
         print(f"  {name}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-    print(f"  gc (90-day window): {p.gc_line}; memory after gc {p.memory_after_gc / 1e6:,.1f} MB")
+    print(f"  gc (by.hash 90 days, documents 30 days): {p.gc_line}; memory after gc {p.memory_after_gc / 1e6:,.1f} MB")
 
 
 def extrapolate(points: list[Point]) -> None:
@@ -250,7 +250,7 @@ def extrapolate(points: list[Point]) -> None:
     per_commit_kept = (b.memory_after_gc - a.memory_after_gc) / (b.shape.commits - a.shape.commits)
     gc_year = (a.memory_after_gc + per_commit_kept * (YEAR_COMMITS - a.shape.commits)) \
         * suites * platforms
-    print(f"with gc (by.hash kept {window * 365:.0f} days, documents folded after): "
+    print(f"with gc (by.hash kept {window * 365:.0f} days, documents whole 30 days, folded after): "
           f"memory {gc_year / 1e9:,.1f} GB "
           f"(target: {'met' if gc_year < TARGET_BYTES else 'MISSED'})")
     ingest = min(p.ingest for p in points)

@@ -86,12 +86,14 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         docs = _push_year(client, now)
         client.delete(keys.index_keys(keys.Scope()).hash_times)  # as pushed before the index
         old = [d for d in docs if d.start_ms < now - 90 * DAY]
+        unfolded = [d for d in docs if d.start_ms >= now - 30 * DAY]
         dry = retention.gc(client, now, dry_run=True)
         assert dry.commits_indexed == len(docs) and dry.commits_expired == len(old)
         assert main(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
         assert len(_samples(client, "hash")) == len(docs) * len(METRICS)  # nothing deleted
         report = retention.gc(client, now)
-        assert report.commits_expired == len(old) and report.documents_folded == len(old)
+        assert report.commits_expired == len(old)
+        assert report.documents_folded == len(docs) - len(unfolded)
         sink.down()
         sink = EmbeddedDatasink(tmp_path / "sink")
         sink.up(timeout=120)
@@ -103,7 +105,9 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         folded = reader.result_document(client, old[0].run_id)
         assert folded.result is None and folded.context.git.hash == old[0].context.git.hash
         assert folded.metrics == old[0].metrics and retention.FOLDED_NOTE in folded.notes
-        assert reader.result_document(client, docs[-1].run_id).result is not None
+        assert all(reader.result_document(client, d.run_id).result is not None
+                   for d in unfolded)
+        assert reader.result_document(client, docs[-3].run_id).result is None  # 40 days
         # a second pass has nothing left to do
         again = retention.gc(client, now)
         assert (again.commits_expired, again.documents_folded) == (0, 0)

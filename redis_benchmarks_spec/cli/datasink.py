@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     gc.add_argument("--window-days", type=float, default=retention.DEFAULT_WINDOW_DAYS,
                     help=f"keep commits' by.hash series and full documents this long "
                          f"(default {retention.DEFAULT_WINDOW_DAYS})")
+    gc.add_argument("--document-days", type=float, default=retention.DEFAULT_DOCUMENT_DAYS,
+                    help=f"keep run documents whole this long, then fold them (default "
+                         f"{retention.DEFAULT_DOCUMENT_DAYS})")
     gc.add_argument("--dry-run", action="store_true", help="say what would go; changes nothing but the commit index")
     add_embedded_args(gc)
     add_remote_args(gc)
@@ -227,12 +230,16 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 def cmd_gc(args: argparse.Namespace) -> int:
     """``rbs datasink gc``: apply the retention of datasink/retention.py once."""
-    if not 1 <= args.window_days <= 3650:
-        raise UsageError(f"--window-days {args.window_days:g}", "must be between 1 and 3650")
+    for flag, days in (("--window-days", args.window_days),
+                       ("--document-days", args.document_days)):
+        if not 1 <= days <= 3650:
+            raise UsageError(f"{flag} {days:g}", "must be between 1 and 3650")
     with datasink_client(args) as client:
-        report = retention.gc(client, int(time.time() * 1000), args.window_days, args.dry_run)
+        report = retention.gc(client, int(time.time() * 1000), args.window_days, args.dry_run,
+                              args.document_days)
     what = "would be" if args.dry_run else "done"
-    make_console().print(f"gc ({what}, window {args.window_days:g} days): "
+    make_console().print(f"gc ({what}, by.hash {args.window_days:g} days, documents "
+                         f"{args.document_days:g} days): "
                          f"{escape(report.summary())}", highlight=False, soft_wrap=True)
     for error in report.errors:
         make_console().print(f"[red]  {escape(error)}[/]", highlight=False, soft_wrap=True)

@@ -13,7 +13,7 @@ test x metric x platform, each holding the few points of one commit, so a year o
   index entries, which are the cost. A pull request whose base commit has no by.hash series
   any more is compared with the base branch's last points, as it is for an unbenchmarked
   base (notify/pr_compare.py).
-* run documents: kept whole inside the window; older ones are folded to what history and
+* run documents: kept whole for ``DEFAULT_DOCUMENT_DAYS``; older ones are folded to what history and
   reports read of them (test, run id, context with git info, metrics, flags, times), the
   tool output, histogram, deployment and telemetry dropped: the files on the lab hosts keep
   those.
@@ -32,6 +32,7 @@ import redis
 from redis_benchmarks_spec.datasink import keys, reader
 
 DEFAULT_WINDOW_DAYS = 90
+DEFAULT_DOCUMENT_DAYS = 30  # full documents (a memtier run's is ~29 KB): see docs/history.md
 DAY_MS = 86_400_000
 BATCH = 500
 #: fields a folded document keeps; everything else is reset to its default
@@ -52,6 +53,7 @@ class GcReport:
     commits_indexed: int = 0  # commits of older pushes put in the hash_times index
     kept_commits: int = 0
     cutoff_ms: int = 0
+    documents_cutoff_ms: int = 0
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -61,9 +63,11 @@ class GcReport:
 
 
 def gc(client: redis.Redis, now_ms: int, window_days: float = DEFAULT_WINDOW_DAYS,
-       dry_run: bool = False) -> GcReport:
-    """Expire by.hash series and fold documents older than ``window_days`` in every scope."""
-    report = GcReport(cutoff_ms=int(now_ms - window_days * DAY_MS))
+       dry_run: bool = False, document_days: float = DEFAULT_DOCUMENT_DAYS) -> GcReport:
+    """Expire by.hash series older than ``window_days`` and fold documents older than
+    ``document_days`` (at most ``window_days``) in every scope."""
+    report = GcReport(cutoff_ms=int(now_ms - window_days * DAY_MS),
+                      documents_cutoff_ms=int(now_ms - min(document_days, window_days) * DAY_MS))
     for scope in reader.scopes(client):
         index_missing_hashes(client, scope, report)
         expire_hashes(client, scope, report, dry_run)
@@ -136,14 +140,15 @@ def fold_documents(client: redis.Redis, scope: keys.Scope, report: GcReport) -> 
     """Fold the documents of runs started between the last fold and the cutoff."""
     idx = keys.index_keys(scope)
     since = int(client.get(idx.folded_until) or 0)
-    if since >= report.cutoff_ms:
+    cutoff = report.documents_cutoff_ms
+    if since >= cutoff:
         return
     for test in reader.list_tests(client, scope):
         ids = [_text(r) for r in client.zrangebyscore(
-            keys.test_runs_key(scope, test), since, f"({report.cutoff_ms}")]
+            keys.test_runs_key(scope, test), since, f"({cutoff}")]
         for start in range(0, len(ids), BATCH):
             _fold_batch(client, ids[start:start + BATCH], report)
-    client.set(idx.folded_until, report.cutoff_ms)
+    client.set(idx.folded_until, cutoff)
 
 
 def _fold_batch(client: redis.Redis, run_ids: list[str], report: GcReport) -> None:
