@@ -26,6 +26,7 @@ Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/history_scale.py \\
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -75,6 +76,11 @@ def percentiles(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
         samples.append((time.perf_counter() - started) * 1000)
     samples.sort()
     return statistics.median(samples), samples[min(len(samples) - 1, int(0.95 * len(samples)))]
+
+
+def server_cpu_s(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def used_memory(client: redis.Redis) -> int:
@@ -185,13 +191,17 @@ def run_point(shape: LabShape, args: argparse.Namespace) -> Point:
         try:
             client = sink.client(timeout=600)
             empty = used_memory(client)
+            cpu_before = server_cpu_s(client)
             outcomes, wall = fill(sink.url or "", shape, args.agents)
+            server_cpu = server_cpu_s(client) - cpu_before
             pushed_points = sum(o.points for o in outcomes)
             point.ingest = pushed_points / wall
             print(f"  ingest: {pushed_points:,} points ({sum(o.pushed for o in outcomes):,} "
                   f"runs + {sum(o.repushed for o in outcomes):,} re-pushed) by {args.agents} "
                   f"agent(s) in {wall:.1f} s = {point.ingest:,.0f} points/s; failed "
-                  f"{sum(o.failed for o in outcomes)}", flush=True)
+                  f"{sum(o.failed for o in outcomes)}; server CPU {server_cpu:.1f} s "
+                  f"({100 * server_cpu / wall:.0f} % of one core), load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
             print(f"  exactly once: {check_exactly_once(client, shape)}", flush=True)
             point.memory = used_memory(client) - empty
             point.rdb = rdb_bytes(client, Path(tmp))
