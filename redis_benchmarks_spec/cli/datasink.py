@@ -9,11 +9,12 @@ from pathlib import Path
 
 import redis
 from rich.console import Console
+from rich.markup import escape
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.datasink import reader, retention
 from redis_benchmarks_spec.datasink.embedded import (
     DEFAULT_PORT,
     DatasinkError,
@@ -58,6 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_embedded_args(push)
     add_remote_args(push)
     push.set_defaults(func=cmd_push)
+    gc = dsub.add_parser("gc", help="expire by.hash series and fold run documents older "
+                                    "than a window (branch and version series are kept)")
+    gc.add_argument("--window-days", type=float, default=retention.DEFAULT_WINDOW_DAYS,
+                    help=f"keep commits' by.hash series and full documents this long "
+                         f"(default {retention.DEFAULT_WINDOW_DAYS})")
+    gc.add_argument("--document-days", type=float, default=retention.DEFAULT_DOCUMENT_DAYS,
+                    help=f"keep run documents whole this long, then fold them (default "
+                         f"{retention.DEFAULT_DOCUMENT_DAYS})")
+    gc.add_argument("--dry-run", action="store_true", help="say what would go; changes nothing but the commit index")
+    add_embedded_args(gc)
+    add_remote_args(gc)
+    gc.set_defaults(func=cmd_gc)
 
 
 def add_embedded_args(p: argparse.ArgumentParser) -> None:
@@ -196,9 +209,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     with connect(config) as client:
         report = push_results_dir(client, args.results_dir,
                                   PushOptions(timestamp=args.timestamp), force=args.force)
+    seen = (len(report.pushed) + len(report.skipped) + len(report.failed)
+            + len(report.files_already_pushed) + len(report.files_not_pushed))
+    if not seen:
+        raise UsageError(f"results directory {args.results_dir}", "holds no result document "
+                         "(result.json) at any depth", "give a session folder of `rbs run`")
     colour = "green" if report.ok else "red"
-    console.print(f"[{colour}]{config.display_url}: {report.summary()}[/]", highlight=False,
-                  soft_wrap=True)
+    console.print(f"[{colour}]{config.display_url}: {escape(report.summary())}[/]",
+                  highlight=False, soft_wrap=True)
     refused = [r for r in report.skipped.values() if "stay out of the history" in r]
     if refused:
         console.print(f"refused {len(refused)} A/B or calibration run(s): they measure a "
@@ -208,3 +226,21 @@ def cmd_push(args: argparse.Namespace) -> int:
         console.print(f"[red]  not pushed: {run_id}: {reason}[/]", highlight=False,
                       soft_wrap=True)
     return 0 if report.ok else 1
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    """``rbs datasink gc``: apply the retention of datasink/retention.py once."""
+    for flag, days in (("--window-days", args.window_days),
+                       ("--document-days", args.document_days)):
+        if not 1 <= days <= 3650:
+            raise UsageError(f"{flag} {days:g}", "must be between 1 and 3650")
+    with datasink_client(args) as client:
+        report = retention.gc(client, int(time.time() * 1000), args.window_days, args.dry_run,
+                              args.document_days)
+    what = "would be" if args.dry_run else "done"
+    make_console().print(f"gc ({what}, by.hash {args.window_days:g} days, documents "
+                         f"{args.document_days:g} days): "
+                         f"{escape(report.summary())}", highlight=False, soft_wrap=True)
+    for error in report.errors:
+        make_console().print(f"[red]  {escape(error)}[/]", highlight=False, soft_wrap=True)
+    return 1 if report.errors else 0

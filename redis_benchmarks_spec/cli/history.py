@@ -5,9 +5,11 @@ exports them. Reads the datasink (``--datasink URL`` or the running embedded one
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+import redis
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -24,8 +26,10 @@ from redis_benchmarks_spec.analysis.history import (
     to_json,
 )
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.datasink import reader
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,18 +53,39 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(history: History) -> Table:
+def _table(history: History, reps: dict[str, int | None]) -> Table:
     values = [p.value for p in history.points]
     q = history.query
     table = Table(title=f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: "
                         f"{sparkline(values)}  (min {plain(min(values), 4)}, max {plain(max(values), 4)})",
                   caption=escape(history.series_key), caption_justify="left")
-    for col in ("time (UTC)", "value", "commit", "version"):
-        table.add_column(col, justify="right" if col == "value" else "left")
+    for col in ("time (UTC)", "value", "commit", "version", "repetition"):
+        table.add_column(col, justify="right" if col in ("value", "repetition") else "left")
     for p in history.points:
+        rep = reps.get(p.run_id)
         table.add_row(_when(p.ts_ms), plain(p.value, 4), short(p.commit) or "–",
-                      p.version or "–")
+                      p.version or "–", "–" if rep is None else str(rep))
     return table
+
+
+def _histories(client: redis.Redis, query: HistoryQuery,
+               table: bool) -> tuple[list[History], dict[str, int | None]]:
+    """The query's history, or for a swept test (table form) one per swept value; and the
+    repetition of each point's run. Nothing found: a :class:`UsageError` saying what to pass."""
+    try:
+        histories = [read_history(client, query)]
+    except HistoryError as exc:
+        if "series match" in str(exc):
+            raise UsageError("--test/--metric/--branch", str(exc)) from None
+        found = hints.found_for(client, query)
+        if not (found.swept and table):
+            raise UsageError("--test/--metric/--branch", f"{exc}; {hints.hint(found, query)}") \
+                from None
+        histories = [read_history(client, replace(query, test=name))
+                     for name in hints.swept_tests(found)]
+    reps = {p.run_id: reader.result_document(client, p.run_id).context.repetition
+            for h in histories for p in h.points if p.run_id} if table else {}
+    return histories, reps
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -70,13 +95,12 @@ def cmd_history(args: argparse.Namespace) -> int:
                          platform=args.platform, topology=args.topology,
                          build_variant=args.build_variant, last_n=args.last)
     with datasink_cli.datasink_client(args) as client:
-        try:
-            history = read_history(client, query)
-        except HistoryError as exc:
-            raise UsageError("--test/--metric/--branch", str(exc)) from None
+        histories, reps = _histories(client, query, args.format == "table")
     if args.format == "table":
-        Console().print(_table(history))
+        for history in histories:
+            Console().print(_table(history, reps))
         return 0
+    history = histories[0]
     text = to_csv(history) if args.format == "csv" else to_json(history) + "\n"
     if args.output:
         args.output.write_text(text)

@@ -37,6 +37,7 @@ from redis_benchmarks_spec.cli.run_checks import (
 from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
+from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.results.summary import session_dir, write_summary
 from redis_benchmarks_spec.runner.session import (
     PlannedTest,
@@ -258,8 +259,10 @@ def run_with_progress(console: Console, config: SessionConfig,
             return one_round(config)
         results: list[RunResult] = []
         for rep in range(repetitions):
-            results += one_round(replace(config, results_dir=config.results_dir / f"rep-{rep:02d}",
-                                         context=replace(config.context, repetition=rep)))
+            place = RunPlace(repetition=rep)
+            results += one_round(replace(
+                config, results_dir=run_folder(config.results_dir, place),
+                context=replace(config.context, repetition=rep)))
         return results
 
 
@@ -344,18 +347,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         code = max(code, 1)
     if sweep is not None:
         report_sweep(out, config, results)
-    if not args.no_datasink:
-        push_to_datasink(console, args, results, config.results_dir)
+    if not args.no_datasink and not push_to_datasink(console, args, results,
+                                                     config.results_dir):
+        code = max(code, 1)
     return code
 
 
 def push_to_datasink(console: Console, args: argparse.Namespace,
-                     results: list[RunResult], results_dir: Path) -> None:
-    """Push this session's results; when that fails they stay on disk for `rbs datasink push`."""
+                     results: list[RunResult], results_dir: Path) -> bool:
+    """Push this session's results; when the datasink is down they stay on disk for `rbs
+    datasink push` (a warning). False when it answered but history runs did not arrive."""
     from redis_benchmarks_spec.datasink.session_push import push_session
     outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results)
-    colour = "green" if outcome.ok else "yellow"
-    console.print(f"[{colour}]datasink: {outcome.message}[/]", highlight=False, soft_wrap=True)
+    colour = "green" if outcome.ok else "red" if outcome.lost else "yellow"
+    console.print(f"[{colour}]datasink: {escape(outcome.message)}[/]", highlight=False,
+                  soft_wrap=True)
+    return not outcome.lost
 
 
 def report(console: Console, args: argparse.Namespace, config: SessionConfig,

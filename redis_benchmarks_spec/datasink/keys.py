@@ -370,6 +370,9 @@ class IndexKeys:
     build_variants: str
     topologies: str
     runs: str  # run ids whose result document is stored (see :func:`run_key`)
+    # commit -> newest point time (ms) of its by.hash series: what `rbs datasink gc` expires
+    hash_times: str = ""
+    folded_until: str = ""  # documents older than this (ms) were folded by gc
 
 
 def index_keys(scope: Scope) -> IndexKeys:
@@ -385,6 +388,8 @@ def index_keys(scope: Scope) -> IndexKeys:
         build_variants=f"{base}:build_variants",
         topologies=f"{base}:topologies",
         runs=f"{base}:runs",
+        hash_times=f"{base}:hash_times",
+        folded_until=f"{base}:folded_until_ms",
     )
 
 

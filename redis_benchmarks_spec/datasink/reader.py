@@ -197,6 +197,20 @@ def series_keys(client: redis.Redis, filters: list[str]) -> list[str]:
     return sorted(_text(k) for k in client.execute_command("TS.QUERYINDEX", *filters))
 
 
+def series_labels(client: redis.Redis, filters: list[str],
+                  names: list[str]) -> list[dict[str, str]]:
+    """The ``names`` labels of every series matching ``filters`` (one TS.MGET, no points
+    sent back but each series' last): what exists, for hints when a query finds nothing."""
+    reply = client.execute_command("TS.MGET", "SELECTED_LABELS", *names, "FILTER", *filters)
+    entries = [(k, v[0]) for k, v in reply.items()] if isinstance(reply, dict) else \
+        [(entry[0], entry[1]) for entry in reply]
+    out = []
+    for _key, labels in entries:
+        pairs = labels.items() if isinstance(labels, dict) else [(p[0], p[1]) for p in labels]
+        out.append({_text(k): _text(v) for k, v in pairs if v is not None})
+    return out
+
+
 def scopes(client: redis.Redis) -> list[keys.Scope]:
     """Every (triggering env, org, repo) that results were pushed for."""
     return [keys.Scope.from_path(p) for p in _members(client, keys.SCOPES_KEY)]

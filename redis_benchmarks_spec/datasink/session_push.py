@@ -19,17 +19,23 @@ from redis_benchmarks_spec.datasink.store import (
     push_result_files,
     push_results_dir,
 )
-from redis_benchmarks_spec.datasink.writer import PushReport
-from redis_benchmarks_spec.results.document import RunResult, result_path
+from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, skip_reason
+from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.layout import document_path
 
 
 @dataclass(frozen=True)
 class SessionPushOutcome:
-    """Whether a session's results reached the datasink, and a line saying so."""
+    """Whether a session's results reached the datasink, and a line saying so.
+
+    ``lost``: the datasink answered, yet runs that belong in history did not reach it (a
+    document not where the layout says, a refused write): an error, unlike a datasink
+    that is down, after which ``rbs datasink push`` sends the kept files later."""
 
     ok: bool
     message: str
     report: PushReport | None = None
+    lost: bool = False
 
 
 def push_session(results_dir: Path, url: str | None = None, data_dir: Path | None = None,
@@ -37,7 +43,9 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
     """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``.
 
     ``results``, the session's documents still in memory, are pushed as they are (no
-    re-reading from disk); their files only get the "pushed" markers.
+    re-reading from disk) and found on disk where :mod:`results.layout` puts every run
+    shape (rep-NN/, clients-N/, A/B sides); their files get the "pushed" markers. A session
+    with runs to push of which fewer reached the datasink is a failed push, never a quiet 0.
     """
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
     started = ""
@@ -56,14 +64,47 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
         if results is None:
             report = push_results_dir(client, results_dir)
         else:
-            files: list[tuple[Path, RunResult | None]] = [
-                (path, r) for r in results
-                if (path := result_path(results_dir, r)).is_file()]
+            files, missing = session_files(results_dir, results)
             report = push_result_files(client, files)
+            report.files_not_pushed += missing
     where = config.display_url
-    if report.ok:
-        return SessionPushOutcome(True, f"{started}{report.summary()} to {where}", report)
-    return SessionPushOutcome(False, f"{started}{report.summary()} to {where}; {later}", report)
+    short = missing_history(report, results or [])
+    why = skipped_reasons(report)
+    if report.ok and not short:
+        return SessionPushOutcome(True, f"{started}{report.summary()}{why} to {where}", report)
+    return SessionPushOutcome(False, f"{started}{report.summary()}{short}{why} to {where}; "
+                              f"{later}",
+                              report, lost=not report.error)
+
+
+def session_files(session: Path, results: list[RunResult]
+                  ) -> tuple[list[tuple[Path, RunResult | None]], list[str]]:
+    """Each result beside its document's path, and the paths expected but not on disk."""
+    files: list[tuple[Path, RunResult | None]] = []
+    missing: list[str] = []
+    for result in results:
+        path = document_path(session, result)
+        if path.is_file():
+            files.append((path, result))
+        else:
+            missing.append(f"{path} (run {result.run_id}: no document there)")
+    return files, missing
+
+
+def missing_history(report: PushReport, results: list[RunResult]) -> str:
+    """``"; 3 of 8 run(s) with history to push did not reach it"`` or ''."""
+    wanted = [r.run_id for r in results if not skip_reason(r, PushOptions())]
+    done = set(report.pushed)
+    lost = [run_id for run_id in wanted if run_id not in done]
+    if not lost:
+        return ""
+    return f"; {len(lost)} of {len(wanted)} run(s) with history to push did not reach it"
+
+
+def skipped_reasons(report: PushReport) -> str:
+    """`` (skipped: status failed; no metrics)``: each distinct reason once, or ''."""
+    reasons = sorted(set(report.skipped.values()))
+    return f" (skipped: {'; '.join(reasons)})" if reasons else ""
 
 
 def started_note(state: DatasinkStatus) -> str:

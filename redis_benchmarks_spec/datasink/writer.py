@@ -128,7 +128,8 @@ def skip_reason(result: RunResult, options: PushOptions) -> str:
     if not keys.history_metrics(result):
         return "profiled run: its timings are kept out of regression history"
     if not keys.sides_of(result):
-        return "no branch, release version or commit to file the metrics under"
+        return ("no branch, release version or commit to file the metrics under (rbs run "
+                "--branch, --version-tag or --hash)")
     if options.timestamp == "commit" and result.context.git.commit_time_ms is None:
         return "timestamp=commit but the run has no commit time"
     return ""
@@ -163,7 +164,7 @@ def push_one(client: redis.Redis, result: RunResult, options: PushOptions,
     if existing:
         pipe.execute_command("TS.MADD", *[arg for s in existing
                                           for arg in (s.key, ts, result.metrics[s.metric])])
-    queue_indexes(pipe, result)
+    queue_indexes(pipe, result, options)
     if options.store_documents:
         queue_document(pipe, result)
     pipe.set(keys.LAST_PUSH_KEY, int(time.time() * 1000))
@@ -213,7 +214,7 @@ def readd(client: redis.Redis, result: RunResult, series: list[keys.SeriesId], t
     check_replies(result, commands, pipe.execute(raise_on_error=False))
 
 
-def queue_indexes(pipe: Any, result: RunResult) -> None:
+def queue_indexes(pipe: Any, result: RunResult, options: PushOptions) -> None:
     """Queue the index-set updates that let readers list tests, branches, versions..."""
     scope = keys.Scope.of(result)
     idx = keys.index_keys(scope)
@@ -227,6 +228,8 @@ def queue_indexes(pipe: Any, result: RunResult) -> None:
     side_sets = {"branch": idx.branches, "version": idx.versions, "hash": idx.hashes}
     for side in keys.sides_of(result):
         pipe.sadd(side_sets[side.kind], side.value)
+        if side.kind == "hash":  # gc expires a commit's series by its newest point
+            pipe.zadd(idx.hash_times, {side.value: timestamp_of(result, options)}, gt=True)
 
 
 def queue_document(pipe: Any, result: RunResult) -> None:

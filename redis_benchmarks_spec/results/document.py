@@ -4,7 +4,7 @@ datasink, compare and the agent. It is the one definition of that format."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,9 @@ class RunContext:
     session_kind: str = SESSION_RUN
     ab_side: str = ""  # "baseline" or "comparison" in an A/B or calibration session
     extra_server_args: list[str] = field(default_factory=list)  # beyond suite and topology
-    repetition: int | None = None  # round of `rbs run --repetitions N` (as its rep-NN folder)
+    # rep-NN of `rbs run --repetitions N` or of an A/B pair; None for a single run. Not a
+    # series label: repetitions of one build are points of one series (results/layout.py)
+    repetition: int | None = None
 
     @property
     def is_history(self) -> bool:
@@ -188,7 +190,9 @@ class RunResult:
         return self.status == STATUS_OK
 
     def to_dict(self) -> dict[str, Any]:
-        raw = asdict(self)
+        # asdict() deep-copies every leaf (the tool's data too, then thrown away): 70 % of
+        # a datasink push's client time (benchmarks/history_scale.py); leaves are immutable
+        raw = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "result"}
         raw["result"] = self.result.to_dict() if self.result else None
         # every stored form (result.json, the agent's ledger, the datasink) goes through
         # here: passwords in server or client arguments never leave the process
@@ -225,6 +229,17 @@ class RunResult:
             return cls.from_dict(json.loads(path.read_text()))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: not a valid result document: {exc}") from exc
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict`` without its deep copy of immutable leaves (new containers)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    return value
 
 
 RESULT_FILE = "result.json"  # the name the runner gives every result document

@@ -30,6 +30,7 @@ from redis_benchmarks_spec.results.document import (
     GitInfo,
     RunResult,
 )
+from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import FOREIGN
@@ -66,12 +67,12 @@ def order(repetition: int) -> tuple[str, str]:
 def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig:
     base = config.session
     tools = replace(base.tools, redis_server=side.redis_server)
-    results_dir = base.results_dir / side.name / f"rep-{repetition:02d}"
+    results_dir = run_folder(base.results_dir, RunPlace(side.name, repetition))
     # labelled in every result document: which side, with which extra server arguments
     kind = base.context.session_kind if not base.context.is_history else SESSION_AB
     if config.history and not side.server_args and not base.server_args:
         kind = SESSION_RUN
-    context = replace(base.context, session_kind=kind, ab_side=side.name,
+    context = replace(base.context, session_kind=kind, ab_side=side.name, repetition=repetition,
                       git=side.git or base.context.git,
                       extra_server_args=[*base.server_args, *side.server_args])
     return replace(base, tools=tools, results_dir=results_dir, context=context,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -111,7 +112,8 @@ def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
     for value in sweep.values:
         if stop is not None and stop.is_set():
             break
-        cfg = replace(config, results_dir=config.results_dir / f"{sweep.param}-{value}")
+        place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
+        cfg = replace(config, results_dir=run_folder(config.results_dir, place))
         batch = run_suites(cfg, [swept_suite(s, sweep.param, value) for s in suites],
                            on_result=None, stop=stop, on_start=on_start)
         _label(batch, cfg, sweep.param, value)

@@ -1,0 +1,157 @@
+"""A scaled-down year of the lab, as the agents would push it (for history_scale.py).
+
+Commits of ``unstable`` in time order, each run on every platform by every suite; every
+``release_every``-th commit is also a release version. ``agents`` processes push at once,
+each the runs of its platform and its share of the suites, through the agents' own push
+path (:func:`datasink.writer.push_results` with the series it created remembered), and
+each also re-pushes the previous commit of another agent's share, as an agent that
+recovers a dead holder's unconfirmed results does: the points must still come out exactly
+once.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import time
+from dataclasses import dataclass, replace
+
+import redis
+
+from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.loadgen.result import CommandResult, LatencySummary, ToolResult
+from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
+
+DAY_MS = 86_400_000
+YEAR_MS = 365 * DAY_MS
+BUILD_VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
+METRIC_NAMES = ("ALL_STATS.Totals.Ops/sec", "ALL_STATS.Totals.Latency",
+                "ALL_STATS.Totals.Percentile_Latencies.p50.00",
+                "ALL_STATS.Totals.Percentile_Latencies.p99.00",
+                "ALL_STATS.Totals.Percentile_Latencies.p99.90")
+
+
+@dataclass(frozen=True)
+class LabShape:
+    """One scale point: commits x platforms x suites x metrics, ending at ``end_ms``."""
+
+    commits: int
+    platforms: int = 4
+    suites: int = 40
+    metrics: int = 5
+    release_every: int = 50
+    # an ok memtier result.json is ~29 KB compact (its raw tool JSON ~20 KB of it), a
+    # redis-benchmark one ~10 KB: measured over the result.json files on this machine
+    doc_bytes: int = 29_000
+    end_ms: int = 0
+
+    @property
+    def spacing_ms(self) -> int:
+        """Commits spread over a year, as the lab's ~1,500 a year are."""
+        return YEAR_MS // self.commits
+
+    def commit_ms(self, commit: int) -> int:
+        """The newest commit ran at ``end_ms`` (now), the oldest a year before."""
+        return self.end_ms - (self.commits - 1 - commit) * self.spacing_ms - 60_000
+
+    def platform(self, index: int) -> str:
+        return f"lab-{index}"
+
+    def test(self, index: int) -> str:
+        return f"memtier_benchmark-scale-{index:04d}"
+
+    def sha(self, commit: int) -> str:
+        return f"{commit:08x}" + "c0ffee" * 5 + "ab"
+
+    def version(self, commit: int) -> str | None:
+        if commit % self.release_every:
+            return None
+        return f"8.{commit // 1000}.{commit % 1000}"
+
+    @property
+    def runs(self) -> int:
+        return self.commits * self.platforms * self.suites
+
+
+@functools.lru_cache(maxsize=4)
+def _padding(doc_bytes: int) -> dict[str, float]:
+    """INFO deltas that bring a document near ``doc_bytes`` (a real one carries ~60)."""
+    return {f"info_field_{i:03d}": 1000.0 + i for i in range(max(0, doc_bytes - 1500) // 30)}
+
+
+def make_run(shape: LabShape, commit: int, platform: int, suite: int) -> RunResult:
+    """One ok run of ``suite`` for ``commit`` on ``platform``."""
+    start = shape.commit_ms(commit) + platform * 1000 + suite * 10
+    git = GitInfo(branch="unstable", version=shape.version(commit), hash=shape.sha(commit),
+                  commit_time_ms=start)
+    context = RunContext(triggering_env="ci", platform=shape.platform(platform),
+                         build_variant=BUILD_VARIANT, git=git)
+    latency = LatencySummary(count=100_000, mean_ms=0.5, percentiles_ms={"p50.00": 0.4})
+    tool = ToolResult("memtier_benchmark", CommandResult(1e5, latency), histogram="HIST" * 120)
+    test = shape.test(suite)
+    return RunResult(
+        test_name=test, run_id=f"{test}:{platform}:{commit}", status="ok", start_ms=start,
+        end_ms=start + 60_000, context=context, result=tool, tested_groups=["string"],
+        tested_commands=["get"], info_delta=_padding(shape.doc_bytes),
+        metrics={m: 1000.0 + suite + commit + i for i, m in
+                 enumerate(METRIC_NAMES[:shape.metrics])})
+
+
+@dataclass(frozen=True)
+class AgentJob:
+    url: str
+    shape: LabShape
+    agent: int
+    agents: int
+
+    def share(self) -> list[tuple[int, int]]:
+        """(platform, suite) pairs this agent runs: its platform, its slice of the suites."""
+        if self.agents < self.shape.platforms:  # a host runs several platforms' queues
+            return [(p, s) for p in range(self.shape.platforms) if p % self.agents == self.agent
+                    for s in range(self.shape.suites)]
+        per_platform = self.agents // self.shape.platforms
+        platform = self.agent % self.shape.platforms
+        slot = self.agent // self.shape.platforms
+        return [(platform, s) for s in range(self.shape.suites) if s % per_platform == slot]
+
+
+@dataclass
+class AgentOutcome:
+    pushed: int = 0
+    repushed: int = 0
+    points: int = 0
+    failed: int = 0
+    elapsed_s: float = 0.0
+
+
+def run_agent(job: AgentJob) -> AgentOutcome:
+    """Push this agent's runs commit by commit; re-push a neighbour's previous commit."""
+    client = redis.Redis.from_url(job.url, socket_timeout=120)
+    neighbour = replace(job, agent=(job.agent + 1) % job.agents)
+    known: set[str] = set()
+    out = AgentOutcome()
+    started = time.perf_counter()
+    for commit in range(job.shape.commits):
+        runs = [make_run(job.shape, commit, p, s) for p, s in job.share()]
+        report = push_results(client, runs, known_series=known)
+        out.pushed += len(report.pushed)
+        out.points += report.datapoints
+        out.failed += len(report.failed)
+        if commit and job.agents > 1:
+            again = [make_run(job.shape, commit - 1, p, s) for p, s in neighbour.share()[:2]]
+            out.repushed += len(push_results(client, again, known_series=known).pushed)
+    out.elapsed_s = time.perf_counter() - started
+    client.close()
+    return out
+
+
+def fill(url: str, shape: LabShape, agents: int) -> tuple[list[AgentOutcome], float]:
+    """Every agent pushing at once (processes); the outcomes and the wall time."""
+    jobs = [AgentJob(url, shape, a, agents) for a in range(agents)]
+    started = time.perf_counter()
+    if agents == 1:
+        outcomes = [run_agent(jobs[0])]
+    else:
+        with multiprocessing.get_context("fork").Pool(agents) as pool:
+            outcomes = pool.map(run_agent, jobs)
+    return outcomes, time.perf_counter() - started

@@ -1,0 +1,80 @@
+"""What ``rbs history`` says when a query finds no series: what the datasink does hold for
+that test (branches, versions, platforms, swept values) and which flag to pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import redis
+
+from redis_benchmarks_spec.analysis.history import HistoryQuery
+from redis_benchmarks_spec.datasink import keys, reader
+
+
+@dataclass
+class Found:
+    """Label values of the series a test has for one metric, by side and platform."""
+
+    branches: set[str] = field(default_factory=set)
+    versions: set[str] = field(default_factory=set)
+    hashes: int = 0
+    platforms: set[str] = field(default_factory=set)
+    swept: dict[str, str] = field(default_factory=dict)  # swept test name -> value
+
+
+def found_for(client: redis.Redis, query: HistoryQuery) -> Found:
+    """What exists for ``query.test`` and ``query.metric`` (two TS.MGET)."""
+    found = Found()
+    test = keys.label_value(query.test)
+    metric = f"{keys.LABEL_METRIC}={keys.label_value(query.metric)}"
+    names = [keys.LABEL_BY, "branch", "version", keys.LABEL_PLATFORM]
+    for labels in reader.series_labels(client, [f"{keys.LABEL_TEST_NAME}={test}", metric],
+                                       names):
+        found.platforms.add(labels.get(keys.LABEL_PLATFORM, ""))
+        kind = labels.get(keys.LABEL_BY)
+        if kind == "branch":
+            found.branches.add(labels.get("branch", ""))
+        elif kind == "version":
+            found.versions.add(labels.get("version", ""))
+        elif kind == "hash":
+            found.hashes += 1
+    swept = reader.series_labels(
+        client, [f"{keys.LABEL_SWEEP_OF}={test}", metric, "branch=" +
+                 keys.label_value(query.branch)],
+        [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_VALUE])
+    found.swept = {s[keys.LABEL_TEST_NAME]: s.get(keys.LABEL_SWEEP_VALUE, "") for s in swept
+                   if keys.LABEL_TEST_NAME in s}
+    return found
+
+
+def swept_tests(found: Found) -> list[str]:
+    """The swept series' test names in increasing order of the swept value."""
+    def value(name: str) -> float:
+        try:
+            return float(found.swept[name])
+        except ValueError:
+            return float("inf")
+    return sorted(found.swept, key=value)
+
+
+def hint(found: Found, query: HistoryQuery) -> str:
+    """What to pass instead, in one clause."""
+    def listed(values: set[str]) -> str:
+        return ", ".join(sorted(values))
+
+    if found.swept:
+        return (f"it was swept: pass --test {swept_tests(found)[0]} (or "
+                f"{', '.join(swept_tests(found)[1:4])})")
+    if not (found.branches or found.versions or found.hashes):
+        return ("the datasink holds no series of this test and metric: `rbs datasink status` "
+                "lists what was pushed; a session kept on disk goes in with `rbs datasink push "
+                "DIR`")
+    if query.platform and query.platform not in found.platforms:
+        return f"it ran on platform {listed(found.platforms)}: pass --platform"
+    if query.branch in found.branches:
+        return "it has series on that branch, but none of that --topology / --build-variant"
+    if found.branches:
+        return f"branches that have it: {listed(found.branches)}: pass --branch"
+    filed = f"release version {listed(found.versions)}" if found.versions else "commit"
+    return (f"its runs carry no branch, so they are filed by {filed} only: run with "
+            f"`rbs run --branch NAME` (or --version-tag, --hash) to give them a history")

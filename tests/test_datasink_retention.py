@@ -1,0 +1,123 @@
+"""Many lab hosts, one datasink: 8 agents pushing at once (overlapping, as a recovering
+agent re-pushes) leave every point exactly once. And `rbs datasink gc`: old commits' by.hash
+series go, branch and version history stays whole, old documents are folded, a restart keeps
+what gc left; a pull request with a recent base still finds its base commit. Real
+redis-stack-server throughout."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.cli.main import main
+from redis_benchmarks_spec.datasink import keys, reader, retention
+from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.results.document import RunResult
+from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
+    METRICS,
+    client_fixture,
+    datasink_fixture,
+    make_result,
+    start_datasink,
+)
+
+DAY = 86_400_000
+AGENTS, COMMITS, TESTS = 8, 6, 5
+
+
+def _run(agent: int, commit: int, test: int) -> RunResult:
+    doc = make_result(commit, test_name=f"conc-{test}", hash=f"{commit + 1:040x}",
+                      platform=f"p{agent % 4}", version=None)
+    doc.run_id = f"conc-{test}:{agent % 4}:{commit}"  # the same run, whoever pushes it
+    doc.start_ms += agent % 4  # one platform's runs of a commit share nothing with another's
+    return doc
+
+
+def _agent(url: str, agent: int) -> int:
+    """Agents 0-3 push their platform's runs; 4-7 push the same runs again at once."""
+    client = redis.Redis.from_url(url, socket_timeout=60)
+    known: set[str] = set()
+    pushed = 0
+    for commit in range(COMMITS):
+        report = push_results(client, [_run(agent, commit, t) for t in range(TESTS)],
+                              known_series=known)
+        assert not report.failed, report.failed
+        pushed += len(report.pushed)
+    return pushed
+
+
+def _samples(client: redis.Redis, kind: str) -> list[int]:
+    reply = client.execute_command("TS.MRANGE", "-", "+", "FILTER", f"by={kind}")
+    return [len(samples) for _k, _l, samples in reader._entries(reply)]
+
+
+def test_eight_agents_at_once_push_every_point_exactly_once(
+        datasink: EmbeddedDatasink, client: redis.Redis) -> None:
+    with multiprocessing.get_context("fork").Pool(AGENTS) as pool:
+        pushed = pool.starmap(_agent, [(datasink.url, a) for a in range(AGENTS)])
+    assert sum(pushed) == AGENTS * COMMITS * TESTS
+    branch, hashes = _samples(client, "branch"), _samples(client, "hash")
+    assert len(branch) == 4 * TESTS * len(METRICS) and set(branch) == {COMMITS}
+    assert len(hashes) == 4 * TESTS * len(METRICS) * COMMITS and set(hashes) == {1}
+    assert reader.count_runs(client) == 4 * COMMITS * TESTS
+
+
+def _push_year(client: redis.Redis, now: int) -> list[RunResult]:
+    """Commits every 20 days over 200 days, on unstable; one release among them."""
+    docs = []
+    for i, age in enumerate(range(200, -1, -20)):
+        doc = make_result(i, hash=f"{i + 1:040x}", version="7.2.4" if i == 3 else None)
+        doc.start_ms = now - age * DAY
+        docs.append(doc)
+    assert len(push_results(client, docs).pushed) == len(docs)
+    return docs
+
+
+def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: Path) -> None:
+    sink = start_datasink(tmp_path / "sink")
+    try:
+        client = sink.client()
+        now = int(time.time() * 1000)
+        docs = _push_year(client, now)
+        client.delete(keys.index_keys(keys.Scope()).hash_times)  # as pushed before the index
+        old = [d for d in docs if d.start_ms < now - 90 * DAY]
+        unfolded = [d for d in docs if d.start_ms >= now - 30 * DAY]
+        dry = retention.gc(client, now, dry_run=True)
+        assert dry.commits_indexed == len(docs) and dry.commits_expired == len(old)
+        assert main(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
+        assert len(_samples(client, "hash")) == len(docs) * len(METRICS)  # nothing deleted
+        report = retention.gc(client, now)
+        assert report.commits_expired == len(old)
+        assert report.documents_folded == len(docs) - len(unfolded)
+        sink.down()
+        sink = EmbeddedDatasink(tmp_path / "sink")
+        sink.up(timeout=120)
+        client = sink.client()
+        # kept: every branch and version point, the recent commits' series and documents
+        assert _samples(client, "branch") == [len(docs)] * len(METRICS)
+        assert _samples(client, "version") == [1] * len(METRICS)
+        assert len(_samples(client, "hash")) == (len(docs) - len(old)) * len(METRICS)
+        folded = reader.result_document(client, old[0].run_id)
+        assert folded.result is None and folded.context.git.hash == old[0].context.git.hash
+        assert folded.metrics == old[0].metrics and retention.FOLDED_NOTE in folded.notes
+        assert all(reader.result_document(client, d.run_id).result is not None
+                   for d in unfolded)
+        assert reader.result_document(client, docs[-3].run_id).result is None  # 40 days
+        # a second pass has nothing left to do
+        again = retention.gc(client, now)
+        assert (again.commits_expired, again.documents_folded) == (0, 0)
+    finally:
+        sink.down()
+
+
+@pytest.mark.parametrize("days", ["0", "9999"])
+def test_gc_window_out_of_range_is_one_line(days: str, datasink: EmbeddedDatasink,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["datasink", "gc", "--window-days", days, "--datasink", datasink.url]) == 2
+    err = capsys.readouterr().err
+    assert f"--window-days {days}" in err and len(err.strip().splitlines()) == 1
