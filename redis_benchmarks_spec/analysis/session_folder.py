@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +19,10 @@ from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.layout import repetition_of, session_documents
 
 PRIORS_FILE = "noise-priors.json"
-_REP = re.compile(r"^rep-(\d+)$")
 
 
 class SessionFolderError(ValueError):
@@ -45,20 +44,12 @@ class RunsOnDisk:
         return [r.result for r in self.runs if r.side == name]
 
 
-def repetition(path: Path, root: Path) -> int | None:
-    """The ``rep-NN`` folder a document sits in below ``root``, if any."""
-    for part in path.relative_to(root).parts:
-        if m := _REP.match(part):
-            return int(m[1])
-    return None
-
-
 def _read_side(directory: Path, side: str, keep: NameFilter | None,
                problems: list[str]) -> list[ABRun]:
     if not directory.is_dir():
         raise SessionFolderError(f"{directory}: not a directory")
     out = []
-    for path in find_result_files(directory):
+    for path in session_documents(directory):
         try:
             doc = RunResult.read(path)
         except (ValueError, OSError) as exc:
@@ -69,7 +60,10 @@ def _read_side(directory: Path, side: str, keep: NameFilter | None,
             continue
         if not doc.ok:
             problems.append(f"{path}: status {doc.status!r}, ignored")
-        out.append(ABRun(side, repetition(path, directory), doc))
+        # the document says which pair it belongs to; older ones only by their folder
+        rep = doc.context.repetition if doc.context.repetition is not None \
+            else repetition_of(path, directory)
+        out.append(ABRun(side, rep, doc))
     return out
 
 
