@@ -53,7 +53,9 @@ def test_one_bad_file_never_takes_down_the_catalogue(tmp_path: Path) -> None:
     assert "UTF-16" in reported["utf16.yml"]
     assert "binary" in reported["binary.yml"]
     assert "not UTF-8" in reported["latin1.yml"]
-    assert "deeper than" in reported["deep.yml"]
+    # our depth check, or PyYAML's own nesting limit (6.0.2+) when its parser meets it first
+    assert "deeper than" in reported["deep.yml"] or \
+        "maximum nesting depth" in reported["deep.yml"], reported["deep.yml"]
     assert "alias bomb" in reported["bomb.yml"]
     assert "bytes" in reported["huge.yml"]
     assert "not a name" in reported["escape.yml"] and "not a name" in reported["absolute.yml"]
