@@ -2,7 +2,8 @@
 # memtier_benchmark, the performance team's main load generator, is in no package registry this
 # machine reaches: build it once from the vendored source tarball into .cache/tools/bin, where
 # `rbs` finds it without PATH changes. Idempotent: nothing to do when it is on PATH or built.
-# The vendor folder is ../shared/vendor beside the repository, or $RBS_VENDOR_DIR.
+# The vendor folder is $RBS_VENDOR_DIR, ../shared/vendor beside the repository, or beside the
+# local checkout this one was cloned from.
 # Without either, print how to install it and carry on (memtier suites are then skipped).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -14,8 +15,23 @@ BIN="$DEST/memtier_benchmark"
 if command -v memtier_benchmark >/dev/null 2>&1 || [ -x "$BIN" ]; then
   exit 0
 fi
-VENDOR="${RBS_VENDOR_DIR:-$ROOT/../shared/vendor}"
-TARBALL="$VENDOR/memtier_benchmark-$VERSION.tar.gz"
+# where the vendor folder may be: $RBS_VENDOR_DIR, beside this checkout, or beside the local
+# checkout this one was cloned from (a CI clone in another folder of the same machine)
+CANDIDATES=()
+[ -n "${RBS_VENDOR_DIR:-}" ] && CANDIDATES+=("$RBS_VENDOR_DIR")
+CANDIDATES+=("$ROOT/../shared/vendor")
+ORIGIN="$(git -C "$ROOT" remote get-url origin 2>/dev/null || true)"
+ORIGIN="${ORIGIN#file://}"
+if [ -n "$ORIGIN" ] && [ -d "$ORIGIN" ]; then
+  CANDIDATES+=("$ORIGIN/../shared/vendor")
+fi
+TARBALL="${CANDIDATES[0]}/memtier_benchmark-$VERSION.tar.gz"
+for dir in "${CANDIDATES[@]}"; do
+  if [ -f "$dir/memtier_benchmark-$VERSION.tar.gz" ]; then
+    TARBALL="$dir/memtier_benchmark-$VERSION.tar.gz"
+    break
+  fi
+done
 if [ ! -f "$TARBALL" ]; then
   echo "setup: memtier_benchmark not found and no $TARBALL: install it from Redis's APT" \
        "repository (packages.redis.io, package memtier-benchmark), Homebrew" \
