@@ -21,7 +21,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLE = ROOT.parent / "shared" / "vendor" / "redis-unstable-2021.git.tar.gz"
+BUNDLE_NAME = "redis-unstable-2021.git.tar.gz"
+
+
+def vendor_candidates() -> list[Path]:
+    """Where the vendor folder may be: ``$RBS_VENDOR_DIR``, beside this checkout, or beside
+    the local checkout this one was cloned from (a CI clone elsewhere on the machine)."""
+    out = [Path(os.environ["RBS_VENDOR_DIR"])] if os.environ.get("RBS_VENDOR_DIR") else []
+    out.append(ROOT.parent / "shared" / "vendor")
+    try:
+        origin = subprocess.run(["git", "-C", str(ROOT), "remote", "get-url", "origin"],
+                                capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return out
+    url = origin.stdout.strip().removeprefix("file://")
+    if origin.returncode == 0 and url and Path(url).is_dir():
+        out.append(Path(url).resolve().parent / "shared" / "vendor")
+    return out
+
+
+def _bundle() -> Path:
+    found = [d / BUNDLE_NAME for d in vendor_candidates() if (d / BUNDLE_NAME).is_file()]
+    return found[0] if found else vendor_candidates()[0] / BUNDLE_NAME
+
+
+BUNDLE = _bundle()
 CACHE = ROOT / ".cache" / "redis-history"
 BARE_NAME = "redis-unstable-2021.git"
 BUILD_TIMEOUT_S = 1200

@@ -103,7 +103,8 @@ def test_until_decided_time_budget(tmp_path: Path) -> None:
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
     row = _json_report(out.stdout)["rows"][0]
     if row["verdict"] == "UNKNOWN":  # an A/A is very rarely NO CHANGE in 5 pairs
-        assert progress["tests"]["ab-get"] == {"pairs": 5, "looks": [5], "stopped": "time budget spent"}
+        assert progress["tests"]["ab-get"] == {"pairs": 5, "looks": [5], "disturbed": 0,
+                                               "stopped": "time budget spent"}
 
 
 TWO_TOPOLOGIES = SUITE.format(name="ab-two", command="get") + \

@@ -5,7 +5,9 @@ busy loop pinned to the client's CPU (started here, stopped by its pid)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -130,7 +132,11 @@ def test_foreign_load_is_measured_the_same_way_over_any_window_length() -> None:
     """A window shorter than one sampling interval is measured over its partial interval:
     a busy loop on the watched CPU flags a 0.15 s window as it flags a 1.5 s one."""
     taskset = shutil.which("taskset") or "taskset"
-    loop = subprocess.Popen([taskset, "-c", "0", sys.executable, "-c", "while True: pass"])
+    # not a child of this process: the sampler counts this process's descendants as its own
+    script = f"{taskset} -c 0 {sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"
+    started = subprocess.run(["sh", "-c", script],
+                             capture_output=True, text=True, timeout=30, check=True)
+    loop_pid = int(started.stdout.strip())
     try:
         got = []
         for length in (0.15, 1.5):
@@ -141,8 +147,7 @@ def test_foreign_load_is_measured_the_same_way_over_any_window_length() -> None:
             sampler.stop()
             got.append(sampler.usage(FOREIGN, 1))
     finally:
-        loop.kill()
-        loop.wait(timeout=10)
+        os.kill(loop_pid, signal.SIGKILL)
     for usage in got:
         assert usage.samples >= 1 and usage.mean_pct >= 20.0, got
         assert is_disturbed(usage, SaturationThresholds()), got

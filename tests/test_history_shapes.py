@@ -46,7 +46,7 @@ SHAPES = {
     "sweep": ["--sweep", "clients=1,8"],
     "profiled": ["--profilers", "instructions", "--instructions-method", "callgrind",
                  "--profile-requests", "2000"],
-    "topologies": [],
+    "topologies": ["--all-topologies"],  # rbs run runs a suite's first one by default
 }
 
 

@@ -87,9 +87,15 @@ def test_every_surface_gives_the_runs_verdicts(session: tuple[Path, dict[str, An
 
     markdown = _rbs("compare", "--baseline-dir", str(root / "baseline"),
                     "--comparison-dir", str(root / "comparison"), "--format", "markdown")
+    lines = markdown.stdout.splitlines()
     for test, row in expected.items():
-        line = next(x for x in markdown.stdout.splitlines() if f"`{test}`" in x)
-        assert row[0] in line and f"{row[4]} / {row[5]}" in line, line
+        at = next(i for i, x in enumerate(lines) if f"`{test}`" in x and "|" in x)
+        # the row sits in its verdict's section ("### ... Unknown (1)", "No change" folded)
+        section = next(x for x in reversed(lines[:at])
+                       if x.startswith(("###", "<details>")))
+        title = {"NO CHANGE": "No change", "REGRESSION": "Regressions",
+                 "IMPROVEMENT": "Improvements", "UNKNOWN": "Unknown", "BUSY": "Busy"}
+        assert title[row[0]] in section and f"{row[4]} / {row[5]}" in lines[at], lines[at]
 
     page = from_ab_session(root, CompareOptions(metric=METRIC))
     assert page.report is not None

@@ -39,7 +39,7 @@ def _suites(folder: Path, name: str, args: str) -> Path:
 
 def test_perf_record_with_callgrind_instructions_is_refused(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    suites = _suites(tmp_path / "suites", "pr-refused", "-t set -n 1000")
+    suites = _suites(tmp_path / "suites", "pr-refused", "-t set,get -n 1000")
     out = tmp_path / "out"
     code = main(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir", str(out),
                  "--profilers", "perf-record,instructions", "--instructions-method",

@@ -123,7 +123,8 @@ class SequentialRecord:
             looks = {str(t): [int(n) for n in v["looks"]] for t, v in doc["tests"].items()}
             stopped = {str(t): str(v["stopped"]) for t, v in doc["tests"].items()}
             pairs = {str(t): int(v["pairs"]) for t, v in doc["tests"].items()}
-            disturbed = {str(t): int(v.get("disturbed", 0)) for t, v in doc["tests"].items()}
+            disturbed = {str(t): int(v["disturbed"]) for t, v in doc["tests"].items()
+                         if v.get("disturbed")}
             return cls(plan, str(doc["metric"]), looks, stopped, pairs,
                        str(doc.get("metric_why", "")), disturbed)
         except (KeyError, TypeError, AttributeError, ValueError) as exc:

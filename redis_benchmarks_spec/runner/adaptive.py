@@ -153,7 +153,7 @@ def session_record(plan: AdaptivePlan, outcome: AdaptiveOutcome, metric: str,
     return SequentialRecord(plan.design, metric, {p.test: p.looks for p in done},
                             {p.test: p.stop_reason for p in done},
                             {p.test: len(p.pairs) for p in done}, why,
-                            {p.test: p.disturbed for p in done})
+                            {p.test: p.disturbed for p in done if p.disturbed})
 
 
 class ABPairSource:
