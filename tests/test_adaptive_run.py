@@ -76,11 +76,14 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
     # CI run had 5 of 14 of them 40 % slower and decided GET a REGRESSION after 14 pairs.
     # What must hold is that SET, the side B really slowed, is decided first.
     assert progress["tests"]["ab-get"]["pairs"] >= progress["tests"]["ab-set"]["pairs"]
-    assert progress["tests"]["ab-get"]["looks"][0] == 6
+    # the first look is at the first round's 6 pairs, less any that other processes disturbed
+    for test in ("ab-get", "ab-set"):
+        first, lost = progress["tests"][test]["looks"][0], progress["tests"][test]["disturbed"]
+        assert 6 - lost <= first <= 6, progress["tests"][test]
     # auto: side B waits on fsync, so its client is not the bottleneck and Ops/sec decides
     assert progress["metric"] == "ALL_STATS.Totals.Ops/sec", progress.get("metric_why")
     assert progress["metric_why"].startswith("auto: the client was the bottleneck in ")
-    assert "pairs (looks at 6" in rows["ab-set"]["reason"]
+    assert f"pairs (looks at {progress['tests']['ab-set']['looks'][0]}" in rows["ab-set"]["reason"]
     # the page is the run's sequential table, not a fixed-sample comparison of the pairs
     page = html.unescape((tmp_path / "ab.html").read_text())
     assert rows["ab-set"]["reason"] in page and rows["ab-get"]["reason"] in page

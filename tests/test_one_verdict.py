@@ -54,6 +54,21 @@ def _rows(report: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
                         r["n_disturbed"]) for r in report["rows"]}
 
 
+SECTION = {"NO CHANGE": "No change", "REGRESSION": "Regressions", "IMPROVEMENT": "Improvements",
+           "UNKNOWN": "Unknown", "BUSY": "Busy"}
+
+
+def _markdown_agrees(text: str, expected: dict[str, tuple[Any, ...]]) -> None:
+    """Each test's row sits in its verdict's section ("### ... Unknown (1)"; "No change" is
+    folded in a <details>) with the expected pair counts."""
+    lines = text.splitlines()
+    for test, row in expected.items():
+        at = next(i for i, x in enumerate(lines)
+                  if x.startswith(f"| `{test}`") and f"{row[4]} / {row[5]}" in x)
+        section = next(x for x in reversed(lines[:at]) if x.startswith(("###", "<details>")))
+        assert SECTION[row[0]] in section, (section, lines[at])
+
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("one-verdict")
@@ -87,15 +102,7 @@ def test_every_surface_gives_the_runs_verdicts(session: tuple[Path, dict[str, An
 
     markdown = _rbs("compare", "--baseline-dir", str(root / "baseline"),
                     "--comparison-dir", str(root / "comparison"), "--format", "markdown")
-    lines = markdown.stdout.splitlines()
-    for test, row in expected.items():
-        at = next(i for i, x in enumerate(lines) if f"`{test}`" in x and "|" in x)
-        # the row sits in its verdict's section ("### ... Unknown (1)", "No change" folded)
-        section = next(x for x in reversed(lines[:at])
-                       if x.startswith(("###", "<details>")))
-        title = {"NO CHANGE": "No change", "REGRESSION": "Regressions",
-                 "IMPROVEMENT": "Improvements", "UNKNOWN": "Unknown", "BUSY": "Busy"}
-        assert title[row[0]] in section and f"{row[4]} / {row[5]}" in lines[at], lines[at]
+    _markdown_agrees(markdown.stdout, expected)
 
     page = from_ab_session(root, CompareOptions(metric=METRIC))
     assert page.report is not None
@@ -116,9 +123,7 @@ def test_every_surface_gives_the_runs_verdicts(session: tuple[Path, dict[str, An
                   base_ref="unstable")
     body = results_body(info, [Section("local", "local", "completed",
                                        report=agent_report.to_dict())], [])
-    for test, row in expected.items():
-        line = next(x for x in body.splitlines() if f"`{test}`" in x and "|" in x)
-        assert row[0] in line, line
+    _markdown_agrees(body, expected)
 
     # bisect judges a test from its pairs with the same function
     sets = pair_runs(found.runs, METRIC)

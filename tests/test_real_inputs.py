@@ -223,7 +223,7 @@ def test_a_server_refusing_the_runner_fails_at_once_saying_so(tmp_path: Path) ->
     started = time.monotonic()
     with pytest.raises(ServerStartError, match="refused the runner's connection") as caught:
         launcher.start(spec)
-    assert time.monotonic() - started < 5  # not the 15 s PING timeout
+    assert time.monotonic() - started < 10  # not the 15 s PING timeout (5.04 s once in CI)
     assert "did not answer PING" not in str(caught.value)
     assert "it was given no credentials" in str(caught.value)
 

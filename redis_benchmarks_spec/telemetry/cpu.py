@@ -139,13 +139,15 @@ class CpuSampler:
         busy_t = time.monotonic()
         while True:
             stopping = self._stop.wait(self.interval)
-            if not stopping:
-                for side, pids in list(self._pids.items()):
-                    now, used = time.monotonic(), sum(_tree_times(p) for p in pids)
-                    t0, u0 = last[side]
-                    if now > t0 and used >= u0:
-                        self._samples[side].append(100.0 * (used - u0) / (now - t0))
-                    last[side] = (now, used)
+            # at the stop too: a window shorter than one interval still gets its one sample
+            # (unless its last interval is a sliver next to full ones)
+            for side, pids in list(self._pids.items()):
+                now, used = time.monotonic(), sum(_tree_times(p) for p in pids)
+                t0, u0 = last[side]
+                sliver = stopping and self._samples[side] and now - t0 < self.interval / 2
+                if now > t0 and used >= u0 and not sliver:
+                    self._samples[side].append(100.0 * (used - u0) / (now - t0))
+                last[side] = (now, used)
             if self._cpus:
                 # the last, partial interval counts too: the foreign load covers the whole
                 # window whatever its length, the same rule for both sides of a pair
