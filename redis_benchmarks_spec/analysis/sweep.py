@@ -18,17 +18,25 @@ from typing import Any
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
 
-SWEEP_PERCENTILES = ("p50.00", "p99.00", "p99.90")
+#: the percentiles a sweep draws and prints (redis-benchmark reports p50/p95/p99 only)
+SWEEP_PERCENTILES = ("p50.00", "p90.00", "p99.00", "p99.90", "p99.99")
 DEFAULT_GROWTH_PCT = 5.0
 
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One swept value: throughput and latency percentiles (ms) of its run."""
+    """One swept value: throughput and latency percentiles (ms) of its run; for a
+    clients/connections point also what it ran (``concurrency`` of the result)."""
 
-    value: float
+    value: float  # the swept number (a governor's position in the sweep)
     ops_per_sec: float
     latency_ms: dict[str, float]
+    label: str = ""  # the value as given (a governor's name)
+    connections: int | None = None
+    requests_per_connection: float | None = None
+    duration_s: float | None = None
+    wall_s: float | None = None
+    meets_minimum: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -51,16 +59,24 @@ class SweepCurve:
         return asdict(self)
 
 
+def _point(r: RunResult, position: int) -> CurvePoint:
+    assert r.result is not None
+    raw = r.sweep["value"]
+    latency = r.result.totals.latency.percentiles_ms
+    conc = r.concurrency
+    return CurvePoint(float(raw) if raw.isdigit() else float(position),
+                      r.result.totals.ops_per_sec,
+                      {p: latency[p] for p in SWEEP_PERCENTILES if p in latency}, raw,
+                      conc.get("connections"), conc.get("requests_per_connection"),
+                      conc.get("duration_s"), conc.get("wall_s"), conc.get("meets_minimum"))
+
+
 def curve_points(results: Sequence[RunResult]) -> list[CurvePoint]:
-    """The points of one test's swept runs (ok runs with a tool result), by swept value."""
-    out = []
-    for r in results:
-        if not r.ok or r.result is None or "value" not in r.sweep:
-            continue
-        latency = r.result.totals.latency.percentiles_ms
-        out.append(CurvePoint(float(r.sweep["value"]), r.result.totals.ops_per_sec,
-                              {p: latency[p] for p in SWEEP_PERCENTILES if p in latency}))
-    return sorted(out, key=lambda p: p.value)
+    """The points of one test's swept runs (ok runs with a tool result), by swept value
+    (values that are names, such as governors, in the order they ran)."""
+    ran = sorted((r for r in results if r.ok and r.result is not None and "value" in r.sweep),
+                 key=lambda r: r.start_ms)
+    return sorted((_point(r, i) for i, r in enumerate(ran)), key=lambda p: p.value)
 
 
 def _p99(point: CurvePoint) -> float | None:

@@ -34,7 +34,12 @@ from redis_benchmarks_spec.cli.run_checks import (
     check_topology,
     parse_cpus,
 )
-from redis_benchmarks_spec.cli.sweep import add_sweep_args, check_sweep, report_sweep
+from redis_benchmarks_spec.cli.sweep import (
+    add_sweep_args,
+    check_sweep,
+    check_sweep_points,
+    report_sweep,
+)
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
@@ -323,6 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_plan(out, config, suites)
         return 0
     check_runnable(config, suites)
+    check_sweep_points(config, suites, sweep)
     check_datasink(args)
     config.results_dir = session_dir(args.results_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -15,16 +15,41 @@ from redis_benchmarks_spec.cli.console import print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.runner.concurrency import PointRule
 from redis_benchmarks_spec.runner.session import SessionConfig
-from redis_benchmarks_spec.runner.sweep import FLAGS, Sweep, SweepError, parse_sweep
+from redis_benchmarks_spec.runner.sweep import PARAMS, Sweep, SweepError, parse_sweep, plan_points
+from redis_benchmarks_spec.suites.suite import Suite
+
+RULE = PointRule()
 
 
 def add_sweep_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sweep")
     g.add_argument("--sweep", default=None, metavar="PARAM=V1,V2,...",
-                   help=f"run the selection once per value of one client parameter "
-                        f"({', '.join(FLAGS)}), e.g. clients=1,8,64,512,4096; prints "
+                   help=f"run the selection once per value of one parameter "
+                        f"({', '.join(PARAMS)}), e.g. connections=1,64,1000,10000; prints "
                         f"throughput and latency per value and names the knee")
+    g.add_argument("--min-requests-per-connection", type=int, metavar="M",
+                   default=RULE.min_requests_per_connection,
+                   help="clients/connections sweeps: each point runs until every connection "
+                        "sent M requests on average (default %(default)s)")
+    g.add_argument("--warmup-seconds", type=int, default=RULE.warmup_s, metavar="S",
+                   help="clients/connections sweeps: a warm-up of S seconds at the point's "
+                        "connection count before it is measured (default %(default)s)")
+    g.add_argument("--max-point-seconds", type=int, default=RULE.max_point_s, metavar="S",
+                   help="the longest a measured point may run to meet the minimum "
+                        "(default %(default)s)")
+
+
+def _rule(args: argparse.Namespace) -> PointRule:
+    for flag, value, low in (("--min-requests-per-connection",
+                               args.min_requests_per_connection, 1),
+                             ("--warmup-seconds", args.warmup_seconds, 1),
+                             ("--max-point-seconds", args.max_point_seconds, 1)):
+        if value < low or value > 86_400 * 100:
+            raise UsageError(f"{flag} {value}", f"must be at least {low}")
+    return PointRule(args.min_requests_per_connection, args.warmup_seconds,
+                     args.max_point_seconds)
 
 
 def check_sweep(args: argparse.Namespace) -> Sweep | None:
@@ -36,29 +61,71 @@ def check_sweep(args: argparse.Namespace) -> Sweep | None:
     if args.repetitions is not None:
         raise UsageError("--sweep", "runs each value once; drop --repetitions")
     try:
-        return parse_sweep(args.sweep)
+        return parse_sweep(args.sweep, _rule(args))
     except SweepError as exc:
         raise UsageError(f"--sweep {args.sweep}", str(exc)) from None
+
+
+def check_sweep_points(config: SessionConfig, suites: list[Suite], sweep: Sweep | None) -> None:
+    """Every point can run here (connections the tool and host can open, limits that can be
+    raised far enough), before the first one starts."""
+    if sweep is None:
+        return
+    try:
+        plan_points(config, suites, sweep)
+    except SweepError as exc:
+        raise UsageError(f"--sweep {sweep.param}", str(exc)) from None
 
 
 def _ms(value: float | None) -> str:
     return "–" if value is None else plain(value)
 
 
+def _opt(value: float | None, suffix: str = "") -> str:
+    return "–" if value is None else f"{plain(value)}{suffix}"
+
+
 def curve_table(curve: SweepCurve) -> Table:
     # the knee's sentence is printed once, below the table (report_sweep)
     table = Table(title=f"{escape(curve.test)}: {curve.param} sweep")
-    for col in (curve.param, "ops/sec", *(f"{p} ms" for p in SWEEP_PERCENTILES), ""):
+    timed = any(p.connections is not None for p in curve.points)
+    extra = ("conns", "req/conn", "run s", "wall s") if timed else ()
+    for col in (curve.param, *extra, "ops/sec", *(f"{p} ms" for p in SWEEP_PERCENTILES), ""):
         table.add_column(col, justify="right")
     for i, point in enumerate(curve.points):
         mark = "<- knee" if curve.knee.index == i else ""
-        table.add_row(plain(point.value), f"{point.ops_per_sec:,.0f}",
+        if point.meets_minimum is False:
+            mark = (mark + " below minimum").strip()
+        cells = (_opt(point.connections), _opt(point.requests_per_connection),
+                 _opt(point.duration_s), _opt(point.wall_s)) if timed else ()
+        table.add_row(point.label or plain(point.value), *cells, f"{point.ops_per_sec:,.0f}",
                       *(_ms(point.latency_ms.get(p)) for p in SWEEP_PERCENTILES), mark)
     return table
 
 
+def limits_lines(results: list[RunResult]) -> list[str]:
+    """One line per point of a clients/connections sweep: what was raised for it."""
+    lines, seen = [], set()
+    for r in results:
+        conc = r.concurrency
+        if not conc or r.sweep.get("value") in seen:
+            continue
+        seen.add(r.sweep.get("value"))
+        lim = conc["limits"]
+        took = lim.get("server_took") or {}
+        lines.append(
+            f"{r.sweep['param']}={r.sweep['value']}: server maxclients {lim['maxclients']:,} "
+            f"(it took {_opt(took.get('maxclients'))}), server open files "
+            f"{lim['server_nofile']['how']} (/proc: {_opt(took.get('nofile'))}), client "
+            f"open files {lim['client_nofile']['how']}; rule: >= "
+            f"{conc['rule']['min_requests_per_connection']:,} requests per connection after "
+            f"a {conc['rule']['warmup_s']} s warm-up")
+    return lines
+
+
 def report_sweep(console: Console, config: SessionConfig, results: list[RunResult]) -> None:
-    """A table per swept test with its knee; ``sweep.json`` in the session folder."""
+    """A table per swept test with its knee, the limits raised; ``sweep.json`` in the
+    session folder."""
     curves = sweep_curves(results)
     for curve in curves:
         print_table(console, curve_table(curve))
@@ -66,5 +133,11 @@ def report_sweep(console: Console, config: SessionConfig, results: list[RunResul
             else "none"
         console.print(f"knee of {escape(curve.test)}: {knee} ({escape(curve.knee.reason)})",
                       highlight=False, soft_wrap=True)
+    for line in limits_lines(results):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    applied = sorted({f"{r.sweep['param']}={r.sweep['value']}: {r.sweep['applied']}"
+                      for r in results if r.sweep.get("applied")})
+    for line in applied:
+        console.print(escape(line), highlight=False, soft_wrap=True)
     (config.results_dir / "sweep.json").write_text(
         json.dumps([c.to_dict() for c in curves], indent=2))

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.limits import nofile_prefix
+
 log = logging.getLogger(__name__)
 
 
@@ -70,12 +72,16 @@ class ProcessRegistry:
         self._procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def spawn(self, argv: Sequence[str], log_path: Path, cpus: Sequence[int] | None = None,
-              cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+              cwd: Path | None = None, env: dict[str, str] | None = None,
+              nofile: int | None = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` (never through a shell), output to ``log_path``, pinned to ``cpus``.
 
         The child gets ``env`` if given, else :func:`minimal_env` (never our environment),
-        and dies with us (see :func:`dies_with_parent`).
+        and dies with us (see :func:`dies_with_parent`); with ``nofile`` it starts with that
+        open-file limit (see :mod:`common.limits`), the same pid all along.
         """
+        if nofile is not None:
+            argv = [*nofile_prefix(nofile), *argv]
         log_file = log_path.open("ab")
         try:
             proc = subprocess.Popen(

@@ -39,7 +39,7 @@ BATCH = 500
 FOLDED_KEEP = ("test_name", "run_id", "status", "context", "suite_file", "tested_groups",
                "tested_commands", "reason", "tool", "tool_version", "redis_version",
                "redis_git_sha", "start_ms", "end_ms", "metrics", "flags", "notes", "sweep",
-               "schema_version")
+               "concurrency", "schema_version")
 FOLDED_NOTE = "folded by rbs datasink gc: tool output, histogram and telemetry dropped"
 
 

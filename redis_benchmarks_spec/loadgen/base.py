@@ -28,6 +28,7 @@ class Invocation:
     stdout_path: Path
     result_path: Path | None  # a JSON file the tool writes itself (memtier), else None
     expected_duration_s: float
+    nofile: int | None = None  # open-file limit the process starts with (None: inherited)
 
 
 class ClientDriver(Protocol):

@@ -181,6 +181,9 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # why a flag was raised, one line each
     # {"param": "clients", "value": "64"} for a run of `rbs run --sweep` (runner/sweep.py)
     sweep: dict[str, str] = field(default_factory=dict)
+    # a point of a clients/connections sweep: connections, requests per connection, the
+    # minimum rule and whether it was met, the limits raised (runner/concurrency.py)
+    concurrency: dict[str, Any] = field(default_factory=dict)
     profiles: dict[str, ProfileSummary] = field(default_factory=dict)  # see results/profile.py
     telemetry: RunTelemetry | None = None  # per-thread CPU, RSS, host context
     schema_version: int = SCHEMA_VERSION

@@ -148,7 +148,8 @@ class DockerLauncher:
         spec.workdir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         name = f"rbs-{uuid.uuid4().hex[:12]}"
-        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1",
+        ulimit = ["--ulimit", f"nofile={spec.nofile}:{spec.nofile}"] if spec.nofile else []
+        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1", *ulimit,
                      "--label", f"{OWNER_LABEL}={owner_id()}", "--network", "host",
                      "--cpuset-cpus", ",".join(map(str, spec.cpus)),
                      "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",

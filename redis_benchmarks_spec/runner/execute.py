@@ -294,7 +294,8 @@ class SuiteRun:
             if inv is None:
                 rates.append(None)
                 continue
-            proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+            proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client,
+                                      nofile=inv.nofile)
             try:
                 code = _wait(proc, inv, env)
             finally:
@@ -320,8 +321,8 @@ class SuiteRun:
         sampler.watch("server", self.deployment.pids)
         self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
-        procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
-                 for inv in invocations]
+        procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client,
+                                   nofile=inv.nofile) for inv in invocations]
         sampler.watch("client", [p.pid for p in procs])
         sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()

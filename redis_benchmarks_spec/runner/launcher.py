@@ -33,6 +33,7 @@ class ServerSpec:
     start_timeout: float = 15.0
     wrapper: list[str] = field(default_factory=list)  # argv prefix (a profiler, e.g. callgrind)
     auth: Credentials | None = None  # what the suite's configuration makes the server require
+    nofile: int | None = None  # open-file limit to start with (None: inherited)
 
 
 @dataclass
@@ -103,7 +104,8 @@ class ProcessLauncher:
                 str(spec.workdir), "--daemonize", "no", "--logfile", "",
                 # keep a test server from dumping a stale RDB into the test directory
                 "--save", "", *spec.args]
-        proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir)
+        proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir,
+                                   nofile=spec.nofile)
         handle = ServerHandle("127.0.0.1", port, [proc.pid], log_path, [proc], auth=spec.auth)
         up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)
         if handle.refused and proc.poll() is None:

@@ -22,6 +22,7 @@ from redis_benchmarks_spec.results.document import (
     RunContext,
     RunResult,
 )
+from redis_benchmarks_spec.runner.concurrency import PointSetup
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
@@ -56,6 +57,8 @@ class SessionConfig:
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    # a point of a concurrency sweep: limits raised, warm-up and minimum length (sweep.py)
+    point: PointSetup | None = None
 
 
 @dataclass
@@ -164,6 +167,8 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         raise FileNotFoundError("redis-server not found: give --redis-server or put it on PATH")
     context = replace(config.context, deployment_type=config.launcher)
     drivers, launcher = _drivers(tools), make_launcher(config, registry)
+    if config.point is not None:
+        launcher, drivers = config.point.wrap(launcher, drivers)
     if config.on_phase is not None:
         launcher = PhaseLauncher(launcher, config.on_phase)
         drivers = {t: PhaseDriver(d, config.on_phase) for t, d in drivers.items()}

@@ -1,24 +1,41 @@
-"""``rbs run --sweep clients=1,8,64``: the selected suites once per value of one client
-parameter, each result labelled with the swept value (``RunResult.sweep``).
+"""``rbs run --sweep clients=1,8,64``: the selected suites once per value of one parameter,
+each result labelled with the swept value (``RunResult.sweep``).
 
-The parameter is rewritten in each clientconfig's arguments (the suite's own value is
+Client parameters are rewritten in each clientconfig's arguments (the suite's own value is
 replaced, or the flag added): redis-benchmark ``-c`` / ``-P`` / ``--threads`` / ``-d``,
-memtier_benchmark ``-c`` / ``--pipeline`` / ``-t`` / ``-d``. Every value runs in its own
-folder ``<param>-<value>/`` of the session.
+memtier_benchmark ``-c`` / ``--pipeline`` / ``-t`` / ``-d``. ``connections`` is the total
+per client config: redis-benchmark ``-c N``, memtier ``-t`` x ``-c`` = N (the suite's
+threads, fewer when they do not divide N). A ``clients`` or ``connections`` point raises the
+limits it needs and follows the minimum rule (:mod:`runner.concurrency`). What-if knobs
+(``server-cpus``, ``io-threads``, ``governor``) change the server instead
+(:mod:`runner.knobs`). Every value runs in its own folder ``<param>-<value>/`` of the session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
+from redis_benchmarks_spec.runner import knobs
+from redis_benchmarks_spec.runner.concurrency import (
+    BELOW_MINIMUM,
+    ConcurrencyError,
+    PointLimits,
+    PointRule,
+    PointSetup,
+    check_reachable,
+    point_record,
+    suite_connections,
+)
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.topology import load_topologies
 
 #: parameter -> tool -> (flag written, every spelling the tool accepts)
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -27,7 +44,10 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "threads": {"redis-benchmark": ("--threads",), "memtier_benchmark": ("-t", "--threads")},
     "datasize": {"redis-benchmark": ("-d",), "memtier_benchmark": ("-d", "--data-size")},
 }
-ALIASES = {"data-size": "datasize", "data_size": "datasize", "connections": "clients"}
+CONCURRENCY = ("clients", "connections")
+PARAMS = (*FLAGS, "connections", *knobs.KNOBS)
+ALIASES = {"data-size": "datasize", "data_size": "datasize", "conns": "connections",
+           "server_cpus": "server-cpus", "io_threads": "io-threads"}
 MAX_VALUE = 1_000_000
 
 
@@ -38,23 +58,44 @@ class SweepError(ValueError):
 @dataclass(frozen=True)
 class Sweep:
     param: str
-    values: tuple[int, ...]
+    values: tuple[int | str, ...]
+    rule: PointRule = field(default_factory=PointRule)  # clients/connections points only
 
 
-def parse_sweep(text: str) -> Sweep:
-    """``clients=1,8,64`` (values positive integers, increasing)."""
-    match = re.fullmatch(r"\s*([A-Za-z_-]+)\s*=\s*([0-9,\s]+)", text)
+def parse_sweep(text: str, rule: PointRule | None = None) -> Sweep:
+    """``clients=1,8,64`` (positive increasing integers), or ``governor=NAME,NAME``."""
+    match = re.fullmatch(r"\s*([A-Za-z_-]+)\s*=\s*([A-Za-z0-9,\s_-]+)", text)
     if not match:
         raise SweepError("expected PARAM=V1,V2,... e.g. clients=1,8,64")
     param = ALIASES.get(match.group(1).lower(), match.group(1).lower())
-    if param not in FLAGS:
-        raise SweepError(f"unknown parameter {match.group(1)!r} (one of {', '.join(FLAGS)})")
-    values = tuple(int(v) for v in match.group(2).replace(" ", "").split(",") if v)
-    if len(values) < 2 or any(v < 1 or v > MAX_VALUE for v in values):
+    if param not in PARAMS:
+        raise SweepError(f"unknown parameter {match.group(1)!r} (one of {', '.join(PARAMS)})")
+    words = [v for v in match.group(2).replace(" ", "").split(",") if v]
+    if len(words) < 2:
+        raise SweepError("give at least 2 values")
+    values = _names(words) if param == "governor" else _numbers(words)
+    for value in values:
+        reason = knobs.unavailable(param, value) if param in knobs.KNOBS else ""
+        if reason:
+            raise SweepError(f"{param}={value} is not available on this host: {reason}")
+    return Sweep(param, values, rule or PointRule())
+
+
+def _numbers(words: list[str]) -> tuple[int, ...]:
+    if not all(w.isdigit() for w in words):
+        raise SweepError(f"values must be integers between 1 and {MAX_VALUE:,}")
+    values = tuple(int(w) for w in words)
+    if any(v < 1 or v > MAX_VALUE for v in values):
         raise SweepError(f"give at least 2 values between 1 and {MAX_VALUE:,}")
     if list(values) != sorted(set(values)):
         raise SweepError("values must increase")
-    return Sweep(param, values)
+    return values
+
+
+def _names(words: list[str]) -> tuple[str, ...]:
+    if len(set(words)) != len(words) or not all(re.fullmatch(r"[a-z_]+", w) for w in words):
+        raise SweepError("governor values are distinct names such as performance,powersave")
+    return tuple(words)
 
 
 def swept_arguments(arguments: str, tool: str, param: str, value: int) -> str:
@@ -84,39 +125,145 @@ def swept_arguments(arguments: str, tool: str, param: str, value: int) -> str:
     return shlex.join(out if placed else [*setting, *out])
 
 
-def swept_suite(suite: Suite, param: str, value: int) -> Suite:
-    """The suite with every clientconfig's ``param`` set to ``value``."""
-    configs = [replace(c, arguments=swept_arguments(c.arguments, c.tool, param, value))
-               for c in suite.clientconfigs]
+def memtier_connections(arguments: str, total: int) -> str:
+    """memtier arguments opening ``total`` connections: ``-t`` x ``-c`` = total, with the
+    suite's threads (default 4) or the largest count below them that divides ``total``."""
+    argv = shlex.split(arguments)
+    threads = next((int(argv[i + 1]) for i, a in enumerate(argv[:-1])
+                    if a in ("-t", "--threads") and argv[i + 1].isdigit()), 4)
+    threads = max(1, min(threads, total))
+    while total % threads:
+        threads -= 1
+    with_threads = swept_arguments(arguments, "memtier_benchmark", "threads", threads)
+    return swept_arguments(with_threads, "memtier_benchmark", "clients", total // threads)
+
+
+def swept_suite(suite: Suite, param: str, value: int | str) -> Suite:
+    """The suite with every clientconfig's ``param`` set to ``value`` (knobs: unchanged)."""
+    if param in knobs.KNOBS:
+        return suite
+    number = int(value)
+    if param == "connections":
+        configs = [replace(c, arguments=memtier_connections(c.arguments, number)
+                           if c.tool == "memtier_benchmark" else
+                           swept_arguments(c.arguments, c.tool, "clients", number))
+                   for c in suite.clientconfigs]
+    else:
+        configs = [replace(c, arguments=swept_arguments(c.arguments, c.tool, param, number))
+                   for c in suite.clientconfigs]
     return replace(suite, clientconfigs=configs)
 
 
-def _label(results: list[RunResult], config: SessionConfig, param: str, value: int) -> None:
-    """Mark each result (and its result.json) with the swept parameter and value."""
+@dataclass
+class Point:
+    """One value of a sweep, ready to run: its session settings, suites and records."""
+
+    config: SessionConfig
+    suites: list[Suite]
+    setup: PointSetup | None = None
+    applied: str = ""  # what a knob changed, in words
+
+
+def plan_point(config: SessionConfig, suites: list[Suite], sweep: Sweep,
+               value: int | str) -> Point:
+    """The point's session settings; raises :class:`SweepError` for a point this host or
+    tool cannot run (checked for every point before the first one runs)."""
+    place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
+    cfg = replace(config, results_dir=run_folder(config.results_dir, place))
+    swept = [swept_suite(s, sweep.param, value) for s in suites]
+    if sweep.param in CONCURRENCY:
+        return _concurrency_point(cfg, swept, sweep.rule)
+    if sweep.param in ("server-cpus", "io-threads"):
+        return _cpu_point(cfg, swept, sweep.param, int(value))
+    return Point(cfg, swept, applied=f"governor {value}" if sweep.param == "governor" else "")
+
+
+def _concurrency_point(cfg: SessionConfig, suites: list[Suite], rule: PointRule) -> Point:
+    count = max((suite_connections(s) for s in suites), default=1)
+    try:
+        check_reachable(suites, count)
+    except ConcurrencyError as exc:
+        raise SweepError(str(exc)) from None
+    limits = PointLimits.for_connections(count)
+    for who, grant in (("the server", limits.server_nofile),
+                       ("the client tool", limits.client_nofile)):
+        if grant.granted < grant.needed:
+            raise SweepError(f"{count:,} connections: {who} needs {grant.needed:,} open "
+                             f"files; {grant.how}")
+    setup = PointSetup(rule, limits, cfg.test_time)
+    return Point(replace(cfg, server_args=[*cfg.server_args, *limits.server_args()],
+                         point=setup), suites, setup)
+
+
+def _cpu_point(cfg: SessionConfig, suites: list[Suite], knob: str, value: int) -> Point:
+    catalogue = cfg.topologies if cfg.topologies is not None else load_topologies()
+    if knob == "server-cpus":
+        return Point(replace(cfg, topologies=knobs.with_node_cpus(catalogue, value)), suites,
+                     applied=f"{value} core(s) per server node")
+    cores = value + 1 if value > 1 else 1
+    args = knobs.io_threads_args(value)
+    return Point(replace(cfg, server_args=[*cfg.server_args, *args],
+                         topologies=knobs.with_node_cpus(catalogue, cores)), suites,
+                 applied=f"{' '.join(args)} on {cores} core(s) per server node")
+
+
+def plan_points(config: SessionConfig, suites: list[Suite], sweep: Sweep) -> list[Point]:
+    return [plan_point(config, suites, sweep, v) for v in sweep.values]
+
+
+def _label(results: list[RunResult], point: Point, param: str, value: int | str) -> None:
+    """Mark each result (and its result.json) with the swept value and the point's record."""
     by_id = {r.run_id: r for r in results}
     for r in results:
         r.sweep = {"param": param, "value": str(value)}
-    for path in find_result_files(config.results_dir):
+        if point.applied:
+            r.sweep["applied"] = point.applied
+        if point.setup is not None and r.ok:
+            _record_point(r, point.setup)
+    for path in find_result_files(point.config.results_dir):
         doc = RunResult.read(path)
         if doc.run_id in by_id:
-            doc.sweep = by_id[doc.run_id].sweep
+            mine = by_id[doc.run_id]
+            doc.sweep, doc.concurrency = mine.sweep, mine.concurrency
+            doc.flags, doc.notes = mine.flags, mine.notes
             doc.write(path)
+
+
+def _record_point(r: RunResult, setup: PointSetup) -> None:
+    record = point_record(setup.rule, setup.limits, r.paths.get("client_0_output", ""),
+                          r.result, r.tool_duration_s)
+    entry = r.deployment.nodes[0].port if r.deployment and r.deployment.nodes else None
+    record["limits"]["server_took"] = setup.limits.servers.get(entry) if entry else None
+    r.concurrency = record
+    if not record["meets_minimum"] and BELOW_MINIMUM not in r.flags:
+        r.flags.append(BELOW_MINIMUM)
+        r.notes.append(f"{BELOW_MINIMUM}: {record['requests_per_connection']:,} requests per "
+                       f"connection, the rule asks "
+                       f"{setup.rule.min_requests_per_connection:,}")
+
+
+@contextlib.contextmanager
+def _knob_applied(sweep: Sweep, value: int | str) -> Iterator[None]:
+    if sweep.param != "governor":
+        yield
+        return
+    with knobs.governor_set(str(value)):
+        yield
 
 
 def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
               on_result: Callable[[RunResult], None] | None = None,
               on_start: Callable[[PlannedTest], None] | None = None,
               stop: threading.Event | None = None) -> list[RunResult]:
-    """Every suite at every value, values in increasing order."""
+    """Every suite at every value, values in the order given."""
     results: list[RunResult] = []
-    for value in sweep.values:
+    for value, point in zip(sweep.values, plan_points(config, suites, sweep)):
         if stop is not None and stop.is_set():
             break
-        place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
-        cfg = replace(config, results_dir=run_folder(config.results_dir, place))
-        batch = run_suites(cfg, [swept_suite(s, sweep.param, value) for s in suites],
-                           on_result=None, stop=stop, on_start=on_start)
-        _label(batch, cfg, sweep.param, value)
+        with _knob_applied(sweep, value):
+            batch = run_suites(point.config, point.suites, on_result=None, stop=stop,
+                               on_start=on_start)
+        _label(batch, point, sweep.param, value)
         for r in batch:
             if on_result:
                 on_result(r)

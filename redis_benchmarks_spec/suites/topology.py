@@ -34,6 +34,8 @@ class Topology:
     resources: dict[str, Any] = field(default_factory=dict)
     placement: str = ""
     server: str = "redis"
+    # cores per node set by a what-if sweep (``--sweep server-cpus=...``), not the catalogue
+    cpus_override: int | None = None
 
     def server_args(self) -> list[str]:
         return shlex.split(self.redis_arguments)
@@ -74,7 +76,9 @@ class Topology:
     @property
     def cpus_per_node(self) -> int:
         """io-threads + 1 for threaded nodes (main thread beside N I/O threads), else an equal
-        share of the budget (9 primaries in 10 CPUs get one each)."""
+        share of the budget (9 primaries in 10 CPUs get one each); a sweep's override wins."""
+        if self.cpus_override is not None:
+            return max(1, self.cpus_override)
         threads = self.io_threads
         if threads and threads > 1:
             return threads + 1
