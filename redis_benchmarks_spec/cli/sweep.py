@@ -42,12 +42,12 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
 
 
 def _rule(args: argparse.Namespace) -> PointRule:
-    for flag, value, low in (("--min-requests-per-connection",
-                               args.min_requests_per_connection, 1),
-                             ("--warmup-seconds", args.warmup_seconds, 1),
-                             ("--max-point-seconds", args.max_point_seconds, 1)):
-        if value < low or value > 86_400 * 100:
-            raise UsageError(f"{flag} {value}", f"must be at least {low}")
+    for flag, value, high in (("--min-requests-per-connection",
+                                args.min_requests_per_connection, 1_000_000_000),
+                              ("--warmup-seconds", args.warmup_seconds, 3_600),
+                              ("--max-point-seconds", args.max_point_seconds, 86_400)):
+        if not 1 <= value <= high:
+            raise UsageError(f"{flag} {value}", f"must be between 1 and {high:,}")
     return PointRule(args.min_requests_per_connection, args.warmup_seconds,
                      args.max_point_seconds)
 

@@ -9,11 +9,14 @@ stored in the result (``concurrency.limits``) and printed.
 
 **The minimum rule.** A point first runs a warm-up of the same configuration at the same
 connection count (``warmup_s`` seconds, results thrown away: connections opened, the server's
-buffers grown, the rate R measured). The measured run then lasts
-``max(T, ceil(M x connections / R))`` seconds (T = ``--test-time``, else the suite's own
-length; M = ``min_requests_per_connection``), at most ``max_point_s``. A point whose run
-still sent fewer than M requests per connection (the rate fell, or the cap cut it) is
-flagged ``below-minimum``.
+buffers grown, the rate R measured). The measured run then sends a request count, not a
+duration: ``N = max(M, ceil(R x T / connections))`` requests per connection (M =
+``min_requests_per_connection``, T = ``--test-time``, else the suite's own length), so the
+minimum holds by construction however the rate moves on a shared host (memtier
+``--requests N`` per connection; redis-benchmark ``-n N x connections``, which its
+connections share). A point that would need more than ``max_point_s`` at the warm-up's rate
+is cut to that length and flagged ``below-minimum``; so is any point that still ended short
+of M per connection.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invoc
 from redis_benchmarks_spec.loadgen.fixed_requests import (
     MEMTIER_DEFAULT_CLIENTS,
     MEMTIER_DEFAULT_THREADS,
+    _drop,
     _int,
     _value,
 )
+from redis_benchmarks_spec.loadgen.memtier_argv import TIME_OPTS
 from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerLauncher, ServerSpec
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
@@ -65,13 +70,17 @@ class PointRule:
     warmup_s: int = 2
     max_point_s: int = 600
 
-    def seconds(self, test_time: int, rate: float | None, connections: int) -> int:
-        """The measured run's length: at least ``test_time`` and long enough for the
-        minimum at the warm-up's rate (capped at ``max_point_s``)."""
-        needed = 0
-        if rate and math.isfinite(rate) and rate > 0:
-            needed = math.ceil(self.min_requests_per_connection * connections / rate)
-        return max(1, min(self.max_point_s, max(test_time, needed)))
+    def per_connection(self, test_time: int, rate: float | None,
+                       connections: int) -> tuple[int, float | None]:
+        """(requests per connection, the seconds that should take at ``rate``): at least
+        the minimum, at least ``test_time`` long, at most ``max_point_s`` long."""
+        if not (rate and math.isfinite(rate) and rate > 0):
+            return self.min_requests_per_connection, None
+        per_conn = max(self.min_requests_per_connection,
+                       math.ceil(rate * test_time / connections))
+        if per_conn * connections / rate > self.max_point_s:
+            per_conn = max(1, math.floor(rate * self.max_point_s / connections))
+        return per_conn, per_conn * connections / rate
 
 
 def connections(cfg: ToolConfig) -> int:
@@ -177,7 +186,7 @@ class PointDriver:
 
     def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                test_time: int | None) -> Invocation | None:
-        prefix = out_prefix.with_name(out_prefix.name + ".warmup")
+        prefix = out_prefix.with_name(out_prefix.name + "-warmup")
         inv = self._inner.invocation(self._at_least(cfg), target, prefix, self._rule.warmup_s)
         return replace(inv, nofile=self._limits.client_nofile.prlimit)
 
@@ -187,15 +196,19 @@ class PointDriver:
             return self._inner.invocation(cfg, target, out_prefix, test_time, rate)
         count = connections(cfg)
         floor = test_time if test_time is not None else _suite_seconds(cfg)
-        seconds = self._rule.seconds(floor, rate, count)
-        inv = self._inner.invocation(self._at_least(cfg), target, out_prefix, seconds, rate)
+        per_conn, seconds = self._rule.per_connection(floor, rate, count)
+        inv = self._inner.invocation(with_requests(cfg, per_conn, count), target, out_prefix,
+                                     None, rate)
         self._limits.clients[str(inv.stdout_path)] = {
-            "connections": count, "planned_s": seconds, "warmup_rate": rate}
-        return replace(inv, nofile=self._limits.client_nofile.prlimit)
+            "connections": count, "planned_requests_per_connection": per_conn,
+            "planned_s": seconds, "warmup_rate": rate}
+        expected = max(inv.expected_duration_s, seconds or 0.0)
+        return replace(inv, nofile=self._limits.client_nofile.prlimit,
+                       expected_duration_s=expected)
 
     def _at_least(self, cfg: ToolConfig) -> ToolConfig:
-        """redis-benchmark sizes a timed run as min(rate x T, the suite's -n): lift -n to
-        the minimum so the suite's own count never cuts a point short of it."""
+        """A warm-up's redis-benchmark count is min(rate x T, the suite's -n): lift -n to the
+        minimum so a small suite count does not make the warm-up a handful of requests."""
         if cfg.tool != "redis-benchmark":
             return cfg
         argv = cfg.argv()
@@ -209,6 +222,18 @@ class PointDriver:
 
     def version(self) -> str:
         return self._inner.version()
+
+
+def with_requests(cfg: ToolConfig, per_conn: int, count: int) -> ToolConfig:
+    """``cfg`` sending ``per_conn`` requests per connection, by count and not by time."""
+    argv = cfg.argv()
+    if cfg.tool == "redis-benchmark":
+        argv = redis_benchmark.set_requests(argv, per_conn * count)
+    elif cfg.tool == "memtier_benchmark":
+        argv = [*_drop(argv, TIME_OPTS), "--requests", str(per_conn)]
+    else:
+        return cfg
+    return replace(cfg, arguments=shlex.join(argv))
 
 
 DEFAULT_POINT_S = 5  # a suite that is sized by requests, not time, and no --test-time
@@ -230,6 +255,7 @@ def point_record(rule: PointRule, limits: PointLimits, client_path: str,
     return {"rule": asdict(rule), "connections": count, "requests": requests,
             "requests_per_connection": round(per_conn, 1),
             "meets_minimum": per_conn >= rule.min_requests_per_connection,
+            "planned_requests_per_connection": planned.get("planned_requests_per_connection"),
             "planned_s": planned.get("planned_s"), "warmup_rate": planned.get("warmup_rate"),
             "duration_s": result.duration_s if result is not None else None,
             "wall_s": wall_s, "limits": limits.record()}
