@@ -195,8 +195,13 @@ class PointDriver:
         if out_prefix.name == "preload":  # a preload is not a point of the sweep
             return self._inner.invocation(cfg, target, out_prefix, test_time, rate)
         count = connections(cfg)
-        floor = test_time if test_time is not None else _suite_seconds(cfg)
-        per_conn, seconds = self._rule.per_connection(floor, rate, count)
+        if test_time is None and _suite_requests(cfg) is not None:
+            per_conn = max(self._rule.min_requests_per_connection,
+                           math.ceil((_suite_requests(cfg) or 0) / count))
+            seconds = per_conn * count / rate if rate else None
+        else:
+            floor = test_time if test_time is not None else _suite_seconds(cfg)
+            per_conn, seconds = self._rule.per_connection(floor, rate, count)
         inv = self._inner.invocation(with_requests(cfg, per_conn, count), target, out_prefix,
                                      None, rate)
         self._limits.clients[str(inv.stdout_path)] = {
@@ -236,13 +241,26 @@ def with_requests(cfg: ToolConfig, per_conn: int, count: int) -> ToolConfig:
     return replace(cfg, arguments=shlex.join(argv))
 
 
-DEFAULT_POINT_S = 5  # a suite that is sized by requests, not time, and no --test-time
+DEFAULT_POINT_S = 5  # a memtier suite that gives neither --test-time nor --requests
 
 
 def _suite_seconds(cfg: ToolConfig) -> int:
     """The suite's own ``--test-time`` (memtier), else :data:`DEFAULT_POINT_S`."""
     value = _value(cfg.argv(), {"--test-time"})
     return int(value) if value and value.isdigit() else DEFAULT_POINT_S
+
+
+def _suite_requests(cfg: ToolConfig) -> int | None:
+    """The suite's own length as all its connections' requests together, when it gives
+    one by count: redis-benchmark ``-n`` (default 100,000), memtier ``-n`` per client."""
+    argv = cfg.argv()
+    if cfg.tool == "redis-benchmark":
+        return redis_benchmark.requests_in(argv)
+    own = _value(argv, {"-n", "--requests"})
+    if cfg.tool == "memtier_benchmark" and own and own.isdigit() and \
+            _value(argv, {"--test-time"}) is None:
+        return int(own) * connections(cfg)
+    return None
 
 
 def point_record(rule: PointRule, limits: PointLimits, client_path: str,
