@@ -9,7 +9,7 @@ minimum, the limits raised (maxclients, open files of server and tool) and what 
 the pinned cores during the point (the project's disturbed flag and foreign CPU), with the
 host's load average before and after. It also writes the HTML report of the session.
 
-Usage: .venv/bin/python benchmarks/concurrency_sweep.py [--connections 1000,...,19500]
+Usage: .venv/bin/python benchmarks/concurrency_sweep.py [--connections 10,100,...,19500]
        [--min-requests-per-connection 100] [--warmup-seconds 2] [--test-time 5]
 Run it alone (``flock /tmp/rbs-heavy.lock ...``): tens of thousands of connections on two
 cores measure the machine, not only Redis.
@@ -42,7 +42,7 @@ exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """
-DEFAULT_POINTS = "1000,2000,5000,10000,15000,19500"
+DEFAULT_POINTS = "10,100,1000,5000,10000,19500"
 
 
 def _load() -> str:

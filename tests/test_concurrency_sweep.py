@@ -17,10 +17,13 @@ import psutil
 import pytest
 
 from redis_benchmarks_spec.common.limits import grant_nofile, process_nofile
+from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.concurrency import PointRule
 from redis_benchmarks_spec.runner.knobs import governor_unavailable
 from tests.browser import Plots, render
+from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 RBS = str(ROOT / ".venv" / "bin" / "rbs")
@@ -155,6 +158,20 @@ def test_every_point_meets_the_minimum_after_a_warm_up(memtier_sweep) -> None:
         assert int(ran["clients"]) * int(ran["threads"]) == conc["connections"]
         assert "below-minimum" not in doc.flags
     assert "req/conn" in stdout
+
+
+def test_the_points_go_to_history_as_a_curve(memtier_sweep, client) -> None:
+    """Each point is a series of its own (``<test>.connections-N``, labelled ``sweep_of``)
+    and its stored document keeps the point's record."""
+    out, _, _ = memtier_sweep
+    docs = _docs(out)
+    assert not push_results(client, docs).failed
+    found = client.execute_command("TS.QUERYINDEX", "sweep_of=conc-memtier-get",
+                                   "sweep_param=connections")
+    values = {k.decode().split("/")[5] for k in found}
+    assert values == {f"conc-memtier-get.connections-{n}" for n in (100, 1000, 3000)}
+    stored = reader.run_document(client, docs[-1].run_id)
+    assert stored.concurrency["connections"] == 3000 and stored.concurrency["meets_minimum"]
 
 
 def test_a_point_too_short_for_the_minimum_is_flagged(tmp_path: Path) -> None:

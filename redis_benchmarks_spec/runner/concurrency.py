@@ -207,7 +207,11 @@ class PointDriver:
         self._limits.clients[str(inv.stdout_path)] = {
             "connections": count, "planned_requests_per_connection": per_conn,
             "planned_s": seconds, "warmup_rate": rate}
-        expected = max(inv.expected_duration_s, seconds or 0.0)
+        # the warm-up's rate overestimates a high count's (its first seconds run before
+        # every connection is open): the client's timeout allows four times the estimate,
+        # up to the point's cap
+        expected = max(inv.expected_duration_s,
+                       min(4 * (seconds or 0.0), float(self._rule.max_point_s)))
         return replace(inv, nofile=self._limits.client_nofile.prlimit,
                        expected_duration_s=expected)
 
