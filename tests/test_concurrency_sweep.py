@@ -7,6 +7,7 @@ Real memtier_benchmark, redis-benchmark and redis-server throughout."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -191,7 +192,14 @@ def test_a_point_too_short_for_the_minimum_is_flagged(tmp_path: Path) -> None:
 
 def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> None:
     out, _, _ = memtier_sweep
-    session = next(out.rglob("sweep.json")).parent
+    session = tmp_path / "session"
+    shutil.copytree(next(out.rglob("sweep.json")).parent, session)
+    # a point that failed has no place on the curve: the section says so
+    failed = RunResult.read(next((session / "connections-3000").rglob("result.json")))
+    failed.run_id += "-failed"
+    failed.status, failed.reason = "failed", "client timed out after 240s"
+    failed.sweep = {"param": "connections", "value": "6000"}
+    failed.write(session / "failed-point.json")
     page = tmp_path / "r.html"
     rep = subprocess.run([RBS, "report", str(session), "--output", str(page)],
                          capture_output=True, text=True, timeout=300, check=False)
@@ -201,6 +209,7 @@ def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> 
     assert 'data-percentiles="p50.00,p90.00,p99.00,p99.90,p99.99"' in text
     assert 'data-points="100,1000,3000"' in text
     assert 'class="sweep-points"' in text and "3,064" in text
+    assert "connections=6000: failed: client timed out after 240s" in text
     shown = render(page, tmp_path / "shot.png")
     assert shown.console == []
     plots = Plots()

@@ -37,6 +37,7 @@ class CurvePoint:
     duration_s: float | None = None
     wall_s: float | None = None
     meets_minimum: bool | None = None
+    flags: tuple[str, ...] = ()  # the run's flags (disturbed, below-minimum, ...)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def _point(r: RunResult, position: int) -> CurvePoint:
                       r.result.totals.ops_per_sec,
                       {p: latency[p] for p in SWEEP_PERCENTILES if p in latency}, raw,
                       conc.get("connections"), conc.get("requests_per_connection"),
-                      conc.get("duration_s"), conc.get("wall_s"), conc.get("meets_minimum"))
+                      conc.get("duration_s"), conc.get("wall_s"), conc.get("meets_minimum"),
+                      tuple(r.flags))
 
 
 def curve_points(results: Sequence[RunResult]) -> list[CurvePoint]:

@@ -96,14 +96,14 @@ def points_table(curve: SweepCurve) -> str:
         return ""
     head = "".join(f"<th>{h}</th>" for h in (
         html.escape(curve.param), "connections opened", "requests / connection", "measured s",
-        "wall s", "ops/sec", "minimum met"))
+        "wall s", "ops/sec", "minimum met", "flags"))
     rows = []
     for p in curve.points:
         met = {True: "yes", False: "<b>no</b>", None: "–"}[p.meets_minimum]
         cells = (p.label, _num(p.connections), _num(p.requests_per_connection),
                  _num(p.duration_s), _num(p.wall_s), _num(p.ops_per_sec))
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
-                    + f"<td>{met}</td></tr>")
+                    + f"<td>{met}</td><td>{html.escape(', '.join(p.flags))}</td></tr>")
     return f'<table class="sweep-points"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
@@ -131,9 +131,20 @@ def limits_list(runs: list[RunResult], test: str) -> str:
             + "".join(items) + "</ul>")
 
 
+def _not_drawn(runs: list[RunResult], test: str) -> str:
+    """The swept points of ``test`` that failed, with why (they have no place on a curve)."""
+    failed = [r for r in runs if r.test_name == test and r.sweep.get("value") and not r.ok]
+    if not failed:
+        return ""
+    items = "".join(f"<li>{html.escape(r.sweep['param'])}={html.escape(r.sweep['value'])}: "
+                    f"{html.escape(r.status)}: {html.escape(r.reason)}</li>" for r in failed)
+    return f'<p>Points not drawn:</p><ul class="sweep-failed">{items}</ul>'
+
+
 def section_sweeps(data: ReportData, out_dir: Path) -> str:
     """Every swept test of the report's runs; empty when nothing was swept."""
     runs = [r for side in data.sides for group in side.runs.values() for r in group]
+    runs += [r for side in data.sides for r in side.failed]
     curves = [c for c in sweep_curves(runs) if c.points]
     if not curves:
         return ""
@@ -153,5 +164,6 @@ def section_sweeps(data: ReportData, out_dir: Path) -> str:
         parts.append(f'<figure class="plot" data-plot="sweep-surface" data-test="{test}" '
                      f'data-percentiles="{rows}" data-points="{columns}">'
                      f'{surface_svg(curve)}</figure>')
-        parts.append(points_table(curve) + limits_list(runs, curve.test))
+        parts.append(points_table(curve) + limits_list(runs, curve.test)
+                     + _not_drawn(runs, curve.test))
     return "\n".join(parts) + "</section>"
