@@ -21,7 +21,7 @@ from redis_benchmarks_spec.common.limits import grant_nofile, process_nofile
 from redis_benchmarks_spec.datasink import reader
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
-from redis_benchmarks_spec.runner.concurrency import PointRule
+from redis_benchmarks_spec.runner.concurrency import PointLimits, PointRule
 from redis_benchmarks_spec.runner.knobs import governor_unavailable
 from tests.browser import Plots, render
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
@@ -257,6 +257,12 @@ def test_minimum_rule_sizes_the_run_from_the_warm_up_rate() -> None:
     # the minimum would take 1,000 s: cut to 60 s (flagged below-minimum after the run)
     assert rule.per_connection(1, 1_000.0, 10_000) == (6, 60.0)
     assert rule.per_connection(3, None, 10_000) == (100, None)
+
+
+def test_a_cluster_client_needs_descriptors_for_every_primary() -> None:
+    limits = PointLimits.for_connections(3000, nodes=3)
+    assert limits.maxclients == 3064  # each node sees 3,000
+    assert limits.client_nofile.needed == 3 * 3000 + 64  # the client opens 9,000
 
 
 def test_io_threads_and_server_cores_are_swept_for_real(tmp_path: Path) -> None:

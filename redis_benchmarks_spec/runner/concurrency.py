@@ -130,10 +130,12 @@ class PointLimits:
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def for_connections(cls, count: int) -> PointLimits:
+    def for_connections(cls, count: int, nodes: int = 1) -> PointLimits:
+        """Limits for ``count`` connections to each of ``nodes`` primaries (a cluster
+        client opens its connections to every primary)."""
         maxclients = count + ADMIN_CONNECTIONS
         return cls(count, maxclients, grant_nofile(maxclients + SERVER_RESERVED_FDS),
-                   grant_nofile(count + CLIENT_SPARE_FDS))
+                   grant_nofile(count * max(1, nodes) + CLIENT_SPARE_FDS))
 
     def server_args(self) -> list[str]:
         return ["--maxclients", str(self.maxclients)]

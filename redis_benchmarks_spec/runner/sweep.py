@@ -184,7 +184,10 @@ def _concurrency_point(cfg: SessionConfig, suites: list[Suite], rule: PointRule)
         check_reachable(suites, count)
     except ConcurrencyError as exc:
         raise SweepError(str(exc)) from None
-    limits = PointLimits.for_connections(count)
+    catalogue = cfg.topologies if cfg.topologies is not None else load_topologies()
+    primaries = max((catalogue[t].primaries for s in suites for t in s.topologies
+                     if t in catalogue and catalogue[t].is_cluster), default=1)
+    limits = PointLimits.for_connections(count, primaries)
     for who, grant in (("the server", limits.server_nofile),
                        ("the client tool", limits.client_nofile)):
         if grant.granted < grant.needed:
