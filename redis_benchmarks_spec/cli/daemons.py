@@ -232,7 +232,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
-        until_decided=platform.until_decided if platform else None)
+        until_decided=platform.until_decided if platform else None,
+        client_host=platform.client_host if platform else None)
 
 
 def cmd_agent(args: argparse.Namespace) -> int:

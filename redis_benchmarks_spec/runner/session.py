@@ -22,6 +22,7 @@ from redis_benchmarks_spec.results.document import (
     RunContext,
     RunResult,
 )
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
@@ -56,6 +57,8 @@ class SessionConfig:
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    # the tools run on this host over SSH (runner/client_host.py); None: here, loopback
+    client_host: ClientHostConfig | None = None
 
 
 @dataclass
@@ -175,7 +178,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher)
+        launcher_kind=config.launcher, client_host=config.client_host)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],

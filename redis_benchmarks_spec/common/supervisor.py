@@ -1,0 +1,273 @@
+"""The client host's end of a two-host run: a supervisor of the load-generator processes.
+
+Standard library only, imports nothing of this package: the runner sends this file's source
+over SSH and runs it there with ``python3 -c`` (``runner/remote_client.py``), so the client
+host needs Python 3 and the tools, never an install of this package at the same version.
+
+It speaks JSON lines: requests on stdin (``{"req": n, "op": ...}``), replies and events on
+stdout. Nothing it starts outlives the runner that drives it:
+
+- stdin at EOF (the ssh client died, kill -9 of the runner included, or the connection
+  dropped) and a lease that runs out (no message for ``lease_s``: a silent network
+  partition) both make it kill every process group it started, delete its work directory
+  and exit;
+- each tool runs in its own process group with ``PR_SET_PDEATHSIG`` = SIGKILL, so kill -9
+  of the supervisor itself takes the tools with it;
+- each tool has a deadline of its own, enforced here, should the runner hang.
+"""
+
+import base64
+import ctypes
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PROTOCOL = 1
+MAX_FETCH_BYTES = 256 << 20
+STOP_GRACE_S = 10.0
+_PR_SET_PDEATHSIG = 1
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")  # a file of the work directory, never a path
+
+
+class Child:
+    """One tool process: its deadline and, once reaped, how it ended."""
+
+    def __init__(self, proc, deadline):
+        self.proc, self.deadline = proc, deadline
+        self.started = time.monotonic()
+        self.exit = None  # the "exited" event, once reaped
+
+
+def _die_with_parent(parent):
+    """In the child before exec: SIGKILL when the supervisor dies (and if it already did)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class Supervisor:
+    def __init__(self, lease_s):
+        self.lease_s = lease_s
+        self.workdir = tempfile.mkdtemp(prefix="rbs-client-")
+        self.children = {}
+        self.last_heard = time.monotonic()
+
+    def send(self, msg):
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+    def hello(self):
+        self.send({"event": "hello", "protocol": PROTOCOL, "host": socket.gethostname(),
+                   "pid": os.getpid(), "workdir": self.workdir,
+                   "cpus": sorted(os.sched_getaffinity(0)),
+                   "python": sys.version.split()[0]})
+
+    # -- requests ---------------------------------------------------------------------
+
+    def handle(self, msg):
+        self.last_heard = time.monotonic()
+        op = msg.get("op")
+        if op == "ping":
+            return
+        handler = getattr(self, "op_" + str(op), None)
+        try:
+            if handler is None:
+                raise ValueError(f"unknown op {op!r}")
+            reply = handler(msg)
+        except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError) as exc:
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        reply["req"] = msg.get("req")
+        self.send(reply)
+        return op
+
+    def op_which(self, msg):
+        """The first candidate that runs here: an absolute path that is executable, or a
+        name on this host's PATH."""
+        for cand in msg["candidates"]:
+            found = cand if os.path.isabs(cand) and os.access(cand, os.X_OK) \
+                else shutil.which(cand) if not os.path.isabs(cand) else None
+            if found:
+                return {"path": found}
+        return {"path": None}
+
+    def op_spawn(self, msg):
+        key = str(msg["id"])
+        name = _checked_name(msg["stdout"])
+        parent = os.getpid()
+        with open(os.path.join(self.workdir, name), "ab") as out:
+            proc = subprocess.Popen(
+                [str(a) for a in msg["argv"]], cwd=self.workdir, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                # safe here: the supervisor has one thread
+                preexec_fn=lambda: _die_with_parent(parent))  # noqa: PLW1509
+        warning = ""
+        if msg.get("cpus"):
+            try:
+                os.sched_setaffinity(proc.pid, {int(c) for c in msg["cpus"]})
+            except OSError as exc:
+                warning = f"could not pin to cpus {msg['cpus']}: {exc}"
+        self.children[key] = Child(proc, time.monotonic() + float(msg["deadline_s"]))
+        return {"pid": proc.pid, "warning": warning}
+
+    def op_stop(self, msg):
+        child = self.children[str(msg["id"])]
+        if child.exit is None:
+            _signal_group(child.proc.pid, signal.SIGTERM)
+            end = time.monotonic() + STOP_GRACE_S
+            while child.exit is None and time.monotonic() < end:
+                self.reap(str(msg["id"]), child)
+                time.sleep(0.02)
+            if child.exit is None:
+                _signal_group(child.proc.pid, signal.SIGKILL)
+                while child.exit is None:
+                    self.reap(str(msg["id"]), child)
+                    time.sleep(0.01)
+        return {"exit": child.exit}
+
+    def op_fetch(self, msg):
+        files, missing, total = {}, [], 0
+        for name in msg["names"]:
+            path = os.path.join(self.workdir, _checked_name(name))
+            if not os.path.exists(path):
+                missing.append(name)
+                continue
+            total += os.path.getsize(path)
+            if total > MAX_FETCH_BYTES:
+                raise ValueError(f"outputs exceed {MAX_FETCH_BYTES} bytes")
+            with open(path, "rb") as fh:
+                files[name] = base64.b64encode(fh.read()).decode()
+        return {"files": files, "missing": missing}
+
+    def op_rtt(self, msg):
+        """Round trips of PING to the server (an error reply such as NOAUTH is a round
+        trip too), and the route this host takes to it."""
+        host, port, count = str(msg["host"]), int(msg["port"]), int(msg.get("count", 20))
+        samples = []
+        with socket.create_connection((host, port), timeout=5) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            source = sock.getsockname()[0]
+            for i in range(count + 1):
+                t0 = time.perf_counter()
+                sock.sendall(b"PING\r\n")
+                if not sock.recv(4096):
+                    raise OSError("the server closed the connection")
+                if i:  # the first round trip warms the path up
+                    samples.append((time.perf_counter() - t0) * 1000.0)
+        return {"samples_ms": samples, "median_ms": statistics.median(samples),
+                "min_ms": min(samples), "max_ms": max(samples), "source": source,
+                "interface": _route_dev(host)}
+
+    def op_quit(self, msg):
+        return {"bye": True}
+
+    # -- children ---------------------------------------------------------------------
+
+    def reap(self, key, child):
+        if child.exit is not None:
+            return
+        try:
+            pid, status, usage = os.wait4(child.proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            pid, status, usage = child.proc.pid, 0, None
+        if pid == 0:
+            if time.monotonic() > child.deadline and not getattr(child, "timed_out", False):
+                child.timed_out = True
+                _signal_group(child.proc.pid, signal.SIGKILL)
+            return
+        code = os.waitstatus_to_exitcode(status)
+        child.proc.returncode = code
+        cpu = usage.ru_utime + usage.ru_stime if usage is not None else None
+        child.exit = {"event": "exited", "id": key, "code": code, "cpu_s": cpu,
+                      "wall_s": time.monotonic() - child.started,
+                      "timed_out": getattr(child, "timed_out", False)}
+        self.send(child.exit)
+
+    def reap_all(self):
+        for key, child in list(self.children.items()):
+            self.reap(key, child)
+
+    def shutdown(self):
+        """Every process group still running is killed, the work directory removed."""
+        for child in self.children.values():
+            if child.exit is None:
+                _signal_group(child.proc.pid, signal.SIGKILL)
+                try:
+                    os.waitpid(child.proc.pid, 0)
+                except ChildProcessError:
+                    pass  # already reaped
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def loop(self):
+        buf = b""
+        while time.monotonic() - self.last_heard <= self.lease_s:
+            ready, _, _ = select.select([0], [], [], 0.05)
+            if ready:
+                data = os.read(0, 1 << 16)
+                if not data:
+                    return  # EOF: the runner (or its connection) is gone
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip() and self.handle(json.loads(line)) == "quit":
+                        return
+                self.last_heard = time.monotonic()  # a long request is no silence
+            self.reap_all()
+
+
+def _checked_name(name):
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise ValueError(f"not a plain file name: {name!r}")
+    return name
+
+
+def _signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass  # the whole group is gone already
+
+
+def _route_dev(host):
+    """The interface this host reaches ``host`` through (``ip route get``), or ''."""
+    ip = shutil.which("ip")
+    if ip is None:
+        return ""
+    try:
+        out = subprocess.run([ip, "-j", "route", "get", host], capture_output=True,
+                             timeout=5, check=True).stdout
+        routes = json.loads(out or b"[]")
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return ""
+    return str(routes[0].get("dev", "")) if routes else ""
+
+
+def _exit_on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main(argv):
+    lease_s = float(argv[1]) if len(argv) > 1 else 30.0
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_on_signal)  # clean up as at EOF
+    sup = Supervisor(lease_s)
+    try:
+        sup.hello()
+        sup.loop()
+    except BrokenPipeError:
+        pass  # the runner is gone: clean up below
+    finally:
+        sup.shutdown()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
