@@ -15,6 +15,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,7 @@ class TwoHosts:
     client_if: str = ""
     ssh_port: int = 2222
     sshd: subprocess.Popen[bytes] | None = None
+    delayer: subprocess.Popen[bytes] | None = None  # tests/netdelay.py, without netem
     ssh_config: Path | None = None
     server_hostname: str = ""
     client_hostname: str = ""
@@ -139,14 +141,39 @@ class TwoHosts:
         return subprocess.run(self.server_argv(argv), capture_output=True, text=True,
                               timeout=timeout, check=False)
 
-    def add_delay(self, ms: int) -> None:
-        """netem delay on the server's end of the link: every reply to the client waits."""
-        subprocess.run(["tc", "-n", self.server_ns, "qdisc", "add", "dev", self.server_if,
-                        "root", "netem", "delay", f"{ms}ms"], check=True, timeout=30)
+    def add_delay(self, ms: int) -> str:
+        """Every packet the server sends on the link waits ``ms``: ``tc netem`` on the
+        server's end of the veth, or, on a kernel built without netem (this VM's), the
+        same delay by a netfilter queue (tests/netdelay.py). Returns which was used."""
+        netem = subprocess.run(["tc", "-n", self.server_ns, "qdisc", "add", "dev",
+                                self.server_if, "root", "netem", "delay", f"{ms}ms"],
+                               capture_output=True, text=True, timeout=30, check=False)
+        if netem.returncode == 0:
+            return "netem"
+        if "qdisc kind is unknown" not in netem.stderr:
+            raise RuntimeError(f"tc netem: {netem.stderr.strip()}")
+        self._queue_delay(ms)
+        return "nfqueue"
+
+    def _queue_delay(self, ms: int) -> None:
+        repo = str(Path(__file__).resolve().parents[1])
+        self.delayer = subprocess.Popen(
+            ["ip", "netns", "exec", self.server_ns, sys.executable, "-m", "tests.netdelay",
+             "--queue", "7", "--delay-ms", str(ms)], cwd=repo, stdout=subprocess.PIPE,
+            stderr=(self.workdir / "netdelay.log").open("ab"))
+        assert self.delayer.stdout is not None
+        if self.delayer.stdout.readline().strip() != b"ready":
+            raise RuntimeError(f"netdelay did not start: "
+                               f"{(self.workdir / 'netdelay.log').read_text()[-2000:]}")
+        # the queue is bound before the rule sends packets to it
+        subprocess.run(["ip", "netns", "exec", self.server_ns, "iptables", "-A", "OUTPUT",
+                        "-o", self.server_if, "-j", "NFQUEUE", "--queue-num", "7"],
+                       check=True, timeout=30)
 
     def leftovers(self) -> dict[str, set[int]]:
-        """Processes in either namespace other than the sshd listener the test started."""
-        keep = {self.sshd.pid} if self.sshd is not None else set()
+        """Processes in either namespace other than the sshd listener and the delayer the
+        test started."""
+        keep = {p.pid for p in (self.sshd, self.delayer) if p is not None}
         return {ns: ns_pids(ns) - keep for ns in (self.server_ns, self.client_ns)}
 
     # -- tear down --------------------------------------------------------------------
@@ -154,13 +181,14 @@ class TwoHosts:
     def down(self) -> None:
         """Stop the sshd by its pid, kill what is left in our namespaces (only processes of
         the test live there), and delete both namespaces, which removes the veth pair."""
-        if self.sshd is not None and self.sshd.poll() is None:
-            self.sshd.terminate()
-            try:
-                self.sshd.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.sshd.kill()
-                self.sshd.wait(timeout=10)
+        for proc in (self.sshd, self.delayer):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
         for ns in self.created:
             for pid in ns_pids(ns):
                 try:

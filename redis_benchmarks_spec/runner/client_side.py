@@ -100,14 +100,15 @@ class RemoteClients:
 
     def __init__(self, config: ClientHostConfig, client: RemoteClient) -> None:
         self.config, self.client = config, client
-        self.tools: dict[str, str] = {}
+        self.tools: dict[str, str] = {}  # tool name -> its path on the client host
+        self._found: dict[str, str] = {}  # local binary -> its counterpart there
         self._count = 0
 
     def _binary(self, local: str) -> str:
         """The tool on the client host: the platform's path for it, else the path it has
         here if that exists there, else its name on that host's PATH."""
         name = Path(local).name
-        if local not in self.tools:
+        if local not in self._found:
             wanted = self.config.tools.get(name)
             candidates = [wanted] if wanted else [local, name]
             found = self.client.call("which", candidates=candidates).get("path")
@@ -115,8 +116,8 @@ class RemoteClients:
                 raise RemoteClientError(f"client host {self.config.ssh}: {name} not found "
                                         f"(tried {', '.join(candidates)}; client_host.tools "
                                         "names its path there)")
-            self.tools[local] = str(found)
-        return self.tools[local]
+            self._found[local] = self.tools[name] = str(found)
+        return self._found[local]
 
     def spawn(self, inv: Invocation, cpus: list[int]) -> RemoteProc:
         self._count += 1
