@@ -170,7 +170,8 @@ def _client_host(raw: Any) -> ClientHostConfig | None:
     try:
         return parse_client_host(raw)
     except (ValueError, TypeError) as exc:
-        raise type(exc)(f"client_host.{exc}") from None
+        keyed = not str(exc).startswith(("unknown key", "expected"))
+        raise type(exc)(f"client_host{'.' if keyed else ': '}{exc}") from None
 
 
 def load(path: Path) -> PlatformConfig:
