@@ -182,13 +182,13 @@ def test_platform_config_refuses_a_bad_client_host_naming_the_key(
 
 
 @pytest.mark.parametrize(("flags", "line"), [
-    (["--server-address", "10.0.0.1"], "--server-address: only means something with "
-                                       "--client-host"),
+    (["--server-address", "10.0.0.1"], ("--server-address: only means something with "
+                                       "--client-host")),
     (["--client-host", "h"], "--client-host: needs --server-address"),
     (["--client-host=-oProxyCommand=x", "--server-address", "10.0.0.1"],
      "--client-host -oProxyCommand=x: '-oProxyCommand=x' is not an ssh destination"),
-    (["--client-host", "h", "--server-address", "::1"], "--server-address ::1: '::1' cannot "
-                                                        "be reached from another host"),
+    (["--client-host", "h", "--server-address", "::1"], ("--server-address ::1: '::1' cannot "
+                                                        "be reached from another host")),
     (["--client-host", "h", "--server-address", "10.0.0.1", "--client-cpus", "1-3"],
      "--client-cpus 1-3: not a comma-separated list"),
 ])

@@ -83,7 +83,7 @@ def hosts(tmp_path: Path) -> Iterator[TwoHosts]:
     finally:
         net.down()
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                            timeout=30).stdout
+                            timeout=30, check=True).stdout
     assert net.server_ns not in listed and net.client_ns not in listed
 
 
