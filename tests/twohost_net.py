@@ -58,6 +58,7 @@ class TwoHosts:
     ssh_port: int = 2222
     sshd: subprocess.Popen[bytes] | None = None
     delayer: subprocess.Popen[bytes] | None = None  # tests/netdelay.py, without netem
+    delay_kind: str = ""  # "netem" or "nfqueue" while a delay is on
     ssh_config: Path | None = None
     server_hostname: str = ""
     client_hostname: str = ""
@@ -149,11 +150,27 @@ class TwoHosts:
                                 self.server_if, "root", "netem", "delay", f"{ms}ms"],
                                capture_output=True, text=True, timeout=30, check=False)
         if netem.returncode == 0:
+            self.delay_kind = "netem"
             return "netem"
         if "qdisc kind is unknown" not in netem.stderr:
             raise RuntimeError(f"tc netem: {netem.stderr.strip()}")
         self._queue_delay(ms)
+        self.delay_kind = "nfqueue"
         return "nfqueue"
+
+    def remove_delay(self) -> None:
+        """Undo :meth:`add_delay` (nothing when none was added)."""
+        if self.delay_kind == "netem":
+            subprocess.run(["tc", "-n", self.server_ns, "qdisc", "del", "dev",
+                            self.server_if, "root"], check=True, timeout=30)
+        elif self.delay_kind == "nfqueue" and self.delayer is not None:
+            subprocess.run(["ip", "netns", "exec", self.server_ns, "iptables", "-D", "OUTPUT",
+                            "-o", self.server_if, "-j", "NFQUEUE", "--queue-num", "7"],
+                           check=True, timeout=30)
+            self.delayer.terminate()
+            self.delayer.wait(timeout=10)
+            self.delayer = None
+        self.delay_kind = ""
 
     def _queue_delay(self, ms: int) -> None:
         repo = str(Path(__file__).resolve().parents[1])

@@ -191,7 +191,9 @@ class SuiteRun:
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
         topo = self.topology
-        plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count, client_cpus)
+        # a client on another host takes none of this host's CPUs
+        plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count,
+                                        0 if env.client_host else client_cpus)
         # a client host that cannot be reached fails the test before any server starts
         self.clients = open_client_side(env.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
@@ -287,7 +289,7 @@ class SuiteRun:
             return duration
 
         duration = deployment_data.prepare(self.deployment, self.suite.dbconfig, on_node,
-                                           plan.client)
+                                           _here(plan))
         self.result.deployment = self.deployment.record()
         return duration
 
@@ -296,7 +298,7 @@ class SuiteRun:
         preload = self.suite.dbconfig.preload_tool
         driver = env.drivers.get(preload.tool) if preload else None
         ctx = PreloadContext(client, target, env.registry, self.out_dir, env.preload_timeout_s,
-                             driver, plan.client)
+                             driver, _here(plan))
         return prepare_dataset(ctx, self.suite.dbconfig)
 
     def _warm_up(self, drivers: list[ClientDriver], target: ClientTarget,
@@ -340,8 +342,9 @@ class SuiteRun:
         procs = [clients.spawn(inv, self.client_cpus) for inv in invocations]
         if not clients.remote:
             sampler.watch("client", [p.pid for p in procs])
-        # the foreign load is measured on this host's pinned CPUs
-        sampler.watch_cpus(plan.server if clients.remote else [*plan.client, *plan.server])
+        # the foreign load is measured on this host's pinned CPUs (no client's, when the
+        # client runs on another host)
+        sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()
         try:
             codes = [_wait(clients, p, inv, env) for p, inv in zip(procs, invocations)]
@@ -352,8 +355,7 @@ class SuiteRun:
                 clients.stop(p)
         result.tool_duration_s = time.monotonic() - started
         cores = len(self.client_cpus)
-        _saturation(result, sampler, replace(plan, client=self.client_cpus), env.thresholds,
-                    clients.usage(procs, cores))
+        _saturation(result, sampler, plan, env.thresholds, clients.usage(procs, cores))
         return _parse_all(drivers, invocations, codes,
                           rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
@@ -439,6 +441,12 @@ def _version(driver: ClientDriver) -> str:
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as exc:
         log.warning("%s --version failed: %s", driver.tool, exc)
         return "unknown"
+
+
+def _here(plan: CpuPlan) -> list[int]:
+    """Where preloads run on this host: the client's CPUs, or the servers' when the client
+    is on another host (a preload is not measured)."""
+    return plan.client or plan.server
 
 
 def _record_cpus(result: RunResult, plan: CpuPlan, client: list[int]) -> None:

@@ -76,6 +76,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
     catalogue = config.topologies if config.topologies is not None else load_topologies()
     allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
     planned: list[PlannedTest] = []
+    remote = config.client_host is not None
     for suite in suites:
         names = [t for t in suite.topologies
                  if not config.topology_filter or t == config.topology_filter]
@@ -85,7 +86,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
             topo = catalogue.get(name)
             reason = _capability_skip_reason(suite, config.capabilities) or \
                 _skip_reason(suite, topo, name, tools) or \
-                _cpu_skip_reason(suite, topo, allocator)
+                _cpu_skip_reason(suite, topo, allocator, remote)
             planned.append(PlannedTest(suite, topo, reason, name))
     return planned
 
@@ -95,10 +96,12 @@ def client_cpus(suite: Suite) -> int:
     return max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
 
 
-def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocator) -> str:
+def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocator,
+                     remote_client: bool = False) -> str:
     if topo is None or not allocator.strict:
         return ""
-    need = allocator.needed([topo.cpus_per_node] * topo.node_count, client_cpus(suite))
+    need = allocator.needed([topo.cpus_per_node] * topo.node_count,
+                            0 if remote_client else client_cpus(suite))
     if need <= len(allocator.cpus):
         return ""
     return f"--strict-cpus: topology {topo.name!r} needs {need} CPUs ({topo.node_count} " \
