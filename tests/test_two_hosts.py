@@ -9,7 +9,6 @@ side to notice (that is what is tested).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -263,9 +262,36 @@ def test_an_unreachable_client_host_is_one_line_before_anything_starts(
     assert not list((tmp_path / "r").rglob("result.json"))
 
 
-def test_run_document_json_has_no_network_for_a_loopback_run(tmp_path: Path) -> None:
-    """The default stays loopback and the document as it was: no ``network`` content."""
-    doc = RunResult(test_name="t", run_id="t:1", status="ok")
-    raw = json.loads(json.dumps(doc.to_dict()))
-    assert raw["network"] == {}
-    assert RunResult.from_dict(raw).network == {}
+def test_the_loopback_run_stays_the_default_and_unchanged(tmp_path: Path,
+                                                         suites: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "redis_benchmarks_spec.cli.main", "run", "--suites-dir",
+         str(suites), "--no-datasink", "--results-dir", str(tmp_path / "r"),
+         "--test", "redis-benchmark-twohost-get", "--test-time", "1"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 0, done.stderr
+    (result,) = results_by_test(tmp_path / "r").values()
+    assert result.ok and result.network == {}
+    assert result.deployment is not None and result.deployment.nodes[0].host == "127.0.0.1"
+    assert result.argv[0][result.argv[0].index("-h") + 1] == "127.0.0.1"
+    assert result.cpu["client"].samples >= 1  # sampled here, as always
+
+
+def test_sigterm_of_the_server_side_stops_both_sides_and_exits_130(
+        hosts: TwoHosts, suites: Path, tmp_path: Path) -> None:
+    proc = start_long_run(hosts, suites, tmp_path / "r", tmp_path / "rbs.log")
+    try:
+        wait_for_tool(hosts)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130
+        assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    (result,) = results_by_test(tmp_path / "r").values()
+    assert not result.ok and result.network["client"]["host"] == hosts.client_hostname
+    # what the tool printed before it was stopped came back from the client host
+    (out,) = (tmp_path / "r").glob("*/memtier-twohost-get/oss-standalone/client-0.out")
+    assert out.stat().st_size > 0

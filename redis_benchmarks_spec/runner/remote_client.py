@@ -113,21 +113,32 @@ class RemoteClient:
         assert self.proc is not None and self.proc.stdout is not None
         try:
             for line in self.proc.stdout:
-                msg = json.loads(line)
-                with self._cond:
-                    if msg.get("event") == "hello":
-                        self.hello = msg
-                    elif msg.get("event") == "exited":
-                        self._exits[str(msg["id"])] = msg
-                    elif "req" in msg:
-                        self._replies[int(msg["req"])] = msg
-                    self._cond.notify_all()
-        except (ValueError, KeyError, TypeError, OSError) as exc:
-            log.warning("client host %s: unreadable message: %s", self.name, exc)
+                self._take(line)
+        except OSError as exc:
+            log.warning("client host %s: reading from ssh: %s", self.name, exc)
         code = self.proc.wait()
         with self._cond:
             self._dead = f"ssh exited with code {code}"
             self._cond.notify_all()
+
+    def _take(self, line: bytes) -> None:
+        """One line from the client host: a message, or something a login script printed
+        there before the supervisor started (logged and skipped)."""
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise TypeError("not an object")
+            with self._cond:
+                if msg.get("event") == "hello":
+                    self.hello = msg
+                elif msg.get("event") == "exited":
+                    self._exits[str(msg["id"])] = msg
+                elif "req" in msg:
+                    self._replies[int(msg["req"])] = msg
+                self._cond.notify_all()
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("client host %s: skipped a line that is no message (%s): %.200r",
+                        self.name, exc, line)
 
     def _ping(self) -> None:
         while not self._dead:
@@ -185,9 +196,11 @@ class RemoteClient:
     def fetch(self, names: list[str], into: Path) -> list[str]:
         """Copy the named output files here; returns the names that did not exist there."""
         reply = self.call("fetch", names=names)
-        for name, data in reply["files"].items():
-            (into / name).write_bytes(base64.b64decode(data))
-        return list(reply["missing"])
+        for name in names:  # only what was asked for, never a name the reply made up
+            data = reply["files"].get(name)
+            if data is not None:
+                (into / name).write_bytes(base64.b64decode(data))
+        return [n for n in names if n not in reply["files"]]
 
     def close(self) -> None:
         """Ask the supervisor to clean up and leave, then stop ssh by its own pid."""
