@@ -202,3 +202,35 @@ def test_rbs_run_client_host_flags_are_checked_in_one_line(tmp_path: Path, flags
     assert done.returncode == 2, done.stderr
     errors = [x for x in done.stderr.splitlines() if "error" in x]
     assert len(errors) == 1 and line in errors[0], done.stderr
+
+
+def test_the_agent_runs_its_platform_file_client_host(redis_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``client_host`` of the platform file reaches every session the agent runs."""
+    from redis_benchmarks_spec.cli.daemons import _agent_config
+    from redis_benchmarks_spec.cli.main import build_parser
+    from redis_benchmarks_spec.events.names import StreamNames
+    from tests.pipeline_fixtures import publish_event
+    from tests.test_agent import make_agent, run_in_thread, wait_until
+
+    platform = load(_write(tmp_path, "client_host:\n  ssh: loadgen\n"
+                                     "  server_address: 10.0.0.11\n"))
+    args = build_parser().parse_args(["agent", "--platform", "p1", "--platform-config",
+                                      str(tmp_path / "platform.yml")])
+    assert _agent_config(args, b"k" * 32, platform).client_host == platform.client_host
+    seen: list[ClientHostConfig | None] = []
+
+    def runner(config, suites):  # type: ignore[no-untyped-def]
+        seen.append(config.client_host)
+        return []
+
+    names = StreamNames.with_prefix(f"ch{os.getpid()}")
+    agent = make_agent(redis_server, names, tmp_path, "p1", "p1-a", lambda results: None,
+                       runner=runner, client_host=platform.client_host)
+    publish_event(redis_server.client(), names, "1" * 40)
+    thread = run_in_thread(agent)
+    try:
+        wait_until(lambda: bool(seen), timeout=60)
+    finally:
+        agent.stop()
+        thread.join(timeout=60)
+    assert seen[0] == ClientHostConfig(ssh="loadgen", server_address="10.0.0.11")
