@@ -22,6 +22,8 @@ from redis_benchmarks_spec.runner.remote_client import RemoteClient, RemoteClien
 
 log = logging.getLogger(__name__)
 
+DEADLINE_MARGIN_S = 60.0
+
 
 class ClientProc(Protocol):
     pid: int
@@ -30,7 +32,9 @@ class ClientProc(Protocol):
 class ClientSide(Protocol):
     remote: bool
 
-    def spawn(self, inv: Invocation, cpus: list[int]) -> ClientProc: ...
+    def spawn(self, inv: Invocation, cpus: list[int], timeout_s: float) -> ClientProc:
+        """Started and pinned; ``timeout_s`` is the wait the runner will give it."""
+        ...
 
     def wait(self, proc: Any, timeout: float) -> int:
         """The exit code; ``subprocess.TimeoutExpired`` (tool stopped, output kept)."""
@@ -61,7 +65,8 @@ class LocalClients:
     def __init__(self, registry: ProcessRegistry) -> None:
         self.registry = registry
 
-    def spawn(self, inv: Invocation, cpus: list[int]) -> subprocess.Popen[bytes]:
+    def spawn(self, inv: Invocation, cpus: list[int],
+              timeout_s: float) -> subprocess.Popen[bytes]:
         return self.registry.spawn(inv.argv, inv.stdout_path, cpus=cpus)
 
     def wait(self, proc: subprocess.Popen[bytes], timeout: float) -> int:
@@ -119,16 +124,18 @@ class RemoteClients:
             self._found[local] = self.tools[name] = str(found)
         return self._found[local]
 
-    def spawn(self, inv: Invocation, cpus: list[int]) -> RemoteProc:
+    def spawn(self, inv: Invocation, cpus: list[int], timeout_s: float) -> RemoteProc:
         self._count += 1
         key = str(self._count)
         outputs = [p for p in (inv.stdout_path, inv.result_path) if p is not None]
         names = {p.name: p for p in outputs}
         # the tool runs in the supervisor's work directory: output paths become plain names
         argv = [self._binary(inv.argv[0])] + [_relative(a, outputs) for a in inv.argv[1:]]
-        deadline = inv.expected_duration_s * 3 + 120
+        # the client host's own limit comes after the runner's wait, which stops the tool
+        # and fetches its output first; it matters only when the runner hangs
         reply = self.client.call("spawn", id=key, argv=argv, cpus=cpus,
-                                 stdout=inv.stdout_path.name, deadline_s=deadline)
+                                 stdout=inv.stdout_path.name,
+                                 deadline_s=timeout_s + DEADLINE_MARGIN_S)
         if reply.get("warning"):
             log.warning("client host %s: %s", self.config.ssh, reply["warning"])
         return RemoteProc(key, int(reply["pid"]), inv, names)

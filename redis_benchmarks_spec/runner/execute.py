@@ -312,7 +312,7 @@ class SuiteRun:
             if inv is None:
                 rates.append(None)
                 continue
-            proc = clients.spawn(inv, self.client_cpus)
+            proc = clients.spawn(inv, self.client_cpus, _timeout(inv, env))
             try:
                 code = _wait(clients, proc, inv, env)
             finally:
@@ -339,7 +339,8 @@ class SuiteRun:
         sampler.watch("server", self.deployment.pids)
         self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
-        procs = [clients.spawn(inv, self.client_cpus) for inv in invocations]
+        procs = [clients.spawn(inv, self.client_cpus, _timeout(inv, env))
+                 for inv in invocations]
         if not clients.remote:
             sampler.watch("client", [p.pid for p in procs])
         # the foreign load is measured on this host's pinned CPUs (no client's, when the
@@ -469,10 +470,15 @@ def redact(argv: list[str]) -> list[str]:
             else a for a in out]
 
 
-def _wait(clients: ClientSide, proc: object, inv: Invocation, env: RunEnv) -> int:
+def _timeout(inv: Invocation, env: RunEnv) -> float:
+    """How long a client may run before it is stopped as hung."""
     # a profiled run (server under callgrind) may be far slower than its test time
     expected = max(float(env.test_time or 0), inv.expected_duration_s)
-    timeout = expected * 3 + env.timeout_buffer_s
+    return expected * 3 + env.timeout_buffer_s
+
+
+def _wait(clients: ClientSide, proc: object, inv: Invocation, env: RunEnv) -> int:
+    timeout = _timeout(inv, env)
     try:
         return clients.wait(proc, timeout)
     except subprocess.TimeoutExpired as exc:
