@@ -80,6 +80,7 @@ class CpuAllocator:
             pos += take
         server = sorted({c for node in nodes for c in node})
         client = self.cpus[-min(client_cpus, n):] if client_cpus else []
-        warning = f"{what}: server {server} and client {client} share cores; " \
-                  f"results will be noisier"
+        who = f"server {server} and client {client}" if client else \
+            f"the server nodes on {server}"
+        warning = f"{what}: {who} share cores; results will be noisier"
         return CpuPlan(server, client, not set(server) & set(client), warning, nodes)
