@@ -115,6 +115,18 @@ def test_a_tool_past_its_deadline_is_killed_and_says_so() -> None:
         sup.kill()
 
 
+def test_a_tool_gets_the_open_file_limit_it_asks_for() -> None:
+    sup = Sup()
+    try:
+        sup.call("spawn", id="1", argv=["sh", "-c", "ulimit -n"], cpus=[], stdout="n.out",
+                 deadline_s=30, nofile=2345)
+        assert sup.read()["code"] == 0
+        fetched = sup.call("fetch", names=["n.out"])["files"]["n.out"]
+        assert __import__("base64").b64decode(fetched).decode().strip() == "2345"
+    finally:
+        sup.kill()
+
+
 def test_stop_fetch_and_refused_names() -> None:
     sup = Sup()
     try:

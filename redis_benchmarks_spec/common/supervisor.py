@@ -21,6 +21,7 @@ import ctypes
 import json
 import os
 import re
+import resource
 import select
 import shutil
 import signal
@@ -47,12 +48,15 @@ class Child:
         self.exit = None  # the "exited" event, once reaped
 
 
-def _die_with_parent(parent):
-    """In the child before exec: SIGKILL when the supervisor dies (and if it already did)."""
+def _child_setup(parent, nofile):
+    """In the child before exec: SIGKILL when the supervisor dies (and if it already did),
+    and the open-file limit a tool with many connections needs (when asked for)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
+    if nofile:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
 
 class Supervisor:
@@ -103,13 +107,17 @@ class Supervisor:
     def op_spawn(self, msg):
         key = str(msg["id"])
         name = _checked_name(msg["stdout"])
-        parent = os.getpid()
+        parent, nofile = os.getpid(), int(msg.get("nofile") or 0)
+        if nofile:  # refused here, in the reply, rather than as a child that cannot start
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            if hard != resource.RLIM_INFINITY and nofile > hard and os.geteuid() != 0:
+                raise ValueError(f"open-file limit {nofile} is above this host's {hard}")
         with open(os.path.join(self.workdir, name), "ab") as out:
             proc = subprocess.Popen(
                 [str(a) for a in msg["argv"]], cwd=self.workdir, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                 # safe here: the supervisor has one thread
-                preexec_fn=lambda: _die_with_parent(parent))  # noqa: PLW1509
+                preexec_fn=lambda: _child_setup(parent, nofile))  # noqa: PLW1509
         warning = ""
         if msg.get("cpus"):
             try:
