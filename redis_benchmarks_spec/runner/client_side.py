@@ -148,6 +148,8 @@ class RemoteClients:
         return int(proc.exit["code"])
 
     def stop(self, proc: RemoteProc) -> None:
+        if self.client.lost:
+            return  # the supervisor read EOF and killed its tools: nothing to stop or fetch
         if proc.exit is None:
             proc.exit = self.client.call("stop", id=proc.key)["exit"]
         if not proc.fetched:

@@ -77,6 +77,11 @@ class RemoteClient:
     def name(self) -> str:
         return self.config.ssh
 
+    @property
+    def lost(self) -> bool:
+        """The connection has ended (the supervisor has killed its tools, or soon will)."""
+        return bool(self._dead)
+
     def open(self) -> dict[str, Any]:
         """Connect and start the supervisor; its hello (host, pid, CPUs) is returned.
         Call from the thread that owns the run: the ssh client dies with that thread."""
