@@ -295,3 +295,43 @@ def test_sigterm_of_the_server_side_stops_both_sides_and_exits_130(
     # what the tool printed before it was stopped came back from the client host
     (out,) = (tmp_path / "r").glob("*/memtier-twohost-get/oss-standalone/client-0.out")
     assert out.stat().st_size > 0
+
+
+TIMEOUT_PROBE = """
+import subprocess, sys
+from pathlib import Path
+from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.loadgen.base import Invocation
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
+from redis_benchmarks_spec.runner.client_side import open_client_side
+
+out = Path(sys.argv[1])
+config = ClientHostConfig(ssh="loadgen", server_address="10.211.0.1",
+                          ssh_config=Path(sys.argv[2]))
+clients = open_client_side(config, ProcessRegistry(), out)
+# the tool's own output file is named by its path here: it is written there, fetched back
+inv = Invocation(["sh", "-c", f"echo started; echo 42 > {out}/t.json; exec sleep 60"],
+                 out / "t.out", out / "t.json", 1.0)
+proc = clients.spawn(inv, [1], 1.0)
+try:
+    clients.wait(proc, 1.0)
+    print("no timeout")
+except subprocess.TimeoutExpired:
+    print("timed out", proc.exit["code"], (out / "t.out").read_text().strip(),
+          (out / "t.json").read_text().strip())
+finally:
+    clients.close()
+"""
+
+
+def test_a_remote_tool_past_its_wait_is_stopped_there_and_its_output_kept(
+        hosts: TwoHosts, tmp_path: Path) -> None:
+    assert hosts.ssh_config is not None
+    (tmp_path / "out").mkdir()
+    done = subprocess.run(
+        hosts.server_argv([sys.executable, "-c", TIMEOUT_PROBE, str(tmp_path / "out"),
+                           str(hosts.ssh_config)]),
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.stdout.strip() == f"timed out {-signal.SIGTERM} started 42", done.stderr
+    assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
