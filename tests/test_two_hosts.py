@@ -3,7 +3,7 @@ pair (tests/twohost_net.py), a real sshd on the client side, `rbs run --client-h
 server side driving real memtier_benchmark and redis-benchmark over the link, and tc netem
 adding a delay the measured latency must show. kill -9 of either side leaves nothing behind.
 
-About 40 s in all: each run opens real SSH connections and each kill waits for the other
+About 45 s in all: each run opens real SSH connections and each kill waits for the other
 side to notice (that is what is tested).
 """
 
