@@ -150,6 +150,7 @@ def test_two_namespace_run_names_both_hosts_and_latency_rises_by_the_netem_delay
         client = net["client"]
         assert (client["host"], client["address"], client["interface"], client["ssh"]) == \
             (hosts.client_hostname, CLIENT_ADDR, hosts.client_if, "loadgen")
+        assert (client["kernel"], client["cpu_count"]) == (os.uname().release, os.cpu_count())
         # the client's CPUs are the client host's; this host gives all of its to the server
         assert result.cpus == {"server": [0], "client": [1]}
         assert "shared-cores" not in result.flags

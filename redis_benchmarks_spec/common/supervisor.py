@@ -73,7 +73,8 @@ class Supervisor:
     def hello(self):
         self.send({"event": "hello", "protocol": PROTOCOL, "host": socket.gethostname(),
                    "pid": os.getpid(), "workdir": self.workdir,
-                   "cpus": sorted(os.sched_getaffinity(0)),
+                   "cpus": sorted(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
+                   "cpu_model": _cpu_model(), "kernel": os.uname().release,
                    "python": sys.version.split()[0]})
 
     # -- requests ---------------------------------------------------------------------
@@ -230,6 +231,17 @@ class Supervisor:
                         return
                 self.last_heard = time.monotonic()  # a long request is no silence
             self.reap_all()
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass  # not Linux, or /proc hidden: the model stays unknown
+    return ""
 
 
 def _checked_name(name):

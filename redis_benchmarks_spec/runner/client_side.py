@@ -185,6 +185,8 @@ class RemoteClients:
                        "interface": interface_of(server_host)},
             "client": {"host": hello.get("host", ""), "ssh": self.config.ssh,
                        "address": rtt["source"], "interface": rtt["interface"],
+                       "cpu_model": hello.get("cpu_model", ""),
+                       "cpu_count": hello.get("cpu_count"), "kernel": hello.get("kernel", ""),
                        # filled as tools are found there (the same dict, written at the end)
                        "tools": self.tools},
             "rtt_ms": {k: round(float(rtt[f"{k}_ms"]), 4) for k in ("min", "median", "max")}
