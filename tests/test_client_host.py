@@ -246,3 +246,20 @@ def test_the_agent_runs_its_platform_file_client_host(redis_server, tmp_path: Pa
         agent.stop()
         thread.join(timeout=60)
     assert seen[0] == ClientHostConfig(ssh="loadgen", server_address="10.0.0.11")
+
+
+def test_rbs_agent_says_at_start_when_its_client_host_does_not_answer(  # type: ignore[no-untyped-def]
+        redis_server, tmp_path: Path) -> None:
+    (tmp_path / "ssh_config").write_text("Host nowhere\n  HostName 127.0.0.1\n  Port 9\n")
+    path = _write(tmp_path, f"client_host:\n  ssh: nowhere\n  server_address: 10.0.0.11\n"
+                            f"  ssh_config: {tmp_path / 'ssh_config'}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "redis_benchmarks_spec.cli.main", "agent", "--platform", "p1",
+         "--platform-config", str(path), "--broker", redis_server.url,
+         "--datasink", "redis://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    warned = [x for x in done.stderr.splitlines() if "client_host" in x]
+    assert len(warned) == 1, done.stderr
+    assert "client host nowhere: no answer from the supervisor over ssh" in warned[0]
+    assert "Connection refused" in warned[0] and "Traceback" not in done.stderr

@@ -258,7 +258,8 @@ def test_an_unreachable_client_host_is_one_line_before_anything_starts(
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if "error" in line]
-    assert len(lines) == 1 and "--client-host nowhere" in lines[0], out.stderr
+    assert len(lines) == 1 and "--client-host: client host nowhere: no answer" in lines[0], \
+        out.stderr
     assert "Traceback" not in out.stderr
     assert not list((tmp_path / "r").rglob("result.json"))
 

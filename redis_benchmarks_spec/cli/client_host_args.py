@@ -69,15 +69,26 @@ def _cpus(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
-def check_client_host(config: ClientHostConfig) -> None:
-    """Connect once before anything starts: a host ssh cannot reach is a usage error."""
+def probe_client_host(config: ClientHostConfig) -> str:
+    """Connect once and leave: '' when the client host's supervisor answers, else why not."""
     with tempfile.TemporaryDirectory(prefix="rbs-client-host-") as tmp:
         client = RemoteClient(config, ProcessRegistry(), Path(tmp) / "ssh.log")
         try:
             client.open()
         except RemoteClientError as exc:
-            config_flag = f"-F {config.ssh_config} " if config.ssh_config else ""
-            raise UsageError(f"--client-host {config.ssh}", str(exc),
-                             f"try: ssh {config_flag}{config.ssh} true") from None
+            return str(exc)
         finally:
             client.close()
+    return ""
+
+
+def ssh_hint(config: ClientHostConfig) -> str:
+    config_flag = f"-F {config.ssh_config} " if config.ssh_config else ""
+    return f"try: ssh {config_flag}{config.ssh} true"
+
+
+def check_client_host(config: ClientHostConfig) -> None:
+    """Before anything starts: a client host that does not answer is a usage error."""
+    problem = probe_client_host(config)
+    if problem:
+        raise UsageError("--client-host", problem, ssh_hint(config))
