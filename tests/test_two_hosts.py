@@ -138,6 +138,9 @@ def test_two_namespace_run_names_both_hosts_and_latency_rises_by_the_netem_delay
     plain = run_rbs(hosts, suites, tmp_path / "plain", "--tests-regexp", "twohost",
                     "--test-time", "2")
     assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert f"client {hosts.client_hostname} ({CLIENT_ADDR}, {hosts.client_if}) -> server " \
+        f"{hosts.server_hostname} ({SERVER_ADDR}, {hosts.server_if}): RTT median " \
+        in plain.stderr
     assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
     before = results_by_test(tmp_path / "plain")
     assert set(before) == {"memtier-twohost-get", "redis-benchmark-twohost-get"}

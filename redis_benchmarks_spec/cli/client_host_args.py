@@ -6,8 +6,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from rich.console import Console
+
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.client_host import (
     ClientHostConfig,
     check_destination,
@@ -92,3 +95,24 @@ def check_client_host(config: ClientHostConfig) -> None:
     problem = probe_client_host(config)
     if problem:
         raise UsageError("--client-host", problem, ssh_hint(config))
+
+
+def network_line(results: list[RunResult]) -> str:
+    """``client lab-clx-3 (10.0.0.23, ens2f1) -> server lab-icx-1 (10.0.0.11, ens1f0):
+    RTT median 0.052 ms (0.049-0.061 over 3 tests)``, or '' when no test reached the run."""
+    nets = [r.network for r in results if r.network.get("rtt_ms")]
+    if not nets:
+        return ""
+    client, server = nets[0]["client"], nets[0]["server"]
+    medians = sorted(float(n["rtt_ms"]["median"]) for n in nets)
+    spread = f" ({medians[0]:.3f}-{medians[-1]:.3f} over {len(medians)} tests)" \
+        if len(medians) > 1 else ""
+    return (f"client {client['host']} ({client['address']}, {client['interface'] or '?'}) "
+            f"-> server {server['host']} ({server['address']}, {server['interface'] or '?'}): "
+            f"RTT median {medians[len(medians) // 2]:.3f} ms{spread}")
+
+
+def say_network(console: Console, results: list[RunResult]) -> None:
+    line = network_line(results)
+    if line:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)

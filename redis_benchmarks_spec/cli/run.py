@@ -18,6 +18,7 @@ from redis_benchmarks_spec.cli.client_host_args import (
     add_client_host_args,
     check_client_host,
     client_host_from_args,
+    say_network,
 )
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.display import (
@@ -349,6 +350,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     code = report(out, args, config, results)
+    if config.client_host is not None:
+        say_network(console, results)
     if skipped:
         out.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
                   f"(skipped, named above)[/]", highlight=False)
