@@ -16,6 +16,8 @@ stdout. Nothing it starts outlives the runner that drives it:
 - each tool has a deadline of its own, enforced here, should the runner hang.
 """
 
+from __future__ import annotations
+
 import base64
 import ctypes
 import json
@@ -31,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import FrameType
+from typing import Any
 
 PROTOCOL = 1
 MAX_FETCH_BYTES = 256 << 20
@@ -42,13 +46,14 @@ _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")  # a file of the work directory, 
 class Child:
     """One tool process: its deadline and, once reaped, how it ended."""
 
-    def __init__(self, proc, deadline):
+    def __init__(self, proc: subprocess.Popen[bytes], deadline: float) -> None:
         self.proc, self.deadline = proc, deadline
         self.started = time.monotonic()
-        self.exit = None  # the "exited" event, once reaped
+        self.exit: dict[str, Any] | None = None  # the "exited" event, once reaped
+        self.timed_out = False
 
 
-def _child_setup(parent, nofile):
+def _child_setup(parent: int, nofile: int) -> None:
     """In the child before exec: SIGKILL when the supervisor dies (and if it already did),
     and the open-file limit a tool with many connections needs (when asked for)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -60,17 +65,17 @@ def _child_setup(parent, nofile):
 
 
 class Supervisor:
-    def __init__(self, lease_s):
+    def __init__(self, lease_s: float) -> None:
         self.lease_s = lease_s
         self.workdir = tempfile.mkdtemp(prefix="rbs-client-")
-        self.children = {}
+        self.children: dict[str, Child] = {}
         self.last_heard = time.monotonic()
 
-    def send(self, msg):
+    def send(self, msg: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(msg) + "\n")
         sys.stdout.flush()
 
-    def hello(self):
+    def hello(self) -> None:
         self.send({"event": "hello", "protocol": PROTOCOL, "host": socket.gethostname(),
                    "pid": os.getpid(), "workdir": self.workdir,
                    "cpus": sorted(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
@@ -79,11 +84,11 @@ class Supervisor:
 
     # -- requests ---------------------------------------------------------------------
 
-    def handle(self, msg):
+    def handle(self, msg: dict[str, Any]) -> str | None:
         self.last_heard = time.monotonic()
         op = msg.get("op")
         if op == "ping":
-            return
+            return "ping"
         handler = getattr(self, "op_" + str(op), None)
         try:
             if handler is None:
@@ -95,7 +100,7 @@ class Supervisor:
         self.send(reply)
         return op
 
-    def op_which(self, msg):
+    def op_which(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The first candidate that runs here: an absolute path that is executable, or a
         name on this host's PATH."""
         for cand in msg["candidates"]:
@@ -105,7 +110,7 @@ class Supervisor:
                 return {"path": found}
         return {"path": None}
 
-    def op_spawn(self, msg):
+    def op_spawn(self, msg: dict[str, Any]) -> dict[str, Any]:
         key = str(msg["id"])
         name = _checked_name(msg["stdout"])
         parent, nofile = os.getpid(), int(msg.get("nofile") or 0)
@@ -128,7 +133,7 @@ class Supervisor:
         self.children[key] = Child(proc, time.monotonic() + float(msg["deadline_s"]))
         return {"pid": proc.pid, "warning": warning}
 
-    def op_stop(self, msg):
+    def op_stop(self, msg: dict[str, Any]) -> dict[str, Any]:
         child = self.children[str(msg["id"])]
         if child.exit is None:
             _signal_group(child.proc.pid, signal.SIGTERM)
@@ -143,7 +148,7 @@ class Supervisor:
                     time.sleep(0.01)
         return {"exit": child.exit}
 
-    def op_fetch(self, msg):
+    def op_fetch(self, msg: dict[str, Any]) -> dict[str, Any]:
         files, missing, total = {}, [], 0
         for name in msg["names"]:
             path = os.path.join(self.workdir, _checked_name(name))
@@ -157,7 +162,7 @@ class Supervisor:
                 files[name] = base64.b64encode(fh.read()).decode()
         return {"files": files, "missing": missing}
 
-    def op_rtt(self, msg):
+    def op_rtt(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Round trips of PING to the server (an error reply such as NOAUTH is a round
         trip too), and the route this host takes to it."""
         host, port, count = str(msg["host"]), int(msg["port"]), int(msg.get("count", 20))
@@ -176,12 +181,12 @@ class Supervisor:
                 "min_ms": min(samples), "max_ms": max(samples), "source": source,
                 "interface": _route_dev(host)}
 
-    def op_quit(self, msg):
+    def op_quit(self, msg: dict[str, Any]) -> dict[str, Any]:
         return {"bye": True}
 
     # -- children ---------------------------------------------------------------------
 
-    def reap(self, key, child):
+    def reap(self, key: str, child: Child) -> None:
         if child.exit is not None:
             return
         try:
@@ -189,23 +194,25 @@ class Supervisor:
         except ChildProcessError:
             pid, status, usage = child.proc.pid, 0, None
         if pid == 0:
-            if time.monotonic() > child.deadline and not getattr(child, "timed_out", False):
+            if time.monotonic() > child.deadline and not child.timed_out:
                 child.timed_out = True
                 _signal_group(child.proc.pid, signal.SIGKILL)
             return
-        code = os.waitstatus_to_exitcode(status)
+        # (os.waitstatus_to_exitcode is Python 3.9+; the client host may have 3.7)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         child.proc.returncode = code
         cpu = usage.ru_utime + usage.ru_stime if usage is not None else None
-        child.exit = {"event": "exited", "id": key, "code": code, "cpu_s": cpu,
+        exit_event = {"event": "exited", "id": key, "code": code, "cpu_s": cpu,
                       "wall_s": time.monotonic() - child.started,
-                      "timed_out": getattr(child, "timed_out", False)}
-        self.send(child.exit)
+                      "timed_out": child.timed_out}
+        child.exit = exit_event
+        self.send(exit_event)
 
-    def reap_all(self):
+    def reap_all(self) -> None:
         for key, child in list(self.children.items()):
             self.reap(key, child)
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         """Every process group still running is killed, the work directory removed."""
         for child in self.children.values():
             if child.exit is None:
@@ -216,7 +223,7 @@ class Supervisor:
                     pass  # already reaped
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def loop(self):
+    def loop(self) -> None:
         buf = b""
         while time.monotonic() - self.last_heard <= self.lease_s:
             ready, _, _ = select.select([0], [], [], 0.05)
@@ -233,7 +240,7 @@ class Supervisor:
             self.reap_all()
 
 
-def _cpu_model():
+def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -244,20 +251,20 @@ def _cpu_model():
     return ""
 
 
-def _checked_name(name):
+def _checked_name(name: Any) -> str:
     if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
         raise ValueError(f"not a plain file name: {name!r}")
     return name
 
 
-def _signal_group(pgid, sig):
+def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except ProcessLookupError:
         pass  # the whole group is gone already
 
 
-def _route_dev(host):
+def _route_dev(host: str) -> str:
     """The interface this host reaches ``host`` through (``ip route get``), or ''."""
     ip = shutil.which("ip")
     if ip is None:
@@ -271,11 +278,11 @@ def _route_dev(host):
     return str(routes[0].get("dev", "")) if routes else ""
 
 
-def _exit_on_signal(signum, frame):
+def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     lease_s = float(argv[1]) if len(argv) > 1 else 30.0
     for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_on_signal)  # clean up as at EOF
