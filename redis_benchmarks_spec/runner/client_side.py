@@ -4,13 +4,15 @@ one interface, and reads their output files from the same local paths either way
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import psutil
 
@@ -98,6 +100,23 @@ class RemoteProc:
     fetched: bool = False
 
 
+_M = TypeVar("_M", bound=Callable[..., Any])
+
+
+def _checked(method: _M) -> _M:
+    """A reply from the client host that is not what the protocol says fails the test in
+    one line (a :class:`RemoteClientError`), never as a traceback."""
+    @functools.wraps(method)
+    def checked(self: RemoteClients, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RemoteClientError(f"client host {self.config.ssh}: unexpected answer "
+                                    f"({method.__name__}): {type(exc).__name__}: {exc}"
+                                    ) from exc
+    return cast(_M, checked)
+
+
 class RemoteClients:
     """Tools on the client host, run by its supervisor (``runner/remote_client.py``)."""
 
@@ -124,6 +143,7 @@ class RemoteClients:
             self._found[local] = self.tools[name] = str(found)
         return self._found[local]
 
+    @_checked
     def spawn(self, inv: Invocation, cpus: list[int], timeout_s: float) -> RemoteProc:
         self._count += 1
         key = str(self._count)
@@ -140,6 +160,7 @@ class RemoteClients:
             log.warning("client host %s: %s", self.config.ssh, reply["warning"])
         return RemoteProc(key, int(reply["pid"]), inv, names)
 
+    @_checked
     def wait(self, proc: RemoteProc, timeout: float) -> int:
         proc.exit = self.client.wait_exit(proc.key, timeout)
         if proc.exit is None:
@@ -147,6 +168,7 @@ class RemoteClients:
             raise subprocess.TimeoutExpired(proc.inv.argv, timeout)
         return int(proc.exit["code"])
 
+    @_checked
     def stop(self, proc: RemoteProc) -> None:
         if self.client.lost:
             return  # the supervisor read EOF and killed its tools: nothing to stop or fetch
@@ -158,10 +180,12 @@ class RemoteClients:
             into.mkdir(parents=True, exist_ok=True)
             self.client.fetch(list(proc.names), into)
 
+    @_checked
     def cpus(self, count: int, local: list[int]) -> list[int]:
         there = list(self.config.cpus or self.client.hello.get("cpus") or [])
         return [int(c) for c in there[:max(1, count)]]
 
+    @_checked
     def usage(self, procs: list[RemoteProc], cores: int) -> CpuUsage | None:
         """The tools' CPU time (user + system, from wait4) over their wall time: one figure
         for the whole run, measured on the client host."""
@@ -175,6 +199,7 @@ class RemoteClients:
     def close(self) -> None:
         self.client.close()
 
+    @_checked
     def network(self, server_host: str, server_port: int) -> dict[str, Any]:
         """Both ends of the path the client takes to the server, with its round-trip time."""
         rtt = self.client.call("rtt", host=server_host, port=server_port, count=20)
