@@ -55,7 +55,7 @@ class TwoHosts:
     client_ns: str = ""
     server_if: str = ""
     client_if: str = ""
-    ssh_port: int = 2222
+    ssh_port: int = 2222  # any port is free in a namespace made a moment ago
     sshd: subprocess.Popen[bytes] | None = None
     delayer: subprocess.Popen[bytes] | None = None  # tests/netdelay.py, without netem
     delay_kind: str = ""  # "netem" or "nfqueue" while a delay is on
