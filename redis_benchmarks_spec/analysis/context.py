@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 SHORT_SHA = 10
@@ -26,6 +27,7 @@ class SideInfo:
     commits: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     runs: int = 0  # result documents (or datasink points) over every test of the side
+    platform: str = ""  # set when the two sides ran on different platforms
 
 
 @dataclass
@@ -38,6 +40,11 @@ class CompareContext:
     build_variants: list[str] = field(default_factory=list)
     topologies: list[str] = field(default_factory=list)
     paired: bool = False
+    # each side's platform record and noise (datasink comparisons, analysis.host_noise)
+    hosts: list[HostSide] = field(default_factory=list)
+    # the sides ran on two platforms: unpaired runs from two hosts, never a paired A/B
+    across_platforms: bool = False
+    noise_flags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +54,7 @@ class CompareContext:
         data = dict(raw)
         data["baseline"] = SideInfo(**data.get("baseline", {}))
         data["comparison"] = SideInfo(**data.get("comparison", {}))
+        data["hosts"] = [HostSide.from_dict(h) for h in data.get("hosts", [])]
         return cls(**data)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
@@ -25,13 +25,19 @@ from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     CompareOptions,
     ComparisonReport,
-    compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import (
     CompareContext,
     SideInfo,
 )
-from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
+from redis_benchmarks_spec.analysis.engine import judge_samples
+from redis_benchmarks_spec.analysis.host_noise import HostSide
+from redis_benchmarks_spec.analysis.report import (
+    hosts_rich_table,
+    to_json,
+    to_markdown,
+    to_rich_table,
+)
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
@@ -78,7 +84,13 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
 
 def _add_filter_args(p: argparse.ArgumentParser) -> None:
     flt = p.add_argument_group("scope")
-    flt.add_argument("--platform", help="platform label (datasink)")
+    flt.add_argument("--platform", help="platform label of both sides (datasink)")
+    flt.add_argument("--baseline-platform", metavar="PLATFORM",
+                     help="the baseline's platform (datasink): with --comparison-platform, "
+                          "platforms side by side (unpaired runs from two hosts); a missing "
+                          "--comparison-* build selector means the baseline's build")
+    flt.add_argument("--comparison-platform", metavar="PLATFORM",
+                     help="the comparison's platform (datasink)")
     flt.add_argument("--topology", help="topology, e.g. oss-standalone (datasink)")
     flt.add_argument("--build-variant", help="build variant label (datasink)")
     flt.add_argument("--tests-regexp", default=".*", help="regexp on test names")
@@ -135,13 +147,26 @@ def _reader() -> ModuleType:
 
 
 def _side(args: argparse.Namespace, side: str) -> Any:
-    """The ``keys.Side`` one side's --*-branch/version/hash names."""
+    """The ``keys.Side`` one side's --*-branch/version/hash names (across platforms, the
+    comparison defaults to the baseline's build)."""
     from redis_benchmarks_spec.datasink import keys
     for kind in keys.SIDE_KINDS:
         value = getattr(args, f"{side}_{kind}")
         if value:
             return keys.Side(kind, value)
+    if side == "comparison" and _across_platforms(args):
+        return _side(args, "baseline")
     raise CompareUsageError(f"give --{side}-branch, --{side}-version or --{side}-hash")
+
+
+def side_platform(args: argparse.Namespace, side: str) -> str | None:
+    """The platform of one side: its own flag, else ``--platform``."""
+    return getattr(args, f"{side}_platform") or args.platform
+
+
+def _across_platforms(args: argparse.Namespace) -> bool:
+    base, comp = side_platform(args, "baseline"), side_platform(args, "comparison")
+    return bool(base and comp and base != comp)
 
 
 def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
@@ -159,9 +184,10 @@ def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def _selector(args: argparse.Namespace, reader: ModuleType, side: Any) -> Any:
+def _selector(args: argparse.Namespace, reader: ModuleType, side: Any, platform: str | None
+              ) -> Any:
     return reader.SeriesSelector(
-        metric=args.metric, side=side, platform=args.platform, topology=args.topology,
+        metric=args.metric, side=side, platform=platform, topology=args.topology,
         build_variant=args.build_variant, from_ms=_date_ms(args.from_date),
         to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n,
         tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
@@ -177,12 +203,28 @@ def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool
     return wanted.matches(test, groups, commands)
 
 
-def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
-    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side."""
+@dataclass
+class DatasinkSamples:
+    """What a datasink comparison read: samples, problems, and each side's platform."""
+
+    samples: Samples
+    problems: list[str]
+    hosts: list[HostSide] = field(default_factory=list)
+    noise_flags: list[str] = field(default_factory=list)
+
+
+def _newest_ms(series: dict[str, Any]) -> int | None:
+    return max((s.points[-1][0] for s in series.values() if s.points), default=None)
+
+
+def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
+    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side,
+    and the named platforms' records (``analysis.platform_context``)."""
+    from redis_benchmarks_spec.analysis.platform_context import hosts_of
     reader = _reader()
-    base_sel = _selector(args, reader, _side(args, "baseline"))
-    comp_sel = _selector(args, reader, _side(args, "comparison"))
-    problems: list[str] = []
+    platforms = {side: side_platform(args, side) for side in ("baseline", "comparison")}
+    base_sel = _selector(args, reader, _side(args, "baseline"), platforms["baseline"])
+    comp_sel = _selector(args, reader, _side(args, "comparison"), platforms["comparison"])
     by_change_point = _change_point_window(args)
     if by_change_point:
         base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
@@ -192,7 +234,14 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
             comp = reader.series_by_test(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
-    if by_change_point:
+        hosts, flags, problems = hosts_of(
+            client, platforms, {"baseline": _newest_ms(base), "comparison": _newest_ms(comp)})
+    return DatasinkSamples(*_samples_of(args, base, comp, problems), hosts, flags)
+
+
+def _samples_of(args: argparse.Namespace, base: dict[str, Any], comp: dict[str, Any],
+                problems: list[str]) -> tuple[Samples, list[str]]:
+    if _change_point_window(args):
         base, notes = _after_last_change(base)
         problems.extend(notes)
     labels = {t: (base.get(t) or comp[t]).labels for t in set(base) | set(comp)}
@@ -224,21 +273,26 @@ def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
 
 
 def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:
-    kind, value = next((k, getattr(args, f"{side}_{k}")) for k in ("branch", "version", "hash")
-                       if getattr(args, f"{side}_{k}"))
+    chosen = _side(args, side)
+    kind, value = chosen.kind, chosen.value
     return SideInfo(label=f"{kind} {value}", commits=[value] if kind == "hash" else [],
                     versions=[value] if kind == "version" else [],
-                    runs=sum(len(v) for v in values))
+                    runs=sum(len(v) for v in values),
+                    platform=side_platform(args, side) or "" if _across_platforms(args) else "")
 
 
-def compare_context(args: argparse.Namespace, samples: Samples) -> CompareContext:
-    """The report header of a datasink comparison, from its selectors."""
-    one = [v for v in (args.platform,) if v]
+def compare_context(args: argparse.Namespace, found: DatasinkSamples) -> CompareContext:
+    """The report header of a datasink comparison, from its selectors and platforms."""
+    samples = found.samples
+    across = _across_platforms(args)
+    named = {side_platform(args, side) for side in ("baseline", "comparison")}
     return CompareContext(
         baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
         comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()]),
-        platforms=one, build_variants=[args.build_variant] if args.build_variant else [],
-        topologies=[args.topology] if args.topology else [])
+        platforms=sorted(p for p in named if p) if not across else [],
+        build_variants=[args.build_variant] if args.build_variant else [],
+        topologies=[args.topology] if args.topology else [],
+        hosts=found.hosts, across_platforms=across, noise_flags=found.noise_flags)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -254,7 +308,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--last-n {args.last_n}", "must be at least 1")
 
 
-def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
+def _samples(args: argparse.Namespace) -> DatasinkSamples:
     if _uses_datasink(args):
         return samples_from_datasink(args)
     raise CompareUsageError("give --baseline-dir/--comparison-dir, or a baseline and a "
@@ -270,6 +324,9 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
     if fmt == "table":
         console = export_console() if output else make_console()
         print_table(console, to_rich_table(report))
+        hosts = hosts_rich_table(report.context)
+        if hosts is not None:
+            print_table(console, hosts)
         if output:
             output.write_text(console.export_text())
         err = make_console(stderr=True)
@@ -336,15 +393,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not (args.baseline_dir and args.comparison_dir):
             raise CompareUsageError("give both --baseline-dir and --comparison-dir")
         return _compare_folders(args, options)
-    samples, problems = _samples(args)
-    if not samples:
+    found = _samples(args)
+    if not found.samples:
         err.print("[red]rbs compare: no tests to compare[/]")
-        for problem in problems:
+        for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    report = compare_samples(samples, options, problems)
-    report.context = compare_context(args, samples)
+    report = judge_samples(found.samples, options, found.problems)
+    report.context = compare_context(args, found)
     write_report(report, args.format, args.output)
     if args.html:
-        _write_html(args, report, samples)
+        _write_html(args, report, found.samples)
     return _exit(args, report)
