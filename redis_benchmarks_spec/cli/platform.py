@@ -39,7 +39,8 @@ from redis_benchmarks_spec.results.platform import (
     valid_name,
 )
 
-DEFAULT_NOISE_SECONDS = 5.0
+DEFAULT_NOISE_SECONDS = 2.0
+NOISE_SECONDS_ENV = "RBS_NOISE_SECONDS"
 MAX_NOISE_SECONDS = 600.0
 
 
@@ -66,33 +67,42 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_noise_args(p: argparse.ArgumentParser) -> None:
     """The noise measurement's flags (``rbs platform record`` and ``rbs agent``)."""
     g = p.add_argument_group("host noise")
-    g.add_argument("--noise-seconds", type=float, default=DEFAULT_NOISE_SECONDS, metavar="S",
+    g.add_argument("--noise-seconds", type=float, default=None, metavar="S",
                    help="seconds of each intrinsic-latency measurement (the loop, then "
-                        f"redis-cli --intrinsic-latency; default {DEFAULT_NOISE_SECONDS:g})")
+                        f"redis-cli --intrinsic-latency; default ${NOISE_SECONDS_ENV}, else "
+                        f"{DEFAULT_NOISE_SECONDS:g}; 0: not measured)")
     g.add_argument("--noise-cpu", type=int, default=None, metavar="CPU",
                    help="CPU to measure on (default: the last one this process may use)")
     g.add_argument("--no-noise", action="store_true", help="record the description only")
 
 
-def check_noise_args(args: argparse.Namespace) -> None:
-    """The noise flags make sense on this host (one line naming the flag otherwise)."""
-    if not 0 < args.noise_seconds <= MAX_NOISE_SECONDS:
-        raise UsageError(f"--noise-seconds {args.noise_seconds:g}",
-                         f"must be more than 0 and at most {MAX_NOISE_SECONDS:g}")
-    if args.noise_cpu is not None:
-        allowed = sorted(os.sched_getaffinity(0))
-        if args.noise_cpu not in allowed:
-            raise UsageError(f"--noise-cpu {args.noise_cpu}", "this process may not run there",
-                             f"CPUs allowed: {allowed}")
+def noise_seconds(args: argparse.Namespace) -> float:
+    """How long to measure (0: not at all), checked; one line naming the flag otherwise."""
+    if args.no_noise:
+        return 0.0
+    flag, value = "--noise-seconds", args.noise_seconds
+    if value is None:
+        flag, raw = f"${NOISE_SECONDS_ENV}", os.environ.get(NOISE_SECONDS_ENV)
+        try:
+            value = DEFAULT_NOISE_SECONDS if raw is None else float(raw)
+        except ValueError:
+            raise UsageError(f"{flag} {raw!r}", "is not a number of seconds") from None
+    if not 0 <= value <= MAX_NOISE_SECONDS:
+        raise UsageError(f"{flag} {value:g}", f"must be from 0 to {MAX_NOISE_SECONDS:g}")
+    if value and args.noise_cpu is not None and \
+            args.noise_cpu not in os.sched_getaffinity(0):
+        raise UsageError(f"--noise-cpu {args.noise_cpu}", "this process may not run there",
+                         f"CPUs allowed: {sorted(os.sched_getaffinity(0))}")
+    return float(value)
 
 
 def measured_record(args: argparse.Namespace, recorded_by: str) -> PlatformRecord:
     """This host's record for ``args.platform``, with its noise unless ``--no-noise``."""
     from redis_benchmarks_spec.telemetry import platform_probe
-    noise = None
-    if not args.no_noise:
+    noise, seconds = None, noise_seconds(args)
+    if seconds:
         try:
-            noise = platform_probe.measure_noise(args.noise_seconds, args.noise_cpu)
+            noise = platform_probe.measure_noise(seconds, args.noise_cpu)
         except platform_probe.NoiseProbeError as exc:
             raise UsageError("intrinsic latency", str(exc)) from None
     return platform_probe.record(args.platform, recorded_by, noise)
@@ -130,8 +140,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     """Run ``rbs platform record``."""
     if not valid_name(args.platform):
         raise UsageError(f"--platform {args.platform!r}", "is not a name ([A-Za-z0-9._:-]+)")
-    if not args.no_noise:
-        check_noise_args(args)
     record = measured_record(args, "rbs platform record")
     with _client(args) as client:
         store.write(client, record)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.datasink import platforms
 from redis_benchmarks_spec.datasink.embedded import (
     DatasinkError,
     DatasinkStatus,
@@ -22,6 +23,7 @@ from redis_benchmarks_spec.datasink.store import (
 from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, skip_reason
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.layout import document_path
+from redis_benchmarks_spec.results.platform import PlatformRecord
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,16 @@ class SessionPushOutcome:
 
 
 def push_session(results_dir: Path, url: str | None = None, data_dir: Path | None = None,
-                 results: list[RunResult] | None = None) -> SessionPushOutcome:
+                 results: list[RunResult] | None = None,
+                 platform: PlatformRecord | None = None) -> SessionPushOutcome:
     """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``.
 
     ``results``, the session's documents still in memory, are pushed as they are (no
     re-reading from disk) and found on disk where :mod:`results.layout` puts every run
     shape (rep-NN/, clients-N/, A/B sides); their files get the "pushed" markers. A session
     with runs to push of which fewer reached the datasink is a failed push, never a quiet 0.
+    ``platform``, this host's description, is stored too when its facts changed
+    (:func:`datasink.platforms.write`).
     """
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
     started = ""
@@ -61,6 +66,8 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
     config = DatasinkConfig(url=url or "")
     client = connect(config)
     with client:
+        if platform is not None:  # the host's facts, stored when they changed
+            platforms.write(client, platform)
         if results is None:
             report = push_results_dir(client, results_dir)
         else:
