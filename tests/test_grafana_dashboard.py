@@ -95,6 +95,6 @@ def test_every_panel_query_returns_data(filled: redis.Redis) -> None:
 
 def test_rows_are_metric_families() -> None:
     rows = [p["title"] for p in dashboard()["panels"] if p["type"] == "row"]
-    assert rows == ["Throughput", "Latency"]
+    assert rows == ["Throughput", "Latency", "Platforms side by side"]
     names = {v["name"] for v in dashboard()["templating"]["list"]}
-    assert {"test", "platform", "topology", "branch", "version"} <= names
+    assert {"test", "platform", "platform_b", "topology", "branch", "version"} <= names

@@ -2,7 +2,8 @@
 the labels and index sets :mod:`.keys` defines, and written to ``dashboards/`` in the
 repository (a test keeps the file and this code in step, and runs every panel's query).
 
-One row per metric family (throughput, latency); every panel is a ``TS.MRANGE ... FILTER``
+One row per metric family (throughput, latency), and a row of two platforms side by side
+(``$platform`` and ``$platform_b``, one line each, on one release or branch); every panel is a ``TS.MRANGE ... FILTER``
 on our labels; variables (test, platform, topology, branch, version, build variant) list the
 index sets with ``SMEMBERS``, so they never scan keys.
 """
@@ -23,6 +24,8 @@ SCOPE_VARS = {"env": "ci", "org": "redis", "repo": "redis"}
 INDEX_VARS = {
     "test": ("tests", keys.LABEL_TEST_NAME),
     "platform": ("platforms", keys.LABEL_PLATFORM),
+    # the second platform of the side-by-side row (the same index set)
+    "platform_b": ("platforms", keys.LABEL_PLATFORM),
     "topology": ("topologies", keys.LABEL_TOPOLOGY),
     "build_variant": ("build_variants", keys.LABEL_BUILD_VARIANT),
     "branch": ("branches", "branch"),
@@ -36,6 +39,7 @@ class Panel:
     metric: str
     side: str  # "branch" or "version": which line of history
     unit: str
+    side_by_side: bool = False  # $platform and $platform_b in one panel, one line each
 
 
 FAMILIES: dict[str, list[Panel]] = {
@@ -50,7 +54,22 @@ FAMILIES: dict[str, list[Panel]] = {
         Panel("p50 by release $version", "ALL_STATS.Totals.Percentile_Latencies.p50.00",
               "version", "ms"),
     ],
+    "Platforms side by side": [
+        Panel("Ops/sec of release $version: $platform vs $platform_b",
+              "ALL_STATS.Totals.Ops/sec", "version", "ops", side_by_side=True),
+        Panel("p50 of release $version: $platform vs $platform_b",
+              "ALL_STATS.Totals.Percentile_Latencies.p50.00", "version", "ms",
+              side_by_side=True),
+        Panel("Ops/sec on $branch: $platform vs $platform_b", "ALL_STATS.Totals.Ops/sec",
+              "branch", "ops", side_by_side=True),
+        Panel("p99 on $branch: $platform vs $platform_b",
+              "ALL_STATS.Totals.Percentile_Latencies.p99.00", "branch", "ms",
+              side_by_side=True),
+    ],
 }
+SIDE_BY_SIDE_NOTE = ("Unpaired runs from two hosts, not a paired A/B: for the change with "
+                     "its interval and the hosts' descriptions and noise, run `rbs compare "
+                     "--baseline-platform A --comparison-platform B --baseline-version V`.")
 
 
 def index_set_pattern(which: str) -> str:
@@ -63,7 +82,9 @@ def panel_filter(panel: Panel) -> str:
     """The panel's FILTER (space separated, as the plugin splits it). The side's value and
     the metric lead: RedisTimeSeries starts from the first filter (see datasink.reader)."""
     exact = {panel.side: f"${panel.side}", keys.LABEL_METRIC: panel.metric,
-             keys.LABEL_TEST_NAME: "$test", keys.LABEL_PLATFORM: "$platform",
+             keys.LABEL_TEST_NAME: "$test",
+             keys.LABEL_PLATFORM: "($platform,$platform_b)" if panel.side_by_side
+             else "$platform",
              keys.LABEL_TOPOLOGY: "$topology", keys.LABEL_BUILD_VARIANT: "$build_variant",
              keys.LABEL_TRIGGERING_ENV: "$env", keys.LABEL_GITHUB_ORG: "$org",
              keys.LABEL_GITHUB_REPO: "$repo"}
@@ -91,7 +112,9 @@ def _panel(panel: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
                         "overrides": []},
         "targets": [{"refId": "A", "datasource": DATASOURCE, "type": "timeSeries",
                      "command": "ts.mrange", "filter": panel_filter(panel),
-                     "legend": panel.side, "value": keys.LABEL_METRIC}],
+                     "legend": keys.LABEL_PLATFORM if panel.side_by_side else panel.side,
+                     "value": keys.LABEL_METRIC}],
+        **({"description": SIDE_BY_SIDE_NOTE} if panel.side_by_side else {}),
     }
 
 
