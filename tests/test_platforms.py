@@ -214,14 +214,21 @@ def test_a_host_whose_noise_changed_between_builds_is_flagged(
             "--comparison-version", "7.2.5"]
     store.write(client, _record("icelake-2s", T0 - 1000))
     store.write(client, _record("icelake-2s", T0 + 50 * 60_000, lost_pct=1.3))
-    assert _compare_json(datasink, tmp_path, *argv)["context"]["noise_flags"] == []
+    quiet = tmp_path / "quiet.html"
+    assert _compare_json(datasink, tmp_path, *argv, "--html", str(quiet))["context"][
+        "noise_flags"] == []
+    assert 'id="platforms"' in quiet.read_text() and "noise-flag" not in quiet.read_text()
     store.write(client, _record("icelake-2s", T0 + 60 * 60_000, governor="powersave",
                                 lost_pct=6.0))
     flags = _compare_json(datasink, tmp_path, *argv)["context"]["noise_flags"]
     assert len(flags) == 1 and "governor performance -> powersave" in flags[0] \
         and "1.00 % -> 6.00 %" in flags[0]
     capsys.readouterr()
-    assert main(["compare", "--datasink", datasink.url, *argv, "--format", "markdown"]) == 0
+    page = tmp_path / "flagged.html"
+    assert main(["compare", "--datasink", datasink.url, *argv, "--format", "markdown",
+                 "--html", str(page)]) == 0
+    assert re.search(r'class="noise-flag">.*governor performance -&gt; powersave',
+                     page.read_text())
     markdown = capsys.readouterr().out
     assert "flag: host noise changed on icelake-2s" in markdown and "**Platforms**" in markdown
 

@@ -36,6 +36,11 @@ from redis_benchmarks_spec.results.platform import (
 
 LOST_FACTOR = 3.0
 LOST_MIN_PP = 0.5
+NOISE_RULE = ("Host noise is flagged when the two sides' frequency governor or turbo state "
+              "differ, or the share of time the intrinsic-latency loop lost to interruptions "
+              f"differs by a factor of {LOST_FACTOR:g} or more and by {LOST_MIN_PP:g} "
+              "percentage points or more; each side's noise is the measurement in effect at "
+              "its newest run.")
 GIB = 1024**3
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
+from redis_benchmarks_spec.analysis.host_noise import NOISE_RULE, host_table
 from redis_benchmarks_spec.analysis.report_data import ReportData
 
 
@@ -15,16 +15,18 @@ def _esc(text: object) -> str:
 
 
 def section_platforms(data: ReportData, out_dir: Path) -> str:
-    """A table with one row per fact and one column per side; nothing without platforms."""
+    """A table with one row per fact and one column per side, the host-noise flags above it
+    and the rule under it (the platform caveat is in the header); nothing without platforms."""
     context = data.report.context if data.report else None
     if context is None or not context.hosts:
         return ""
     header, rows = host_table(context.hosts)
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>"
+    left = ' style="text-align:left"'  # facts are text, not numbers
+    head = "".join(f"<th{left}>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td{left}>{_esc(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
-    notes = [ACROSS_PLATFORMS_NOTE] if context.across_platforms else []
     flags = "".join(f'<p class="noise-flag"><span class="flag">host noise</span>{_esc(f)}</p>'
                     for f in context.noise_flags)
-    return ("<h2>Platforms</h2>" + "".join(f'<p class="note">{_esc(n)}</p>' for n in notes)
-            + flags + f'<table id="platforms"><tr>{head}</tr>{body}</table>')
+    rule = f'<p class="note">{_esc(NOISE_RULE)}</p>'
+    return f'<h2>Platforms</h2>{flags}<table id="platforms"><tr>{head}</tr>{body}</table>{rule}'
+

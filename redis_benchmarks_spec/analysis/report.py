@@ -281,6 +281,9 @@ def markdown_header(context: CompareContext | None) -> list[str]:
         return []
     rows = list(zip(["Source", "Commits", "Versions", "Runs"], _md_side(context.baseline),
                     _md_side(context.comparison)))
+    if context.across_platforms:
+        rows.insert(1, ("Platform", md_code(context.baseline.platform),
+                        md_code(context.comparison.platform)))
     lines = [*_md_table(["", "Baseline", "Comparison"], [list(r) for r in rows]), ""]
     where = _where(context)
     lines += [f"On {where}.", ""] if where else []

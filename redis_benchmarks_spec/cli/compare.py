@@ -344,9 +344,13 @@ def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Sam
     from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
     from redis_benchmarks_spec.cli.report import write_html
     # datasink: the points of each side, without their result documents
+    names, title = ["baseline", "comparison"], "comparison"
+    if _across_platforms(args):  # each side named by its platform, in the plots too
+        names = [f"{side} ({side_platform(args, side)})" for side in names]
+        title = f"{side_platform(args, 'baseline')} vs {side_platform(args, 'comparison')}"
     sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
-             for i, name in enumerate(("baseline", "comparison"))]
-    data = ReportData("comparison", args.metric, sides)
+             for i, name in enumerate(names)]
+    data = ReportData(title, args.metric, sides)
     data.report = report  # the same numbers as the text report (filters applied)
     write_html(data, args.html)
 
