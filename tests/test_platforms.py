@@ -341,3 +341,23 @@ def test_bad_noise_flags_are_one_line(capsys: pytest.CaptureFixture[str],
     monkeypatch.setenv("RBS_NOISE_SECONDS", "soon")
     assert main(["platform", "record", "--platform", "p", "--datasink", datasink.url]) == 2
     assert "$RBS_NOISE_SECONDS 'soon'" in capsys.readouterr().err
+
+
+def test_platform_show_reads_back_the_history_with_changes_marked(
+        client: redis.Redis, datasink: EmbeddedDatasink, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    store.write(client, _record("icelake-2s", T0))
+    store.write(client, _record("icelake-2s", T0 + 1000, lost_pct=1.2))
+    store.write(client, _record("icelake-2s", T0 + 2000, turbo="on", lost_pct=1.1))
+    capsys.readouterr()
+    assert main(["platform", "show", "icelake-2s", "--datasink", datasink.url,
+                 "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["record"]["recorded_ms"] == T0 + 2000
+    assert [h["changed_from_previous"] for h in shown["noise_history"]] == \
+        [[], [], ["turbo off -> on"]]
+    assert main(["platform", "show", "icelake-2s", "--datasink", datasink.url]) == 0
+    table = capsys.readouterr().out
+    assert "turbo off -> on" in table and "Xeon(R) Platinum 8360Y" in table
+    assert main(["platform", "show", "nowhere", "--datasink", datasink.url]) == 2
+    assert "no valid record of nowhere" in capsys.readouterr().err

@@ -8,11 +8,12 @@ IntrinsicLatency`, each with the frequency policy read beside it) differ when an
 * the share of time the intrinsic-latency loop lost to interruptions differs by a factor
   of :data:`LOST_FACTOR` or more *and* by :data:`LOST_MIN_PP` percentage points or more.
 
-Why these: on this VM six idle repeats of the 2 s loop lost 1.0-2.0 % of the time (a
-factor under 2) while their p99 interruption moved 80-232 µs and their maximum 230-2,165 µs,
-so the tail statistics are shown but do not decide. Under 0.5 points of lost time cannot
-explain a verdict against the 2 % noise floor, whatever the ratio (a quiet host going from
-0.01 % to 0.1 % is not flagged). What a record does not hold is "not available", and never
+Why these: repeats of the measurement on an unchanged host (this VM, idle and under other
+work; ``benchmarks/host_noise_bench.py``) kept the lost share within a factor of 1.4-2
+while the p99 and maximum interruption and redis-cli's maximum moved by factors of 3-25, so
+the tails are shown but do not decide. Under 0.5 points of lost time cannot explain a
+verdict against the 2 % noise floor, whatever the ratio (a quiet host going from 0.01 % to
+0.1 % is not flagged). What a record does not hold is "not available", and never
 raises a flag.
 
 The sides are compared as they are: the same platform's measurements in effect at the
