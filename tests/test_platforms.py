@@ -302,6 +302,11 @@ def test_real_runs_on_two_platforms_compared_with_their_hosts_in_html(
     row = re.search(r'<table id="verdicts">.*?</table>', dom, re.DOTALL)
     assert row and re.search(r"\[[-+]\d+\.\d+%, [-+]\d+\.\d+%\]", row.group(0)), \
         "a bounded interval"
+    # the same runs as two result folders: the engine's unpaired comparison, named as such
+    folders = _compare_json(datasink, tmp_path, "--baseline-dir", str(tmp_path / "plat-a"),
+                            "--comparison-dir", str(tmp_path / "plat-b"))
+    assert folders["context"]["across_platforms"] and not folders["rows"][0]["paired"]
+    assert folders["context"]["baseline"]["platform"] == "plat-a"
 
 
 def test_an_agent_records_its_platform_and_noise_at_startup(

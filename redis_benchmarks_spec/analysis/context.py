@@ -71,17 +71,25 @@ def side_from_results(label: str, docs: list[RunResult]) -> SideInfo:
     """A side described by its result documents (git info first, else what the server said)."""
     commits = _sorted_unique(_commit(d) for d in docs)
     versions = _sorted_unique(d.context.git.version or d.redis_version for d in docs)
-    return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs))
+    platforms = _sorted_unique(d.context.platform for d in docs)
+    return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs),
+                    platform=platforms[0] if len(platforms) == 1 else "")
 
 
 def context_from_results(baseline: SideInfo, comparison: SideInfo,
                          docs: list[RunResult], paired: bool = False) -> CompareContext:
-    """The header of a comparison whose sides are described, over ``docs`` of both sides."""
+    """The header of a comparison whose sides are described, over ``docs`` of both sides;
+    sides of one platform each, two different ones, are a platform comparison."""
+    across = bool(baseline.platform and comparison.platform
+                  and baseline.platform != comparison.platform)
+    if not across:  # one platform: named once, in the "where" line
+        baseline.platform = comparison.platform = ""
     return CompareContext(
         baseline=baseline, comparison=comparison,
-        platforms=_sorted_unique(d.context.platform for d in docs),
+        platforms=[] if across else _sorted_unique(d.context.platform for d in docs),
         build_variants=_sorted_unique(d.context.build_variant for d in docs),
-        topologies=_sorted_unique(d.context.topology for d in docs), paired=paired)
+        topologies=_sorted_unique(d.context.topology for d in docs), paired=paired,
+        across_platforms=across)
 
 
 def result_documents(directory: Path) -> list[RunResult]:

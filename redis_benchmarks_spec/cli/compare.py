@@ -44,6 +44,7 @@ from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.results.platform import valid_name
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -306,6 +307,10 @@ def _check_args(args: argparse.Namespace) -> None:
         checks.output_file("--output", args.output)
     if args.last_n is not None and args.last_n < 1:
         raise UsageError(f"--last-n {args.last_n}", "must be at least 1")
+    for flag in ("--platform", "--baseline-platform", "--comparison-platform"):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and not valid_name(value):
+            raise UsageError(f"{flag} {value!r}", "is not a platform name ([A-Za-z0-9._:-]+)")
 
 
 def _samples(args: argparse.Namespace) -> DatasinkSamples:
