@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -26,12 +25,7 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     ComparisonReport,
 )
-from redis_benchmarks_spec.analysis.context import (
-    CompareContext,
-    SideInfo,
-)
 from redis_benchmarks_spec.analysis.engine import judge_samples
-from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.analysis.report import (
     hosts_rich_table,
     to_json,
@@ -41,23 +35,24 @@ from redis_benchmarks_spec.analysis.report import (
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.compare_sides import (
+    CompareUsageError,
+    DatasinkSamples,
+    Samples,
+    across_platforms,
+    compare_context,
+    selector,
+    side_of,
+    side_platform,
+)
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.results.platform import valid_name
 
-Samples = dict[str, tuple[list[float], list[float]]]
-
 DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
 #: exit codes: 1 is reserved for --fail-on-regression, so CI can tell "slower" from "broken"
 EXIT_REGRESSION = EXIT_FAILED
-
-
-class CompareUsageError(UsageError):
-    """The comparison cannot run as asked (missing side, bad date, no datasink...)."""
-
-    def __init__(self, problem: str, hint: str = "", what: str = "") -> None:
-        super().__init__(what, problem, hint)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -147,53 +142,6 @@ def _reader() -> ModuleType:
         raise CompareUsageError(f"datasink compare needs {DATASINK_READER}") from None
 
 
-def _side(args: argparse.Namespace, side: str) -> Any:
-    """The ``keys.Side`` one side's --*-branch/version/hash names (across platforms, the
-    comparison defaults to the baseline's build)."""
-    from redis_benchmarks_spec.datasink import keys
-    for kind in keys.SIDE_KINDS:
-        value = getattr(args, f"{side}_{kind}")
-        if value:
-            return keys.Side(kind, value)
-    if side == "comparison" and _across_platforms(args):
-        return _side(args, "baseline")
-    raise CompareUsageError(f"give --{side}-branch, --{side}-version or --{side}-hash")
-
-
-def side_platform(args: argparse.Namespace, side: str) -> str | None:
-    """The platform of one side: its own flag, else ``--platform``."""
-    return getattr(args, f"{side}_platform") or args.platform
-
-
-def _across_platforms(args: argparse.Namespace) -> bool:
-    base, comp = side_platform(args, "baseline"), side_platform(args, "comparison")
-    return bool(base and comp and base != comp)
-
-
-def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
-    """ISO date or datetime (UTC unless it says otherwise) as ms since the epoch."""
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise CompareUsageError(f"not an ISO date: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    if end_of_day and len(text) == 10:
-        moment += timedelta(days=1, milliseconds=-1)
-    return int(moment.timestamp() * 1000)
-
-
-def _selector(args: argparse.Namespace, reader: ModuleType, side: Any, platform: str | None
-              ) -> Any:
-    return reader.SeriesSelector(
-        metric=args.metric, side=side, platform=platform, topology=args.topology,
-        build_variant=args.build_variant, from_ms=_date_ms(args.from_date),
-        to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n,
-        tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
-
-
 def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool:
     """The test passes the regexps, judged from its series' ``tested_groups`` and
     ``tested_commands`` labels (written for this: no run document is fetched)."""
@@ -202,16 +150,6 @@ def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool
     groups = [g for g in labels.get(keys.LABEL_TESTED_GROUPS, "").split(";") if g]
     commands = [c for c in labels.get(keys.LABEL_TESTED_COMMANDS, "").split(";") if c]
     return wanted.matches(test, groups, commands)
-
-
-@dataclass
-class DatasinkSamples:
-    """What a datasink comparison read: samples, problems, and each side's platform."""
-
-    samples: Samples
-    problems: list[str]
-    hosts: list[HostSide] = field(default_factory=list)
-    noise_flags: list[str] = field(default_factory=list)
 
 
 def _newest_ms(series: dict[str, Any]) -> int | None:
@@ -224,8 +162,8 @@ def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
     from redis_benchmarks_spec.analysis.platform_context import hosts_of
     reader = _reader()
     platforms = {side: side_platform(args, side) for side in ("baseline", "comparison")}
-    base_sel = _selector(args, reader, _side(args, "baseline"), platforms["baseline"])
-    comp_sel = _selector(args, reader, _side(args, "comparison"), platforms["comparison"])
+    base_sel = selector(args, reader, side_of(args, "baseline"), platforms["baseline"])
+    comp_sel = selector(args, reader, side_of(args, "comparison"), platforms["comparison"])
     by_change_point = _change_point_window(args)
     if by_change_point:
         base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
@@ -271,29 +209,6 @@ def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
     except ChangePointError as exc:
         raise UsageError("--baseline-window change-point", str(exc),
                          "or give --baseline-window all / --last-n N") from None
-
-
-def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:
-    chosen = _side(args, side)
-    kind, value = chosen.kind, chosen.value
-    return SideInfo(label=f"{kind} {value}", commits=[value] if kind == "hash" else [],
-                    versions=[value] if kind == "version" else [],
-                    runs=sum(len(v) for v in values),
-                    platform=side_platform(args, side) or "" if _across_platforms(args) else "")
-
-
-def compare_context(args: argparse.Namespace, found: DatasinkSamples) -> CompareContext:
-    """The report header of a datasink comparison, from its selectors and platforms."""
-    samples = found.samples
-    across = _across_platforms(args)
-    named = {side_platform(args, side) for side in ("baseline", "comparison")}
-    return CompareContext(
-        baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
-        comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()]),
-        platforms=sorted(p for p in named if p) if not across else [],
-        build_variants=[args.build_variant] if args.build_variant else [],
-        topologies=[args.topology] if args.topology else [],
-        hosts=found.hosts, across_platforms=across, noise_flags=found.noise_flags)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -350,7 +265,7 @@ def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Sam
     from redis_benchmarks_spec.cli.report import write_html
     # datasink: the points of each side, without their result documents
     names, title = ["baseline", "comparison"], "comparison"
-    if _across_platforms(args):  # each side named by its platform, in the plots too
+    if across_platforms(args):  # each side named by its platform, in the plots too
         names = [f"{side} ({side_platform(args, side)})" for side in names]
         title = f"{side_platform(args, 'baseline')} vs {side_platform(args, 'comparison')}"
     sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
