@@ -367,3 +367,38 @@ def test_platform_show_reads_back_the_history_with_changes_marked(
     assert "turbo off -> on" in table and "Xeon(R) Platinum 8360Y" in table
     assert main(["platform", "show", "nowhere", "--datasink", datasink.url]) == 2
     assert "no valid record of nowhere" in capsys.readouterr().err
+
+
+def test_the_pull_request_comparison_flags_a_host_whose_noise_changed(
+        client: redis.Redis) -> None:
+    from redis_benchmarks_spec.analysis.report import to_markdown
+    from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent, event_id_for
+    from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions, compare_platform
+    head = "c" * 40
+    docs = []
+    for run in range(5):  # the base branch at T0.., the head commit 100 minutes later
+        doc = make_result(run, branch="unstable", hash="a" * 40, platform="icelake-2s")
+        doc.metrics = {OPS: 100_000.0 + 300 * run}
+        docs.append(doc)
+        doc = make_result(run + 100, branch="feature", hash=head, platform="icelake-2s")
+        doc.metrics = {OPS: 100_000.0 + 300 * run}
+        docs.append(doc)
+    assert not push_results(client, docs).failed
+    event = BuildEvent(
+        id=event_id_for("r1", docs[0].context.build_variant), request_id="r1", org="redis",
+        repo="redis", branch="feature", sha=head, commit_time_ms=T0,
+        build_variant=docs[0].context.build_variant, artifact=ArtifactRef("redis", "k",
+                                                                          "0" * 64, 1),
+        redis_version="7.2.4", pr=9, platforms=["icelake-2s"], built_at_ms=T0)
+    store.write(client, _record("icelake-2s", T0 - 1000))
+
+    def flags() -> list[str]:
+        report = compare_platform(client, event, "icelake-2s", None, PrCompareOptions()).report
+        assert report.context is not None
+        return report.context.noise_flags
+
+    assert flags() == []
+    store.write(client, _record("icelake-2s", T0 + 50 * 60_000, turbo="on"))
+    assert flags() and "turbo off -> on" in flags()[0]
+    report = compare_platform(client, event, "icelake-2s", None, PrCompareOptions()).report
+    assert "flag: host noise changed on icelake-2s" in to_markdown(report)
