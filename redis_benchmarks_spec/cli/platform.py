@@ -170,9 +170,10 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
         table.add_column(col)
     for entry in history:
         noise = IntrinsicLatency(**entry["noise"])
-        table.add_row(entry["recorded"], entry["host"], entry["governor"] or NOT_AVAILABLE,
-                      entry["turbo"] or NOT_AVAILABLE, noise_text(noise),
-                      "; ".join(entry["changed_from_previous"]) or "no")
+        cells = [entry["recorded"], entry["host"], entry["governor"] or NOT_AVAILABLE,
+                 entry["turbo"] or NOT_AVAILABLE, noise_text(noise),
+                 "; ".join(entry["changed_from_previous"]) or "no"]
+        table.add_row(*(escape(cell) for cell in cells))  # text another host wrote
     return table
 
 
@@ -183,12 +184,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     with datasink_cli.datasink_client(args) as client:
         newest = store.latest(client, args.name)
         found = store.history(client, args.name)
+        known = store.platforms(client)
     err = make_console(stderr=True)
     for problem in newest.problems + found.problems:
         err.print(problem, highlight=False, soft_wrap=True, markup=False)
     if not newest.records:
         err.print(f"rbs platform show: no valid record of {args.name} in the datasink "
-                  f"(known: {', '.join(store.platforms(client)) or 'none'})",
+                  f"(known: {', '.join(known) or 'none'})",
                   markup=False, highlight=False)
         return EXIT_USAGE
     measured = [r for r in found.records if r.noise is not None]
