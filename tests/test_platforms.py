@@ -101,6 +101,7 @@ def test_host_noise_is_measured_by_real_processes_that_are_gone_after() -> None:
     ({"description": {"cpu_model": "x\x1b[31m"}}, "description.cpu_model"),
     ({"description": {"cores": -1}}, "description.cores"),
     ({"description": {"turbo": "maybe"}}, "description.turbo"),
+    ({"description": {"governor": "<img src=x> @team"}}, "description.governor"),
     ({"description": {"nics": [{"name": "eth0", "speed_mbps": True}]}},
      "description.nics[0].speed_mbps"),
     ({"noise": {**_noise().__dict__, "lost_pct": 250.0}}, "noise.lost_pct"),

@@ -132,13 +132,16 @@ class PlatformDescription:
         nics = data.get("nics") or []
         if not isinstance(nics, list) or len(nics) > MAX_NICS:
             raise _fail(f"{where}.nics", nics, f"is not a list of at most {MAX_NICS} NICs")
-        texts = ("cpu_model", "kernel", "os", "arch", "governor", "scaling_driver")
+        texts = ("cpu_model", "kernel", "os", "arch")
         counts = {"sockets": 4096, "cores": 2**20, "threads": 2**20, "numa_nodes": 4096,
                   "memory_bytes": 2**62}
         turbo = _text(f"{where}.turbo", data.get("turbo"))
         if turbo not in (None, "on", "off"):
             raise _fail(f"{where}.turbo", turbo, "is not on, off or null")
         values: dict[str, Any] = {k: _text(f"{where}.{k}", data.get(k)) for k in texts}
+        # names, not text: they appear in the noise flag a pull-request comment carries
+        values.update({k: None if data.get(k) is None else _name(f"{where}.{k}", data.get(k))
+                       for k in ("governor", "scaling_driver")})
         values.update({k: _number(f"{where}.{k}", data.get(k), 0, top, True)
                        for k, top in counts.items()})
         return cls(
