@@ -34,6 +34,7 @@ SYS_NET = Path("/sys/class/net")
 SYS_NODE = Path("/sys/devices/system/node")
 OS_RELEASE = Path("/etc/os-release")
 DEFAULT_THRESHOLD_US = 5.0
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # a child gets its measuring time plus this to start, report and exit before it is killed
 GRACE_S = 30.0
 _CLI_MAX = re.compile(r"Max latency so far: (\d+) microseconds")
@@ -117,9 +118,11 @@ def describe() -> PlatformDescription:
 
 
 def _run_pinned(argv: Sequence[str], cpu: int | None, timeout: float) -> str:
-    """stdout of ``argv`` pinned to ``cpu``; killed by its own pid at ``timeout``."""
+    """stdout of ``argv`` pinned to ``cpu``; killed by its own pid at ``timeout``. The
+    child imports this very package (whatever the working directory or install)."""
+    env = minimal_env({"PYTHONPATH": str(PACKAGE_ROOT)})
     proc = subprocess.Popen(dies_with_parent(argv), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=minimal_env())
+                            stderr=subprocess.PIPE, text=True, env=env)
     try:
         if cpu is not None:
             os.sched_setaffinity(proc.pid, {cpu})
