@@ -162,10 +162,10 @@ def test_noise_changed_rule(before: PlatformRecord, after: PlatformRecord,
 
 
 def _push(client: redis.Redis, platform: str, values: list[float], version: str,
-          start: int) -> None:
+          start: int, branch: str = "") -> None:
     docs = []
     for i, value in enumerate(values):
-        doc = make_result(start + i, platform=platform, version=version, branch="",
+        doc = make_result(start + i, platform=platform, version=version, branch=branch,
                           hash="")
         doc.metrics = {OPS: value}
         docs.append(doc)
@@ -403,3 +403,20 @@ def test_the_pull_request_comparison_flags_a_host_whose_noise_changed(
     assert flags() and "turbo off -> on" in flags()[0]
     report = compare_platform(client, event, "icelake-2s", None, PrCompareOptions()).report
     assert "flag: host noise changed on icelake-2s" in to_markdown(report)
+
+
+def test_a_platform_pair_across_the_builds_of_a_branch(
+        client: redis.Redis, datasink: EmbeddedDatasink, tmp_path: Path) -> None:
+    # a step on one platform's branch history must not cut one side only
+    steps = [1.0 + i / 1000 for i in range(10)] + [0.75 + i / 1000 for i in range(10)]
+    _push(client, "cascadelake-2s", [80_000 * f for f in steps], "", 0, "unstable")
+    _push(client, "icelake-2s", [100_000 * f for f in steps], "", 100, "unstable")
+    argv = ["--baseline-branch", "unstable"]
+    one = _compare_json(datasink, tmp_path, "--platform", "icelake-2s", *argv,
+                        "--comparison-branch", "unstable")
+    assert one["rows"][0]["n_baseline"] < 20  # one platform: cut at its change point
+    pair = _compare_json(datasink, tmp_path, "--baseline-platform", "cascadelake-2s",
+                         "--comparison-platform", "icelake-2s", *argv)
+    (row,) = pair["rows"]
+    assert row["n_baseline"] == row["n_comparison"] == 20
+    assert 20 < row["ci_low_pct"] < row["change_pct"] < row["ci_high_pct"] < 30

@@ -195,8 +195,10 @@ def _samples_of(args: argparse.Namespace, base: dict[str, Any], comp: dict[str, 
 
 
 def _change_point_window(args: argparse.Namespace) -> bool:
+    """The baseline is a branch cut at its last change point. Not across platforms: there
+    both sides are the same builds, so both keep the same window (all, or --last-n)."""
     return bool(args.baseline_branch) and args.last_n is None and \
-        args.baseline_window == "change-point"
+        args.baseline_window == "change-point" and not across_platforms(args)
 
 
 def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
