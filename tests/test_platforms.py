@@ -99,6 +99,8 @@ def test_host_noise_is_measured_by_real_processes_that_are_gone_after() -> None:
     ({"schema": 2}, "schema"),
     ({"extra": 1}, "extra"),
     ({"description": {"cpu_model": "x\x1b[31m"}}, "description.cpu_model"),
+    ({"description": {"os": "Debian \u202egnp"}}, "description.os"),
+    ({"description": {"kernel": "6.1\x9b2J"}}, "description.kernel"),
     ({"description": {"cores": -1}}, "description.cores"),
     ({"description": {"turbo": "maybe"}}, "description.turbo"),
     ({"description": {"governor": "<img src=x> @team"}}, "description.governor"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -22,7 +23,6 @@ NOT_AVAILABLE = "not available"
 MAX_TEXT = 200
 MAX_NICS = 64
 _NAME = re.compile(r"[A-Za-z0-9._:-]{1,200}")
-_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*")
 
 
 class PlatformRecordError(ValueError):
@@ -34,10 +34,16 @@ def _fail(where: str, value: object, rule: str) -> PlatformRecordError:
     return PlatformRecordError(f"{where}: {shown[:60]}{'...' if len(shown) > 60 else ''} {rule}")
 
 
+def _printable(text: str) -> bool:
+    """No control, format (bidi overrides), private-use or unassigned character: the text
+    reaches terminals, Markdown and HTML as another host wrote it."""
+    return not any(unicodedata.category(c).startswith("C") for c in text)
+
+
 def _text(where: str, value: object, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
-    if not isinstance(value, str) or len(value) > MAX_TEXT or not _PRINTABLE.fullmatch(value):
+    if not isinstance(value, str) or len(value) > MAX_TEXT or not _printable(value):
         raise _fail(where, value, f"is not printable text of at most {MAX_TEXT} characters")
     return value
 
@@ -48,9 +54,9 @@ def valid_name(value: object) -> bool:
 
 
 def _name(where: str, value: object) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value) or value in (".", ".."):
+    if not valid_name(value):
         raise _fail(where, value, "is not a name ([A-Za-z0-9._:-]+)")
-    return value
+    return str(value)
 
 
 def _number(where: str, value: object, low: float, high: float, integer: bool = False
