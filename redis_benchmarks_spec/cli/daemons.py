@@ -264,9 +264,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except UsageError as exc:
         # a daemon keeps going: results stay in its ledger until the datasink is fixed
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
-    record_host(datasink, args.platform, NoiseOptions(seconds, args.noise_cpu))
     pusher = DatasinkPusher(datasink)
     broker, config = _broker(args), _agent_config(args, key, platform)
+    # measured where the first server runs (the CPU allocator hands out server cores first)
+    cpu = args.noise_cpu if args.noise_cpu is not None else \
+        (config.cpus[0] if config.cpus else None)
+    record_host(datasink, args.platform, NoiseOptions(seconds, cpu))
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:

@@ -72,7 +72,8 @@ def add_noise_args(p: argparse.ArgumentParser) -> None:
                         f"redis-cli --intrinsic-latency; default ${NOISE_SECONDS_ENV}, else "
                         f"{DEFAULT_NOISE_SECONDS:g}; 0: not measured)")
     g.add_argument("--noise-cpu", type=int, default=None, metavar="CPU",
-                   help="CPU to measure on (default: the last one this process may use)")
+                   help="CPU to measure on (default: the first one this process may use, "
+                        "or an agent's first --cpus: where the first server runs)")
     g.add_argument("--no-noise", action="store_true", help="record the description only")
 
 

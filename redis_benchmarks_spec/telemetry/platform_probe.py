@@ -171,9 +171,10 @@ def redis_cli_latency(seconds: int, cpu: int | None, redis_cli: str | None
 def measure_noise(seconds: float, cpu: int | None = None,
                   threshold_us: float = DEFAULT_THRESHOLD_US,
                   redis_cli: str | None = None) -> IntrinsicLatency:
-    """Both measurements on ``cpu`` (default: the last CPU this process may use)."""
+    """Both measurements on ``cpu`` (default: the first CPU this process may use, where
+    the CPU allocator puts the first server)."""
     if cpu is None:
-        cpu = max(os.sched_getaffinity(0))
+        cpu = min(os.sched_getaffinity(0))
     loop = loop_latency(seconds, cpu, threshold_us)
     cli_max, cli_avg, note = redis_cli_latency(max(1, round(seconds)), cpu,
                                                redis_cli or find_tool("redis-cli"))
