@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import redis
+
 from redis_benchmarks_spec.datasink import platforms
 from redis_benchmarks_spec.datasink.embedded import (
     DatasinkError,
@@ -66,22 +68,33 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
     config = DatasinkConfig(url=url or "")
     client = connect(config)
     with client:
-        if platform is not None:  # the host's facts, stored when they changed
-            platforms.write(client, platform)
         if results is None:
             report = push_results_dir(client, results_dir)
         else:
             files, missing = session_files(results_dir, results)
             report = push_result_files(client, files)
             report.files_not_pushed += missing
+        why = "" if report.error else _store_platform(client, platform)
     where = config.display_url
     short = missing_history(report, results or [])
-    why = skipped_reasons(report)
+    why += skipped_reasons(report)
     if report.ok and not short:
         return SessionPushOutcome(True, f"{started}{report.summary()}{why} to {where}", report)
     return SessionPushOutcome(False, f"{started}{report.summary()}{short}{why} to {where}; "
                               f"{later}",
                               report, lost=not report.error)
+
+
+def _store_platform(client: redis.Redis, record: PlatformRecord | None) -> str:
+    """Store this host's description when its facts changed; a note when it could not be
+    (the results are what matters, and they arrived)."""
+    if record is None:
+        return ""
+    try:
+        platforms.write(client, record)
+    except redis.RedisError as exc:
+        return f" (platform record of {record.platform} not stored: {exc})"
+    return ""
 
 
 def session_files(session: Path, results: list[RunResult]
