@@ -8,10 +8,10 @@ IntrinsicLatency`, each with the frequency policy read beside it) differ when an
 * the share of time the intrinsic-latency loop lost to interruptions differs by a factor
   of :data:`LOST_FACTOR` or more *and* by :data:`LOST_MIN_PP` percentage points or more.
 
-Why these: repeats of the measurement on an unchanged host (this VM, idle and under other
-work; ``benchmarks/host_noise_bench.py``) kept the lost share within a factor of 1.4-2
-while the p99 and maximum interruption and redis-cli's maximum moved by factors of 3-25, so
-the tails are shown but do not decide. Under 0.5 points of lost time cannot explain a
+Why these: repeats of the measurement on an unchanged host (this VM beside other
+benchmarks; ``benchmarks/host_noise_bench.py``) kept the lost share within a factor of 2.2
+while the p99 interruption moved by 18-20x and the maxima by up to 26x, so the tails are
+shown but do not decide. Under 0.5 points of lost time cannot explain a
 verdict against the 2 % noise floor, whatever the ratio (a quiet host going from 0.01 % to
 0.1 % is not flagged). What a record does not hold is "not available", and never
 raises a flag.
