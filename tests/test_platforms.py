@@ -280,8 +280,8 @@ def test_real_runs_on_two_platforms_compared_with_their_hosts_in_html(
         client: redis.Redis, datasink: EmbeddedDatasink, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """~25 s (55 s beside other benchmarks): two real sessions of 4 runs each (4 + 4 is the
-    smallest sample with a bounded
-    Mann-Whitney interval), each `rbs run` storing its host's description."""
+    smallest sample with a bounded Mann-Whitney interval), each `rbs run` storing its
+    host's description."""
     for platform in ("plat-a", "plat-b"):
         _rbs_run(datasink, tmp_path / platform, platform)
         assert store.latest(client, platform).records[0].recorded_by == "rbs run"
