@@ -37,6 +37,11 @@ def filled(datasink: EmbeddedDatasink, tmp_path_factory: pytest.TempPathFactory)
          "--branch", "unstable", "--platform", "grafana-host"],
         capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    # the host's noise, as an agent records it at startup (the host-noise panels)
+    noise = subprocess.run(
+        [RBS, "platform", "record", "--platform", "grafana-host", "--noise-seconds", "1",
+         "--datasink", datasink.url], capture_output=True, text=True, timeout=120, check=False)
+    assert noise.returncode == 0, noise.stdout[-2000:] + noise.stderr[-2000:]
     return client
 
 

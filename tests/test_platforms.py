@@ -264,6 +264,26 @@ def test_grafana_side_by_side_panels_return_both_platforms(client: redis.Redis) 
         assert seen == {"cascadelake-2s", "icelake-2s"} and target["legend"] == "platform"
 
 
+def test_grafana_draws_both_platforms_noise_over_time(client: redis.Redis) -> None:
+    for platform in ("cascadelake-2s", "icelake-2s"):
+        store.write(client, _record(platform, T0, lost_pct=1.0))
+        store.write(client, _record(platform, T0 + 60_000, lost_pct=2.5))
+    store.write(client, _record("icelake-2s", T0 + 90_000, lost_pct=None, cpu="new"))
+    panels = [p for p in dashboard()["panels"] if p["title"].startswith("Host noise")]
+    assert len(panels) == 2
+    for panel in panels:
+        text = panel["targets"][0]["filter"].replace("$platform_b", "icelake-2s") \
+            .replace("$platform", "cascadelake-2s")
+        reply = client.execute_command("TS.MRANGE", "-", "+", "FILTER", *text.split())
+        series = {(k.decode() if isinstance(k, bytes) else k): v[-1] for k, v in
+                  reply.items()} if isinstance(reply, dict) else \
+            {(e[0].decode() if isinstance(e[0], bytes) else e[0]): e[2] for e in reply}
+        assert len(series) == 2 and all(len(points) == 2 for points in series.values())
+    lost = client.execute_command("TS.RANGE", store.noise_series_key("icelake-2s", "lost_pct"),
+                                  "-", "+")
+    assert [float(v) for _, v in lost] == [1.0, 2.5]
+
+
 # --- real runs on two platform names, the HTML page, a real agent ---------------------------
 
 

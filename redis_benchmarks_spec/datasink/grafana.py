@@ -3,7 +3,8 @@ the labels and index sets :mod:`.keys` defines, and written to ``dashboards/`` i
 repository (a test keeps the file and this code in step, and runs every panel's query).
 
 One row per metric family (throughput, latency), and a row of two platforms side by side
-(``$platform`` and ``$platform_b``, one line each, on one release or branch); every panel is a ``TS.MRANGE ... FILTER``
+(``$platform`` and ``$platform_b``, one line each, on one release or branch, and their
+host noise); every panel is a ``TS.MRANGE ... FILTER``
 on our labels; variables (test, platform, topology, branch, version, build variant) list the
 index sets with ``SMEMBERS``, so they never scan keys.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink.platforms import LABEL_HOST_NOISE
 
 DATASOURCE = {"type": "redis-datasource", "uid": "${DS_REDIS}"}
 TITLE = "redis-benchmarks-spec"
@@ -37,7 +39,7 @@ INDEX_VARS = {
 class Panel:
     title: str
     metric: str
-    side: str  # "branch" or "version": which line of history
+    side: str  # "branch" or "version": which line of history; or "host_noise"
     unit: str
     side_by_side: bool = False  # $platform and $platform_b in one panel, one line each
 
@@ -65,6 +67,11 @@ FAMILIES: dict[str, list[Panel]] = {
         Panel("p99 on $branch: $platform vs $platform_b",
               "ALL_STATS.Totals.Percentile_Latencies.p99.00", "branch", "ms",
               side_by_side=True),
+        # host noise: each intrinsic-latency measurement (datasink.platforms)
+        Panel("Host noise: time lost to interruptions, $platform vs $platform_b", "lost_pct",
+              LABEL_HOST_NOISE, "percent", side_by_side=True),
+        Panel("Host noise: p99 interruption, $platform vs $platform_b", "p99_us",
+              LABEL_HOST_NOISE, "µs", side_by_side=True),
     ],
 }
 SIDE_BY_SIDE_NOTE = ("Unpaired runs from two hosts, not a paired A/B: for the change with "
@@ -81,6 +88,8 @@ def index_set_pattern(which: str) -> str:
 def panel_filter(panel: Panel) -> str:
     """The panel's FILTER (space separated, as the plugin splits it). The side's value and
     the metric lead: RedisTimeSeries starts from the first filter (see datasink.reader)."""
+    if panel.side == LABEL_HOST_NOISE:  # a platform's noise series, not results
+        return f"{LABEL_HOST_NOISE}={panel.metric} {keys.LABEL_PLATFORM}=($platform,$platform_b)"
     exact = {panel.side: f"${panel.side}", keys.LABEL_METRIC: panel.metric,
              keys.LABEL_TEST_NAME: "$test",
              keys.LABEL_PLATFORM: "($platform,$platform_b)" if panel.side_by_side

@@ -4,7 +4,11 @@
 * ``ci.benchmarks.redis/platforms/<platform>`` (string): the newest record, JSON;
 * ``ci.benchmarks.redis/platforms/<platform>:history`` (sorted set, scored by the record's
   time in ms): every record kept, newest :data:`HISTORY_KEEP`, so the noise in effect when
-  a run was taken can be found again.
+  a run was taken can be found again;
+* ``ci.benchmarks.redis/platforms/<platform>/noise/<stat>`` (time series, labels
+  ``host_noise=<stat> platform=<platform> metric=host_noise.<stat>``): each measurement's
+  :data:`NOISE_STATS`, so Grafana draws a platform's noise beside its results. They carry
+  no ``by`` label, so no results query ever matches them.
 
 A record is written in one MULTI with its history entry. A record without a noise
 measurement (``rbs run``) is written only when the host's facts differ from the newest
@@ -22,18 +26,31 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.common import safejson
-from redis_benchmarks_spec.datasink.keys import PREFIX
+from redis_benchmarks_spec.datasink.keys import LABEL_METRIC, LABEL_PLATFORM, PREFIX, label_value
 from redis_benchmarks_spec.results.platform import PlatformRecord, PlatformRecordError
 
 PLATFORMS_KEY = f"{PREFIX}/platforms"
 HISTORY_KEEP = 1000
 MAX_RECORD_BYTES = 64 * 1024
 NOISE_LOOKUP = 50
+LABEL_HOST_NOISE = "host_noise"
+NOISE_STATS = ("lost_pct", "per_second", "p99_us")
 
 
 def record_key(platform: str) -> str:
     """Where the newest record of ``platform`` is kept."""
     return f"{PLATFORMS_KEY}/{platform}"
+
+
+def noise_series_key(platform: str, stat: str) -> str:
+    """The time series of one noise statistic of ``platform``."""
+    return f"{PLATFORMS_KEY}/{platform}/noise/{stat}"
+
+
+def noise_labels(platform: str, stat: str) -> dict[str, str]:
+    """The labels of :func:`noise_series_key` (what the dashboard filters on)."""
+    return {LABEL_HOST_NOISE: stat, LABEL_PLATFORM: label_value(platform),
+            LABEL_METRIC: f"{LABEL_HOST_NOISE}.{stat}"}
 
 
 def history_key(platform: str) -> str:
@@ -73,8 +90,23 @@ def write(client: redis.Redis, record: PlatformRecord) -> bool:
     pipe.set(record_key(record.platform), text)
     pipe.zadd(history_key(record.platform), {text: record.recorded_ms})
     pipe.zremrangebyrank(history_key(record.platform), 0, -HISTORY_KEEP - 1)
+    _queue_noise_points(pipe, record)
     pipe.execute()
     return True
+
+
+def _queue_noise_points(pipe: Any, record: PlatformRecord) -> None:
+    noise = record.noise
+    if noise is None:
+        return
+    for stat in NOISE_STATS:
+        value = getattr(noise, stat)
+        if value is None:
+            continue
+        labels = noise_labels(record.platform, stat)
+        pipe.execute_command("TS.ADD", noise_series_key(record.platform, stat),
+                             record.recorded_ms, float(value), "ON_DUPLICATE", "LAST",
+                             "LABELS", *[x for kv in labels.items() for x in kv])
 
 
 def platforms(client: redis.Redis) -> list[str]:
