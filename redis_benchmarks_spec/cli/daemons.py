@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.agent import platform_config
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.host_record import NoiseOptions, record_host
 from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.builder import signing
@@ -29,6 +30,7 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.client_host_args import probe_client_host, ssh_hint
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.cli.platform import add_noise_args, noise_seconds
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
@@ -123,6 +125,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                         "pull-request events run as interleaved base/PR pairs until decided "
                         "(README, 'Agents: A/B of pull requests')")
     add_github_args(a, agent=True)
+    add_noise_args(a)  # the host's intrinsic latency, measured at startup
     a.set_defaults(func=cmd_agent)
 
 
@@ -265,6 +268,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     _check_agent_args(args)
     if platform is not None and platform.client_host is not None:
         _say_client_host(platform.client_host)
+    seconds = noise_seconds(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
@@ -277,6 +281,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
     broker, config = _broker(args), _agent_config(args, key, platform)
+    # measured where the first server runs (the CPU allocator hands out server cores first)
+    cpu = args.noise_cpu if args.noise_cpu is not None else \
+        (config.cpus[0] if config.cpus else None)
+    record_host(datasink, args.platform, NoiseOptions(seconds, cpu))
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:
