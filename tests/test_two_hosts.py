@@ -3,7 +3,7 @@ pair (tests/twohost_net.py), a real sshd on the client side, `rbs run --client-h
 server side driving real memtier_benchmark and redis-benchmark over the link, and tc netem
 adding a delay the measured latency must show. kill -9 of either side leaves nothing behind.
 
-About 45 s in all: each run opens real SSH connections and each kill waits for the other
+About 60 s in all: each run opens real SSH connections and each kill waits for the other
 side to notice (that is what is tested).
 """
 
@@ -339,4 +339,26 @@ def test_a_remote_tool_past_its_wait_is_stopped_there_and_its_output_kept(
         capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.stdout.strip() == f"timed out {-signal.SIGTERM} started 42", done.stderr
+    assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
+
+
+def test_replicas_and_a_cluster_are_reached_from_the_client_host(
+        hosts: TwoHosts, suites: Path, tmp_path: Path) -> None:
+    """Every node listens on the server address: a replica's primary and a cluster's slot
+    map (what memtier --cluster-mode follows) name it, not loopback."""
+    (suites / "memtier-twohost-get.yml").write_text(MEMTIER_SUITE.replace(
+        "redis-topologies: [oss-standalone]",
+        "redis-topologies: [oss-cluster-3-primaries, oss-standalone-01-replicas]"))
+    done = run_rbs(hosts, suites, tmp_path / "r", "--test", "memtier-twohost-get",
+                   "--all-topologies", "--test-time", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [RunResult.read(p) for p in find_result_files(tmp_path / "r")]
+    assert sorted(r.context.topology for r in results) == \
+        ["oss-cluster-3-primaries", "oss-standalone-01-replicas"]
+    for result in results:
+        assert result.ok, result.reason
+        assert result.deployment is not None
+        assert {n.host for n in result.deployment.nodes} == {SERVER_ADDR}
+        assert result.network["client"]["host"] == hosts.client_hostname
+        assert result.result is not None and result.result.totals.ops_per_sec > 0
     assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
