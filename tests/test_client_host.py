@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,9 +54,16 @@ class Sup:
         return int(reply["pid"])
 
     def kill(self) -> None:
+        """End it as the runner does (EOF), and remove what a kill -9 in a test left."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        shutil.rmtree(self.hello["workdir"], ignore_errors=True)
 
 
 def test_hello_names_the_host_and_the_protocol() -> None:
@@ -100,6 +108,7 @@ def test_kill_9_of_the_supervisor_takes_its_tools_with_it() -> None:
         os.kill(sup.proc.pid, signal.SIGKILL)
         sup.proc.wait(timeout=10)
         assert wait_gone({pid}, 5) == set()  # PR_SET_PDEATHSIG
+        assert Path(sup.hello["workdir"]).is_dir()  # what a kill -9 leaves (outputs only)
     finally:
         sup.kill()
 

@@ -10,6 +10,7 @@ side to notice (that is what is tested).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -232,6 +233,9 @@ def test_kill_9_of_the_client_side_leaves_no_server_and_fails_the_test_in_one_li
     proc = start_long_run(hosts, suites, tmp_path / "r", tmp_path / "rbs.log")
     try:
         wait_for_tool(hosts)
+        (tool,) = [p for p in map(psutil.Process, ns_pids(hosts.client_ns))
+                   if p.name() == "memtier_benchmark"]
+        workdir = Path(tool.cwd())  # the supervisor's: its tools run there
         os.kill(supervisor_pid(hosts), signal.SIGKILL)
         assert proc.wait(timeout=60) == 1  # the test failed; rbs itself carried on
         assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
@@ -239,6 +243,9 @@ def test_kill_9_of_the_client_side_leaves_no_server_and_fails_the_test_in_one_li
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+    # a kill -9 leaves the supervisor's work directory (outputs only): the test made it
+    assert workdir.name.startswith("rbs-client-") and workdir.is_dir()
+    shutil.rmtree(workdir)
     (result,) = results_by_test(tmp_path / "r").values()
     assert not result.ok
     assert result.reason.startswith("client host loadgen: connection lost"), result.reason
