@@ -33,10 +33,10 @@ class ServerSpec:
     start_timeout: float = 15.0
     wrapper: list[str] = field(default_factory=list)  # argv prefix (a profiler, e.g. callgrind)
     auth: Credentials | None = None  # what the suite's configuration makes the server require
-    nofile: int | None = None  # open-file limit to start with (None: inherited)
     # the address it listens on: loopback, or this host's address on the benchmark network
     # when the client runs on another host (runner/client_host.py)
     bind: str = "127.0.0.1"
+    nofile: int | None = None  # open-file limit to start with (None: inherited)
 
 
 @dataclass
