@@ -175,6 +175,26 @@ def test_the_points_go_to_history_as_a_curve(memtier_sweep, client) -> None:
     assert stored.concurrency["connections"] == 3000 and stored.concurrency["meets_minimum"]
 
 
+def test_redis_benchmark_points_send_the_minimum_per_connection(tmp_path: Path) -> None:
+    """redis-benchmark's connections share ``-n``: a point sends N x connections, after a
+    warm-up at its own client count; its duration is its requests over its own rate."""
+    run = _rbs(["run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--results-dir",
+                str(tmp_path / "out"), "--no-datasink", "--sweep", "clients=10,1000",
+                "--min-requests-per-connection", "40", "--warmup-seconds", "1",
+                "--test-time", "1"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    for doc in _docs(tmp_path / "out"):
+        conc, argv = doc.concurrency, doc.argv[0]
+        per_conn = conc["planned_requests_per_connection"]
+        assert per_conn >= 40 and conc["meets_minimum"]
+        assert int(argv[argv.index("-n") + 1]) == per_conn * conc["connections"]
+        assert argv[argv.index("-c") + 1] == doc.sweep["value"]
+        assert conc["requests_per_connection"] == per_conn
+        assert 0 < conc["duration_s"] <= conc["wall_s"]
+        warmup = Path(doc.paths["client_0_output"]).with_name("client-0-warmup.out")
+        assert warmup.exists()
+
+
 def test_a_point_too_short_for_the_minimum_is_flagged(tmp_path: Path) -> None:
     run = _rbs(["run", "--suites-dir", str(_suites(tmp_path, MEMTIER_SUITE)),
                 "--results-dir", str(tmp_path / "out"), "--no-datasink",

@@ -269,6 +269,17 @@ def _suite_requests(cfg: ToolConfig) -> int | None:
     return None
 
 
+def _tool_seconds(result: ToolResult | None) -> float | None:
+    """The tool's own measured seconds; redis-benchmark prints none, so its requests over
+    its own rate (the same clock)."""
+    if result is None:
+        return None
+    if result.duration_s is not None:
+        return result.duration_s
+    rate = result.totals.ops_per_sec
+    return round(result.totals.latency.count / rate, 3) if rate > 0 else None
+
+
 def point_record(rule: PointRule, limits: PointLimits, client_path: str,
                  result: ToolResult | None, wall_s: float | None) -> dict[str, Any]:
     """The result's ``concurrency`` record: the rule, what ran, whether it met the rule."""
@@ -281,7 +292,7 @@ def point_record(rule: PointRule, limits: PointLimits, client_path: str,
             "meets_minimum": per_conn >= rule.min_requests_per_connection,
             "planned_requests_per_connection": planned.get("planned_requests_per_connection"),
             "planned_s": planned.get("planned_s"), "warmup_rate": planned.get("warmup_rate"),
-            "duration_s": result.duration_s if result is not None else None,
+            "duration_s": _tool_seconds(result),
             "wall_s": wall_s, "limits": limits.record()}
 
 
