@@ -65,7 +65,8 @@ from redis_benchmarks_spec.events.status import (
 )
 from redis_benchmarks_spec.events.validation import MAX_TEXT
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.notify import pr_ab
+from redis_benchmarks_spec.pullrequest import ab_record
+from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
@@ -77,8 +78,9 @@ log = logging.getLogger(__name__)
 
 Pusher = Callable[[list[RunResult]], None]
 # called once the platform has finished an event (after EVENT_DONE and the ACK), e.g. to
-# update the pull-request comment; it must not raise for an outside service's failure
-EventDone = Callable[[BuildEvent, str], None]
+# update the pull-request comment, with the A/B record when the platform ran one; it must not
+# raise for an outside service's failure
+EventDone = Callable[[BuildEvent, str, ABRecord | None], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
@@ -138,6 +140,7 @@ class Agent:
             dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
         self.consumer.on_dead_letter = self._dead_lettered
         self._ended: list[BuildEvent] = []  # dead-lettered, event-done hook not yet run
+        self._records: dict[str, ABRecord] = {}  # per event: the A/B record, for the hook
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""
@@ -252,7 +255,7 @@ class Agent:
         if self.on_event_done is None:
             return
         try:
-            self.on_event_done(event, self.config.platform)
+            self.on_event_done(event, self.config.platform, self._record(event))
         except Exception:  # a hook after the ACK must not touch the entry
             # the event is done and acknowledged; a failing notification (bad state another
             # writer left in the broker, GitHub down) is logged, never dead-letters the event
@@ -334,9 +337,7 @@ class Agent:
         if base is None:
             log.warning("event %s: no interleaved A/B: %s", event.id, why)
             note = f"No interleaved A/B on this platform: {why}; one run per test instead."
-            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id,
-                                                  self.config.platform,
-                                                  pr_ab.ABRecord(note=note)))
+            self._save_record(event, ABRecord(note=note))
             return None
         return ab_event.PairedRun(session, server, base, budget,
                                   ab_event.interrupted_by(self.stop_event, lost),
@@ -361,15 +362,26 @@ class Agent:
             reason = f"{type(exc).__name__}: {exc}"
         if lost.is_set():
             return False
-        names, platform = self.config.names, self.config.platform
         if result is not None:
-            record = ab_event.record_of(job, result)
-            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id, platform,
-                                                  record))
+            self._save_record(event, ab_event.record_of(job, result))
         runs = result.runs if result is not None else []
         for test, results in ab_event.results_by_suite(runs, todo).items():
             self._finish_suite(event, ledger, test, results, reason if result is None else "")
         return True
+
+    def _save_record(self, event: BuildEvent, record: ABRecord) -> None:
+        """Stored (merged with a previous holder's), and kept for the event-done hook."""
+        self._records[event.id] = self.consumer.call(lambda: ab_record.save(
+            self.client, self.config.names, event.id, self.config.platform, record))
+
+    def _record(self, event: BuildEvent) -> ABRecord | None:
+        """The A/B record of ``event``: this agent's own, or, when a previous holder ran every
+        suite before it died, the stored one."""
+        record = self._records.pop(event.id, None)
+        if record is None and self.config.until_decided is not None and event.pr is not None:
+            record = ab_record.load(self.client, self.config.names, event.id,
+                                    self.config.platform)
+        return record
 
     def _finish_suite(self, event: BuildEvent, ledger: Ledger, test: str,
                       results: list[RunResult], error: str = "") -> None:
