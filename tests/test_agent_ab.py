@@ -28,6 +28,7 @@ from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.notify import notifier as notifier_mod
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
 from redis_benchmarks_spec.notify.pr_body import results_body
@@ -93,8 +94,8 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
                budget: UntilDecidedBudget | None, with_base: bool = True,
                handed: list[ab_record.ABRecord | None] | None = None,
                ) -> tuple[BuildEvent, Pushed, str, StreamNames]:
-    """``handed`` collects what the agent hands its event-done hook; given, the notifier
-    has no datasink, so a comment with verdicts can only come from that record."""
+    """``handed`` collects what the agent hands its event-done hook; the notifier then also
+    writes the HTML report (under ``tmp_path/reports``)."""
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
     suites.mkdir()
@@ -107,7 +108,8 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     event = _pr_event(broker, names, with_base)
     with GitHubStandIn(TOKEN) as gh:
         notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
-                              datasink=None if handed is not None else sink)
+                              datasink=sink,
+                              reports_dir=tmp_path / "reports" if handed is not None else None)
 
         def event_done(done: BuildEvent, platform: str, ab: ab_record.ABRecord | None) -> None:
             if handed is not None:
@@ -125,7 +127,12 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
 
 
 def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                       client: redis.Redis) -> None:
+                                                       client: redis.Redis,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_datasink_comparison(*args: Any) -> None:
+        raise AssertionError("the A/B's comment computed a datasink comparison")
+
+    monkeypatch.setattr(notifier_mod, "compare_platform", no_datasink_comparison)
     handed: list[ab_record.ABRecord | None] = []
     event, pushed, body, names = _run_agent(redis_server, tmp_path, client, BUDGET,
                                             handed=handed)
@@ -133,7 +140,9 @@ def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: P
     assert record is not None and record.report is not None and record.base_sha == BASE
     # the comment came from the record the agent handed over, not from a datasink comparison
     assert handed == [record]
-    assert "no datasink to compare from" not in body
+    (page,) = (tmp_path / "reports").glob("*.html")
+    html = page.read_text()
+    assert "interleaved A/B" in html and "ab-set" in html and BASE[:10] in html
     progress = record.progress["ab-set"]
     # pairs other processes disturbed were run and stored, and counted apart
     complete = progress.pairs + progress.disturbed
