@@ -22,13 +22,13 @@ import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
-from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.session_runs import keys_of
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord, TestProgress
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
@@ -104,8 +104,8 @@ def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
     """The noise book's priors of this platform (``$RBS_NOISE_FILE``, filled by calibration
     A/A sessions); an unreadable book is logged and ignored: the A/B still runs."""
     try:
-        book = NoiseBook.load()
-    except NoiseBookError as exc:
+        book = noise_file.load()
+    except noise_file.NoiseBookError as exc:
         log.warning("noise priors not used: %s", exc)
         return {}
     tests = sorted({e.test for e in book.entries.values() if e.platform == platform})

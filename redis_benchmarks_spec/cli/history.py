@@ -20,7 +20,6 @@ from redis_benchmarks_spec.analysis.history import (
     History,
     HistoryError,
     HistoryQuery,
-    read_history,
     sparkline,
     to_csv,
     to_json,
@@ -30,6 +29,7 @@ from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.inputs.history import read_history
 
 
 def register(sub: argparse._SubParsersAction) -> None:

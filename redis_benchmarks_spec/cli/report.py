@@ -1,7 +1,7 @@
 """``rbs report``: a self-contained HTML page for a results folder, an A/B session or two
 folders compared; ``rbs compare --html`` and ``rbs run ... --html`` (A/B) write it too.
 
-Parsing and wiring only: the data is :mod:`redis_benchmarks_spec.analysis.report_data`,
+Parsing and wiring only: the data is read by :mod:`redis_benchmarks_spec.inputs.reports`,
 the page :mod:`redis_benchmarks_spec.analysis.html_report`.
 """
 
@@ -50,7 +50,8 @@ def add_history_args(p: argparse.ArgumentParser) -> None:
 
 
 def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
-    from redis_benchmarks_spec.analysis import report_data
+    from redis_benchmarks_spec.analysis.report_data import ReportInputError
+    from redis_benchmarks_spec.inputs import reports as report_data
     try:
         if args.from_json:
             return report_data.from_report_json(args.from_json)
@@ -63,7 +64,7 @@ def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
             raise UsageError("FOLDER", "give a results folder or --baseline-dir and "
                                        "--comparison-dir")
         return report_data.from_folder(args.folder, options)
-    except report_data.ReportInputError as exc:
+    except ReportInputError as exc:
         raise UsageError("", str(exc)) from None
 
 
@@ -71,7 +72,7 @@ def attach_history(args: argparse.Namespace, data: Any) -> None:
     """Add the datasink's history when --history-datasink is given."""
     if not args.history_datasink:
         return
-    from redis_benchmarks_spec.analysis.report_data import attach_history as attach
+    from redis_benchmarks_spec.inputs.reports import attach_history as attach
     client = redis.Redis.from_url(args.history_datasink, socket_timeout=30,
                                   socket_connect_timeout=5)
     try:

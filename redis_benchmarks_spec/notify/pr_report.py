@@ -9,8 +9,9 @@ import redis
 
 from redis_benchmarks_spec.analysis import html_report
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
-from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns, attach_history
+from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.inputs.reports import attach_history
 from redis_benchmarks_spec.notify.pr_compare import PlatformComparison, commit_runs
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.pullrequest.state import PrInfo, report_name
