@@ -56,6 +56,8 @@ class SessionConfig:
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    # {"param": "clients", "value": "64"}: every result of this session is that sweep value's
+    sweep: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -175,7 +177,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher)
+        launcher_kind=config.launcher, sweep=config.sweep)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],
