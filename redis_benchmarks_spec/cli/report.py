@@ -63,7 +63,8 @@ def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
         if args.folder is None:
             raise UsageError("FOLDER", "give a results folder or --baseline-dir and "
                                        "--comparison-dir")
-        return report_data.from_folder(args.folder, options)
+        # a session's own record names the metric it decided on, unless --metric says
+        return report_data.from_folder(args.folder, options, args.metric is None)
     except ReportInputError as exc:
         raise UsageError("", str(exc)) from None
 
@@ -97,24 +98,8 @@ def write_html(data: Any, path: Path) -> Path:
         raise UsageError(str(path), exc.strerror or str(exc)) from None
 
 
-def _recorded_metric(folder: Path | None) -> str | None:
-    """The metric an ``--until-decided`` session in ``folder`` decided on (``auto`` may have
-    chosen it), or None; a broken record is reported by the report itself."""
-    from redis_benchmarks_spec.analysis.sequential_compare import (
-        SEQUENTIAL_RECORD,
-        SequentialRecord,
-    )
-    path = folder / SEQUENTIAL_RECORD if folder is not None else None
-    if path is None or not path.is_file():
-        return None
-    try:
-        return SequentialRecord.from_json(path.read_text()).metric
-    except (OSError, ValueError):
-        return None
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    metric = args.metric or _recorded_metric(args.folder) or DEFAULT_METRIC
+    metric = args.metric or DEFAULT_METRIC
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=metric)
     data = _data(args, options)

@@ -8,6 +8,7 @@ compared tests on a branch.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import redis
@@ -43,10 +44,13 @@ def _docs(directory: Path) -> list[RunResult]:
     return result_documents(directory)
 
 
-def from_folder(root: Path, options: CompareOptions) -> ReportData:
-    """A results folder, or an A/B session when it holds ``baseline/`` and ``comparison/``."""
+def from_folder(root: Path, options: CompareOptions, recorded_metric: bool = False
+                ) -> ReportData:
+    """A results folder, or an A/B session when it holds ``baseline/`` and ``comparison/``
+    (``recorded_metric``: judged on the metric its ``--until-decided`` record decided on,
+    which ``auto`` may have chosen, when it has one)."""
     if is_session(root):
-        return from_ab_session(root, options)
+        return from_ab_session(root, options, recorded_metric)
     docs = _docs(root)
     if not docs:
         raise ReportInputError(f"{root}: no result.json below it")
@@ -76,12 +80,16 @@ def judged(found: RunsOnDisk, options: CompareOptions,
     return report
 
 
-def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
-    """An interleaved A/B session: its runs judged by the engine, as the run judged them."""
+def from_ab_session(root: Path, options: CompareOptions,
+                    recorded_metric: bool = False) -> ReportData:
+    """An interleaved A/B session: its runs judged by the engine, as the run judged them
+    (``recorded_metric``: see :func:`from_folder`)."""
     try:
         found = load_session(root)
     except SessionFolderError as exc:
         raise ReportInputError(str(exc)) from None
+    if recorded_metric and found.record is not None:
+        options = replace(options, metric=found.record.metric)
     report = judged(found, options)
     if not report.rows:
         raise ReportInputError(f"{root}: no ok run on both sides of the session")
