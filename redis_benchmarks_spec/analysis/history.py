@@ -44,6 +44,8 @@ class History:
     query: HistoryQuery
     series_key: str
     points: list[HistoryPoint] = field(default_factory=list)
+    # the repetition (rep-NN) of each point's run, by run id: a table column, not exported
+    repetitions: dict[str, int | None] = field(default_factory=dict)
 
 
 def sparkline(values: list[float]) -> str:

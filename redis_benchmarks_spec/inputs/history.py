@@ -22,9 +22,10 @@ def _selector(query: HistoryQuery) -> reader.SeriesSelector:
 
 
 def _annotate(client: redis.Redis, series_key: str, query: HistoryQuery,
-              point: HistoryPoint) -> None:
-    """Commit and version of the run that wrote ``point``: runs are indexed by start time,
-    which is the points' timestamp; the run must be of this series' variant and platform."""
+              point: HistoryPoint) -> int | None:
+    """Commit and version of the run that wrote ``point``, and its repetition: runs are
+    indexed by start time, which is the points' timestamp; the run must be of this series'
+    variant and platform."""
     series = keys.parse_key(series_key, query.metric)
     for run_id in reader.run_ids(client, series.scope, query.test, point.ts_ms, point.ts_ms):
         doc = reader.result_document(client, run_id)
@@ -34,7 +35,8 @@ def _annotate(client: redis.Redis, series_key: str, query: HistoryQuery,
             point.commit = ctx.git.hash or doc.redis_git_sha
             point.version = ctx.git.version or doc.redis_version
             point.run_id = run_id
-            return
+            return ctx.repetition
+    return None
 
 
 def read_history(client: redis.Redis, query: HistoryQuery) -> History:
@@ -49,7 +51,8 @@ def read_history(client: redis.Redis, query: HistoryQuery) -> History:
     history = History(query, found[0].key)
     for ts, value in found[0].points:
         point = HistoryPoint(ts, value)
-        _annotate(client, history.series_key, query, point)
+        history.repetitions[point.run_id] = _annotate(client, history.series_key, query,
+                                                      point)
         history.points.append(point)
     return history
 
