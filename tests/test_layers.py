@@ -81,3 +81,23 @@ def test_readme_draws_these_floors() -> None:
     assert drawn == FLOORS
     for name in FLOORS:  # one paragraph per package says what it owns and may import
         assert re.search(rf"^\*\*{name}/\*\*", section, re.MULTILINE), name
+
+
+READS = {"read_text", "read_bytes", "open", "load"}  # Path.read_*, open(), json.load()
+
+
+def test_analysis_reads_no_file_and_no_datasink() -> None:
+    """Analysis computes from values it is handed; ``inputs`` reads them (files, datasink)."""
+    found = []
+    for path in sorted((ROOT / PACKAGE / "analysis").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            modules = [m for m in _imported(node)
+                       if m == "redis" or m.startswith(("redis.", f"{PACKAGE}.datasink"))]
+            name = node.func.attr if isinstance(node, ast.Call) and \
+                isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                else None
+            reads = [name] if name in READS else []
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {what}"  # type: ignore[attr-defined]
+                      for what in modules + reads]
+    assert found == []
