@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.agent import platform_config
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.host_record import NoiseOptions, record_host
 from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.builder import signing
@@ -28,6 +29,7 @@ from redis_benchmarks_spec.builder.variants import default_variants_dir, load_va
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.cli.platform import add_noise_args, noise_seconds
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
@@ -121,6 +123,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                         "pull-request events run as interleaved base/PR pairs until decided "
                         "(README, 'Agents: A/B of pull requests')")
     add_github_args(a, agent=True)
+    add_noise_args(a)  # the host's intrinsic latency, measured at startup
     a.set_defaults(func=cmd_agent)
 
 
@@ -250,6 +253,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: --platform-config {exc}", file=sys.stderr)
         return 2
     _check_agent_args(args)
+    seconds = noise_seconds(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
@@ -262,6 +266,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
     broker, config = _broker(args), _agent_config(args, key, platform)
+    # measured where the first server runs (the CPU allocator hands out server cores first)
+    cpu = args.noise_cpu if args.noise_cpu is not None else \
+        (config.cpus[0] if config.cpus else None)
+    record_host(datasink, args.platform, NoiseOptions(seconds, cpu))
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:

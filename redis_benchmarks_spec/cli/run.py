@@ -358,7 +358,12 @@ def push_to_datasink(console: Console, args: argparse.Namespace,
     """Push this session's results; when the datasink is down they stay on disk for `rbs
     datasink push` (a warning). False when it answered but history runs did not arrive."""
     from redis_benchmarks_spec.datasink.session_push import push_session
-    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results)
+    from redis_benchmarks_spec.results.platform import valid_name
+    from redis_benchmarks_spec.telemetry.platform_probe import record
+    # this host's facts beside its results (a name that cannot key a record is left out)
+    host = record(args.platform, "rbs run") if valid_name(args.platform) else None
+    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results,
+                           platform=host)
     colour = "green" if outcome.ok else "red" if outcome.lost else "yellow"
     console.print(f"[{colour}]datasink: {escape(outcome.message)}[/]", highlight=False,
                   soft_wrap=True)

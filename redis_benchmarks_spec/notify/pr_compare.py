@@ -9,7 +9,9 @@ Where the baseline comes from (documented in README, "Pull-request comments"):
 
 The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
 narrowed to the event's platform, build variant, triggering env and repository, one
-topology at a time (a test with two topologies gives two rows).
+topology at a time (a test with two topologies gives two rows). When the platform's host
+noise changed between the baseline's newest run and the head's (the rule of
+``analysis.host_noise``), the comment says so above the verdicts.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.results.document import RunResult
@@ -52,16 +55,23 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 
 
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
-          topologies: list[str]) -> dict[str, list[float]]:
-    """Values per row name (test, or "test @ topology" when several topologies: the label
+          topologies: list[str]) -> dict[str, list[reader.Point]]:
+    """Points per row name (test, or "test @ topology" when several topologies: the label
     of ``results.comparison_key``, as in the A/B rows of the same comment)."""
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[reader.Point]] = {}
     for topology in topologies:
         found = reader.series_for_tests(client, replace(selector, topology=topology))
         for test, pts in found.items():
-            name = label(test, topology, len(topologies) > 1)
-            out[name] = [v for _, v in pts]
+            out[label(test, topology, len(topologies) > 1)] = pts
     return out
+
+
+def _values(points: dict[str, list[reader.Point]]) -> dict[str, list[float]]:
+    return {name: [v for _, v in pts] for name, pts in points.items()}
+
+
+def _newest_ms(points: dict[str, list[reader.Point]]) -> int | None:
+    return max((pts[-1][0] for pts in points.values() if pts), default=None)
 
 
 def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
@@ -98,9 +108,10 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
     base_sel = replace(_selector(event, platform, base_side, options), last_n=last_n)
-    comp = _read(client, _selector(event, platform, keys.Side("hash", event.sha), options),
-                 topologies)
-    base = _read(client, base_sel, topologies)
+    comp_points = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
+                                          options), topologies)
+    base_points = _read(client, base_sel, topologies)
+    comp, base = _values(comp_points), _values(base_points)
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
     problems = [f"{t}: no baseline points on {base_side.kind} {base_side.value}"
                 for t, (b, _) in samples.items() if not b]
@@ -115,9 +126,20 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
                             runs=sum(len(c) for _, c in samples.values())),
-        platforms=[platform], build_variants=[event.build_variant])
+        platforms=[platform], build_variants=[event.build_variant],
+        noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
+                                 _newest_ms(comp_points)))
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
                               label)
+
+
+def _noise_flags(client: redis.Redis, platform: str, base_ms: int | None,
+                 head_ms: int | None) -> list[str]:
+    """The flag when the platform's host noise changed between the baseline's runs and the
+    head's (``analysis.host_noise``); records that cannot be read are left out."""
+    _, flags, _ = hosts_of(client, {"baseline": platform, "comparison": platform},
+                           {"baseline": base_ms, "comparison": head_ms})
+    return flags
 
 
 def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
