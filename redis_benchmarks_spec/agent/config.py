@@ -12,6 +12,7 @@ from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.telemetry.window import WindowOptions
@@ -43,6 +44,8 @@ class AgentConfig:
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
     # the platform's A/B budget for pull-request events (see agent/platform_config.py)
     until_decided: UntilDecidedBudget | None = None
+    # the platform's client host (agent/platform_config.py); None: tools run here
+    client_host: ClientHostConfig | None = None
 
 
 def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:
@@ -58,4 +61,5 @@ def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) ->
         results_dir=inside(config.results_dir, event.id.replace(":", "_")),
         context=context, test_time=config.test_time, cpus=config.cpus,
         launcher=config.launcher, topology_filter=config.suite_filter.topology,
-        strict_cpus=config.strict_cpus, window=config.window)
+        strict_cpus=config.strict_cpus, window=config.window,
+        client_host=config.client_host)

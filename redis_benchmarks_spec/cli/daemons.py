@@ -27,6 +27,7 @@ from redis_benchmarks_spec.builder.sandbox import ENGINES, Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.client_host_args import probe_client_host, ssh_hint
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
 from redis_benchmarks_spec.cli.platform import add_noise_args, noise_seconds
@@ -37,6 +38,7 @@ from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
@@ -235,7 +237,18 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
-        until_decided=platform.until_decided if platform else None)
+        until_decided=platform.until_decided if platform else None,
+        client_host=platform.client_host if platform else None)
+
+
+def _say_client_host(config: ClientHostConfig) -> None:
+    """A daemon keeps going when its client host does not answer yet (its tests fail,
+    each with the reason, until it does); the operator sees why at once."""
+    problem = probe_client_host(config)
+    if problem:
+        logging.getLogger(__name__).warning("--platform-config client_host: %s; its tests "
+                                            "will fail until it answers (hint: %s)",
+                                            problem, ssh_hint(config))
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
@@ -253,6 +266,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: --platform-config {exc}", file=sys.stderr)
         return 2
     _check_agent_args(args)
+    if platform is not None and platform.client_host is not None:
+        _say_client_host(platform.client_host)
     seconds = noise_seconds(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
