@@ -27,10 +27,10 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
-from redis_benchmarks_spec.analysis.platform_context import hosts_of
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
-from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.inputs.platform_context import hosts_of
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -151,13 +151,20 @@ def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
 def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
               tests: list[str]) -> dict[str, list[RunResult]]:
     """The head commit's stored result documents per row (runs of this event's platform)."""
+    return commit_runs(client, event, platform, tests, event.sha)
+
+
+def commit_runs(client: redis.Redis, event: BuildEvent, platform: str, tests: list[str],
+                sha: str) -> dict[str, list[RunResult]]:
+    """Result documents of ``sha`` per row, stored since the event's build on its platform
+    (the head commit's, or the base commit's runs of the agent's A/B)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     runs: dict[str, list[RunResult]] = {}
     for test in tests:
         name, topology = split(test)
         for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
             doc = reader.result_document(client, run_id)
-            if doc.context.git.hash == event.sha and doc.context.platform == platform and \
+            if doc.context.git.hash == sha and doc.context.platform == platform and \
                     topology in (None, doc.context.topology):
                 runs.setdefault(test, []).append(doc)
     return runs

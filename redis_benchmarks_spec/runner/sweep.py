@@ -169,7 +169,8 @@ def plan_point(config: SessionConfig, suites: list[Suite], sweep: Sweep,
     """The point's session settings; raises :class:`SweepError` for a point this host or
     tool cannot run (checked for every point before the first one runs)."""
     place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
-    cfg = replace(config, results_dir=run_folder(config.results_dir, place))
+    cfg = replace(config, results_dir=run_folder(config.results_dir, place),
+                  sweep={"param": sweep.param, "value": str(value)})
     swept = [swept_suite(s, sweep.param, value) for s in suites]
     if sweep.param in CONCURRENCY:
         return _concurrency_point(cfg, swept, sweep.rule)
