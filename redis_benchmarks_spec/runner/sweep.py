@@ -175,8 +175,13 @@ def plan_point(config: SessionConfig, suites: list[Suite], sweep: Sweep,
     if sweep.param in CONCURRENCY:
         return _concurrency_point(cfg, swept, sweep.rule)
     if sweep.param in ("server-cpus", "io-threads"):
-        return _cpu_point(cfg, swept, sweep.param, int(value))
-    return Point(cfg, swept, applied=f"governor {value}" if sweep.param == "governor" else "")
+        point = _cpu_point(cfg, swept, sweep.param, int(value))
+    else:
+        point = Point(cfg, swept, applied=f"governor {value}" if sweep.param == "governor"
+                      else "")
+    if point.applied:  # the runner labels every result with it
+        point.config = replace(point.config, sweep={**cfg.sweep, "applied": point.applied})
+    return point
 
 
 def _concurrency_point(cfg: SessionConfig, suites: list[Suite], rule: PointRule) -> Point:
@@ -215,21 +220,18 @@ def plan_points(config: SessionConfig, suites: list[Suite], sweep: Sweep) -> lis
     return [plan_point(config, suites, sweep, v) for v in sweep.values]
 
 
-def _label(results: list[RunResult], point: Point, param: str, value: int | str) -> None:
-    """Mark each result (and its result.json) with the swept value and the point's record."""
-    by_id = {r.run_id: r for r in results}
-    for r in results:
-        r.sweep = {"param": param, "value": str(value)}
-        if point.applied:
-            r.sweep["applied"] = point.applied
-        if point.setup is not None and r.ok:
-            _record_point(r, point.setup)
+def _label(results: list[RunResult], point: Point) -> None:
+    """A concurrency point's record on each of its ok results (and their result.json)."""
+    if point.setup is None:
+        return  # the runner labelled them with the swept value already
+    by_id = {r.run_id: r for r in results if r.ok}
+    for r in by_id.values():
+        _record_point(r, point.setup)
     for path in find_result_files(point.config.results_dir):
         doc = RunResult.read(path)
         if doc.run_id in by_id:
             mine = by_id[doc.run_id]
-            doc.sweep, doc.concurrency = mine.sweep, mine.concurrency
-            doc.flags, doc.notes = mine.flags, mine.notes
+            doc.concurrency, doc.flags, doc.notes = mine.concurrency, mine.flags, mine.notes
             doc.write(path)
 
 
@@ -267,7 +269,7 @@ def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
         with _knob_applied(sweep, value):
             batch = run_suites(point.config, point.suites, on_result=None, stop=stop,
                                on_start=on_start)
-        _label(batch, point, sweep.param, value)
+        _label(batch, point)
         for r in batch:
             if on_result:
                 on_result(r)
