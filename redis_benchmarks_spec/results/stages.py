@@ -11,6 +11,7 @@ it here. The stored document keeps its flat keys (``info_delta``, ``profiles``, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis_benchmarks_spec.results.document import DeploymentRecord, RunResult
 from redis_benchmarks_spec.results.profile import ProfileSummary, RunTelemetry
@@ -80,3 +81,9 @@ def add_derived(result: RunResult, derived: DerivedMetrics) -> None:
             result.metrics[name] = value
             if name in derived.paths:
                 result.metric_paths[name] = derived.paths[name]
+
+
+def add_concurrency(result: RunResult, record: dict[str, Any], findings: Findings) -> None:
+    """A concurrency sweep point's record (``runner/concurrency.py``) and its flag."""
+    result.concurrency = record
+    add_findings(result, findings)

@@ -46,6 +46,8 @@ from redis_benchmarks_spec.loadgen.fixed_requests import (
 )
 from redis_benchmarks_spec.loadgen.memtier_argv import TIME_OPTS
 from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.stages import Findings
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerLauncher, ServerSpec
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 
@@ -310,3 +312,17 @@ class PointSetup:
         wrapped = {t: PointDriver(d, self.rule, self.limits, self.test_time)
                    for t, d in drivers.items()}
         return LimitLauncher(launcher, self.limits), wrapped  # type: ignore[return-value]
+
+    def finding(self, result: RunResult) -> tuple[dict[str, Any], Findings]:
+        """The point's record for ``result`` (a run that finished), and ``below-minimum``
+        with its reason when the run sent fewer requests per connection than the rule."""
+        record = point_record(self.rule, self.limits, result.paths.get("client_0_output", ""),
+                              result.result, result.tool_duration_s)
+        nodes = result.deployment.nodes if result.deployment else []
+        record["limits"]["server_took"] = self.limits.servers.get(nodes[0].port) \
+            if nodes else None
+        if record["meets_minimum"]:
+            return record, Findings()
+        why = (f"{BELOW_MINIMUM}: {record['requests_per_connection']:,} requests per "
+               f"connection, the rule asks {self.rule.min_requests_per_connection:,}")
+        return record, Findings([BELOW_MINIMUM], [why])

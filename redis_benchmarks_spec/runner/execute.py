@@ -41,6 +41,7 @@ from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
+from redis_benchmarks_spec.runner.concurrency import PointSetup
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec, Node
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
@@ -106,6 +107,7 @@ class RunEnv:
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
     launcher_kind: str = "process"
     sweep: dict[str, str] = field(default_factory=dict)  # the sweep value this run measures
+    point: PointSetup | None = None  # a concurrency point's rule and limits (its record)
     # the platform's client host: tools run there over SSH; None: here, over loopback
     client_host: ClientHostConfig | None = None
 
@@ -234,6 +236,8 @@ class SuiteRun:
         persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
+        if env.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
+            stages.add_concurrency(result, *env.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))
         stages.add_derived(result, server_cpu(result.info_delta))
         persistence.verify()

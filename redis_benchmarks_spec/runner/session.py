@@ -188,7 +188,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher, sweep=config.sweep,
+        launcher_kind=config.launcher, sweep=config.sweep, point=config.point,
         client_host=config.client_host)
 
 

@@ -20,17 +20,15 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner import knobs
 from redis_benchmarks_spec.runner.concurrency import (
-    BELOW_MINIMUM,
     ConcurrencyError,
     PointLimits,
     PointRule,
     PointSetup,
     check_reachable,
-    point_record,
     suite_connections,
 )
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, run_suites
@@ -220,34 +218,6 @@ def plan_points(config: SessionConfig, suites: list[Suite], sweep: Sweep) -> lis
     return [plan_point(config, suites, sweep, v) for v in sweep.values]
 
 
-def _label(results: list[RunResult], point: Point) -> None:
-    """A concurrency point's record on each of its ok results (and their result.json)."""
-    if point.setup is None:
-        return  # the runner labelled them with the swept value already
-    by_id = {r.run_id: r for r in results if r.ok}
-    for r in by_id.values():
-        _record_point(r, point.setup)
-    for path in find_result_files(point.config.results_dir):
-        doc = RunResult.read(path)
-        if doc.run_id in by_id:
-            mine = by_id[doc.run_id]
-            doc.concurrency, doc.flags, doc.notes = mine.concurrency, mine.flags, mine.notes
-            doc.write(path)
-
-
-def _record_point(r: RunResult, setup: PointSetup) -> None:
-    record = point_record(setup.rule, setup.limits, r.paths.get("client_0_output", ""),
-                          r.result, r.tool_duration_s)
-    entry = r.deployment.nodes[0].port if r.deployment and r.deployment.nodes else None
-    record["limits"]["server_took"] = setup.limits.servers.get(entry) if entry else None
-    r.concurrency = record
-    if not record["meets_minimum"] and BELOW_MINIMUM not in r.flags:
-        r.flags.append(BELOW_MINIMUM)
-        r.notes.append(f"{BELOW_MINIMUM}: {record['requests_per_connection']:,} requests per "
-                       f"connection, the rule asks "
-                       f"{setup.rule.min_requests_per_connection:,}")
-
-
 @contextlib.contextmanager
 def _knob_applied(sweep: Sweep, value: int | str) -> Iterator[None]:
     if sweep.param != "governor":
@@ -269,7 +239,6 @@ def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
         with _knob_applied(sweep, value):
             batch = run_suites(point.config, point.suites, on_result=None, stop=stop,
                                on_start=on_start)
-        _label(batch, point)
         for r in batch:
             if on_result:
                 on_result(r)
