@@ -10,7 +10,7 @@ import redis
 
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
-from redis_benchmarks_spec.datasink.writer import PushOptions, push_results
+from redis_benchmarks_spec.datasink.writer import BATCH_RUNS, PushOptions, push_results
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
     METRICS,
@@ -106,15 +106,31 @@ def test_pushing_the_same_results_twice_adds_no_points(client: redis.Redis) -> N
     assert ts_info(client, BRANCH_KEY)["duplicatePolicy"] == b"last"
 
 
-def test_one_pipelined_round_trip_per_test_push(datasink: EmbeddedDatasink,
-                                                client: redis.Redis) -> None:
+def test_one_pipelined_round_trip_per_batch_of_runs(datasink: EmbeddedDatasink,
+                                                    client: redis.Redis) -> None:
     counted = counting_client(datasink)
     counted.ping()  # connect (and its handshake) before counting
     CountingConnection.sends = 0
     results = [make_result(run, test_name=f"test-{run}") for run in range(5)]
     report = push_results(counted, results)
-    assert report.round_trips == 5 and CountingConnection.sends == 5
+    assert report.round_trips == 1 and CountingConnection.sends == 1
     assert len(report.pushed) == 5 and report.ok
+    many = [make_result(run, test_name=f"test-{run % 7}") for run in range(BATCH_RUNS + 3)]
+    CountingConnection.sends = 0
+    report = push_results(counted, many)
+    assert report.round_trips == 2 and CountingConnection.sends == 2 and report.ok
+    assert reader.count_runs(client) == len({r.run_id for r in [*results, *many]})
+    starts = {r.start_ms for r in [*results, *many] if r.test_name == "test-0"}
+    assert [t for t, _ in reader.points(client, unstable(test_name="test-0"))] == sorted(starts)
+
+
+def test_a_refused_run_fails_alone_in_its_batch(client: redis.Redis) -> None:
+    client.set(BRANCH_KEY, "not a time series")  # test TEST_NAME's first series
+    results = [make_result(0), make_result(1, test_name="other")]
+    report = push_results(client, results)
+    assert report.pushed == [results[1].run_id] and list(report.failed) == [results[0].run_id]
+    assert BRANCH_KEY in report.failed[results[0].run_id]
+    assert len(reader.points(client, unstable(test_name="other"))) == 1
 
 
 def test_reader_returns_points_for_a_selector(client: redis.Redis) -> None:
@@ -162,6 +178,14 @@ def test_index_sets_and_result_documents(client: redis.Redis) -> None:
     assert reader.run_ids(client, scope, TEST_NAME) == [result.run_id]
     stored = reader.result_document(client, result.run_id)
     assert stored == result and stored.result and stored.result.histogram
+    # the datasink's copy leaves the tool's raw output to the file on the lab host
+    raw = make_result(2)
+    assert raw.result
+    raw.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}, "configuration": {"x": 1}}
+    push_results(client, [raw])
+    copy = reader.result_document(client, raw.run_id)
+    assert copy.result and copy.result.data == {} and raw.result.data
+    assert copy.result.histogram == raw.result.histogram and copy.metrics == raw.metrics
     with pytest.raises(reader.RunNotFoundError):
         reader.result_document(client, "no-such-run")
     assert reader.last_push_ms(client) is not None
@@ -205,7 +229,7 @@ def test_known_series_take_compact_points_and_stay_idempotent(client: redis.Redi
     first = push_results(client, [make_result(0)], known_series=known)
     assert BRANCH_KEY in known and first.round_trips == 1
     again = push_results(client, [make_result(0), make_result(1)], known_series=known)
-    assert again.ok and again.round_trips == 2
+    assert again.ok and again.round_trips == 1
     assert ts_info(client, BRANCH_KEY)["totalSamples"] == 2
     assert ts_info(client, BRANCH_KEY)["labels"][b"test_name"] == TEST_NAME.encode()
 

@@ -83,8 +83,9 @@ def _histories(client: redis.Redis, query: HistoryQuery,
                 from None
         histories = [read_history(client, replace(query, test=name))
                      for name in hints.swept_tests(found)]
-    reps = {p.run_id: reader.result_document(client, p.run_id).context.repetition
-            for h in histories for p in h.points if p.run_id} if table else {}
+    ids = sorted({p.run_id for h in histories for p in h.points if p.run_id}) if table else []
+    reps = {run_id: doc.context.repetition
+            for run_id, doc in reader.result_documents(client, ids).items()}
     return histories, reps
 
 

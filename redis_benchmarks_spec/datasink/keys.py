@@ -302,6 +302,21 @@ def run_labels(result: RunResult) -> dict[str, str]:
     return {name: label_value(value) for name, value in labels.items() if value}
 
 
+#: the run labels a by.hash series keeps: what its readers select (``rbs compare`` filters
+#: groups and commands on them). Its other readers (the PR comparison, gc, the HTML report's
+#: marks) filter on the path labels only, and the dashboards read by.branch and by.version.
+#: Each label costs a series ~350 B in RedisTimeSeries' index (docs/history.md).
+HASH_RUN_LABELS = (LABEL_TESTED_GROUPS, LABEL_TESTED_COMMANDS)
+
+
+def series_labels(series: SeriesId, labels_of_run: dict[str, str]) -> dict[str, str]:
+    """Every label ``series`` is created with: its own, and the run's (:func:`run_labels`),
+    of which a by.hash series keeps :data:`HASH_RUN_LABELS` only."""
+    if series.side.kind == "hash":
+        labels_of_run = {k: v for k, v in labels_of_run.items() if k in HASH_RUN_LABELS}
+    return {**series.labels(), **labels_of_run}
+
+
 def sides_of(result: RunResult) -> list[Side]:
     """The sides a run's metrics are written to.
 

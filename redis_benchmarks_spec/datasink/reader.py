@@ -7,7 +7,6 @@ Nothing here scans key names.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import documents, keys
 from redis_benchmarks_spec.results.document import RunResult
 
 Point = tuple[int, float]
@@ -270,17 +269,48 @@ def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
                                                    low, high)]
 
 
+def run_ids_of_tests(client: redis.Redis, scope: keys.Scope, test_names: list[str],
+                     from_ms: int | None = None, to_ms: int | None = None) -> list[list[str]]:
+    """:func:`run_ids` of each of ``test_names`` (in that order), in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for name in test_names:
+        pipe.zrangebyscore(keys.test_runs_key(scope, name),
+                           "-inf" if from_ms is None else from_ms,
+                           "+inf" if to_ms is None else to_ms)
+    return [[_text(m) for m in found] for found in pipe.execute()]
+
+
+def run_ids_at(client: redis.Redis, scope: keys.Scope, test_name: str,
+               starts_ms: list[int]) -> list[list[str]]:
+    """Run ids of ``test_name`` that started at each of ``starts_ms``, in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for ts in starts_ms:
+        pipe.zrangebyscore(keys.test_runs_key(scope, test_name), ts, ts)
+    return [[_text(m) for m in found] for found in pipe.execute()]
+
+
 def result_document(client: redis.Redis, run_id: str) -> RunResult:
-    """The full result document stored for ``run_id``."""
+    """The result document stored for ``run_id`` (the datasink's copy: see
+    :mod:`.documents` for what it holds, whole or folded)."""
     key = keys.run_key(run_id)
     raw = client.get(key)
     if raw is None:
         raise RunNotFoundError(f"no result document at {key}")
-    return RunResult.from_dict(json.loads(raw))
+    return documents.decode(raw)
+
+
+def result_documents(client: redis.Redis, run_ids: list[str]) -> dict[str, RunResult]:
+    """The stored documents of ``run_ids`` in one round trip (MGET); ids without one are
+    left out."""
+    if not run_ids:
+        return {}
+    values = client.mget([keys.run_key(r) for r in run_ids])
+    return {run_id: documents.decode(raw) for run_id, raw in zip(run_ids, values)
+            if raw is not None}
 
 
 def run_document(client: redis.Redis, run_id: str) -> RunResult:
-    """The full result document of ``run_id`` (alias of :func:`result_document`)."""
+    """The result document of ``run_id`` (alias of :func:`result_document`)."""
     return result_document(client, run_id)
 
 

@@ -24,23 +24,17 @@ every push); data pushed before that index existed is indexed by gc on its first
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import redis
 
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import documents, keys, reader
 
 DEFAULT_WINDOW_DAYS = 90
 DEFAULT_DOCUMENT_DAYS = 30  # full documents (a memtier run's is ~29 KB): see docs/history.md
 DAY_MS = 86_400_000
 BATCH = 500
-#: fields a folded document keeps; everything else is reset to its default
-FOLDED_KEEP = ("test_name", "run_id", "status", "context", "suite_file", "tested_groups",
-               "tested_commands", "reason", "tool", "tool_version", "redis_version",
-               "redis_git_sha", "start_ms", "end_ms", "metrics", "flags", "notes", "sweep",
-               "schema_version")
-FOLDED_NOTE = "folded by rbs datasink gc: tool output, histogram and telemetry dropped"
+FOLDED_NOTE = documents.FOLDED_NOTE
 
 
 @dataclass
@@ -128,14 +122,6 @@ def expire_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport,
         pipe.execute()
 
 
-def fold(raw: dict[str, object]) -> dict[str, object]:
-    """A stored document reduced to :data:`FOLDED_KEEP` (still a valid RunResult)."""
-    folded = {name: raw[name] for name in FOLDED_KEEP if name in raw}
-    notes = list(folded.get("notes") or [])  # type: ignore[call-overload]
-    folded["notes"] = [*notes, FOLDED_NOTE]
-    return folded
-
-
 def fold_documents(client: redis.Redis, scope: keys.Scope, report: GcReport) -> None:
     """Fold the documents of runs started between the last fold and the cutoff."""
     idx = keys.index_keys(scope)
@@ -158,12 +144,13 @@ def _fold_batch(client: redis.Redis, run_ids: list[str], report: GcReport) -> No
         if raw is None:
             continue
         try:
-            data = json.loads(raw)
+            data = documents.decode_dict(raw)
         except ValueError as exc:
-            report.errors.append(f"{keys.run_key(run_id)}: not JSON ({exc}), left as it is")
+            report.errors.append(f"{keys.run_key(run_id)}: not a stored document ({exc}), "
+                                 "left as it is")
             continue
-        if FOLDED_NOTE in (data.get("notes") or []):
+        if documents.is_folded(data):
             continue
-        pipe.set(keys.run_key(run_id), json.dumps(fold(data), sort_keys=True))
+        pipe.set(keys.run_key(run_id), documents.encode_folded(data))
         report.documents_folded += 1
     pipe.execute()

@@ -130,11 +130,13 @@ def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
               tests: list[str]) -> dict[str, list[RunResult]]:
     """The head commit's stored result documents per row (runs of this event's platform)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
+    rows = [(test, *split(test)) for test in tests]
+    ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
+                                  from_ms=event.built_at_ms)
+    docs = reader.result_documents(client, [r for row in ids for r in row])  # one MGET
     runs: dict[str, list[RunResult]] = {}
-    for test in tests:
-        name, topology = split(test)
-        for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
-            doc = reader.result_document(client, run_id)
+    for (test, _name, topology), row in zip(rows, ids):
+        for doc in (docs[r] for r in row if r in docs):
             if doc.context.git.hash == event.sha and doc.context.platform == platform and \
                     topology in (None, doc.context.topology):
                 runs.setdefault(test, []).append(doc)
