@@ -52,8 +52,34 @@ def test_key_names_match_the_scheme_and_queryindex_finds_them(client: redis.Redi
                             ("hash", "a1b2c3d4e5f6"))
         for metric in METRICS
     }
-    assert found == expected
+    # a by.hash series is found by its commit and metric (its only labels), not by test
+    assert found == {k for k in expected if "/by.hash/" not in k}
+    assert queryindex(client, "hash=a1b2c3d4e5f6", "by=hash") == {
+        k for k in expected if "/by.hash/" in k}
     assert BRANCH_KEY in found
+
+
+def test_a_hash_series_carries_only_the_labels_its_readers_use(client: redis.Redis) -> None:
+    result = make_result(topology="oss-cluster-3-primaries")
+    result.context.topology_type = "oss-cluster"
+    push_results(client, [result])
+    hash_key = next(iter(queryindex(client, "hash=a1b2c3d4e5f6", f"metric={METRICS[0]}")))
+    labels = {k.decode(): v.decode() for k, v in ts_info(client, hash_key)["labels"].items()}
+    assert labels == {"by": "hash", "hash": "a1b2c3d4e5f6", "metric": METRICS[0]}
+    # its readers still select it by test, platform, topology, and see groups and commands
+    selector = reader.SeriesSelector(metric=METRICS[0], side=keys.Side("hash", "a1b2c3d4e5f6"),
+                                     platform="icelake-2s", topology="oss-cluster-3-primaries",
+                                     build_variant=BUILD_VARIANT, triggering_env="ci")
+    found = reader.series_by_test(client, selector)
+    assert list(found) == [TEST_NAME] and found[TEST_NAME].key == hash_key
+    assert found[TEST_NAME].labels == {"test_name": TEST_NAME, "tested_groups": "string",
+                                       "tested_commands": "get"}
+    assert reader.has_series(client, selector)
+    assert reader.read_series(client, replace(selector, test_name=TEST_NAME))
+    for other in ({"platform": "cascadelake"}, {"topology": "oss-standalone"},
+                  {"test_name": "other"}, {"triggering_env": "local"}):
+        assert reader.read_series(client, replace(selector, **other)) == []
+        assert not reader.has_series(client, replace(selector, **other))
 
 
 def test_every_path_component_and_run_detail_is_a_label(client: redis.Redis) -> None:

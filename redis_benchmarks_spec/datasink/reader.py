@@ -84,6 +84,9 @@ class SeriesSelector:
             keys.LABEL_GITHUB_REPO: self.github_repo,
             keys.LABEL_BY: self.side.kind,
         }
+        if self.side.kind == "hash":  # the only labels a by.hash series has (see matches)
+            exact = {name: exact[name] for name in keys.HASH_LABELS}
+            test_names = None
         out = [f"{name}={keys.label_value(value)}" for name, value in exact.items() if value]
         if test_names is not None:
             out = [f for f in out if not f.startswith(f"{keys.LABEL_TEST_NAME}=")]
@@ -91,6 +94,21 @@ class SeriesSelector:
                 values = ",".join(keys.label_value(t) for t in test_names)
                 out.insert(2, f"{keys.LABEL_TEST_NAME}=({values})")
         return out
+
+    def matches(self, series: keys.SeriesId, test_names: list[str] | None = None) -> bool:
+        """Whether a series the filters found is selected: for by.hash series, which carry
+        only :data:`keys.HASH_LABELS`, the rest is judged from the key here."""
+        if self.side.kind != "hash":
+            return True
+        tests = test_names if test_names is not None else (
+            [self.test_name] if self.test_name else None)
+        wanted = ((self.platform, series.platform), (self.topology, series.topology),
+                  (self.build_variant, series.build_variant),
+                  (self.triggering_env, series.scope.triggering_env),
+                  (self.github_org, series.scope.github_org),
+                  (self.github_repo, series.scope.github_repo))
+        return all(w is None or w == actual for w, actual in wanted) and \
+            (tests is None or series.test_name in tests)
 
     def range_args(self) -> list[Any]:
         """``from to [COUNT n]`` of the range command."""
@@ -125,12 +143,41 @@ def read_series(client: redis.Redis, selector: SeriesSelector,
         keys.LABEL_TESTED_GROUPS, keys.LABEL_TESTED_COMMANDS,
         "FILTER", *selector.filters(test_names))
     series = [_parse_series(key, labels, samples) for key, labels, samples in _entries(reply)]
-    if test_names is not None and len(test_names) > MAX_SERVER_TEST_LIST:
+    if selector.side.kind == "hash":
+        series = _hash_series(client, selector, series, test_names)
+    elif test_names is not None and len(test_names) > MAX_SERVER_TEST_LIST:
         wanted = {keys.label_value(t) for t in test_names}
         series = [s for s in series if s.labels.get(keys.LABEL_TEST_NAME) in wanted]
     if command == "TS.MREVRANGE":
         series = [replace(s, points=s.points[::-1]) for s in series]
     return series
+
+
+def _hash_series(client: redis.Redis, selector: SeriesSelector, found: list[Series],
+                 test_names: list[str] | None) -> list[Series]:
+    """by.hash series the selector selects, labelled as the other sides are (test name from
+    the key; groups and commands from the scope's ``tested`` index, one round trip)."""
+    chosen = [(s, parsed) for s in found
+              if selector.matches(parsed := keys.parse_key(s.key, selector.metric), test_names)]
+    if not chosen:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for _s, parsed in chosen:
+        pipe.hget(keys.index_keys(parsed.scope).tested, parsed.test_name)
+    out = []
+    for (s, parsed), items in zip(chosen, pipe.execute()):
+        labels = {keys.LABEL_TEST_NAME: parsed.test_name,
+                  **keys.parse_tested_items(_text(items) if items else "")}
+        out.append(replace(s, labels=labels))
+    return out
+
+
+def has_series(client: redis.Redis, selector: SeriesSelector) -> bool:
+    """Whether any series matches ``selector`` (TS.QUERYINDEX, by.hash narrowed by key)."""
+    found = series_keys(client, selector.filters())
+    if selector.side.kind != "hash":
+        return bool(found)
+    return any(selector.matches(keys.parse_key(k, selector.metric)) for k in found)
 
 
 def points(client: redis.Redis, selector: SeriesSelector) -> list[Point]:
@@ -251,13 +298,18 @@ def list_build_variants(client: redis.Redis, scope: keys.Scope) -> list[str]:
 
 
 def list_runs(client: redis.Redis, scope: keys.Scope) -> list[str]:
-    """Run ids whose result document is stored, in ``scope``."""
-    return _members(client, keys.index_keys(scope).runs)
+    """Run ids whose result document is stored, in ``scope`` (the tests' run indexes)."""
+    tests = list_tests(client, scope)
+    return sorted({r for ids in run_ids_of_tests(client, scope, tests) for r in ids})
 
 
 def count_runs(client: redis.Redis) -> int:
-    """How many runs are stored, over every scope (SCARD of the run index sets)."""
-    return sum(int(client.scard(keys.index_keys(scope).runs)) for scope in scopes(client))
+    """How many runs are stored, over every scope (ZCARD of the tests' run indexes)."""
+    pipe = client.pipeline(transaction=False)
+    for scope in scopes(client):
+        for test in list_tests(client, scope):
+            pipe.zcard(keys.test_runs_key(scope, test))
+    return sum(int(n) for n in pipe.execute())
 
 
 def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,

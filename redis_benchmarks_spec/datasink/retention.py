@@ -74,16 +74,18 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _scope_filters(scope: keys.Scope) -> list[str]:
-    return [f"{keys.LABEL_TRIGGERING_ENV}={keys.label_value(scope.triggering_env)}",
-            f"{keys.LABEL_GITHUB_ORG}={keys.label_value(scope.github_org)}",
-            f"{keys.LABEL_GITHUB_REPO}={keys.label_value(scope.github_repo)}"]
-
-
 def hash_series(client: redis.Redis, scope: keys.Scope, sha: str) -> list[str]:
-    """Keys of every by.hash series of commit ``sha`` in ``scope``."""
-    return reader.series_keys(client, [f"hash={keys.label_value(sha)}", *_scope_filters(scope),
-                                       f"{keys.LABEL_BY}=hash"])
+    """Keys of every by.hash series of commit ``sha`` in ``scope`` (the scope is read from
+    the keys: a by.hash series has only :data:`keys.HASH_LABELS`)."""
+    found = reader.series_keys(client, [f"hash={keys.label_value(sha)}", f"{keys.LABEL_BY}=hash"])
+    return [k for k in found if _in_scope(k, scope)]
+
+
+def _in_scope(key: str, scope: keys.Scope) -> bool:
+    try:
+        return keys.parse_key(key).scope == scope
+    except keys.KeyParseError:
+        return False
 
 
 def index_missing_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport) -> None:

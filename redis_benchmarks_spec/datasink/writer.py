@@ -277,7 +277,7 @@ def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
     """Queue the index-set updates that let readers list tests, branches, versions...:
     one command per set for the whole batch."""
     members: dict[tuple[str, str], dict[str, list[RunResult]]] = {}
-    newest: dict[str, dict[str, int]] = {}  # hash_times key -> commit -> newest point
+    times: dict[tuple[str, str], dict[str, int]] = {}  # (flag, zset) -> commit -> time
 
     def add(command: str, key: str, value: str, run: RunResult) -> None:
         members.setdefault((command, key), {}).setdefault(value, []).append(run)
@@ -288,6 +288,7 @@ def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
         idx = keys.index_keys(scope)
         add("SADD", keys.SCOPES_KEY, scope.path, run)
         add("SADD", idx.tests, keys.series_test_name(run), run)
+        add("HSET", idx.tested, keys.series_test_name(run), run)
         for metric in keys.history_metrics(run):
             add("SADD", idx.metrics, metric, run)
         add("SADD", idx.platforms, ctx.platform, run)
@@ -297,21 +298,32 @@ def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
         for side in keys.sides_of(run):
             add("SADD", side_sets[side.kind], side.value, run)
             if side.kind == "hash":  # gc expires a commit's series by its newest point
-                commits = newest.setdefault(idx.hash_times, {})
-                commits[side.value] = max(commits.get(side.value, 0), plan.ts)
-                add("ZADD", idx.hash_times, side.value, run)
+                for flag, key in (("GT", idx.hash_times), ("GT", idx.hash_last),
+                                  ("LT", idx.hash_first)):
+                    _keep(times.setdefault((flag, key), {}), side.value, plan.ts, flag)
+                    add("ZADD" + flag, key, side.value, run)
     for (command, key), values in members.items():
         owners = list({id(r): r for runs in values.values() for r in runs}.values())
         if command == "SADD":
             batch.queue(owners, "SADD", key, *values)
+        elif command == "HSET":
+            batch.queue(owners, "HSET", key, *[a for name, runs in values.items()
+                                               for a in (name, keys.tested_items(runs[-1]))])
         else:
-            batch.queue(owners, "ZADD", key, "GT", *[
-                arg for value in values for arg in (newest[key][value], value)])
+            flag = command[4:]
+            batch.queue(owners, "ZADD", key, flag, *[
+                arg for value in values for arg in (times[(flag, key)][value], value)])
+
+
+def _keep(times: dict[str, int], commit: str, ts: int, flag: str) -> None:
+    """The greatest (GT) or least (LT) time of ``commit`` in this batch."""
+    old = times.get(commit)
+    times[commit] = ts if old is None else (max(old, ts) if flag == "GT" else min(old, ts))
 
 
 def queue_documents(batch: Batch, plans: list[PlannedRun]) -> None:
-    """Queue the runs' documents (lean: :mod:`.documents`), the tests' run indexes and the
-    scopes' run sets.
+    """Queue the runs' documents (lean: :mod:`.documents`) and the tests' run indexes (run id
+    by start time, the one index of documents).
 
     Stored as plain strings of JSON rather than RedisJSON documents: written once and always
     read whole, and it works on any RedisTimeSeries datasink, including shared ones that do
@@ -321,15 +333,12 @@ def queue_documents(batch: Batch, plans: list[PlannedRun]) -> None:
     batch.queue(runs, "MSET", *[arg for r in runs
                                 for arg in (keys.run_key(r.run_id), documents.encode_lean(r))])
     by_test: dict[str, list[RunResult]] = {}
-    by_scope: dict[str, list[RunResult]] = {}
     for run in runs:
-        scope = keys.Scope.of(run)
-        by_test.setdefault(keys.test_runs_key(scope, run.test_name), []).append(run)
-        by_scope.setdefault(keys.index_keys(scope).runs, []).append(run)
+        # under the series' test name: a sweep's runs are found beside each swept value's series
+        key = keys.test_runs_key(keys.Scope.of(run), keys.series_test_name(run))
+        by_test.setdefault(key, []).append(run)
     for key, owners in by_test.items():
         batch.queue(owners, "ZADD", key, *[a for r in owners for a in (r.start_ms, r.run_id)])
-    for key, owners in by_scope.items():
-        batch.queue(owners, "SADD", key, *[r.run_id for r in owners])
 
 
 def _flatten(labels: dict[str, str]) -> list[str]:

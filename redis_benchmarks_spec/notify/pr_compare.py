@@ -69,7 +69,7 @@ def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
     """The baseline's side and point limit (see the module docstring)."""
     if info and info.base_sha:
         side = keys.Side("hash", info.base_sha)
-        if reader.count_series(client, _selector(event, platform, side, options).filters()):
+        if reader.has_series(client, _selector(event, platform, side, options)):
             return side, None
     branch = (info.base_ref if info and info.base_ref else options.default_base_branch)
     return keys.Side("branch", branch), options.baseline_points
