@@ -4,7 +4,9 @@ Where the baseline comes from (documented in README, "Pull-request comments"):
 
 1. the series of the base commit (``by.hash/<base sha>``), when that exact commit was
    benchmarked on this platform and build variant;
-2. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
+2. the same commit's points on the branch it was benchmarked on, when gc deleted its by.hash
+   series (``rbs datasink gc``: datasink/commit_points.py);
+3. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
    ``baseline_points`` points: the recent history the pull request would merge into.
 
 The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
@@ -25,7 +27,7 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import commit_points, keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.notify.pr_state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
@@ -97,27 +99,61 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
-    base_sel = replace(_selector(event, platform, base_side, options), last_n=last_n)
     comp = _read(client, _selector(event, platform, keys.Side("hash", event.sha), options),
                  topologies)
-    base = _read(client, base_sel, topologies)
+    expired = _expired_base(client, event, platform, info, (options, comp)) \
+        if base_side.kind == "branch" else None
+    base, label, commits = expired or _base(client, event, platform, (base_side, last_n),
+                                            (options, topologies))
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
-    problems = [f"{t}: no baseline points on {base_side.kind} {base_side.value}"
-                for t, (b, _) in samples.items() if not b]
+    problems = [f"{t}: no baseline points on {label}" for t, (b, _) in samples.items() if not b]
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
-    label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
-                                                      else "")
     report.context = CompareContext(
-        baseline=SideInfo(label=label, commits=[base_side.value] if base_side.kind == "hash"
-                          else [], runs=sum(len(b) for b, _ in samples.values())),
+        baseline=SideInfo(label=label, commits=commits,
+                          runs=sum(len(b) for b, _ in samples.values())),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
                             runs=sum(len(c) for _, c in samples.values())),
         platforms=[platform], build_variants=[event.build_variant])
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
                               label)
+
+
+Baseline = tuple[dict[str, list[float]], str, list[str]]  # values per row, label, commits
+
+
+def _base(client: redis.Redis, event: BuildEvent, platform: str,
+          side: tuple[keys.Side, int | None],
+          how: tuple[PrCompareOptions, list[str]]) -> Baseline:
+    """The baseline read from ``side`` (the base commit's series, or the branch's last N)."""
+    (base_side, last_n), (options, topologies) = side, how
+    selector = replace(_selector(event, platform, base_side, options), last_n=last_n)
+    label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
+                                                      else "")
+    return (_read(client, selector, topologies), label,
+            [base_side.value] if base_side.kind == "hash" else [])
+
+
+def _expired_base(client: redis.Redis, event: BuildEvent, platform: str, info: PrInfo | None,
+                  how: tuple[PrCompareOptions, dict[str, list[float]]]) -> Baseline | None:
+    """The base commit's own points when gc deleted its by.hash series (the caller found
+    none): read on the branch it was benchmarked on (datasink/commit_points.py). None when
+    it was never benchmarked here: the caller then reads the base branch's last points."""
+    options, comp = how
+    if not (info and info.base_sha):
+        return None
+    query = commit_points.CommitQuery(keys.Scope(event.triggering_env, event.org, event.repo),
+                                      info.base_sha, platform, event.build_variant,
+                                      options.metric)
+    rows = {split(t) for t in comp}
+    found = commit_points.on_branch(client, query, sorted({name for name, _ in rows}))
+    if found is None:
+        return None
+    several = any(topology for _name, topology in rows)  # rows are "test @ topology"
+    values = {label(test, topology, several): v for (test, topology), v in found.values.items()}
+    return values, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
 
 
 def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
