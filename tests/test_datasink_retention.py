@@ -93,11 +93,11 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         client.delete(keys.index_keys(keys.Scope()).hash_times)  # as pushed before the index
         old = [d for d in docs if d.start_ms < now - 90 * DAY]
         unfolded = [d for d in docs if d.start_ms >= now - 30 * DAY]
-        dry = retention.gc(client, now, dry_run=True)
+        dry = retention.gc(client, now, window_days=90, dry_run=True, document_days=30)
         assert dry.commits_indexed == len(docs) and dry.commits_expired == len(old)
         assert main(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
         assert len(_samples(client, "hash")) == len(docs) * len(METRICS)  # nothing deleted
-        report = retention.gc(client, now)
+        report = retention.gc(client, now, window_days=90, document_days=30)
         assert report.commits_expired == len(old)
         assert report.documents_folded == len(docs) - len(unfolded)
         sink.down()
@@ -116,7 +116,7 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
                    for d in unfolded)
         assert reader.result_document(client, docs[-3].run_id).result is None  # 40 days
         # a second pass has nothing left to do
-        again = retention.gc(client, now)
+        again = retention.gc(client, now, window_days=90, document_days=30)
         assert (again.commits_expired, again.documents_folded) == (0, 0)
         _pull_request_bases_are_still_found(client, docs, old, now)
     finally:

@@ -51,13 +51,17 @@ def is_folded(raw: dict[str, Any]) -> bool:
 
 def fold(raw: dict[str, Any]) -> dict[str, Any]:
     """A stored document reduced to :data:`FOLDED_KEEP` (still a valid RunResult)."""
-    folded = {name: raw[name] for name in FOLDED_KEEP if name in raw}
-    context = dict(folded.get("context") or {})
-    if not context.get("extra_server_args"):
-        context.pop("extra_server_args", None)  # history runs have none: dataclass default
+    folded = _set({name: raw[name] for name in FOLDED_KEEP if name in raw})
+    context = _set(dict(folded.get("context") or {}))
+    context["git"] = _set(dict(context.get("git") or {}))
     folded["context"] = context
     folded["notes"] = [FOLDED_NOTE]
     return folded
+
+
+def _set(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without the empty ones (None, "", [], {}): the dataclasses' defaults."""
+    return {k: v for k, v in fields.items() if v not in (None, "", [], {})}
 
 
 def encode_folded(raw: dict[str, Any]) -> bytes:

@@ -110,6 +110,15 @@ class SeriesSelector:
         return all(w is None or w == actual for w, actual in wanted) and \
             (tests is None or series.test_name in tests)
 
+    def may_match(self, key: str, test_names: list[str] | None = None) -> bool:
+        """A cheap first look at a by.hash key (its fixed components: scope, test, build
+        variant, platform) before :meth:`matches` parses it whole."""
+        parts = key.split("/", 8)
+        test = self.test_name if test_names is None else None  # a list is judged by matches
+        wanted = (self.triggering_env, self.github_org, self.github_repo, test,
+                  self.build_variant, self.platform)
+        return len(parts) == 9 and all(w is None or w == p for w, p in zip(wanted, parts[2:8]))
+
     def range_args(self) -> list[Any]:
         """``from to [COUNT n]`` of the range command."""
         args: list[Any] = [
@@ -157,19 +166,20 @@ def _hash_series(client: redis.Redis, selector: SeriesSelector, found: list[Seri
                  test_names: list[str] | None) -> list[Series]:
     """by.hash series the selector selects, labelled as the other sides are (test name from
     the key; groups and commands from the scope's ``tested`` index, one round trip)."""
-    chosen = [(s, parsed) for s in found
-              if selector.matches(parsed := keys.parse_key(s.key, selector.metric), test_names)]
-    if not chosen:
-        return []
-    pipe = client.pipeline(transaction=False)
+    chosen = [(s, parsed) for s in found if selector.may_match(s.key, test_names) and
+              selector.matches(parsed := keys.parse_key(s.key, selector.metric), test_names)]
+    tests: dict[keys.Scope, list[str]] = {}
     for _s, parsed in chosen:
-        pipe.hget(keys.index_keys(parsed.scope).tested, parsed.test_name)
-    out = []
-    for (s, parsed), items in zip(chosen, pipe.execute()):
-        labels = {keys.LABEL_TEST_NAME: parsed.test_name,
-                  **keys.parse_tested_items(_text(items) if items else "")}
-        out.append(replace(s, labels=labels))
-    return out
+        tests.setdefault(parsed.scope, []).append(parsed.test_name)
+    pipe = client.pipeline(transaction=False)  # each scope's groups and commands: one HMGET
+    for scope, names in tests.items():
+        pipe.hmget(keys.index_keys(scope).tested, names)
+    items = {(scope, name): _text(value) if value else ""
+             for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
+             for name, value in zip(names, values)}
+    return [replace(s, labels={keys.LABEL_TEST_NAME: parsed.test_name,
+                               **keys.parse_tested_items(items[(parsed.scope, parsed.test_name)])})
+            for s, parsed in chosen]
 
 
 def has_series(client: redis.Redis, selector: SeriesSelector) -> bool:

@@ -2,7 +2,7 @@
 
 The key scheme stays the team's. Its cost is the ``by.hash`` family: one series per commit x
 test x metric x platform, each holding the few points of one commit, so a year of the lab is
-~17 M series (measured in benchmarks/history_scale.py, docs/history-retention.md). The rule:
+~17 M series (measured in benchmarks/history_scale.py, docs/history.md). The rule:
 
 * ``by.branch`` and ``by.version`` series: kept forever, every point (a series per test x
   metric x platform gets ~1,500 points a year: a few KB). Change points, baselines and the
@@ -11,12 +11,13 @@ test x metric x platform, each holding the few points of one commit, so a year o
   (default :data:`DEFAULT_WINDOW_DAYS`), then deleted whole, key and labels, by gc.
   A series RETENTION would only drop its samples and leave the key, its labels and its
   index entries, which are the cost. A pull request whose base commit has no by.hash series
-  any more is compared with the base branch's last points, as it is for an unbenchmarked
-  base (notify/pr_compare.py).
-* run documents: kept whole for ``DEFAULT_DOCUMENT_DAYS``; older ones are folded to what history and
-  reports read of them (test, run id, context with git info, metrics, flags, times), the
-  tool output, histogram, deployment and telemetry dropped: the files on the lab hosts keep
-  those.
+  any more is compared with that commit's own points on the branch it was benchmarked on
+  (datasink/commit_points.py: the commit's span and its runs' folded documents are kept), and
+  with the base branch's last points only when the commit was never benchmarked.
+* run documents: the datasink's copy leaves out the tool's raw output (datasink/documents.py);
+  kept whole for ``DEFAULT_DOCUMENT_DAYS``, then folded to what history and change points
+  read of them (commit, version, repetition, platform, build variant, times, flags),
+  compressed; the histogram, deployment and telemetry stay in the files on the lab hosts.
 
 gc finds expired commits in the ``hash_times`` index (commit -> newest point, written by
 every push); data pushed before that index existed is indexed by gc on its first pass.
@@ -30,8 +31,8 @@ import redis
 
 from redis_benchmarks_spec.datasink import documents, keys, reader
 
-DEFAULT_WINDOW_DAYS = 90
-DEFAULT_DOCUMENT_DAYS = 30  # full documents (a memtier run's is ~29 KB): see docs/history.md
+DEFAULT_WINDOW_DAYS = 14  # a year of the lab in 8 GB: see docs/history.md
+DEFAULT_DOCUMENT_DAYS = 7  # whole documents (~9 KB each in the datasink)
 DAY_MS = 86_400_000
 BATCH = 500
 FOLDED_NOTE = documents.FOLDED_NOTE
@@ -67,6 +68,7 @@ def gc(client: redis.Redis, now_ms: int, window_days: float = DEFAULT_WINDOW_DAY
         expire_hashes(client, scope, report, dry_run)
         if not dry_run:
             fold_documents(client, scope, report)
+            client.unlink(keys.index_keys(scope).runs)  # older pushes' run set: now unread
     return report
 
 
