@@ -371,6 +371,16 @@ def result_documents(client: redis.Redis, run_ids: list[str]) -> dict[str, RunRe
             if raw is not None}
 
 
+def result_dicts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """:func:`result_documents` as the stored JSON objects, for readers that look at a
+    field or two of many documents before building the few they keep."""
+    if not run_ids:
+        return {}
+    values = client.mget([keys.run_key(r) for r in run_ids])
+    return {run_id: documents.decode_dict(raw) for run_id, raw in zip(run_ids, values)
+            if raw is not None}
+
+
 def run_document(client: redis.Redis, run_id: str) -> RunResult:
     """The result document of ``run_id`` (alias of :func:`result_document`)."""
     return result_document(client, run_id)

@@ -169,11 +169,12 @@ def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
     rows = [(test, *split(test)) for test in tests]
     ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
                                   from_ms=event.built_at_ms)
-    docs = reader.result_documents(client, [r for row in ids for r in row])  # one MGET
+    docs = reader.result_dicts(client, [r for row in ids for r in row])  # one MGET
     runs: dict[str, list[RunResult]] = {}
     for (test, _name, topology), row in zip(rows, ids):
-        for doc in (docs[r] for r in row if r in docs):
-            if doc.context.git.hash == event.sha and doc.context.platform == platform and \
-                    topology in (None, doc.context.topology):
-                runs.setdefault(test, []).append(doc)
+        for raw in (docs[r] for r in row if r in docs):
+            ctx = raw.get("context") or {}
+            if (ctx.get("git") or {}).get("hash") == event.sha and \
+                    ctx.get("platform") == platform and topology in (None, ctx.get("topology")):
+                runs.setdefault(test, []).append(RunResult.from_dict(raw))
     return runs

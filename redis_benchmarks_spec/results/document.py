@@ -231,14 +231,21 @@ class RunResult:
             raise ValueError(f"{path}: not a valid result document: {exc}") from exc
 
 
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
-    """``dataclasses.asdict`` without its deep copy of immutable leaves (new containers)."""
+    """``dataclasses.asdict`` without its deep copy of immutable leaves (new containers).
+    Leaves are tested first: a document is mostly numbers in dicts (INFO deltas), and
+    ``is_dataclass`` on each cost most of a datasink push (benchmarks/history_scale.py)."""
+    if isinstance(value, _LEAVES):
+        return value
+    if isinstance(value, dict):
+        return {k: v if isinstance(v, _LEAVES) else _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(v if isinstance(v, _LEAVES) else _plain(v) for v in value)
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
     return value
 
 
