@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -316,3 +317,24 @@ def test_an_io_threads_standalone_keeps_its_type_and_adds_its_name(client: redis
     old = make_result()
     assert old.context.topology_type == ""
     assert BRANCH_KEY in {s.key for s in keys.series_ids(old)}
+
+
+def test_the_stored_json_is_the_documents_dict_redacted_and_without_tool_output() -> None:
+    from redis_benchmarks_spec.datasink import documents
+    from redis_benchmarks_spec.results.document import CpuUsage, DeploymentRecord, NodeRecord
+    doc = make_result(0)
+    doc.argv = [["memtier_benchmark", "-a", "s3cret-pass", "--test-time", "5"]]
+    doc.server_args = ["--requirepass", "s3cret-pass"]
+    doc.context.extra_server_args = ["--masterauth", "s3cret-pass"]
+    doc.cpu = {"server": CpuUsage(samples=3, mean_pct=50.0, max_pct=80.0, cores_given=1)}
+    doc.deployment = DeploymentRecord("oss-standalone", "oss-standalone", nodes=[
+        NodeRecord(0, "primary", "127.0.0.1", 6379, cpus=[1], info_delta={"x": 1.0})])
+    assert doc.result
+    doc.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}}
+    assert json.loads(doc.to_json()) == doc.to_dict()
+    assert doc.to_json(indent=2) == json.dumps(doc.to_dict(), indent=2, sort_keys=True)
+    stored = json.loads(documents.encode_lean(doc))
+    assert "s3cret-pass" not in documents.encode_lean(doc) and "s3cret-pass" not in doc.to_json()
+    assert stored["result"]["data"] == {} and doc.result.data
+    assert {k: v for k, v in stored.items() if k != "result"} == {
+        k: v for k, v in doc.to_dict().items() if k != "result"}

@@ -32,17 +32,10 @@ FOLDED_KEEP = ("test_name", "run_id", "status", "context", "redis_version", "red
 _JSON_OPEN = b"{"[0]
 
 
-def lean_dict(result: RunResult) -> dict[str, Any]:
-    """``result.to_dict()`` without the tool's raw output."""
-    raw = result.to_dict()
-    if raw.get("result"):
-        raw["result"] = {**raw["result"], "data": {}}
-    return raw
-
-
 def encode_lean(result: RunResult) -> str:
-    """The value a push stores under the run's key (compact JSON)."""
-    return json.dumps(lean_dict(result), separators=(",", ":"))
+    """The value a push stores under the run's key: compact JSON without the tool's raw
+    output."""
+    return result.to_json(without_tool_data=True)
 
 
 def is_folded(raw: dict[str, Any]) -> bool:
