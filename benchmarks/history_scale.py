@@ -115,7 +115,7 @@ def family_bytes(client: redis.Redis, shape: LabShape) -> dict[str, float]:
     """Mean MEMORY USAGE of a few keys of each family."""
     out = {}
     for kind in ("branch", "version", "hash"):
-        found = [k for k in reader.series_keys(client, [f"by={kind}"]) if "/lab-0/" in k][:20]
+        found = reader.series_keys(client, [f"by={kind}", "platform=lab-0"])[:20]
         out[f"by.{kind} series"] = statistics.mean(
             int(client.memory_usage(k, samples=0) or 0) for k in found) if found else 0.0
     runs = [keys.run_key(f"{shape.test(s)}:0:{c}") for s in range(3) for c in range(3)]

@@ -66,7 +66,8 @@ def test_a_hash_series_carries_only_the_labels_its_readers_use(client: redis.Red
     push_results(client, [result])
     hash_key = next(iter(queryindex(client, "hash=a1b2c3d4e5f6", f"metric={METRICS[0]}")))
     labels = {k.decode(): v.decode() for k, v in ts_info(client, hash_key)["labels"].items()}
-    assert labels == {"by": "hash", "hash": "a1b2c3d4e5f6", "metric": METRICS[0]}
+    assert labels == {"by": "hash", "hash": "a1b2c3d4e5f6", "metric": METRICS[0],
+                      "platform": "icelake-2s"}
     # its readers still select it by test, platform, topology, and see groups and commands
     selector = reader.SeriesSelector(metric=METRICS[0], side=keys.Side("hash", "a1b2c3d4e5f6"),
                                      platform="icelake-2s", topology="oss-cluster-3-primaries",

@@ -304,12 +304,13 @@ def run_labels(result: RunResult) -> dict[str, str]:
 
 #: the only labels of a by.hash series. It holds one commit's points and its readers (the PR
 #: comparison, ``rbs compare --*-hash``, gc, the HTML report's marks) find a commit's series
-#: with ``hash=<sha> metric=<m> by=hash`` and narrow the rest (test, platform, topology, build
-#: variant, scope) from the key (:func:`parse_key`); a test's groups and commands come from
-#: :attr:`IndexKeys.tested`. The dashboards read by.branch and by.version, which keep every
-#: label. Each label costs a series ~430 B in RedisTimeSeries' index (docs/history.md), and
-#: by.hash is 99 % of the series.
-HASH_LABELS = (LABEL_BY, "hash", LABEL_METRIC)
+#: with ``hash=<sha> metric=<m> platform=<p> by=hash`` and narrow the rest (test, topology,
+#: build variant, scope) from the key (:func:`parse_key`); a test's groups and commands come
+#: from :attr:`IndexKeys.tested`. The dashboards read by.branch and by.version, which keep
+#: every label. Each label costs a series ~430 B in RedisTimeSeries' index
+#: (docs/history.md), and by.hash is 99 % of the series. ``platform`` stays because it
+#: divides what a PR query opens by the number of platforms.
+HASH_LABELS = (LABEL_BY, "hash", LABEL_METRIC, LABEL_PLATFORM)
 
 
 def series_labels(series: SeriesId, labels_of_run: dict[str, str]) -> dict[str, str]:

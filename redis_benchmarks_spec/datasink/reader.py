@@ -86,8 +86,9 @@ class SeriesSelector:
         }
         if self.side.kind == "hash":  # the only labels a by.hash series has (see matches)
             exact = {name: exact[name] for name in keys.HASH_LABELS}
-            test_names = None
         out = [f"{name}={keys.label_value(value)}" for name, value in exact.items() if value]
+        if self.side.kind == "hash":
+            return out
         if test_names is not None:
             out = [f for f in out if not f.startswith(f"{keys.LABEL_TEST_NAME}=")]
             if len(test_names) <= MAX_SERVER_TEST_LIST:
