@@ -339,3 +339,15 @@ def test_the_stored_json_is_the_documents_dict_redacted_and_without_tool_output(
     assert stored["result"]["data"] == {} and doc.result.data
     assert {k: v for k, v in stored.items() if k != "result"} == {
         k: v for k, v in doc.to_dict().items() if k != "result"}
+
+
+def test_a_documents_context_is_read_from_its_first_bytes(client: redis.Redis) -> None:
+    from redis_benchmarks_spec.datasink import documents
+    docs = [make_result(0), make_result(1, platform="cascadelake", hash="b" * 40)]
+    assert docs[1].result
+    docs[1].result.data = {"ALL STATS": {f"k{i}": float(i) for i in range(500)}}  # a long one
+    push_results(client, docs)
+    found = reader.contexts(client, [d.run_id for d in docs] + ["no-such-run"])
+    assert found == {d.run_id: d.to_dict()["context"] for d in docs}
+    folded = documents.encode_folded(docs[0].to_dict())  # compressed: read it whole instead
+    assert documents.peek_context(folded[:documents.HEAD_BYTES]) is None

@@ -76,6 +76,27 @@ def decode_dict(value: bytes | str) -> dict[str, Any]:
     return parsed
 
 
+#: bytes of a stored document that hold its ``context`` (it follows test name, run id and
+#: status, all short: :meth:`RunResult.to_json` writes fields in their order)
+HEAD_BYTES = 1024
+_CONTEXT_KEY = '"context":'
+
+
+def peek_context(head: bytes | str) -> dict[str, Any] | None:
+    """The ``context`` object of a stored document from its first :data:`HEAD_BYTES` (a
+    GETRANGE), or None when it is not there whole (a compressed or an unusual document:
+    read it all)."""
+    text = head.decode(errors="replace") if isinstance(head, bytes) else head
+    at = text.find(_CONTEXT_KEY)
+    if not text.startswith("{") or at < 0:
+        return None
+    try:
+        context, _end = json.JSONDecoder().raw_decode(text, at + len(_CONTEXT_KEY))
+    except ValueError:
+        return None
+    return context if isinstance(context, dict) else None
+
+
 def decode(value: bytes | str) -> RunResult:
     """The :class:`RunResult` of a stored value (lean, folded, or a whole older document)."""
     return RunResult.from_dict(decode_dict(value))

@@ -382,6 +382,17 @@ def result_dicts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str,
             if raw is not None}
 
 
+def contexts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Each stored run's ``context`` (platform, commit, topology...) read from the first
+    bytes of its document (GETRANGE, one round trip): which runs to fetch whole, without
+    fetching them all. None for a run whose context is not in those bytes (fetch it)."""
+    pipe = client.pipeline(transaction=False)
+    for run_id in run_ids:
+        pipe.getrange(keys.run_key(run_id), 0, documents.HEAD_BYTES - 1)
+    return {run_id: documents.peek_context(head) if head else None
+            for run_id, head in zip(run_ids, pipe.execute()) if head}
+
+
 def run_document(client: redis.Redis, run_id: str) -> RunResult:
     """The result document of ``run_id`` (alias of :func:`result_document`)."""
     return result_document(client, run_id)

@@ -17,6 +17,7 @@ topology at a time (a test with two topologies gives two rows).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import redis
 
@@ -169,12 +170,17 @@ def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
     rows = [(test, *split(test)) for test in tests]
     ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
                                   from_ms=event.built_at_ms)
-    docs = reader.result_dicts(client, [r for row in ids for r in row])  # one MGET
+    heads = reader.contexts(client, [r for row in ids for r in row])  # first bytes only
+
+    def mine(ctx: dict[str, Any] | None) -> bool:  # None: not in the first bytes, look whole
+        return ctx is None or ((ctx.get("git") or {}).get("hash"), ctx.get("platform")) == (
+            event.sha, platform)
+
+    docs = reader.result_dicts(client, [r for r, ctx in heads.items() if mine(ctx)])  # MGET
     runs: dict[str, list[RunResult]] = {}
     for (test, _name, topology), row in zip(rows, ids):
         for raw in (docs[r] for r in row if r in docs):
             ctx = raw.get("context") or {}
-            if (ctx.get("git") or {}).get("hash") == event.sha and \
-                    ctx.get("platform") == platform and topology in (None, ctx.get("topology")):
+            if mine(ctx) and topology in (None, ctx.get("topology")):
                 runs.setdefault(test, []).append(RunResult.from_dict(raw))
     return runs
