@@ -15,6 +15,7 @@ from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
+    series_of_test,
 )
 
 SUITE = """version: 0.4
@@ -58,4 +59,4 @@ def test_ab_results_are_apart_labelled_and_refused_by_push(
     assert report.pushed == [] and len(report.skipped) == 2, report
     reasons = " | ".join(report.skipped.values())
     assert "side comparison, extra server args: --appendonly yes --appendfsync always" in reasons
-    assert client.execute_command("TS.QUERYINDEX", "test_name=ab-set") == []
+    assert series_of_test(client, "ab-set") == []
