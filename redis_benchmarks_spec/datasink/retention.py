@@ -31,7 +31,7 @@ import redis
 
 from redis_benchmarks_spec.datasink import documents, keys, reader
 
-DEFAULT_WINDOW_DAYS = 14  # a year of the lab in 8 GB: see docs/history.md
+DEFAULT_WINDOW_DAYS = 10  # a year of the lab under 8 GB: see docs/history.md
 DEFAULT_DOCUMENT_DAYS = 5  # whole documents (~10 KB each in the datasink)
 DAY_MS = 86_400_000
 BATCH = 500
