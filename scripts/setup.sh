@@ -6,7 +6,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo
-  libevent-dev libssl-dev autoconf automake libtool pkg-config zlib1g-dev g++ make)
+  libevent-dev libssl-dev autoconf automake libtool pkg-config zlib1g-dev g++ make
+  openssh-client openssh-server iproute2 iptables libnetfilter-queue-dev python3-dev)
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 

@@ -73,3 +73,12 @@ def _own_noise_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     its temporary folder, never the user's nor another test's (subprocesses inherit it)."""
     from redis_benchmarks_spec.analysis.noise import NOISE_FILE_ENV
     monkeypatch.setenv(NOISE_FILE_ENV, str(tmp_path / "noise-book.json"))
+
+
+@pytest.fixture(autouse=True)
+def _no_startup_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agents measure their host's noise at startup (a busy loop, then redis-cli, 2 s each):
+    off for the tests that start agents for other reasons (subprocesses inherit it);
+    tests/test_platforms.py measures it on purpose."""
+    from redis_benchmarks_spec.cli.platform import NOISE_SECONDS_ENV
+    monkeypatch.setenv(NOISE_SECONDS_ENV, "0")

@@ -430,6 +430,9 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setattr(cli, "_reader", lambda: fake)
     monkeypatch.setattr(cli.datasink_cli, "datasink_client",
                         lambda args: contextlib.nullcontext())
+    # no datasink behind this stand-in reader: no platform records either
+    from redis_benchmarks_spec.analysis import platform_context
+    monkeypatch.setattr(platform_context, "hosts_of", lambda *a: ([], [], []))
     out = tmp_path / "r.json"
     code = main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
                  "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",

@@ -37,6 +37,11 @@ def filled(datasink: EmbeddedDatasink, tmp_path_factory: pytest.TempPathFactory)
          "--branch", "unstable", "--platform", "grafana-host"],
         capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    # the host's noise, as an agent records it at startup (the host-noise panels)
+    noise = subprocess.run(
+        [RBS, "platform", "record", "--platform", "grafana-host", "--noise-seconds", "1",
+         "--datasink", datasink.url], capture_output=True, text=True, timeout=120, check=False)
+    assert noise.returncode == 0, noise.stdout[-2000:] + noise.stderr[-2000:]
     return client
 
 
@@ -95,6 +100,6 @@ def test_every_panel_query_returns_data(filled: redis.Redis) -> None:
 
 def test_rows_are_metric_families() -> None:
     rows = [p["title"] for p in dashboard()["panels"] if p["type"] == "row"]
-    assert rows == ["Throughput", "Latency"]
+    assert rows == ["Throughput", "Latency", "Platforms side by side"]
     names = {v["name"] for v in dashboard()["templating"]["list"]}
-    assert {"test", "platform", "topology", "branch", "version"} <= names
+    assert {"test", "platform", "platform_b", "topology", "branch", "version"} <= names

@@ -67,6 +67,7 @@ from redis_benchmarks_spec.events.validation import MAX_TEXT
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify import pr_ab
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.suites.suite import Suite
@@ -112,6 +113,8 @@ class AgentConfig:
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
     # the platform's A/B budget for pull-request events (see agent/platform_config.py)
     until_decided: UntilDecidedBudget | None = None
+    # the platform's client host (agent/platform_config.py); None: tools run here
+    client_host: ClientHostConfig | None = None
 
 
 def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
@@ -422,4 +425,5 @@ class Agent:
             results_dir=inside(self.config.results_dir, event.id.replace(":", "_")),
             context=context, test_time=self.config.test_time, cpus=self.config.cpus,
             launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology,
-            strict_cpus=self.config.strict_cpus, window=self.config.window)
+            strict_cpus=self.config.strict_cpus, window=self.config.window,
+            client_host=self.config.client_host)

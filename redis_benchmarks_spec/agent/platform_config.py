@@ -15,7 +15,16 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
                                # client was the bottleneck, else Ops/sec (runner.metric_choice)
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
-before. The file is the operator's, but it is read like any input that could be wrong:
+before. A ``client_host`` section runs the client tools on another host over SSH (see
+``runner/client_host.py`` and README "Two hosts")::
+
+    client_host:
+      ssh: loadgen-1                 # [user@]host, or a Host of ssh_config
+      server_address: 10.0.0.11      # this host's address on the benchmark network
+      ssh_config: /etc/rbs/ssh_config  # optional: ssh -F (port, key, known hosts, user)
+      tools: {memtier_benchmark: /opt/memtier/bin/memtier_benchmark}  # optional
+      cpus: [0, 1, 2, 3]             # optional: client CPUs on that host
+ The file is the operator's, but it is read like any input that could be wrong:
 bounded YAML, unknown keys refused, every value checked for type and range, and the error
 names the file and the key.
 """
@@ -30,13 +39,14 @@ from typing import Any
 import yaml
 
 from redis_benchmarks_spec.analysis.sequential import OBRIEN_FLEMING, SPENDING_FUNCTIONS
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig, parse_client_host
 from redis_benchmarks_spec.suites import yaml_safe
 
 DEFAULT_METRIC = "auto"
 MAX_BUDGET_S = 24 * 3600
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 _METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")
-_KNOWN = {"until_decided"}
+_KNOWN = {"until_decided", "client_host"}
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
                  "alpha", "spending", "noise_floor", "metric"}
 
@@ -64,6 +74,8 @@ class PlatformConfig:
     """What the file allows; ``until_decided`` None means "no A/B budget"."""
 
     until_decided: UntilDecidedBudget | None = None
+    # the load generator's host: tools run there over SSH (runner/client_host.py)
+    client_host: ClientHostConfig | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -148,7 +160,18 @@ def parse(raw: Any) -> PlatformConfig:
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KNOWN))})")
     section = raw.get("until_decided")
-    return PlatformConfig(until_decided=None if section is None else parse_budget(section))
+    return PlatformConfig(until_decided=None if section is None else parse_budget(section),
+                          client_host=_client_host(raw.get("client_host")))
+
+
+def _client_host(raw: Any) -> ClientHostConfig | None:
+    if raw is None:
+        return None
+    try:
+        return parse_client_host(raw)
+    except (ValueError, TypeError) as exc:
+        keyed = not str(exc).startswith(("unknown key", "expected"))
+        raise type(exc)(f"client_host{'.' if keyed else ': '}{exc}") from None
 
 
 def load(path: Path) -> PlatformConfig:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 
 SHORT_SHA = 10
@@ -26,6 +27,7 @@ class SideInfo:
     commits: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     runs: int = 0  # result documents (or datasink points) over every test of the side
+    platform: str = ""  # set when the two sides ran on different platforms
 
 
 @dataclass
@@ -38,6 +40,11 @@ class CompareContext:
     build_variants: list[str] = field(default_factory=list)
     topologies: list[str] = field(default_factory=list)
     paired: bool = False
+    # each side's platform record and noise (datasink comparisons, analysis.host_noise)
+    hosts: list[HostSide] = field(default_factory=list)
+    # the sides ran on two platforms: unpaired runs from two hosts, never a paired A/B
+    across_platforms: bool = False
+    noise_flags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,6 +54,7 @@ class CompareContext:
         data = dict(raw)
         data["baseline"] = SideInfo(**data.get("baseline", {}))
         data["comparison"] = SideInfo(**data.get("comparison", {}))
+        data["hosts"] = [HostSide.from_dict(h) for h in data.get("hosts", [])]
         return cls(**data)
 
 
@@ -63,17 +71,25 @@ def side_from_results(label: str, docs: list[RunResult]) -> SideInfo:
     """A side described by its result documents (git info first, else what the server said)."""
     commits = _sorted_unique(_commit(d) for d in docs)
     versions = _sorted_unique(d.context.git.version or d.redis_version for d in docs)
-    return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs))
+    platforms = _sorted_unique(d.context.platform for d in docs)
+    return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs),
+                    platform=platforms[0] if len(platforms) == 1 else "")
 
 
 def context_from_results(baseline: SideInfo, comparison: SideInfo,
                          docs: list[RunResult], paired: bool = False) -> CompareContext:
-    """The header of a comparison whose sides are described, over ``docs`` of both sides."""
+    """The header of a comparison whose sides are described, over ``docs`` of both sides;
+    sides of one platform each, two different ones, are a platform comparison."""
+    across = bool(baseline.platform and comparison.platform
+                  and baseline.platform != comparison.platform)
+    if not across:  # one platform: named once, in the "where" line
+        baseline.platform = comparison.platform = ""
     return CompareContext(
         baseline=baseline, comparison=comparison,
-        platforms=_sorted_unique(d.context.platform for d in docs),
+        platforms=[] if across else _sorted_unique(d.context.platform for d in docs),
         build_variants=_sorted_unique(d.context.build_variant for d in docs),
-        topologies=_sorted_unique(d.context.topology for d in docs), paired=paired)
+        topologies=_sorted_unique(d.context.topology for d in docs), paired=paired,
+        across_platforms=across)
 
 
 def result_documents(directory: Path) -> list[RunResult]:

@@ -76,6 +76,13 @@ def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOpt
     return compare_paired(pairs, options, problems, priors)
 
 
+def judge_samples(samples: dict[str, tuple[list[float], list[float]]], options: CompareOptions,
+                  problems: list[str] | None = None) -> ComparisonReport:
+    """Independent values per test and side, without their documents (datasink points of
+    two branches, versions, commits or platforms): the unpaired comparison."""
+    return compare_samples(samples, options, problems)
+
+
 def _mark_busy(report: ComparisonReport, disturbed: dict[str, tuple[int, int]]) -> None:
     """UNKNOWN with disturbed pairs is BUSY; a decided row says what it left out."""
     for row in report.rows:

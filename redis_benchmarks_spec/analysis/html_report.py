@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report
 from redis_benchmarks_spec.analysis.compare import Comparison
+from redis_benchmarks_spec.analysis.platform_report import section_platforms
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
@@ -210,8 +211,8 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
     return "<h2>Problems</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>"
 
 
-SECTIONS: list[Section] = [section_header, section_verdicts, section_sweeps, section_tests,
-                           section_history, section_problems]
+SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_sweeps,
+                           section_tests, section_history, section_problems]
 
 
 def render(data: ReportData, out_dir: Path, sections: list[Section] | None = None) -> str:

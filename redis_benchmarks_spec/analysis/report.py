@@ -24,6 +24,7 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
+from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
 from redis_benchmarks_spec.common.numbers import plain
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
@@ -115,6 +116,8 @@ def _direction_note(report: ComparisonReport) -> str:
 
 def _side_text(side: SideInfo) -> str:
     parts = [side.label or "?"]
+    if side.platform:
+        parts.append(f"platform {side.platform}")
     if side.commits:
         parts.append("commit " + ", ".join(short(c) for c in side.commits[:3])
                      + (f" (+{len(side.commits) - 3})" if len(side.commits) > 3 else ""))
@@ -124,19 +127,30 @@ def _side_text(side: SideInfo) -> str:
     return "; ".join(parts)
 
 
-def header_lines(context: CompareContext | None) -> list[str]:
-    """What was compared, as plain lines: each side, then where (platform, variant...)."""
-    if context is None:
-        return []
+def _where(context: CompareContext) -> str:
+    """Where the runs were taken (platform, variant, topology), and whether paired."""
     where = [f"{name} {', '.join(values)}" for name, values in (
         ("platform", context.platforms), ("build variant", context.build_variants),
         ("topology", context.topologies)) if values]
+    return "; ".join(where + (["interleaved runs, paired by repetition"]
+                              if context.paired else []))
+
+
+def _host_notes(context: CompareContext) -> list[str]:
+    """The platform comparison's caveat and the host-noise flags."""
+    notes = [ACROSS_PLATFORMS_NOTE] if context.across_platforms else []
+    return notes + [f"flag: {flag}" for flag in context.noise_flags]
+
+
+def header_lines(context: CompareContext | None) -> list[str]:
+    """What was compared, as plain lines: each side, then where (platform, variant...),
+    then the platform caveat and host-noise flags."""
+    if context is None:
+        return []
     lines = [f"baseline:   {_side_text(context.baseline)}",
              f"comparison: {_side_text(context.comparison)}"]
-    if where or context.paired:
-        lines.append("; ".join(where + (["interleaved runs, paired by repetition"]
-                                        if context.paired else [])))
-    return lines
+    where = _where(context)
+    return lines + ([where] if where else []) + _host_notes(context)
 
 
 def _footnote(report: ComparisonReport) -> str:
@@ -176,6 +190,19 @@ def to_rich_table(report: ComparisonReport) -> Table:
                       _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
                       _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
                       _needed(row) if row.verdict in (UNKNOWN, BUSY) else "", why)
+    return table
+
+
+def hosts_rich_table(context: CompareContext | None) -> Table | None:
+    """Each side's platform description and host noise, or None without platforms."""
+    if context is None or not context.hosts:
+        return None
+    header, rows = host_table(context.hosts)
+    table = Table(title="Platforms")
+    for col in header:
+        table.add_column(escape(col), justify="left")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     return table
 
 
@@ -254,9 +281,24 @@ def markdown_header(context: CompareContext | None) -> list[str]:
         return []
     rows = list(zip(["Source", "Commits", "Versions", "Runs"], _md_side(context.baseline),
                     _md_side(context.comparison)))
+    if context.across_platforms:
+        rows.insert(1, ("Platform", md_code(context.baseline.platform),
+                        md_code(context.comparison.platform)))
     lines = [*_md_table(["", "Baseline", "Comparison"], [list(r) for r in rows]), ""]
-    where = header_lines(context)[2:]
-    return lines + ([f"On {where[0]}.", ""] if where else [])
+    where = _where(context)
+    lines += [f"On {where}.", ""] if where else []
+    notes = [f"> {note}" for note in _host_notes(context)]
+    return lines + ([*notes, ""] if notes else []) + hosts_markdown(context)
+
+
+def hosts_markdown(context: CompareContext) -> list[str]:
+    """Each side's platform description and host noise, as a Markdown table."""
+    if not context.hosts:
+        return []
+    header, rows = host_table(context.hosts)
+    # the values come from records other hosts wrote: shown literally, never as Markdown
+    shown = [[fact, *(md_code(v) for v in values)] for fact, *values in rows]
+    return ["**Platforms**", "", *_md_table(header, shown), ""]
 
 
 def markdown_verdicts(report: ComparisonReport, level: str = "###") -> list[str]:

@@ -12,7 +12,6 @@ import argparse
 import importlib
 import sys
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,32 +24,35 @@ from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     CompareOptions,
     ComparisonReport,
-    compare_samples,
 )
-from redis_benchmarks_spec.analysis.context import (
-    CompareContext,
-    SideInfo,
+from redis_benchmarks_spec.analysis.engine import judge_samples
+from redis_benchmarks_spec.analysis.report import (
+    hosts_rich_table,
+    to_json,
+    to_markdown,
+    to_rich_table,
 )
-from redis_benchmarks_spec.analysis.report import to_json, to_markdown, to_rich_table
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.compare_sides import (
+    CompareUsageError,
+    DatasinkSamples,
+    Samples,
+    across_platforms,
+    compare_context,
+    selector,
+    side_of,
+    side_platform,
+)
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.common.name_filter import NameFilter
-
-Samples = dict[str, tuple[list[float], list[float]]]
+from redis_benchmarks_spec.results.platform import valid_name
 
 DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
 #: exit codes: 1 is reserved for --fail-on-regression, so CI can tell "slower" from "broken"
 EXIT_REGRESSION = EXIT_FAILED
-
-
-class CompareUsageError(UsageError):
-    """The comparison cannot run as asked (missing side, bad date, no datasink...)."""
-
-    def __init__(self, problem: str, hint: str = "", what: str = "") -> None:
-        super().__init__(what, problem, hint)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +80,13 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
 
 def _add_filter_args(p: argparse.ArgumentParser) -> None:
     flt = p.add_argument_group("scope")
-    flt.add_argument("--platform", help="platform label (datasink)")
+    flt.add_argument("--platform", help="platform label of both sides (datasink)")
+    flt.add_argument("--baseline-platform", metavar="PLATFORM",
+                     help="the baseline's platform (datasink): with --comparison-platform, "
+                          "platforms side by side (unpaired runs from two hosts); a missing "
+                          "--comparison-* build selector means the baseline's build")
+    flt.add_argument("--comparison-platform", metavar="PLATFORM",
+                     help="the comparison's platform (datasink)")
     flt.add_argument("--topology", help="topology, e.g. oss-standalone (datasink)")
     flt.add_argument("--build-variant", help="build variant label (datasink)")
     flt.add_argument("--tests-regexp", default=".*", help="regexp on test names")
@@ -134,39 +142,6 @@ def _reader() -> ModuleType:
         raise CompareUsageError(f"datasink compare needs {DATASINK_READER}") from None
 
 
-def _side(args: argparse.Namespace, side: str) -> Any:
-    """The ``keys.Side`` one side's --*-branch/version/hash names."""
-    from redis_benchmarks_spec.datasink import keys
-    for kind in keys.SIDE_KINDS:
-        value = getattr(args, f"{side}_{kind}")
-        if value:
-            return keys.Side(kind, value)
-    raise CompareUsageError(f"give --{side}-branch, --{side}-version or --{side}-hash")
-
-
-def _date_ms(text: str | None, end_of_day: bool = False) -> int | None:
-    """ISO date or datetime (UTC unless it says otherwise) as ms since the epoch."""
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise CompareUsageError(f"not an ISO date: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    if end_of_day and len(text) == 10:
-        moment += timedelta(days=1, milliseconds=-1)
-    return int(moment.timestamp() * 1000)
-
-
-def _selector(args: argparse.Namespace, reader: ModuleType, side: Any) -> Any:
-    return reader.SeriesSelector(
-        metric=args.metric, side=side, platform=args.platform, topology=args.topology,
-        build_variant=args.build_variant, from_ms=_date_ms(args.from_date),
-        to_ms=_date_ms(args.to_date, end_of_day=True), last_n=args.last_n,
-        tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
-
-
 def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool:
     """The test passes the regexps, judged from its series' ``tested_groups`` and
     ``tested_commands`` labels (written for this: no run document is fetched)."""
@@ -177,12 +152,18 @@ def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool
     return wanted.matches(test, groups, commands)
 
 
-def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]:
-    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side."""
+def _newest_ms(series: dict[str, Any]) -> int | None:
+    return max((s.points[-1][0] for s in series.values() if s.points), default=None)
+
+
+def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
+    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side,
+    and the named platforms' records (``analysis.platform_context``)."""
+    from redis_benchmarks_spec.analysis.platform_context import hosts_of
     reader = _reader()
-    base_sel = _selector(args, reader, _side(args, "baseline"))
-    comp_sel = _selector(args, reader, _side(args, "comparison"))
-    problems: list[str] = []
+    platforms = {side: side_platform(args, side) for side in ("baseline", "comparison")}
+    base_sel = selector(args, reader, side_of(args, "baseline"), platforms["baseline"])
+    comp_sel = selector(args, reader, side_of(args, "comparison"), platforms["comparison"])
     by_change_point = _change_point_window(args)
     if by_change_point:
         base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
@@ -192,7 +173,14 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
             comp = reader.series_by_test(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
-    if by_change_point:
+        hosts, flags, problems = hosts_of(
+            client, platforms, {"baseline": _newest_ms(base), "comparison": _newest_ms(comp)})
+    return DatasinkSamples(*_samples_of(args, base, comp, problems), hosts, flags)
+
+
+def _samples_of(args: argparse.Namespace, base: dict[str, Any], comp: dict[str, Any],
+                problems: list[str]) -> tuple[Samples, list[str]]:
+    if _change_point_window(args):
         base, notes = _after_last_change(base)
         problems.extend(notes)
     labels = {t: (base.get(t) or comp[t]).labels for t in set(base) | set(comp)}
@@ -207,8 +195,10 @@ def samples_from_datasink(args: argparse.Namespace) -> tuple[Samples, list[str]]
 
 
 def _change_point_window(args: argparse.Namespace) -> bool:
+    """The baseline is a branch cut at its last change point. Not across platforms: there
+    both sides are the same builds, so both keep the same window (all, or --last-n)."""
     return bool(args.baseline_branch) and args.last_n is None and \
-        args.baseline_window == "change-point"
+        args.baseline_window == "change-point" and not across_platforms(args)
 
 
 def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -223,24 +213,6 @@ def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
                          "or give --baseline-window all / --last-n N") from None
 
 
-def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:
-    kind, value = next((k, getattr(args, f"{side}_{k}")) for k in ("branch", "version", "hash")
-                       if getattr(args, f"{side}_{k}"))
-    return SideInfo(label=f"{kind} {value}", commits=[value] if kind == "hash" else [],
-                    versions=[value] if kind == "version" else [],
-                    runs=sum(len(v) for v in values))
-
-
-def compare_context(args: argparse.Namespace, samples: Samples) -> CompareContext:
-    """The report header of a datasink comparison, from its selectors."""
-    one = [v for v in (args.platform,) if v]
-    return CompareContext(
-        baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
-        comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()]),
-        platforms=one, build_variants=[args.build_variant] if args.build_variant else [],
-        topologies=[args.topology] if args.topology else [])
-
-
 def _check_args(args: argparse.Namespace) -> None:
     for option in ("tests_regexp", "groups_regexp", "commands_regexp"):
         checks.regexp("--" + option.replace("_", "-"), getattr(args, option))
@@ -252,9 +224,13 @@ def _check_args(args: argparse.Namespace) -> None:
         checks.output_file("--output", args.output)
     if args.last_n is not None and args.last_n < 1:
         raise UsageError(f"--last-n {args.last_n}", "must be at least 1")
+    for flag in ("--platform", "--baseline-platform", "--comparison-platform"):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and not valid_name(value):
+            raise UsageError(f"{flag} {value!r}", "is not a platform name ([A-Za-z0-9._:-]+)")
 
 
-def _samples(args: argparse.Namespace) -> tuple[Samples, list[str]]:
+def _samples(args: argparse.Namespace) -> DatasinkSamples:
     if _uses_datasink(args):
         return samples_from_datasink(args)
     raise CompareUsageError("give --baseline-dir/--comparison-dir, or a baseline and a "
@@ -270,6 +246,9 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
     if fmt == "table":
         console = export_console() if output else make_console()
         print_table(console, to_rich_table(report))
+        hosts = hosts_rich_table(report.context)
+        if hosts is not None:
+            print_table(console, hosts)
         if output:
             output.write_text(console.export_text())
         err = make_console(stderr=True)
@@ -287,9 +266,13 @@ def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Sam
     from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
     from redis_benchmarks_spec.cli.report import write_html
     # datasink: the points of each side, without their result documents
+    names, title = ["baseline", "comparison"], "comparison"
+    if across_platforms(args):  # each side named by its platform, in the plots too
+        names = [f"{side} ({side_platform(args, side)})" for side in names]
+        title = f"{side_platform(args, 'baseline')} vs {side_platform(args, 'comparison')}"
     sides = [SideRuns(name, points={t: s[i] for t, s in samples.items()})
-             for i, name in enumerate(("baseline", "comparison"))]
-    data = ReportData("comparison", args.metric, sides)
+             for i, name in enumerate(names)]
+    data = ReportData(title, args.metric, sides)
     data.report = report  # the same numbers as the text report (filters applied)
     write_html(data, args.html)
 
@@ -336,15 +319,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not (args.baseline_dir and args.comparison_dir):
             raise CompareUsageError("give both --baseline-dir and --comparison-dir")
         return _compare_folders(args, options)
-    samples, problems = _samples(args)
-    if not samples:
+    found = _samples(args)
+    if not found.samples:
         err.print("[red]rbs compare: no tests to compare[/]")
-        for problem in problems:
+        for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    report = compare_samples(samples, options, problems)
-    report.context = compare_context(args, samples)
+    report = judge_samples(found.samples, options, found.problems)
+    report.context = compare_context(args, found)
     write_report(report, args.format, args.output)
     if args.html:
-        _write_html(args, report, samples)
+        _write_html(args, report, found.samples)
     return _exit(args, report)

@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.agent import platform_config
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.host_record import NoiseOptions, record_host
 from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.builder import signing
@@ -26,8 +27,10 @@ from redis_benchmarks_spec.builder.sandbox import ENGINES, Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.client_host_args import probe_client_host, ssh_hint
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
+from redis_benchmarks_spec.cli.platform import add_noise_args, noise_seconds
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
@@ -35,6 +38,7 @@ from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_BROKER = "RBS_BROKER"
@@ -121,6 +125,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                         "pull-request events run as interleaved base/PR pairs until decided "
                         "(README, 'Agents: A/B of pull requests')")
     add_github_args(a, agent=True)
+    add_noise_args(a)  # the host's intrinsic latency, measured at startup
     a.set_defaults(func=cmd_agent)
 
 
@@ -232,7 +237,18 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
-        until_decided=platform.until_decided if platform else None)
+        until_decided=platform.until_decided if platform else None,
+        client_host=platform.client_host if platform else None)
+
+
+def _say_client_host(config: ClientHostConfig) -> None:
+    """A daemon keeps going when its client host does not answer yet (its tests fail,
+    each with the reason, until it does); the operator sees why at once."""
+    problem = probe_client_host(config)
+    if problem:
+        logging.getLogger(__name__).warning("--platform-config client_host: %s; its tests "
+                                            "will fail until it answers (hint: %s)",
+                                            problem, ssh_hint(config))
 
 
 def cmd_agent(args: argparse.Namespace) -> int:
@@ -250,6 +266,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: --platform-config {exc}", file=sys.stderr)
         return 2
     _check_agent_args(args)
+    if platform is not None and platform.client_host is not None:
+        _say_client_host(platform.client_host)
+    seconds = noise_seconds(args)
     url: str = args.datasink or EmbeddedDatasink().up().url or ""
     url = credentials.with_password(url, ENV_DATASINK_PASSWORD)
     datasink = redis.Redis.from_url(url, socket_timeout=60, socket_connect_timeout=10)
@@ -262,6 +281,10 @@ def cmd_agent(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
     broker, config = _broker(args), _agent_config(args, key, platform)
+    # measured where the first server runs (the CPU allocator hands out server cores first)
+    cpu = args.noise_cpu if args.noise_cpu is not None else \
+        (config.cpus[0] if config.cpus else None)
+    record_host(datasink, args.platform, NoiseOptions(seconds, cpu))
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
     except GitHubConfigError as exc:

@@ -14,6 +14,12 @@ from rich.markup import escape
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
+from redis_benchmarks_spec.cli.client_host_args import (
+    add_client_host_args,
+    check_client_host,
+    client_host_from_args,
+    say_network,
+)
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.display import (
     RUN_FORMATS,
@@ -131,6 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_profiling_args(p)
     add_ab_args(p)
     add_sweep_args(p)
+    add_client_host_args(p)
     g = p.add_argument_group("datasink")
     g.add_argument("--datasink", default=None, metavar="URL",
                    help="push results to this RedisTimeSeries (default: the embedded datasink, "
@@ -219,7 +226,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                                else args.capability),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct),
-        window=window_options(args))
+        window=window_options(args), client_host=client_host_from_args(args))
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -324,6 +331,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     check_runnable(config, suites)
     check_datasink(args)
+    if config.client_host is not None:
+        check_client_host(config.client_host)
     config.results_dir = session_dir(args.results_dir)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -341,6 +350,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     code = report(out, args, config, results)
+    if config.client_host is not None:
+        say_network(console, results)
     if skipped:
         out.print(f"[red]{len(skipped)} selected suite file(s) not run: invalid "
                   f"(skipped, named above)[/]", highlight=False)
@@ -358,7 +369,12 @@ def push_to_datasink(console: Console, args: argparse.Namespace,
     """Push this session's results; when the datasink is down they stay on disk for `rbs
     datasink push` (a warning). False when it answered but history runs did not arrive."""
     from redis_benchmarks_spec.datasink.session_push import push_session
-    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results)
+    from redis_benchmarks_spec.results.platform import valid_name
+    from redis_benchmarks_spec.telemetry.platform_probe import record
+    # this host's facts beside its results (a name that cannot key a record is left out)
+    host = record(args.platform, "rbs run") if valid_name(args.platform) else None
+    outcome = push_session(results_dir, args.datasink, args.datasink_data_dir, results,
+                           platform=host)
     colour = "green" if outcome.ok else "red" if outcome.lost else "yellow"
     console.print(f"[{colour}]datasink: {escape(outcome.message)}[/]", highlight=False,
                   soft_wrap=True)

@@ -93,6 +93,11 @@ class ProcessRegistry:
         self._procs[proc.pid] = proc
         return proc
 
+    def adopt(self, proc: subprocess.Popen[bytes]) -> None:
+        """Track a child started elsewhere (one that needs pipes, such as ssh), so an
+        interrupt stops it with the others."""
+        self._procs[proc.pid] = proc
+
     def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
         """SIGTERM the process and its children, SIGKILL after ``timeout``; returns exit code."""
         self._procs.pop(proc.pid, None)

@@ -32,10 +32,10 @@ class CommitQuery:
 
 @dataclass
 class CommitPoints:
-    """The commit's values per (series test name, topology), and the branch they came from."""
+    """The commit's points per (series test name, topology), and the branch they came from."""
 
     branch: str
-    values: dict[tuple[str, str], list[float]]
+    points: dict[tuple[str, str], list[reader.Point]]
 
 
 def commit_span(client: redis.Redis, scope: keys.Scope, sha: str) -> tuple[int, int] | None:
@@ -92,11 +92,11 @@ def on_branch(client: redis.Redis, query: CommitQuery,
         build_variant=query.build_variant, triggering_env=query.scope.triggering_env,
         github_org=query.scope.github_org, github_repo=query.scope.github_repo,
         from_ms=span[0], to_ms=span[1])
-    values: dict[tuple[str, str], list[float]] = {}
+    points: dict[tuple[str, str], list[reader.Point]] = {}
     for series in reader.read_series(client, selector, sorted({t for t, _ in starts})):
         parsed = keys.parse_key(series.key, query.metric)
         wanted = starts.get((parsed.test_name, parsed.topology), set())
-        kept = [v for ts, v in series.points if ts in wanted]
+        kept = [(ts, v) for ts, v in series.points if ts in wanted]
         if kept:
-            values[(parsed.test_name, parsed.topology)] = kept
-    return CommitPoints(branch, values) if values else None
+            points[(parsed.test_name, parsed.topology)] = kept
+    return CommitPoints(branch, points) if points else None

@@ -2,7 +2,9 @@
 the labels and index sets :mod:`.keys` defines, and written to ``dashboards/`` in the
 repository (a test keeps the file and this code in step, and runs every panel's query).
 
-One row per metric family (throughput, latency); every panel is a ``TS.MRANGE ... FILTER``
+One row per metric family (throughput, latency), and a row of two platforms side by side
+(``$platform`` and ``$platform_b``, one line each, on one release or branch, and their
+host noise); every panel is a ``TS.MRANGE ... FILTER``
 on our labels; variables (test, platform, topology, branch, version, build variant) list the
 index sets with ``SMEMBERS``, so they never scan keys.
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink.platforms import LABEL_HOST_NOISE
 
 DATASOURCE = {"type": "redis-datasource", "uid": "${DS_REDIS}"}
 TITLE = "redis-benchmarks-spec"
@@ -23,6 +26,8 @@ SCOPE_VARS = {"env": "ci", "org": "redis", "repo": "redis"}
 INDEX_VARS = {
     "test": ("tests", keys.LABEL_TEST_NAME),
     "platform": ("platforms", keys.LABEL_PLATFORM),
+    # the second platform of the side-by-side row (the same index set)
+    "platform_b": ("platforms", keys.LABEL_PLATFORM),
     "topology": ("topologies", keys.LABEL_TOPOLOGY),
     "build_variant": ("build_variants", keys.LABEL_BUILD_VARIANT),
     "branch": ("branches", "branch"),
@@ -34,8 +39,9 @@ INDEX_VARS = {
 class Panel:
     title: str
     metric: str
-    side: str  # "branch" or "version": which line of history
+    side: str  # "branch" or "version": which line of history; or "host_noise"
     unit: str
+    side_by_side: bool = False  # $platform and $platform_b in one panel, one line each
 
 
 FAMILIES: dict[str, list[Panel]] = {
@@ -50,7 +56,27 @@ FAMILIES: dict[str, list[Panel]] = {
         Panel("p50 by release $version", "ALL_STATS.Totals.Percentile_Latencies.p50.00",
               "version", "ms"),
     ],
+    "Platforms side by side": [
+        Panel("Ops/sec of release $version: $platform vs $platform_b",
+              "ALL_STATS.Totals.Ops/sec", "version", "ops", side_by_side=True),
+        Panel("p50 of release $version: $platform vs $platform_b",
+              "ALL_STATS.Totals.Percentile_Latencies.p50.00", "version", "ms",
+              side_by_side=True),
+        Panel("Ops/sec on $branch: $platform vs $platform_b", "ALL_STATS.Totals.Ops/sec",
+              "branch", "ops", side_by_side=True),
+        Panel("p99 on $branch: $platform vs $platform_b",
+              "ALL_STATS.Totals.Percentile_Latencies.p99.00", "branch", "ms",
+              side_by_side=True),
+        # host noise: each intrinsic-latency measurement (datasink.platforms)
+        Panel("Host noise: time lost to interruptions, $platform vs $platform_b", "lost_pct",
+              LABEL_HOST_NOISE, "percent", side_by_side=True),
+        Panel("Host noise: p99 interruption, $platform vs $platform_b", "p99_us",
+              LABEL_HOST_NOISE, "µs", side_by_side=True),
+    ],
 }
+SIDE_BY_SIDE_NOTE = ("Unpaired runs from two hosts, not a paired A/B: for the change with "
+                     "its interval and the hosts' descriptions and noise, run `rbs compare "
+                     "--baseline-platform A --comparison-platform B --baseline-version V`.")
 
 
 def index_set_pattern(which: str) -> str:
@@ -62,8 +88,12 @@ def index_set_pattern(which: str) -> str:
 def panel_filter(panel: Panel) -> str:
     """The panel's FILTER (space separated, as the plugin splits it). The side's value and
     the metric lead: RedisTimeSeries starts from the first filter (see datasink.reader)."""
+    if panel.side == LABEL_HOST_NOISE:  # a platform's noise series, not results
+        return f"{LABEL_HOST_NOISE}={panel.metric} {keys.LABEL_PLATFORM}=($platform,$platform_b)"
     exact = {panel.side: f"${panel.side}", keys.LABEL_METRIC: panel.metric,
-             keys.LABEL_TEST_NAME: "$test", keys.LABEL_PLATFORM: "$platform",
+             keys.LABEL_TEST_NAME: "$test",
+             keys.LABEL_PLATFORM: "($platform,$platform_b)" if panel.side_by_side
+             else "$platform",
              keys.LABEL_TOPOLOGY: "$topology", keys.LABEL_BUILD_VARIANT: "$build_variant",
              keys.LABEL_TRIGGERING_ENV: "$env", keys.LABEL_GITHUB_ORG: "$org",
              keys.LABEL_GITHUB_REPO: "$repo"}
@@ -91,7 +121,9 @@ def _panel(panel: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
                         "overrides": []},
         "targets": [{"refId": "A", "datasource": DATASOURCE, "type": "timeSeries",
                      "command": "ts.mrange", "filter": panel_filter(panel),
-                     "legend": panel.side, "value": keys.LABEL_METRIC}],
+                     "legend": keys.LABEL_PLATFORM if panel.side_by_side else panel.side,
+                     "value": keys.LABEL_METRIC}],
+        **({"description": SIDE_BY_SIDE_NOTE} if panel.side_by_side else {}),
     }
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import redis
+
+from redis_benchmarks_spec.datasink import platforms
 from redis_benchmarks_spec.datasink.embedded import (
     DatasinkError,
     DatasinkStatus,
@@ -22,6 +25,7 @@ from redis_benchmarks_spec.datasink.store import (
 from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, skip_reason
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.layout import document_path
+from redis_benchmarks_spec.results.platform import PlatformRecord
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,16 @@ class SessionPushOutcome:
 
 
 def push_session(results_dir: Path, url: str | None = None, data_dir: Path | None = None,
-                 results: list[RunResult] | None = None) -> SessionPushOutcome:
+                 results: list[RunResult] | None = None,
+                 platform: PlatformRecord | None = None) -> SessionPushOutcome:
     """Push ``results_dir`` to ``url``, or to the embedded datasink of ``data_dir``.
 
     ``results``, the session's documents still in memory, are pushed as they are (no
     re-reading from disk) and found on disk where :mod:`results.layout` puts every run
     shape (rep-NN/, clients-N/, A/B sides); their files get the "pushed" markers. A session
     with runs to push of which fewer reached the datasink is a failed push, never a quiet 0.
+    ``platform``, this host's description, is stored too when its facts changed
+    (:func:`datasink.platforms.write`).
     """
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
     started = ""
@@ -67,14 +74,27 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
             files, missing = session_files(results_dir, results)
             report = push_result_files(client, files)
             report.files_not_pushed += missing
+        why = "" if report.error else _store_platform(client, platform)
     where = config.display_url
     short = missing_history(report, results or [])
-    why = skipped_reasons(report)
+    why += skipped_reasons(report)
     if report.ok and not short:
         return SessionPushOutcome(True, f"{started}{report.summary()}{why} to {where}", report)
     return SessionPushOutcome(False, f"{started}{report.summary()}{short}{why} to {where}; "
                               f"{later}",
                               report, lost=not report.error)
+
+
+def _store_platform(client: redis.Redis, record: PlatformRecord | None) -> str:
+    """Store this host's description when its facts changed; a note when it could not be
+    (the results are what matters, and they arrived)."""
+    if record is None:
+        return ""
+    try:
+        platforms.write(client, record)
+    except redis.RedisError as exc:
+        return f" (platform record of {record.platform} not stored: {exc})"
+    return ""
 
 
 def session_files(session: Path, results: list[RunResult]

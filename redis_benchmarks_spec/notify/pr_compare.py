@@ -11,7 +11,9 @@ Where the baseline comes from (documented in README, "Pull-request comments"):
 
 The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
 narrowed to the event's platform, build variant, triggering env and repository, one
-topology at a time (a test with two topologies gives two rows).
+topology at a time (a test with two topologies gives two rows). When the platform's host
+noise changed between the baseline's newest run and the head's (the rule of
+``analysis.host_noise``), the comment says so above the verdicts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
+from redis_benchmarks_spec.analysis.platform_context import hosts_of
 from redis_benchmarks_spec.datasink import commit_points, keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.notify.pr_state import PrInfo
@@ -55,16 +58,23 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 
 
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
-          topologies: list[str]) -> dict[str, list[float]]:
-    """Values per row name (test, or "test @ topology" when several topologies: the label
+          topologies: list[str]) -> dict[str, list[reader.Point]]:
+    """Points per row name (test, or "test @ topology" when several topologies: the label
     of ``results.comparison_key``, as in the A/B rows of the same comment)."""
-    out: dict[str, list[float]] = {}
+    out: dict[str, list[reader.Point]] = {}
     for topology in topologies:
         found = reader.series_for_tests(client, replace(selector, topology=topology))
         for test, pts in found.items():
-            name = label(test, topology, len(topologies) > 1)
-            out[name] = [v for _, v in pts]
+            out[label(test, topology, len(topologies) > 1)] = pts
     return out
+
+
+def _values(points: dict[str, list[reader.Point]]) -> dict[str, list[float]]:
+    return {name: [v for _, v in pts] for name, pts in points.items()}
+
+
+def _newest_ms(points: dict[str, list[reader.Point]]) -> int | None:
+    return max((pts[-1][0] for pts in points.values() if pts), default=None)
 
 
 def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
@@ -100,29 +110,33 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
-    comp = _read(client, _selector(event, platform, keys.Side("hash", event.sha), options),
-                 topologies)
-    expired = _expired_base(client, event, platform, info, (options, comp)) \
+    comp_points = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
+                                          options), topologies)
+    expired = _expired_base(client, event, platform, info, (options, list(comp_points))) \
         if base_side.kind == "branch" else None
-    base, label, commits = expired or _base(client, event, platform, (base_side, last_n),
-                                            (options, topologies))
+    base_points, base_label, commits = expired or _base(
+        client, event, platform, (base_side, last_n), (options, topologies))
+    comp, base = _values(comp_points), _values(base_points)
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
-    problems = [f"{t}: no baseline points on {label}" for t, (b, _) in samples.items() if not b]
+    problems = [f"{t}: no baseline points on {base_label}"
+                for t, (b, _) in samples.items() if not b]
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
     report.context = CompareContext(
-        baseline=SideInfo(label=label, commits=commits,
+        baseline=SideInfo(label=base_label, commits=commits,
                           runs=sum(len(b) for b, _ in samples.values())),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
                             runs=sum(len(c) for _, c in samples.values())),
-        platforms=[platform], build_variants=[event.build_variant])
+        platforms=[platform], build_variants=[event.build_variant],
+        noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
+                                 _newest_ms(comp_points)))
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
-                              label)
+                              base_label)
 
 
-Baseline = tuple[dict[str, list[float]], str, list[str]]  # values per row, label, commits
+Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per row, label, commits
 
 
 def _base(client: redis.Redis, event: BuildEvent, platform: str,
@@ -138,7 +152,7 @@ def _base(client: redis.Redis, event: BuildEvent, platform: str,
 
 
 def _expired_base(client: redis.Redis, event: BuildEvent, platform: str, info: PrInfo | None,
-                  how: tuple[PrCompareOptions, dict[str, list[float]]]) -> Baseline | None:
+                  how: tuple[PrCompareOptions, list[str]]) -> Baseline | None:
     """The base commit's own points when gc deleted its by.hash series (the caller found
     none): read on the branch it was benchmarked on (datasink/commit_points.py). None when
     it was never benchmarked here: the caller then reads the base branch's last points."""
@@ -153,8 +167,17 @@ def _expired_base(client: redis.Redis, event: BuildEvent, platform: str, info: P
     if found is None:
         return None
     several = any(topology for _name, topology in rows)  # rows are "test @ topology"
-    values = {label(test, topology, several): v for (test, topology), v in found.values.items()}
-    return values, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
+    points = {label(test, topology, several): p for (test, topology), p in found.points.items()}
+    return points, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
+
+
+def _noise_flags(client: redis.Redis, platform: str, base_ms: int | None,
+                 head_ms: int | None) -> list[str]:
+    """The flag when the platform's host noise changed between the baseline's runs and the
+    head's (``analysis.host_noise``); records that cannot be read are left out."""
+    _, flags, _ = hosts_of(client, {"baseline": platform, "comparison": platform},
+                           {"baseline": base_ms, "comparison": head_ms})
+    return flags
 
 
 def platform_report(client: redis.Redis, event: BuildEvent, platform: str,

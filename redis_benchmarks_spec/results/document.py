@@ -183,6 +183,9 @@ class RunResult:
     sweep: dict[str, str] = field(default_factory=dict)
     profiles: dict[str, ProfileSummary] = field(default_factory=dict)  # see results/profile.py
     telemetry: RunTelemetry | None = None  # per-thread CPU, RSS, host context
+    # a two-host run: both hosts, addresses, interfaces, transport and the measured round
+    # trip (runner/client_side.py); empty for the default loopback run
+    network: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

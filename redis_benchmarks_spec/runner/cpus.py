@@ -46,7 +46,9 @@ class CpuAllocator:
             raise ValueError("no CPUs available to allocate")
 
     def needed(self, node_cpus: list[int], client_cpus: int) -> int:
-        return sum(max(1, n) for n in node_cpus) + max(1, client_cpus)
+        """CPUs of this host a plan takes; ``client_cpus`` 0 when the client runs on
+        another host (runner/client_host.py)."""
+        return sum(max(1, n) for n in node_cpus) + max(0, client_cpus)
 
     def plan(self, server_cpus: int, client_cpus: int) -> CpuPlan:
         """One server node with ``server_cpus`` cores and a client."""
@@ -59,7 +61,7 @@ class CpuAllocator:
         end, so a 3-node cluster on 2 cores still spreads its nodes over both.
         """
         node_cpus = [max(1, n) for n in node_cpus] or [1]
-        client_cpus = max(1, client_cpus)
+        client_cpus = max(0, client_cpus)  # 0: no client on this host
         n, need = len(self.cpus), self.needed(node_cpus, client_cpus)
         if need <= n:
             nodes, pos = [], 0
@@ -77,7 +79,8 @@ class CpuAllocator:
             nodes.append(sorted({self.cpus[(pos + k) % n] for k in range(take)}))
             pos += take
         server = sorted({c for node in nodes for c in node})
-        client = self.cpus[-min(client_cpus, n):]
-        warning = f"{what}: server {server} and client {client} share cores; " \
-                  f"results will be noisier"
+        client = self.cpus[-min(client_cpus, n):] if client_cpus else []
+        who = f"server {server} and client {client}" if client else \
+            f"the server nodes on {server}"
+        warning = f"{what}: {who} share cores; results will be noisier"
         return CpuPlan(server, client, not set(server) & set(client), warning, nodes)

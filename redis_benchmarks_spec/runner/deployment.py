@@ -110,6 +110,7 @@ class DeploymentSpec:
     prepare_primary_dir: Callable[[Path], list[str]] | None = None
     wrapper: list[str] = field(default_factory=list)  # argv prefix of every node (callgrind)
     auth: Credentials | None = None  # what the nodes require as started (suites/auth.py)
+    bind: str = "127.0.0.1"  # the address every node listens on (launcher.ServerSpec.bind)
 
 
 class Deployment:
@@ -172,7 +173,7 @@ class Deployment:
             args += self.spec.prepare_primary_dir(workdir)
         cluster_port = None
         if self.topology.is_cluster:
-            cluster_port = free_port()
+            cluster_port = free_port(self.spec.bind)
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                      "--cluster-port", str(cluster_port)]
         if role == REPLICA:
@@ -181,7 +182,7 @@ class Deployment:
         timeout = self.spec.start_timeout * (8 if self.spec.wrapper else 1)
         handle, notes = self._launch(ServerSpec(self.spec.binary, args, cpus, workdir,
                                                 timeout, list(self.spec.wrapper),
-                                                self.spec.auth))
+                                                self.spec.auth, self.spec.bind))
         return Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
 
     def _launch(self, spec: ServerSpec) -> tuple[ServerHandle, list[str]]:

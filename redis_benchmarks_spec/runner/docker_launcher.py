@@ -34,6 +34,7 @@ from redis_benchmarks_spec.runner.launcher import (
     ServerSpec,
     ServerStartError,
     answers_ping,
+    bind_args,
     refused_error,
 )
 
@@ -146,15 +147,15 @@ class DockerLauncher:
     def start(self, spec: ServerSpec) -> ServerHandle:
         image = image_for(spec.binary)
         spec.workdir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
+        port = free_port(spec.bind)
         name = f"rbs-{uuid.uuid4().hex[:12]}"
         cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1",
                      "--label", f"{OWNER_LABEL}={owner_id()}", "--network", "host",
                      "--cpuset-cpus", ",".join(map(str, spec.cpus)),
                      "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
-                     "--port", str(port), "--bind", "127.0.0.1", "--dir", "/data",
+                     "--port", str(port), *bind_args(spec.bind), "--dir", "/data",
                      "--save", "", *spec.args)
-        handle = ServerHandle("127.0.0.1", port, [], spec.workdir / "redis-server.log",
+        handle = ServerHandle(spec.bind, port, [], spec.workdir / "redis-server.log",
                              container_id=cid, auth=spec.auth)
         self._containers[cid] = handle
         handle.pids = [int(docker("inspect", "-f", "{{.State.Pid}}", cid) or 0)]

@@ -31,12 +31,15 @@ from redis_benchmarks_spec.results.document import (
     DISTURBED,
     STATUS_FAILED,
     STATUS_OK,
+    CpuUsage,
     RunContext,
     RunResult,
     result_path,
 )
 from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
+from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
+from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec, Node
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
@@ -52,6 +55,7 @@ from redis_benchmarks_spec.runner.preload import (
     PreloadError,
     prepare_dataset,
 )
+from redis_benchmarks_spec.runner.remote_client import RemoteClientError
 from redis_benchmarks_spec.runner.replication import ReplicationError
 from redis_benchmarks_spec.runner.server_cpu import add_server_cpu
 from redis_benchmarks_spec.suites.auth import Credentials
@@ -100,6 +104,8 @@ class RunEnv:
     server_args: list[str] = field(default_factory=list)  # extra args for every server
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
     launcher_kind: str = "process"
+    # the platform's client host: tools run there over SSH; None: here, over loopback
+    client_host: ClientHostConfig | None = None
 
 
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
@@ -143,6 +149,8 @@ class SuiteRun:
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
+        self.clients: ClientSide | None = None  # where the tools run (client_side.py)
+        self.client_cpus: list[int] = []  # on the host the tools run on
         self.window = MeasuredWindow(env.window, self.out_dir, env.registry, env.launcher_kind)
 
     def run(self) -> RunResult:
@@ -158,7 +166,8 @@ class SuiteRun:
             result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
                                          if k.startswith("client_"))
         except (PreloadError, ServerStartError, cluster.ClusterError, ReplicationError,
-                CpuShortage, dataset_mod.DatasetError, PersistenceCheckFailed) as exc:
+                CpuShortage, dataset_mod.DatasetError, PersistenceCheckFailed,
+                RemoteClientError) as exc:
             result.reason = str(exc)
         except (redis.RedisError, OSError) as exc:
             result.reason = f"{type(exc).__name__}: {exc}"
@@ -182,11 +191,17 @@ class SuiteRun:
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
         topo = self.topology
-        plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count, client_cpus)
-        _record_cpus(result, plan)
+        # a client on another host takes none of this host's CPUs
+        plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count,
+                                        0 if env.client_host else client_cpus)
+        # a client host that cannot be reached fails the test before any server starts
+        self.clients = open_client_side(env.client_host, env.registry, self.out_dir)
+        self.client_cpus = self.clients.cpus(client_cpus, plan.client)
+        _record_cpus(result, plan, self.client_cpus)
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
+        result.network = self.clients.network(server.host, server.port)
         result.preload_duration_s = self._prepare_deployment(plan)
         persistence = PersistenceChecks(server.client(), suite.dbconfig,
                                         topo.node_count == 1 and not topo.is_cluster)
@@ -232,7 +247,9 @@ class SuiteRun:
         spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
                               env.context.deployment_type,
                               wrapper=self.window.server_wrapper(self.server_dir),
-                              auth=self.suite.dbconfig.auth_at_start)
+                              auth=self.suite.dbconfig.auth_at_start,
+                              bind=env.client_host.server_address if env.client_host
+                              else LOOPBACK)
         self._add_dataset(spec)
         self.deployment = Deployment(spec, env.launcher)
         try:
@@ -272,7 +289,7 @@ class SuiteRun:
             return duration
 
         duration = deployment_data.prepare(self.deployment, self.suite.dbconfig, on_node,
-                                           plan.client)
+                                           _here(plan))
         self.result.deployment = self.deployment.record()
         return duration
 
@@ -281,24 +298,25 @@ class SuiteRun:
         preload = self.suite.dbconfig.preload_tool
         driver = env.drivers.get(preload.tool) if preload else None
         ctx = PreloadContext(client, target, env.registry, self.out_dir, env.preload_timeout_s,
-                             driver, plan.client)
+                             driver, _here(plan))
         return prepare_dataset(ctx, self.suite.dbconfig)
 
     def _warm_up(self, drivers: list[ClientDriver], target: ClientTarget,
                  plan: CpuPlan) -> list[float | None]:
         """Rates measured by each driver's warm-up (None where a driver needs none)."""
-        env = self.env
+        env, clients = self.env, self.clients
+        assert clients is not None
         rates: list[float | None] = []
         for i, (driver, cfg) in enumerate(zip(drivers, self._client_configs())):
             inv = driver.warmup(cfg, target, self.out_dir / f"client-{i}", self._test_time())
             if inv is None:
                 rates.append(None)
                 continue
-            proc = env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+            proc = clients.spawn(inv, self.client_cpus, _timeout(inv, env))
             try:
-                code = _wait(proc, inv, env)
+                code = _wait(clients, proc, inv, env)
             finally:
-                env.registry.stop(proc)
+                clients.stop(proc)
             rate = _parse_all([driver], [inv], [code], rate_is_metric=False).totals.ops_per_sec
             rates.append(rate or None)
         return rates
@@ -306,7 +324,8 @@ class SuiteRun:
     def _run_clients(self, drivers: list[ClientDriver], target: ClientTarget, plan: CpuPlan,
                      rates: list[float | None]) -> ToolResult:
         """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
-        env, result = self.env, self.result
+        env, result, clients = self.env, self.result, self.clients
+        assert clients is not None
         invocations = [self._slowed(d.invocation(cfg, target, self.out_dir / f"client-{i}",
                                                  self._test_time(), rate))
                        for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(),
@@ -320,20 +339,24 @@ class SuiteRun:
         sampler.watch("server", self.deployment.pids)
         self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
-        procs = [env.registry.spawn(inv.argv, inv.stdout_path, cpus=plan.client)
+        procs = [clients.spawn(inv, self.client_cpus, _timeout(inv, env))
                  for inv in invocations]
-        sampler.watch("client", [p.pid for p in procs])
+        if not clients.remote:
+            sampler.watch("client", [p.pid for p in procs])
+        # the foreign load is measured on this host's pinned CPUs (no client's, when the
+        # client runs on another host)
         sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()
         try:
-            codes = [_wait(p, inv, env) for p, inv in zip(procs, invocations)]
+            codes = [_wait(clients, p, inv, env) for p, inv in zip(procs, invocations)]
         finally:
             sampler.stop()
             self.window.stop()
             for p in procs:
-                env.registry.stop(p)
+                clients.stop(p)
         result.tool_duration_s = time.monotonic() - started
-        _saturation(result, sampler, plan, env.thresholds)
+        cores = len(self.client_cpus)
+        _saturation(result, sampler, plan, env.thresholds, clients.usage(procs, cores))
         return _parse_all(drivers, invocations, codes,
                           rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
@@ -356,6 +379,8 @@ class SuiteRun:
 
     def _cleanup(self) -> None:
         """Stop what this run started; a failing step is recorded and the others still run."""
+        if self.clients is not None:
+            self._cleanup_step("close the client side", self.clients.close)
         if self.deployment is not None:
             # each node by its own id; one that will not stop is recorded, the others still are
             for what, error in self.deployment.stop():
@@ -419,8 +444,14 @@ def _version(driver: ClientDriver) -> str:
         return "unknown"
 
 
-def _record_cpus(result: RunResult, plan: CpuPlan) -> None:
-    result.cpus = {"server": plan.server, "client": plan.client}
+def _here(plan: CpuPlan) -> list[int]:
+    """Where preloads run on this host: the client's CPUs, or the servers' when the client
+    is on another host (a preload is not measured)."""
+    return plan.client or plan.server
+
+
+def _record_cpus(result: RunResult, plan: CpuPlan, client: list[int]) -> None:
+    result.cpus = {"server": plan.server, "client": client}
     if plan.warning:
         log.warning("%s: %s", result.test_name, plan.warning)
         result.flags.append(SHARED_CORES)
@@ -439,12 +470,17 @@ def redact(argv: list[str]) -> list[str]:
             else a for a in out]
 
 
-def _wait(proc: subprocess.Popen[bytes], inv: Invocation, env: RunEnv) -> int:
+def _timeout(inv: Invocation, env: RunEnv) -> float:
+    """How long a client may run before it is stopped as hung."""
     # a profiled run (server under callgrind) may be far slower than its test time
     expected = max(float(env.test_time or 0), inv.expected_duration_s)
-    timeout = expected * 3 + env.timeout_buffer_s
+    return expected * 3 + env.timeout_buffer_s
+
+
+def _wait(clients: ClientSide, proc: object, inv: Invocation, env: RunEnv) -> int:
+    timeout = _timeout(inv, env)
     try:
-        return proc.wait(timeout=timeout)
+        return clients.wait(proc, timeout)
     except subprocess.TimeoutExpired as exc:
         raise RunFailure(f"client {inv.argv[0]} timed out after {timeout:.0f}s",
                           tail(inv.stdout_path)) from exc
@@ -471,8 +507,8 @@ def _parse_all(drivers: list[ClientDriver], invocations: list[Invocation],
 
 
 def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
-                thresholds: SaturationThresholds) -> None:
-    client = sampler.usage("client", len(plan.client))
+                thresholds: SaturationThresholds, client_usage: CpuUsage | None) -> None:
+    client = client_usage or sampler.usage("client", len(plan.client))
     server = sampler.usage("server", len(plan.server))
     result.cpu = {"client": client, "server": server}
     foreign = sampler.usage(FOREIGN, len(set(plan.client) | set(plan.server)))

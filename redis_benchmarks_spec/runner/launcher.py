@@ -33,6 +33,9 @@ class ServerSpec:
     start_timeout: float = 15.0
     wrapper: list[str] = field(default_factory=list)  # argv prefix (a profiler, e.g. callgrind)
     auth: Credentials | None = None  # what the suite's configuration makes the server require
+    # the address it listens on: loopback, or this host's address on the benchmark network
+    # when the client runs on another host (runner/client_host.py)
+    bind: str = "127.0.0.1"
 
 
 @dataclass
@@ -83,6 +86,14 @@ def refused_error(handle: ServerHandle, what: str) -> ServerStartError:
                             "(requirepass / ACL users in dbconfig, see docs/suites-and-inputs.md)")
 
 
+def bind_args(address: str) -> list[str]:
+    """``--bind``; off loopback also ``--protected-mode no``, without which a server with no
+    password refuses every client that is not local (the benchmark network is the lab's)."""
+    if address == "127.0.0.1":
+        return ["--bind", address]
+    return ["--bind", address, "--protected-mode", "no"]
+
+
 class ServerLauncher(Protocol):
     def start(self, spec: ServerSpec) -> ServerHandle: ...
 
@@ -97,14 +108,14 @@ class ProcessLauncher:
 
     def start(self, spec: ServerSpec) -> ServerHandle:
         spec.workdir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
+        port = free_port(spec.bind)
         log_path = spec.workdir / "redis-server.log"
-        argv = [*spec.wrapper, spec.binary, "--port", str(port), "--bind", "127.0.0.1", "--dir",
-                str(spec.workdir), "--daemonize", "no", "--logfile", "",
+        argv = [*spec.wrapper, spec.binary, "--port", str(port), *bind_args(spec.bind),
+                "--dir", str(spec.workdir), "--daemonize", "no", "--logfile", "",
                 # keep a test server from dumping a stale RDB into the test directory
                 "--save", "", *spec.args]
         proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir)
-        handle = ServerHandle("127.0.0.1", port, [proc.pid], log_path, [proc], auth=spec.auth)
+        handle = ServerHandle(spec.bind, port, [proc.pid], log_path, [proc], auth=spec.auth)
         up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)
         if handle.refused and proc.poll() is None:
             self.stop(handle)

@@ -22,6 +22,7 @@ from redis_benchmarks_spec.results.document import (
     RunContext,
     RunResult,
 )
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
@@ -56,6 +57,8 @@ class SessionConfig:
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    # the tools run on this host over SSH (runner/client_host.py); None: here, loopback
+    client_host: ClientHostConfig | None = None
 
 
 @dataclass
@@ -73,6 +76,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
     catalogue = config.topologies if config.topologies is not None else load_topologies()
     allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
     planned: list[PlannedTest] = []
+    remote = config.client_host is not None
     for suite in suites:
         names = [t for t in suite.topologies
                  if not config.topology_filter or t == config.topology_filter]
@@ -82,7 +86,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
             topo = catalogue.get(name)
             reason = _capability_skip_reason(suite, config.capabilities) or \
                 _skip_reason(suite, topo, name, tools) or \
-                _cpu_skip_reason(suite, topo, allocator)
+                _cpu_skip_reason(suite, topo, allocator, remote)
             planned.append(PlannedTest(suite, topo, reason, name))
     return planned
 
@@ -92,10 +96,12 @@ def client_cpus(suite: Suite) -> int:
     return max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
 
 
-def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocator) -> str:
+def _cpu_skip_reason(suite: Suite, topo: Topology | None, allocator: CpuAllocator,
+                     remote_client: bool = False) -> str:
     if topo is None or not allocator.strict:
         return ""
-    need = allocator.needed([topo.cpus_per_node] * topo.node_count, client_cpus(suite))
+    need = allocator.needed([topo.cpus_per_node] * topo.node_count,
+                            0 if remote_client else client_cpus(suite))
     if need <= len(allocator.cpus):
         return ""
     return f"--strict-cpus: topology {topo.name!r} needs {need} CPUs ({topo.node_count} " \
@@ -175,7 +181,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher)
+        launcher_kind=config.launcher, client_host=config.client_host)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],
