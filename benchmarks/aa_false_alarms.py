@@ -32,9 +32,9 @@ from redis_benchmarks_spec.analysis.compare import IMPROVEMENT, REGRESSION, Comp
 from redis_benchmarks_spec.analysis.engine import judge_pairs
 from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.paired import NoisePrior
-from redis_benchmarks_spec.analysis.session_folder import load_session
 from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.inputs.session_folder import load_session
 
 Pairs = list[tuple[float, float]]
 

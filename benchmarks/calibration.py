@@ -18,10 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport, compare_paired
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import SESSION_CALIBRATION, RunContext
-from redis_benchmarks_spec.runner.ab import ABConfig, Side, paired_samples, run_ab
+from redis_benchmarks_spec.runner.ab import ABConfig, Side, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
 
@@ -53,7 +54,7 @@ def run(names: list[str], comparison_args: list[str], args: argparse.Namespace,
         repetitions=args.repetitions)
     runs = run_ab(config, suites)
     failed = [f"{r.result.test_name}: {r.result.reason}" for r in runs if not r.result.ok]
-    return compare_paired(paired_samples(runs, METRIC), CompareOptions(metric=METRIC), failed)
+    return judge(runs, Judging(CompareOptions(metric=METRIC), paired=True), failed)
 
 
 def show(report: ComparisonReport, title: str) -> None:

@@ -48,7 +48,7 @@ from redis_benchmarks_spec.datasink import commit_points, grafana, keys, reader,
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
-from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 
 YEAR_COMMITS, YEAR_SUITES, YEAR_PLATFORMS = 1500, 551, 4
 TARGET_BYTES, TARGET_INGEST, TARGET_P95_MS = 8e9, 50_000, 100.0

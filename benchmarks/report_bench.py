@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from redis_benchmarks_spec.analysis import html_report
 from redis_benchmarks_spec.analysis.compare import CompareOptions
-from redis_benchmarks_spec.analysis.report_data import from_two_folders
+from redis_benchmarks_spec.inputs.reports import from_two_folders
 from tests import report_fixtures
 
 

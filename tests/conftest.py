@@ -71,7 +71,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 def _own_noise_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A/A sessions record their noise in a book (analysis.noise); each test has its own, in
     its temporary folder, never the user's nor another test's (subprocesses inherit it)."""
-    from redis_benchmarks_spec.analysis.noise import NOISE_FILE_ENV
+    from redis_benchmarks_spec.inputs.noise_file import NOISE_FILE_ENV
     monkeypatch.setenv(NOISE_FILE_ENV, str(tmp_path / "noise-book.json"))
 
 

@@ -28,11 +28,13 @@ from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
-from redis_benchmarks_spec.notify import pr_ab, pr_state
+from redis_benchmarks_spec.notify import notifier as notifier_mod
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
 from redis_benchmarks_spec.notify.pr_body import results_body
-from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+from redis_benchmarks_spec.pullrequest import ab_record
+from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 from tests.github_standin import GitHubStandIn
@@ -90,7 +92,10 @@ def _pr_event(client: redis.Redis, names: StreamNames, with_base: bool) -> Build
 
 def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[no-untyped-def]
                budget: UntilDecidedBudget | None, with_base: bool = True,
+               handed: list[ab_record.ABRecord | None] | None = None,
                ) -> tuple[BuildEvent, Pushed, str, StreamNames]:
+    """``handed`` collects what the agent hands its event-done hook; the notifier then also
+    writes the HTML report (under ``tmp_path/reports``)."""
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
     suites.mkdir()
@@ -103,10 +108,13 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     event = _pr_event(broker, names, with_base)
     with GitHubStandIn(TOKEN) as gh:
         notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
-                              datasink=sink)
+                              datasink=sink,
+                              reports_dir=tmp_path / "reports" if handed is not None else None)
 
-        def event_done(done: BuildEvent, platform: str) -> None:
-            notifier.platform_done(done, platform)
+        def event_done(done: BuildEvent, platform: str, ab: ab_record.ABRecord | None) -> None:
+            if handed is not None:
+                handed.append(ab)
+            notifier.platform_done(done, platform, ab)
 
         agent = Agent(broker, config, pushed, on_event_done=event_done)
         assert agent.run(max_events=1) == 1
@@ -119,10 +127,22 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
 
 
 def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                       client: redis.Redis) -> None:
-    event, pushed, body, names = _run_agent(redis_server, tmp_path, client, BUDGET)
-    record = pr_ab.load(redis_server.client(), names, event.id, "p1")
+                                                       client: redis.Redis,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_datasink_comparison(*args: Any) -> None:
+        raise AssertionError("the A/B's comment computed a datasink comparison")
+
+    monkeypatch.setattr(notifier_mod, "compare_platform", no_datasink_comparison)
+    handed: list[ab_record.ABRecord | None] = []
+    event, pushed, body, names = _run_agent(redis_server, tmp_path, client, BUDGET,
+                                            handed=handed)
+    record = ab_record.load(redis_server.client(), names, event.id, "p1")
     assert record is not None and record.report is not None and record.base_sha == BASE
+    # the comment came from the record the agent handed over, not from a datasink comparison
+    assert handed == [record]
+    (page,) = (tmp_path / "reports").glob("*.html")
+    html = page.read_text()
+    assert "interleaved A/B" in html and "ab-set" in html and BASE[:10] in html
     progress = record.progress["ab-set"]
     # pairs other processes disturbed were run and stored, and counted apart
     complete = progress.pairs + progress.disturbed
@@ -161,7 +181,7 @@ def test_without_a_budget_a_pr_event_runs_as_before(redis_server, tmp_path: Path
                                                     client: redis.Redis) -> None:
     event, pushed, body, names = _run_agent(redis_server, tmp_path, client, None)
     assert [r.context.git.hash for r in pushed.results] == [HEAD]
-    assert pr_ab.load(redis_server.client(), names, event.id, "p1") is None
+    assert ab_record.load(redis_server.client(), names, event.id, "p1") is None
     assert "No interleaved A/B" not in body and "Interleaved A/B" not in body
 
 
@@ -221,11 +241,11 @@ def test_rbs_agent_says_which_setting_is_wrong_in_one_line(tmp_path: Path) -> No
 
 def test_a_garbled_record_is_a_note_never_a_verdict(redis_server) -> None:  # type: ignore[no-untyped-def]
     names, client = StreamNames.with_prefix(f"g{uuid.uuid4().hex[:6]}"), redis_server.client()
-    client.set(pr_ab.key(names, "e1", "p1"), b'{"report": {"rows": [{"nope": 1}]}}')
-    record = pr_ab.load(client, names, "e1", "p1")
+    client.set(ab_record.key(names, "e1", "p1"), b'{"report": {"rows": [{"nope": 1}]}}')
+    record = ab_record.load(client, names, "e1", "p1")
     assert record is not None and record.report is None and "unreadable" in record.note
-    client.set(pr_ab.key(names, "e2", "p1"), b"[" * 10_000)
-    assert "unreadable" in pr_ab.load(client, names, "e2", "p1").note  # type: ignore[union-attr]
+    client.set(ab_record.key(names, "e2", "p1"), b"[" * 10_000)
+    assert "unreadable" in ab_record.load(client, names, "e2", "p1").note  # type: ignore[union-attr]
 
 
 def test_a_stop_reason_cannot_break_out_of_the_table() -> None:
@@ -240,11 +260,11 @@ def test_a_stop_reason_cannot_break_out_of_the_table() -> None:
 
 
 def test_records_of_a_resumed_event_are_merged() -> None:
-    def rec(test: str, verdict: str) -> pr_ab.ABRecord:
+    def rec(test: str, verdict: str) -> ab_record.ABRecord:
         row = {"test": test, "verdict": verdict}
-        return pr_ab.ABRecord(BASE, "", {"rows": [row], "summary": {verdict: 1}},
-                              {test: pr_ab.TestProgress(4, [2, 4], "max repetitions reached")})
-    merged = pr_ab.merge(rec("a", "NO CHANGE"), rec("b", "REGRESSION"))
+        return ab_record.ABRecord(BASE, "", {"rows": [row], "summary": {verdict: 1}},
+                              {test: ab_record.TestProgress(4, [2, 4], "max repetitions reached")})
+    merged = ab_record.merge(rec("a", "NO CHANGE"), rec("b", "REGRESSION"))
     assert [r["test"] for r in merged.report["rows"]] == ["a", "b"]  # type: ignore[index]
     assert merged.report["summary"] == {"NO CHANGE": 1, "REGRESSION": 1}  # type: ignore[index]
     assert set(merged.progress) == {"a", "b"}
@@ -274,11 +294,11 @@ def test_a_stop_in_the_middle_of_the_ab_leaves_the_event_pending_then_it_resumes
     watcher.start()
     assert first.run() == 0
     watcher.join(timeout=10)
-    assert pushed.results == [] and pr_ab.load(broker, names, event.id, "p1") is None
+    assert pushed.results == [] and ab_record.load(broker, names, event.id, "p1") is None
     assert broker.xpending(names.builds, names.platform_group("p1"))["pending"] == 1
     # the same consumer restarted: the A/B runs again from its first pair, and completes
     assert Agent(broker, config, pushed).run(max_events=1) == 1
-    record = pr_ab.load(broker, names, event.id, "p1")
+    record = ab_record.load(broker, names, event.id, "p1")
     assert record is not None and record.report is not None
     done = record.progress["ab-set"]
     assert len(pushed.of(BASE)) == len(pushed.of(HEAD)) == done.pairs + done.disturbed

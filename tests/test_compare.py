@@ -25,10 +25,10 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.analysis.engine import Judging, judge
-from redis_benchmarks_spec.analysis.session_folder import load_folders
 from redis_benchmarks_spec.analysis.session_runs import SampleSet, sample_runs
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.inputs.session_folder import load_folders
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
@@ -431,7 +431,7 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setattr(cli.datasink_cli, "datasink_client",
                         lambda args: contextlib.nullcontext())
     # no datasink behind this stand-in reader: no platform records either
-    from redis_benchmarks_spec.analysis import platform_context
+    from redis_benchmarks_spec.inputs import platform_context
     monkeypatch.setattr(platform_context, "hosts_of", lambda *a: ([], [], []))
     out = tmp_path / "r.json"
     code = main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
@@ -572,7 +572,7 @@ def test_folders_label_a_suites_topologies_as_the_page_does(
     """A topology whose runs all failed still makes the other's label ``t @ topology``, as
     the HTML report of the same folders labels it (two topologies that ran are two rows:
     test_adaptive_run.py)."""
-    from redis_benchmarks_spec.analysis.report_data import from_two_folders
+    from redis_benchmarks_spec.inputs.reports import from_two_folders
     for side, values in (("a", (100.0, 101.0, 99.0)), ("b", (80.0, 81.0, 79.0))):
         for i, v in enumerate(values):
             _doc(tmp_path / side, "oss-standalone", i, v)

@@ -19,7 +19,7 @@ from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
-from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     BUILD_VARIANT,
@@ -150,7 +150,8 @@ def _pull_request_bases_are_still_found(client: redis.Redis, docs: list[RunResul
     assert expired.baseline_label.startswith(f"commit {(old[1].context.git.hash or '')[:12]}")
     assert "on branch unstable" in expired.baseline_label
     assert expired.samples[TEST][0] == [old[1].metrics[METRICS[0]]]  # that commit's value only
-    assert expired.report.context.baseline.commits == [old[1].context.git.hash]
+    context = expired.report.context
+    assert context and context.baseline.commits == [old[1].context.git.hash]
     never = make_result(0, hash="e" * 40)  # never benchmarked: the branch's last points
     fallback = _pr_compare(client, never, now)
     assert fallback.baseline_label == "branch unstable (last 10 points)"

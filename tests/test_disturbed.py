@@ -22,7 +22,6 @@ from redis_benchmarks_spec.runner.ab import (
     COMPARISON,
     ABRun,
     disturbed_problems,
-    paired_samples,
 )
 from redis_benchmarks_spec.telemetry.cpu import (
     FOREIGN,
@@ -93,9 +92,8 @@ def test_an_ab_leaves_the_pair_of_a_disturbed_run_out_and_says_so() -> None:
     runs = [_ab(0, BASELINE, 100.0), _ab(0, COMPARISON, 97.0),
             _ab(1, COMPARISON, 96.0), _ab(1, BASELINE, 60.0, disturbed=True),
             _ab(2, BASELINE, 101.0), _ab(2, COMPARISON, 98.0)]
-    assert paired_samples(runs, "ALL_STATS.Totals.Ops/sec") == {
-        "t": [(100.0, 97.0), (101.0, 98.0)]}
     sets = pair_runs(runs, "ALL_STATS.Totals.Ops/sec")
+    assert {t: s.pairs for t, s in sets.items()} == {"t": [(100.0, 97.0), (101.0, 98.0)]}
     assert sets["t"].disturbed == 1 and sets["t"].repetitions == [0, 2]
     assert disturbed_problems([r.result for r in runs], "ALL_STATS.Totals.Ops/sec") == [
         ("t @ oss-standalone (baseline): disturbed (other processes used 55 % of a core on "

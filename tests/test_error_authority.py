@@ -13,6 +13,7 @@ from redis_benchmarks_spec.loadgen.base import Invocation
 from redis_benchmarks_spec.loadgen.memtier_audit import audit_notes, in_transaction
 from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
 from redis_benchmarks_spec.loadgen.memtier_json import load_json
+from redis_benchmarks_spec.results import stages
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.error_hints import (
     SUSPECTED_ERRORS,
@@ -76,7 +77,8 @@ def test_server_counters_are_the_authority(tmp_path: Path) -> None:
     (inv_dir / "c.out").write_text("")
     tool_result = tool.parse(Invocation(HSET, inv_dir / "c.out", inv_dir / "c.json", 5.0), 0)
     counted = _result()
-    weigh_tool_notes(counted, tool_result, server_counts_errors([after]), count)
+    stages.add_findings(counted, weigh_tool_notes(tool_result, server_counts_errors([after]),
+                                                  count))
     assert counted.flags == []
     assert "the server counted 0 error replies, and its count decides" in counted.notes[0]
     # a server without error counters (Redis < 6.2): the hint raises a flag, never a failure
@@ -84,6 +86,6 @@ def test_server_counters_are_the_authority(tmp_path: Path) -> None:
                                  if k != "total_error_replies"}, after.commandstats)
     assert not server_counts_errors([old])
     flagged = _result()
-    weigh_tool_notes(flagged, tool_result, False, 0)
+    stages.add_findings(flagged, weigh_tool_notes(tool_result, False, 0))
     assert flagged.flags == [SUSPECTED_ERRORS] and flagged.status == "ok"
     assert "no error counters" in flagged.notes[0]

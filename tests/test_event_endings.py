@@ -39,7 +39,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, record_statuses
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
-from redis_benchmarks_spec.notify.pr_state import PrInfo, save_info
+from redis_benchmarks_spec.pullrequest.state import PrInfo, save_info
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import (
@@ -79,7 +79,7 @@ def make_agent(client: redis.Redis, names: StreamNames, tmp_path: Path,
                          suites_dir=suites(tmp_path), work_dir=tmp_path / "work",
                          results_dir=tmp_path / "results", block_ms=200, **kw)
     return Agent(client, config, lambda results: None,
-                 on_event_done=lambda event, platform: ended.append((event.id, platform)))
+                 on_event_done=lambda event, platform, ab: ended.append((event.id, platform)))
 
 
 def run_until(daemon: Agent | Builder, done: Any, timeout: float = 60) -> None:

@@ -22,7 +22,8 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     compare_paired,
 )
-from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
+from redis_benchmarks_spec.analysis.noise import NoiseBook
+from redis_benchmarks_spec.inputs.noise_file import NoiseBookError, load, save
 
 INSTR = "instructions_per_op"
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
@@ -98,14 +99,14 @@ def test_the_noise_book_pools_sessions_and_names_a_broken_file(tmp_path: Path) -
     book.record("get", INSTR, "lab-1", _pairs([0.1, -0.1, 0.05]))
     entry = book.record("get", INSTR, "lab-1", _pairs([0.2, -0.2, 0.0, 0.1]))
     assert entry is not None and entry.df == 2 + 3 and entry.sessions == 2
-    book.save()
-    again = NoiseBook.load(tmp_path / "noise.json")
+    save(book)
+    again = load(tmp_path / "noise.json")
     priors = again.priors(INSTR, "lab-1", ["get", "set"])
     assert set(priors) == {"get"} and priors["get"].df == 5
     assert again.priors(INSTR, "lab-2", ["get"]) == {}  # another platform knows nothing
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(NoiseBookError, match="bad.json"):
-        NoiseBook.load(tmp_path / "bad.json")
+        load(tmp_path / "bad.json")
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ from redis_benchmarks_spec.notify.github_comments import (
 )
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError, load_config
 from redis_benchmarks_spec.notify.notifier import Links, PrNotifier
-from redis_benchmarks_spec.notify.pr_state import PrInfo, PrInfoError, from_payload
+from redis_benchmarks_spec.pullrequest.state import PrInfo, PrInfoError, from_payload
 from tests.browser import plots_of
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     BUILD_VARIANT,

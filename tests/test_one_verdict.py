@@ -16,11 +16,11 @@ import pytest
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.engine import Judging, judge, judge_pairs
-from redis_benchmarks_spec.analysis.report_data import from_ab_session
-from redis_benchmarks_spec.analysis.session_folder import load_session
 from redis_benchmarks_spec.analysis.session_runs import pair_runs
+from redis_benchmarks_spec.inputs.reports import from_ab_session
+from redis_benchmarks_spec.inputs.session_folder import load_session
 from redis_benchmarks_spec.notify.pr_body import results_body
-from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 METRIC = "ALL_STATS.Totals.Ops/sec"

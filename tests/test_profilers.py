@@ -245,7 +245,8 @@ def test_fixed_request_count_rewrites_both_tools() -> None:
 
 
 def test_function_movers_name_the_function_that_grew(tmp_path: Path) -> None:
-    from redis_benchmarks_spec.analysis.function_movers import function_movers, read_functions
+    from redis_benchmarks_spec.analysis.function_movers import function_movers
+    from redis_benchmarks_spec.inputs.profiles import read_functions
 
     def run(extra: float, noise: float) -> list[dict[str, object]]:
         funcs = [{"function": "processCommand", "file": "server.c", "self_per_op": 180 + noise},

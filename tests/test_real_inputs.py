@@ -25,8 +25,8 @@ from redis_benchmarks_spec.intake.trigger import (
     Selection,
     trigger,
 )
-from redis_benchmarks_spec.notify import pr_state
 from redis_benchmarks_spec.notify.pr_body import queued_body
+from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerSpec, ServerStartError
 from redis_benchmarks_spec.suites.validate import validate_catalog
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)

@@ -2,7 +2,7 @@
 
 When the platform's settings allow a budget (:mod:`.platform_config`) and the event is a
 pull request's, the agent looks for the base commit's build: the base sha the webhook stored
-with the request (``notify.pr_state``) and the artifact a builder stored for that commit in
+with the request (``pullrequest.state``) and the artifact a builder stored for that commit in
 the event's build variant (same key, same MAC check as the event's own artifact). Found: the
 suites run as A/B pairs (base build = baseline, PR build = comparison, alternating order,
 fresh servers) in rounds of :func:`runner.adaptive.until_decided`; each run is a point of
@@ -22,14 +22,15 @@ import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
-from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.analysis.session_runs import keys_of
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.notify import pr_state
-from redis_benchmarks_spec.notify.pr_ab import ABRecord, TestProgress
+from redis_benchmarks_spec.inputs import noise_file
+from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.pullrequest.ab_record import ABRecord, TestProgress
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
 from redis_benchmarks_spec.runner.ab import (
     BASELINE,
@@ -103,8 +104,8 @@ def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
     """The noise book's priors of this platform (``$RBS_NOISE_FILE``, filled by calibration
     A/A sessions); an unreadable book is logged and ignored: the A/B still runs."""
     try:
-        book = NoiseBook.load()
-    except NoiseBookError as exc:
+        book = noise_file.load()
+    except noise_file.NoiseBookError as exc:
         log.warning("noise priors not used: %s", exc)
         return {}
     tests = sorted({e.test for e in book.entries.values() if e.platform == platform})
@@ -139,14 +140,20 @@ def run_pairs(job: PairedRun, suites: list[Suite],
 
 
 def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
-    """The broker record the comment is rendered from: the session's report (header,
-    problems) and per test the pairs taken and why it stopped."""
+    """The record the comment is rendered from: the session's report (header, problems),
+    per test the pairs taken and why it stopped, and the flags of the PR build's runs."""
     record = result.record
     progress = {} if record is None else {
         t: TestProgress(record.pairs.get(t, 0), list(looks), record.stopped.get(t, ""),
                         record.disturbed.get(t, 0))
         for t, looks in record.looks.items()}
-    return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress)
+    keys = keys_of(result.runs)
+    flags: dict[str, set[str]] = {}
+    for run in result.runs:
+        if run.side == COMPARISON:
+            flags.setdefault(keys(run.result), set()).update(run.result.flags)
+    return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress,
+                    flags={t: sorted(f) for t, f in flags.items() if f})
 
 
 def results_by_suite(runs: list[ABRun], suites: list[Suite]) -> dict[str, list[RunResult]]:

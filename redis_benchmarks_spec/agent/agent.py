@@ -25,7 +25,6 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +32,10 @@ import redis
 from redis.client import Pipeline
 
 from redis_benchmarks_spec.agent import ab_event
+from redis_benchmarks_spec.agent.config import AgentConfig, event_session
 from redis_benchmarks_spec.agent.ledger import Ledger
-from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.agent.selection import for_platform, select_valid
-from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
 from redis_benchmarks_spec.common.paths import inside
@@ -56,7 +55,6 @@ from redis_benchmarks_spec.events.messages import (
     MalformedMessage,
     RunStatus,
 )
-from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import (
     EVENT_DONE,
     is_cancelled,
@@ -64,57 +62,25 @@ from redis_benchmarks_spec.events.status import (
     stage_event_end,
 )
 from redis_benchmarks_spec.events.validation import MAX_TEXT
-from redis_benchmarks_spec.loadgen.drivers import ToolPaths
-from redis_benchmarks_spec.notify import pr_ab
-from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
-from redis_benchmarks_spec.runner.client_host import ClientHostConfig
+from redis_benchmarks_spec.pullrequest import ab_record
+from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
-from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.validate import Rejected
-from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 log = logging.getLogger(__name__)
 
 Pusher = Callable[[list[RunResult]], None]
 # called once the platform has finished an event (after EVENT_DONE and the ACK), e.g. to
-# update the pull-request comment; it must not raise for an outside service's failure
-EventDone = Callable[[BuildEvent, str], None]
+# update the pull-request comment, with the A/B record when the platform ran one; it must not
+# raise for an outside service's failure
+EventDone = Callable[[BuildEvent, str, ABRecord | None], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
 # the suite is recorded as failed and the event goes on instead of crash-looping the agent
 SUITE_ERRORS = (OSError, RuntimeError, ValueError)
-
-
-@dataclass
-class AgentConfig:
-    """Everything an agent needs besides its broker connection and datasink push."""
-
-    names: StreamNames
-    platform: str
-    consumer: str
-    suites_dir: Path
-    work_dir: Path
-    results_dir: Path
-    suite_filter: SuiteFilter = field(default_factory=SuiteFilter)
-    tools: ToolPaths = field(default_factory=ToolPaths)
-    test_time: int | None = None
-    cpus: list[int] | None = None
-    launcher: str = "process"
-    strict_cpus: bool = False  # skip tests this host has too few CPUs for (no shared cores)
-    window: WindowOptions = field(default_factory=WindowOptions)  # this platform's profilers
-    block_ms: int = 5000
-    idle_claim_ms: int = 300_000
-    heartbeat_ttl_s: int = 60
-    # an entry delivered more often (restarts and claims included) is dead-lettered
-    max_deliveries: int = 5
-    # MAC key shared with the builders (see builder/signing.py)
-    artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
-    # the platform's A/B budget for pull-request events (see agent/platform_config.py)
-    until_decided: UntilDecidedBudget | None = None
-    # the platform's client host (agent/platform_config.py); None: tools run here
-    client_host: ClientHostConfig | None = None
 
 
 def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
@@ -141,6 +107,7 @@ class Agent:
             dead_letter_stream=config.names.dead_letter, max_deliveries=config.max_deliveries)
         self.consumer.on_dead_letter = self._dead_lettered
         self._ended: list[BuildEvent] = []  # dead-lettered, event-done hook not yet run
+        self._records: dict[str, ABRecord] = {}  # per event: the A/B record, for the hook
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""
@@ -255,7 +222,7 @@ class Agent:
         if self.on_event_done is None:
             return
         try:
-            self.on_event_done(event, self.config.platform)
+            self.on_event_done(event, self.config.platform, self._record(event))
         except Exception:  # a hook after the ACK must not touch the entry
             # the event is done and acknowledged; a failing notification (bad state another
             # writer left in the broker, GitHub down) is logged, never dead-letters the event
@@ -281,7 +248,7 @@ class Agent:
         try:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = self._unpack(event, workdir / "bin")
-                session = self._session(event, binaries["redis-server"])
+                session = event_session(self.config, event, binaries["redis-server"])
                 paired = self._paired(event, workdir / "base-bin", session, lost)
                 if paired is not None:
                     return self._run_paired(paired, event, todo, ledger, lost)
@@ -337,9 +304,7 @@ class Agent:
         if base is None:
             log.warning("event %s: no interleaved A/B: %s", event.id, why)
             note = f"No interleaved A/B on this platform: {why}; one run per test instead."
-            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id,
-                                                  self.config.platform,
-                                                  pr_ab.ABRecord(note=note)))
+            self._save_record(event, ABRecord(note=note))
             return None
         return ab_event.PairedRun(session, server, base, budget,
                                   ab_event.interrupted_by(self.stop_event, lost),
@@ -364,15 +329,26 @@ class Agent:
             reason = f"{type(exc).__name__}: {exc}"
         if lost.is_set():
             return False
-        names, platform = self.config.names, self.config.platform
         if result is not None:
-            record = ab_event.record_of(job, result)
-            self.consumer.call(lambda: pr_ab.save(self.client, names, event.id, platform,
-                                                  record))
+            self._save_record(event, ab_event.record_of(job, result))
         runs = result.runs if result is not None else []
         for test, results in ab_event.results_by_suite(runs, todo).items():
             self._finish_suite(event, ledger, test, results, reason if result is None else "")
         return True
+
+    def _save_record(self, event: BuildEvent, record: ABRecord) -> None:
+        """Stored (merged with a previous holder's), and kept for the event-done hook."""
+        self._records[event.id] = self.consumer.call(lambda: ab_record.save(
+            self.client, self.config.names, event.id, self.config.platform, record))
+
+    def _record(self, event: BuildEvent) -> ABRecord | None:
+        """The A/B record of ``event``: this agent's own, or, when a previous holder ran every
+        suite before it died, the stored one."""
+        record = self._records.pop(event.id, None)
+        if record is None and self.config.until_decided is not None and event.pr is not None:
+            record = ab_record.load(self.client, self.config.names, event.id,
+                                    self.config.platform)
+        return record
 
     def _finish_suite(self, event: BuildEvent, ledger: Ledger, test: str,
                       results: list[RunResult], error: str = "") -> None:
@@ -413,17 +389,3 @@ class Agent:
         failed = [r for r in results if not r.ok]
         self._status(event, suite.name, "failed" if failed else "completed",
                      "; ".join(r.reason for r in failed))
-
-    def _session(self, event: BuildEvent, redis_server: Path) -> SessionConfig:
-        git = GitInfo(org=event.org, repo=event.repo, branch=event.branch,
-                      version=event.version, hash=event.sha,
-                      commit_time_ms=event.commit_time_ms, pr=event.pr)
-        context = RunContext(triggering_env=event.triggering_env, platform=self.config.platform,
-                             build_variant=event.build_variant, git=git)
-        return SessionConfig(
-            tools=replace(self.config.tools, redis_server=str(redis_server)),
-            results_dir=inside(self.config.results_dir, event.id.replace(":", "_")),
-            context=context, test_time=self.config.test_time, cpus=self.config.cpus,
-            launcher=self.config.launcher, topology_filter=self.config.suite_filter.topology,
-            strict_cpus=self.config.strict_cpus, window=self.config.window,
-            client_host=self.config.client_host)

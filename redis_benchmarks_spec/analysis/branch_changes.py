@@ -1,19 +1,15 @@
-"""Change points of every matching test's series on a branch, read from the datasink, each
-step placed between two commits (the last point before it and the first after it)."""
+"""Change points of a test's series on a branch (read by :mod:`inputs.history`), each step
+placed between two commits (the last point before it and the first after it)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-import redis
-
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, Step, steps
-from redis_benchmarks_spec.analysis.history import HistoryPoint, HistoryQuery, read_history
+from redis_benchmarks_spec.analysis.history import History, HistoryPoint
 from redis_benchmarks_spec.analysis.verdict import metric_direction
-from redis_benchmarks_spec.datasink import keys, reader
 
 
 @dataclass(frozen=True)
@@ -55,24 +51,12 @@ class SeriesChanges:
                 "steps": [s.to_dict() for s in self.steps]}
 
 
-def tests_on_branch(client: redis.Redis, query: BranchQuery) -> list[str]:
-    """Tests with a series of ``query.metric`` on the branch, matching the regexp."""
-    selector = reader.SeriesSelector(
-        metric=query.metric, side=keys.Side("branch", query.branch), platform=query.platform,
-        topology=query.topology, build_variant=query.build_variant, last_n=1)
-    found = reader.series_for_tests(client, selector)
-    return sorted(t for t in found if re.search(query.tests_regexp, t))
-
-
-def series_changes(client: redis.Redis, query: BranchQuery, test: str,
-                   options: ChangePointOptions) -> SeriesChanges:
-    """The change points of one test's series (raises ``HistoryError`` when ambiguous)."""
-    history = read_history(client, HistoryQuery(
-        test=test, metric=query.metric, branch=query.branch, platform=query.platform,
-        topology=query.topology, build_variant=query.build_variant, last_n=query.last_n))
+def changes_of(history: History, options: ChangePointOptions) -> SeriesChanges:
+    """The change points of one test's series (its history on the branch), each placed
+    between the points on either side of it."""
     values = [p.value for p in history.points]
-    out = SeriesChanges(test, history.series_key, len(values))
-    direction = metric_direction(query.metric)
+    out = SeriesChanges(history.query.test, history.series_key, len(values))
+    direction = metric_direction(history.query.metric)
     for step in steps(values, options):
         out.steps.append(PlacedStep(step, history.points[step.index - 1],
                                     history.points[step.index],

@@ -3,18 +3,17 @@
 Every report (terminal, Markdown, HTML, the pull-request comment) opens with this header, so
 a reader knows which builds the verdicts are about before reading a number. It is built from
 the result documents of each side (directories, A/B sessions) or from the selectors and
-point counts of a datasink query.
+point counts of a datasink query (read by :mod:`inputs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from redis_benchmarks_spec.analysis.host_noise import HostSide
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.document import RunResult
 
 SHORT_SHA = 10
 
@@ -90,18 +89,6 @@ def context_from_results(baseline: SideInfo, comparison: SideInfo,
         build_variants=_sorted_unique(d.context.build_variant for d in docs),
         topologies=_sorted_unique(d.context.topology for d in docs), paired=paired,
         across_platforms=across)
-
-
-def result_documents(directory: Path) -> list[RunResult]:
-    """Every readable ``result.json`` under ``directory`` (unreadable ones are skipped: the
-    comparison itself reports them as problems)."""
-    docs = []
-    for path in find_result_files(directory):
-        try:
-            docs.append(RunResult.read(path))
-        except (ValueError, OSError):
-            continue
-    return docs
 
 
 def short(sha: str) -> str:

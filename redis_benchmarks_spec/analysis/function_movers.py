@@ -10,10 +10,8 @@ Nothing here prints.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 PATH_KEY = "instructions_functions"
@@ -39,16 +37,6 @@ class FunctionMove:
                 "comparison_per_op": round(self.comparison_per_op, 2),
                 "delta_per_op": round(self.delta_per_op, 2),
                 "share_of_total_pct": round(self.share_of_total_pct, 3)}
-
-
-def read_functions(path: Path) -> list[dict[str, Any]]:
-    """One run's per-function artifact; a missing or malformed file reads as no functions."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    return [f for f in data if isinstance(f, dict) and "function" in f] \
-        if isinstance(data, list) else []
 
 
 def _medians(runs: list[list[dict[str, Any]]]) -> tuple[dict[str, float], dict[str, str | None]]:

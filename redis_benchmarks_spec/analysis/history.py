@@ -1,5 +1,5 @@
-"""One metric's history on a branch, read from the datasink: the points, and for each the
-commit and version of the run that made it (from the stored result documents).
+"""One metric's history on a branch: the points, and for each the commit and version of the
+run that made it (read from the datasink by :mod:`inputs.history`).
 
 Formatting lives in ``cli/history.py``; the sparkline and the CSV/JSON forms are here so a
 report or a test can use them without the command line.
@@ -11,10 +11,6 @@ import csv
 import io
 import json
 from dataclasses import asdict, dataclass, field
-
-import redis
-
-from redis_benchmarks_spec.datasink import keys, reader
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -48,50 +44,8 @@ class History:
     query: HistoryQuery
     series_key: str
     points: list[HistoryPoint] = field(default_factory=list)
-
-
-def _selector(query: HistoryQuery) -> reader.SeriesSelector:
-    return reader.SeriesSelector(metric=query.metric, side=keys.Side("branch", query.branch),
-                                 test_name=query.test, platform=query.platform,
-                                 topology=query.topology, build_variant=query.build_variant,
-                                 last_n=query.last_n)
-
-
-def _annotate(client: redis.Redis, series_key: str, query: HistoryQuery,
-              points: list[HistoryPoint]) -> None:
-    """Commit and version of the run that wrote each point: runs are indexed by start time,
-    which is the points' timestamp; the run must be of this series' variant and platform.
-    Two round trips whatever the number of points (the run ids, then one MGET)."""
-    if not points:
-        return
-    series = keys.parse_key(series_key, query.metric)
-    per_point = reader.run_ids_at(client, series.scope, query.test, [p.ts_ms for p in points])
-    docs = reader.result_documents(client, sorted({r for ids in per_point for r in ids}))
-    wanted = (query.branch, series.build_variant, series.platform)
-    for point, ids in zip(points, per_point):
-        for run_id in (r for r in ids if r in docs):
-            doc = docs[run_id]
-            ctx = doc.context
-            if (ctx.git.branch, ctx.build_variant, ctx.platform) == wanted:
-                point.commit = ctx.git.hash or doc.redis_git_sha
-                point.version = ctx.git.version or doc.redis_version
-                point.run_id = run_id
-                break
-
-
-def read_history(client: redis.Redis, query: HistoryQuery) -> History:
-    """The last ``query.last_n`` points, oldest first, each with its commit and version."""
-    found = reader.read_series(client, _selector(query))
-    if not found:
-        raise HistoryError(f"no series of {query.test} {query.metric} on branch "
-                           f"{query.branch}")
-    if len(found) > 1:
-        raise HistoryError(f"{len(found)} series match; narrow with --platform, --topology "
-                           f"or --build-variant: {', '.join(s.key for s in found[:4])}")
-    history = History(query, found[0].key)
-    history.points = [HistoryPoint(ts, value) for ts, value in found[0].points]
-    _annotate(client, history.series_key, query, history.points)
-    return history
+    # the repetition (rep-NN) of each point's run, by run id: a table column, not exported
+    repetitions: dict[str, int | None] = field(default_factory=dict)
 
 
 def sparkline(values: list[float]) -> str:

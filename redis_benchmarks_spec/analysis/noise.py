@@ -7,31 +7,23 @@ adds its pairs' spread here; an A/B session on the same platform pools it with i
 pool: the book keeps the pooled variance and its degrees of freedom, as a running sum.
 
 The book is a JSON file (``--noise-file``, default ``$RBS_NOISE_FILE`` or
-``~/.local/share/redis-benchmarks-spec/noise.json``), written atomically.
+``~/.local/share/redis-benchmarks-spec/noise.json``), read and written atomically by
+:mod:`inputs.noise_file`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from redis_benchmarks_spec.analysis.paired import NoisePrior, log_ratios
 
-NOISE_FILE_ENV = "RBS_NOISE_FILE"
 VERSION = 1
-
-
-def default_path() -> Path:
-    env = os.environ.get(NOISE_FILE_ENV)
-    if env:
-        return Path(env)
-    return Path.home() / ".local" / "share" / "redis-benchmarks-spec" / "noise.json"
 
 
 @dataclass
@@ -55,10 +47,6 @@ def entry_key(test: str, metric: str, platform: str) -> str:
     return f"{platform}|{metric}|{test}"
 
 
-class NoiseBookError(ValueError):
-    """The noise file cannot be read; the message names it."""
-
-
 class NoiseBook:
     """Every recorded test's noise, read from and written to one file."""
 
@@ -67,25 +55,15 @@ class NoiseBook:
         self.entries = entries or {}
 
     @classmethod
-    def load(cls, path: Path | None = None) -> NoiseBook:
-        """The book at ``path`` (empty when the file does not exist yet)."""
-        path = path or default_path()
-        if not path.exists():
-            return cls(path)
-        try:
-            raw = json.loads(path.read_text())
-            entries = [NoiseEntry(**e) for e in raw["entries"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise NoiseBookError(f"{path}: not a noise file ({exc})") from None
+    def from_dict(cls, path: Path, raw: dict[str, Any]) -> NoiseBook:
+        """A book read from ``path`` (entries without a usable spread are dropped); raises
+        KeyError or TypeError when ``raw`` is not a book."""
+        entries = [NoiseEntry(**e) for e in raw["entries"]]
         return cls(path, {e.key: e for e in entries if e.df >= 1 and math.isfinite(e.sd)})
 
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        doc = {"version": VERSION,
-               "entries": [asdict(e) for _, e in sorted(self.entries.items())]}
-        tmp.write_text(json.dumps(doc, indent=1))
-        tmp.replace(self.path)
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": VERSION,
+                "entries": [asdict(e) for _, e in sorted(self.entries.items())]}
 
     def priors(self, metric: str, platform: str, tests: list[str]) -> dict[str, NoisePrior]:
         """The recorded noise of these tests on this metric and platform."""

@@ -1,37 +1,15 @@
-"""What an HTML report shows, gathered from a results folder, an A/B session or two folders,
-and (optionally) the datasink's history. Nothing here draws or formats.
-
-* a results folder: one side, every run under it;
-* an A/B session (``rbs run --baseline-server ...``): ``baseline/`` and ``comparison/``
-  folders with ``rep-NN`` repetitions, compared paired by repetition;
-* two folders (``--baseline-dir`` / ``--comparison-dir``): compared unpaired.
+"""What an HTML report shows: one side's runs, two sides judged, the metric's history. It is
+built from runs already in memory (``rbs run --html``, ``rbs compare``) or by :mod:`inputs.reports`
+from folders, a saved comparison and the datasink. Nothing here reads, draws or formats.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import redis
-
-from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.context import (
-    context_from_results,
-    result_documents,
-    side_from_results,
-)
-from redis_benchmarks_spec.analysis.engine import Judging, judge
-from redis_benchmarks_spec.analysis.session_folder import (
-    RunsOnDisk,
-    SessionFolderError,
-    is_session,
-    load_folders,
-    load_session,
-)
+from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
-from redis_benchmarks_spec.datasink import keys, reader
-from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, split
+from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult
 
 Point = tuple[int, float]
@@ -82,7 +60,7 @@ class ReportData:
         return sorted({t for side in self.sides for t in [*side.runs, *side.points]} | set(rows))
 
 
-def _side(name: str, docs: list[RunResult], keys: ComparisonKeys | None = None) -> SideRuns:
+def side_of(name: str, docs: list[RunResult], keys: ComparisonKeys | None = None) -> SideRuns:
     """``keys`` label a suite's topologies apart (by default from ``docs``)."""
     keys = keys or ComparisonKeys.of(docs)
     side = SideRuns(name)
@@ -94,125 +72,11 @@ def _side(name: str, docs: list[RunResult], keys: ComparisonKeys | None = None) 
     return side
 
 
-def _docs(directory: Path) -> list[RunResult]:
-    if not directory.is_dir():
-        raise ReportInputError(f"{directory}: not a directory")
-    return result_documents(directory)
-
-
-def from_folder(root: Path, options: CompareOptions) -> ReportData:
-    """A results folder, or an A/B session when it holds ``baseline/`` and ``comparison/``."""
-    if is_session(root):
-        return from_ab_session(root, options)
-    docs = _docs(root)
-    if not docs:
-        raise ReportInputError(f"{root}: no result.json below it")
-    return ReportData(title=f"Results of {root}", metric=options.metric,
-                      sides=[_side(str(root), docs)])
-
-
-def _server_label(docs: list[RunResult]) -> str:
-    """A side of an A/B session named by its server binary(ies)."""
-    servers = sorted({d.redis_server for d in docs if d.redis_server})
-    return "redis-server " + ", ".join(servers) if servers else "?"
-
-
 def from_runs(title: str, runs: list[ABRun], report: ComparisonReport,
               labels: tuple[str, str] = (BASELINE, COMPARISON)) -> ReportData:
     """A page of runs already judged (``rbs run --html`` holds both in memory)."""
     keys = ComparisonKeys.of(r.result for r in runs)
-    sides = [_side(label, [r.result for r in runs if r.side == side], keys)
+    sides = [side_of(label, [r.result for r in runs if r.side == side], keys)
              for side, label in zip((BASELINE, COMPARISON), labels, strict=True)]
     return ReportData(title=title, metric=report.options.metric, sides=sides, report=report,
                       problems=list(report.problems))
-
-
-def judged(found: RunsOnDisk, options: CompareOptions,
-           labels: tuple[str, str] | None = None) -> ComparisonReport:
-    """The engine's report of runs read from disk, with the header of their documents
-    (each side labelled by ``labels``, by default by its server binary)."""
-    record = found.record if found.record and found.record.metric == options.metric else None
-    report = judge(found.runs, Judging(options, found.paired, record, found.priors),
-                   found.problems)
-    ok_b = [d for d in found.side(BASELINE) if d.ok]
-    ok_c = [d for d in found.side(COMPARISON) if d.ok]
-    names = labels or (_server_label(ok_b), _server_label(ok_c))
-    report.context = context_from_results(side_from_results(names[0], ok_b),
-                                          side_from_results(names[1], ok_c),
-                                          ok_b + ok_c, paired=found.paired)
-    return report
-
-
-def from_ab_session(root: Path, options: CompareOptions) -> ReportData:
-    """An interleaved A/B session: its runs judged by the engine, as the run judged them."""
-    try:
-        found = load_session(root)
-    except SessionFolderError as exc:
-        raise ReportInputError(str(exc)) from None
-    report = judged(found, options)
-    if not report.rows:
-        raise ReportInputError(f"{root}: no ok run on both sides of the session")
-    return from_runs(f"A/B session {root}", found.runs, report)
-
-
-def from_two_folders(baseline: Path, comparison: Path, options: CompareOptions) -> ReportData:
-    """Two results folders: one session's sides (paired), else two samples (unpaired)."""
-    try:
-        found = load_folders(baseline, comparison)
-    except SessionFolderError as exc:
-        raise ReportInputError(str(exc)) from None
-    report = judged(found, options, (str(baseline), str(comparison)))
-    return from_runs(f"{baseline} vs {comparison}", found.runs, report)
-
-
-def from_report_json(path: Path) -> ReportData:
-    """A comparison saved by ``rbs compare --format json``: its rows, header and options."""
-    try:
-        report = ComparisonReport.from_dict(json.loads(path.read_text()))
-    except OSError as exc:
-        raise ReportInputError(f"{path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ReportInputError(f"{path}: not a comparison written by rbs compare --format "
-                               f"json ({exc})") from None
-    names = ("baseline", "comparison")
-    sides = [SideRuns(name) for name in names]
-    return ReportData(title=f"Comparison {path.name}", metric=report.options.metric,
-                      sides=sides, report=report)
-
-
-def _commits(data: ReportData) -> list[str]:
-    if data.report and data.report.context:
-        ctx = data.report.context
-        return [*ctx.baseline.commits, *ctx.comparison.commits]
-    return sorted({r.context.git.hash for s in data.sides for rs in s.runs.values()
-                   for r in rs if r.context.git.hash})
-
-
-def _series_label(series: reader.Series) -> str:
-    parsed = keys.parse_key(series.key)
-    return f"{parsed.platform}/{parsed.topology}"
-
-
-def attach_history(data: ReportData, client: redis.Redis, branch: str,
-                   platform: str | None = None) -> None:
-    """The metric's history on ``branch`` for every test, with the compared commits marked
-    where those commits have points in the datasink."""
-    history = History(branch=branch)
-    commits = _commits(data)
-    for test in data.tests:
-        name, topology = split(test)
-        sel = reader.SeriesSelector(metric=data.metric, side=keys.Side("branch", branch),
-                                    test_name=name, platform=platform, topology=topology)
-        history.lines[test] = [(_series_label(s), s.points)
-                               for s in reader.read_series(client, sel) if s.points]
-        marks: list[tuple[str, int]] = []
-        for sha in commits:
-            hsel = reader.SeriesSelector(metric=data.metric, side=keys.Side("hash", sha),
-                                         test_name=name, platform=platform,
-                                         topology=topology)
-            marks += [(sha[:10], t) for s in reader.read_series(client, hsel)
-                      for t, _ in s.points[-1:]]
-        history.markers[test] = marks
-    if not any(history.lines.values()):
-        history.note = f"no points on branch {branch} in the datasink for these tests"
-    data.history = history

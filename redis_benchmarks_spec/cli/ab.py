@@ -16,19 +16,20 @@ from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.engine import SessionPriors
-from redis_benchmarks_spec.analysis.noise import NoiseBook, NoiseBookError
+from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
     SequentialPlan,
 )
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
-from redis_benchmarks_spec.analysis.session_folder import write_priors
 from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
+from redis_benchmarks_spec.inputs import noise_file
+from redis_benchmarks_spec.inputs.session_folder import write_priors
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
@@ -133,8 +134,8 @@ def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
     if args.no_noise_prior:
         return None
     try:
-        return NoiseBook.load(args.noise_file)
-    except NoiseBookError as exc:
+        return noise_file.load(args.noise_file)
+    except noise_file.NoiseBookError as exc:
         raise UsageError("--noise-file", str(exc), "fix or remove the file, or give "
                          "--no-noise-prior") from None
 
@@ -152,7 +153,7 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
         for test, pairs in pair_runs(result.runs, sub.options.metric).items():
             recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
     if recorded:
-        book.save()
+        noise_file.save(book)
         console.print(f"noise: an A/A session (the same binary on both sides): {recorded} "
                       f"test/metric spread(s) recorded in {escape(str(book.path))}",
                       highlight=False, soft_wrap=True)

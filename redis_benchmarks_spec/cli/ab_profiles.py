@@ -26,8 +26,8 @@ from redis_benchmarks_spec.analysis.function_movers import (
     PATH_KEY,
     FunctionMove,
     function_movers,
-    read_functions,
 )
+from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.comparison_key import SEPARATOR, ComparisonKeys
 from redis_benchmarks_spec.runner.ab import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.telemetry.profilers import folded

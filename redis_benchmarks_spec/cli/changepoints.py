@@ -12,12 +12,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from redis_benchmarks_spec.analysis.branch_changes import (
-    BranchQuery,
-    SeriesChanges,
-    series_changes,
-    tests_on_branch,
-)
+from redis_benchmarks_spec.analysis.branch_changes import BranchQuery, SeriesChanges
 from redis_benchmarks_spec.analysis.changepoints import (
     DEFAULT_MAX_PVALUE,
     DEFAULT_WINDOW,
@@ -32,6 +27,7 @@ from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.inputs.history import series_changes, tests_on_branch
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -158,8 +158,8 @@ def _newest_ms(series: dict[str, Any]) -> int | None:
 
 def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
     """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side,
-    and the named platforms' records (``analysis.platform_context``)."""
-    from redis_benchmarks_spec.analysis.platform_context import hosts_of
+    and the named platforms' records (``inputs.platform_context``)."""
+    from redis_benchmarks_spec.inputs.platform_context import hosts_of
     reader = _reader()
     platforms = {side: side_platform(args, side) for side in ("baseline", "comparison")}
     base_sel = selector(args, reader, side_of(args, "baseline"), platforms["baseline"])
@@ -280,8 +280,9 @@ def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Sam
 def _compare_folders(args: argparse.Namespace, options: CompareOptions) -> int:
     """Two folders through the one engine: the sides of one A/B session are that session
     (paired, at its looks, with its noise priors), anything else two samples."""
-    from redis_benchmarks_spec.analysis.report_data import from_runs, judged
-    from redis_benchmarks_spec.analysis.session_folder import SessionFolderError, load_folders
+    from redis_benchmarks_spec.analysis.report_data import from_runs
+    from redis_benchmarks_spec.inputs.reports import judged
+    from redis_benchmarks_spec.inputs.session_folder import SessionFolderError, load_folders
     keep = NameFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
     try:
         found = load_folders(args.baseline_dir, args.comparison_dir, keep)

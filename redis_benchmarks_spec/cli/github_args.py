@@ -19,7 +19,7 @@ import redis
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.notify import github_config as gh
-from redis_benchmarks_spec.notify.pr_state import PrInfoError, from_payload
+from redis_benchmarks_spec.pullrequest.state import PrInfoError, from_payload
 
 log = logging.getLogger(__name__)
 

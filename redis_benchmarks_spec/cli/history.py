@@ -20,7 +20,6 @@ from redis_benchmarks_spec.analysis.history import (
     History,
     HistoryError,
     HistoryQuery,
-    read_history,
     sparkline,
     to_csv,
     to_json,
@@ -29,7 +28,7 @@ from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.inputs.history import read_history
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,9 +82,7 @@ def _histories(client: redis.Redis, query: HistoryQuery,
                 from None
         histories = [read_history(client, replace(query, test=name))
                      for name in hints.swept_tests(found)]
-    ids = sorted({p.run_id for h in histories for p in h.points if p.run_id}) if table else []
-    reps = {run_id: doc.context.repetition
-            for run_id, doc in reader.result_documents(client, ids).items()}
+    reps = {run: rep for h in histories for run, rep in h.repetitions.items() if run}
     return histories, reps
 
 

@@ -1,7 +1,7 @@
 """``rbs report``: a self-contained HTML page for a results folder, an A/B session or two
 folders compared; ``rbs compare --html`` and ``rbs run ... --html`` (A/B) write it too.
 
-Parsing and wiring only: the data is :mod:`redis_benchmarks_spec.analysis.report_data`,
+Parsing and wiring only: the data is read by :mod:`redis_benchmarks_spec.inputs.reports`,
 the page :mod:`redis_benchmarks_spec.analysis.html_report`.
 """
 
@@ -50,7 +50,8 @@ def add_history_args(p: argparse.ArgumentParser) -> None:
 
 
 def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
-    from redis_benchmarks_spec.analysis import report_data
+    from redis_benchmarks_spec.analysis.report_data import ReportInputError
+    from redis_benchmarks_spec.inputs import reports as report_data
     try:
         if args.from_json:
             return report_data.from_report_json(args.from_json)
@@ -62,8 +63,9 @@ def _data(args: argparse.Namespace, options: CompareOptions) -> Any:
         if args.folder is None:
             raise UsageError("FOLDER", "give a results folder or --baseline-dir and "
                                        "--comparison-dir")
-        return report_data.from_folder(args.folder, options)
-    except report_data.ReportInputError as exc:
+        # a session's own record names the metric it decided on, unless --metric says
+        return report_data.from_folder(args.folder, options, args.metric is None)
+    except ReportInputError as exc:
         raise UsageError("", str(exc)) from None
 
 
@@ -71,7 +73,7 @@ def attach_history(args: argparse.Namespace, data: Any) -> None:
     """Add the datasink's history when --history-datasink is given."""
     if not args.history_datasink:
         return
-    from redis_benchmarks_spec.analysis.report_data import attach_history as attach
+    from redis_benchmarks_spec.inputs.reports import attach_history as attach
     client = redis.Redis.from_url(args.history_datasink, socket_timeout=30,
                                   socket_connect_timeout=5)
     try:
@@ -96,24 +98,8 @@ def write_html(data: Any, path: Path) -> Path:
         raise UsageError(str(path), exc.strerror or str(exc)) from None
 
 
-def _recorded_metric(folder: Path | None) -> str | None:
-    """The metric an ``--until-decided`` session in ``folder`` decided on (``auto`` may have
-    chosen it), or None; a broken record is reported by the report itself."""
-    from redis_benchmarks_spec.analysis.sequential_compare import (
-        SEQUENTIAL_RECORD,
-        SequentialRecord,
-    )
-    path = folder / SEQUENTIAL_RECORD if folder is not None else None
-    if path is None or not path.is_file():
-        return None
-    try:
-        return SequentialRecord.from_json(path.read_text()).metric
-    except (OSError, ValueError):
-        return None
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    metric = args.metric or _recorded_metric(args.folder) or DEFAULT_METRIC
+    metric = args.metric or DEFAULT_METRIC
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=metric)
     data = _data(args, options)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 

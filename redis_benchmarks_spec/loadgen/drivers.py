@@ -13,7 +13,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen import redis_benchmark, registry
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 

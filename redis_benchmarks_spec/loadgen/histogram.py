@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from hdrh.codec import HdrCookieException, HdrHistogramSettingsException, HdrLengthException
 from hdrh.histogram import HdrHistogram
 
-from redis_benchmarks_spec.loadgen.result import PERCENTILES, LatencySummary, percentile_label
+from redis_benchmarks_spec.results.tool_result import PERCENTILES, LatencySummary, percentile_label
 
 US_PER_MS = 1000.0
 

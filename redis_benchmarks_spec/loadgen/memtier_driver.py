@@ -8,7 +8,7 @@ from redis_benchmarks_spec.loadgen import memtier_argv as memtier
 from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
 from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
 
 # a run with neither --test-time nor -n: memtier's default is 10000 requests per client

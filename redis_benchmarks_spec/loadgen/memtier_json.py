@@ -39,12 +39,8 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.loadgen import histogram as hdr
-from redis_benchmarks_spec.loadgen.result import (
-    CommandResult,
-    LatencySummary,
-    ToolOutputError,
-    ToolResult,
-)
+from redis_benchmarks_spec.loadgen.result import ToolOutputError
+from redis_benchmarks_spec.results.tool_result import CommandResult, LatencySummary, ToolResult
 
 TOOL = "memtier_benchmark"
 SINGLE = "ALL STATS"

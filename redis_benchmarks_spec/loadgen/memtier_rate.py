@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 
 #: differences below this share are rounding, not worth a sentence
 TOLERANCE = 0.01

@@ -9,7 +9,7 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.loadgen import histogram as hdr
 from redis_benchmarks_spec.loadgen.memtier_json import SINGLE, command_section
-from redis_benchmarks_spec.loadgen.result import CommandResult, LatencySummary, ToolResult
+from redis_benchmarks_spec.results.tool_result import CommandResult, LatencySummary, ToolResult
 
 
 def _client_histogram(res: ToolResult, name: str) -> HdrHistogram | None:

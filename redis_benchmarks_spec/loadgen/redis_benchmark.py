@@ -20,13 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import minimal_env
-from redis_benchmarks_spec.loadgen.result import (
-    CommandResult,
-    LatencySummary,
-    ServerErrorReplies,
-    ToolOutputError,
-    ToolResult,
-)
+from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, ToolOutputError
+from redis_benchmarks_spec.results.tool_result import CommandResult, LatencySummary, ToolResult
 from redis_benchmarks_spec.suites.commands import REDIS_BENCHMARK_VALUE_OPTS
 from redis_benchmarks_spec.suites.suite import ToolConfig
 

@@ -2,9 +2,10 @@
 
 * :meth:`PrNotifier.accepted`: the webhook receiver enqueued a build request for a pull
   request: store the PR's base (the baseline) and post the "build started" comment.
-* :meth:`PrNotifier.platform_done`: an agent finished a build event on its platform: compare
-  the head commit against the baseline in the datasink, store the platform's section, and
-  re-render the one comment from every section stored so far. An event the agent
+* :meth:`PrNotifier.platform_done`: an agent finished a build event on its platform: the
+  interleaved A/B the agent hands over when it ran one, else the head commit compared against
+  the baseline in the datasink, is stored as the platform's section, and the one comment is
+  re-rendered from every section stored so far. An event the agent
   dead-lettered gets a section that says so, with the reason, instead of a comparison.
 * :meth:`PrNotifier.build_ended`: a builder failed or dead-lettered a variant: no agent will
   ever run it, so its section says "build failed" or "dead-lettered" with the reason, and no
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import redis
 import requests
@@ -28,7 +31,6 @@ from github import GithubException
 from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
-from redis_benchmarks_spec.notify import pr_ab, pr_state
 from redis_benchmarks_spec.notify.github_comments import (
     GitHubConfig,
     PullRequestRef,
@@ -37,7 +39,9 @@ from redis_benchmarks_spec.notify.github_comments import (
 )
 from redis_benchmarks_spec.notify.pr_body import queued_body, results_body
 from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions, compare_platform
-from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +84,16 @@ class PrNotifier:
                       info.number, exc)
             return None
 
-    def platform_done(self, event: BuildEvent, platform: str) -> Upserted | None:
-        """Compare, store this platform's section and edit (or create) the comment."""
+    def platform_done(self, event: BuildEvent, platform: str,
+                      ab: ABRecord | None = None) -> Upserted | None:
+        """Store this platform's section (the agent's A/B ``ab`` when it ran one, else a
+        comparison against the datasink) and edit (or create) the comment."""
         if event.pr is None:
             return None
         try:
             info = self._info(event)
-            pr_state.save_section(self.broker, self.names, info, self._section(event, platform, info))
+            section = self._section(event, platform, info, ab)
+            pr_state.save_section(self.broker, self.names, info, section)
             with self._lock(info):
                 sections = pr_state.load_sections(self.broker, self.names, info)
                 body = results_body(info, sections, self._pending(event, sections))
@@ -128,7 +135,8 @@ class PrNotifier:
         return PrInfo(org=event.org, repo=event.repo, number=event.pr, head_sha=event.sha,
                       head_ref=event.branch or "", base_ref=self.options.default_base_branch)
 
-    def _section(self, event: BuildEvent, platform: str, info: PrInfo) -> Section:
+    def _section(self, event: BuildEvent, platform: str, info: PrInfo,
+                 ab: ABRecord | None) -> Section:
         failed = [s for s in read_statuses(self.broker, self.names, event.id)
                   if s.platform == platform and s.test_name == EVENT_DONE
                   and s.state in ("failed", DEAD_LETTERED)]
@@ -138,38 +146,46 @@ class PrNotifier:
                           links=self._links(event, platform, info))
         if failed:
             return section
+        if ab is not None and ab.note:
+            section.notes.append(ab.note)
+        if ab is not None and ab.report is not None:
+            return self._ab_section(section, event, info, ab)
         if self.datasink is None:
             section.reason = "no datasink to compare from"
             section.state = "failed"
             return section
         comparison = compare_platform(self.datasink, event, platform, info, self.options)
         section.report = comparison.report.to_dict()
-        self._sequential(section, event, platform)
         section.flags = {t: f for t, f in comparison.flags.items() if f}
-        if self.reports_dir is not None:
-            # matplotlib loads only where reports are written (rbs api never needs it)
-            try:
-                from redis_benchmarks_spec.notify.pr_report import write_pr_report
-                write_pr_report(self.datasink, event, platform, info, comparison,
-                                self.reports_dir)
-            except (OSError, ImportError) as exc:  # the comment goes out without the link
-                log.error("HTML report of %s on %s not written: %s", event.id, platform, exc)
-                section.links.pop("HTML report", None)
-        else:
-            section.links.pop("HTML report", None)
+        self._html(section, event, lambda pr_report, sink: pr_report.write_pr_report(
+            sink, event, platform, info, comparison, self.reports_dir))
         return section
 
-    def _sequential(self, section: Section, event: BuildEvent, platform: str) -> None:
-        """The agent's interleaved A/B, when it ran one, replaces the datasink comparison's
-        verdicts (the HTML report still shows the stored points of both commits)."""
-        record = pr_ab.load(self.broker, self.names, event.id, platform)
-        if record is None:
+    def _ab_section(self, section: Section, event: BuildEvent, info: PrInfo,
+                    ab: ABRecord) -> Section:
+        """The agent's interleaved A/B, handed over by the agent: its verdicts are the
+        section's (no datasink comparison is made for this platform)."""
+        section.report = ab.report
+        section.sequential = {t: asdict(p) for t, p in ab.progress.items()}
+        section.flags = {t: f for t, f in ab.flags.items() if f}
+        self._html(section, event, lambda pr_report, sink: pr_report.write_ab_report(
+            sink, event, section.platform, info, ab, self.reports_dir))
+        return section
+
+    def _html(self, section: Section, event: BuildEvent,
+              write: Callable[[ModuleType, redis.Redis], Path]) -> None:
+        """The section's HTML report (where ``--reports-dir`` points), else no link to it."""
+        if self.reports_dir is None or self.datasink is None:
+            section.links.pop("HTML report", None)
             return
-        if record.note:
-            section.notes.append(record.note)
-        if record.report is not None:
-            section.report = record.report
-            section.sequential = {t: asdict(p) for t, p in record.progress.items()}
+        # matplotlib loads only where reports are written (rbs api never needs it)
+        try:
+            from redis_benchmarks_spec.notify import pr_report
+            write(pr_report, self.datasink)
+        except (OSError, ImportError) as exc:  # the comment goes out without the link
+            log.error("HTML report of %s on %s not written: %s", event.id, section.platform,
+                      exc)
+            section.links.pop("HTML report", None)
 
     def _links(self, event: BuildEvent, platform: str, info: PrInfo) -> dict[str, str]:
         links: dict[str, str] = {}

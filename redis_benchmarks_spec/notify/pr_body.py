@@ -23,7 +23,7 @@ from redis_benchmarks_spec.analysis.report import (
     md_code,
     summary_markdown,
 )
-from redis_benchmarks_spec.notify.pr_state import PrInfo, Section
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
 TITLE = "Benchmark results"

@@ -30,10 +30,10 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
-from redis_benchmarks_spec.analysis.platform_context import hosts_of
 from redis_benchmarks_spec.datasink import commit_points, keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
-from redis_benchmarks_spec.notify.pr_state import PrInfo
+from redis_benchmarks_spec.inputs.platform_context import hosts_of
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -189,6 +189,13 @@ def platform_report(client: redis.Redis, event: BuildEvent, platform: str,
 def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
               tests: list[str]) -> dict[str, list[RunResult]]:
     """The head commit's stored result documents per row (runs of this event's platform)."""
+    return commit_runs(client, event, platform, tests, event.sha)
+
+
+def commit_runs(client: redis.Redis, event: BuildEvent, platform: str, tests: list[str],
+                sha: str) -> dict[str, list[RunResult]]:
+    """Result documents of ``sha`` per row, stored since the event's build on its platform
+    (the head commit's, or the base commit's runs of the agent's A/B)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     rows = [(test, *split(test)) for test in tests]
     ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
@@ -197,7 +204,7 @@ def head_runs(client: redis.Redis, event: BuildEvent, platform: str,
 
     def mine(ctx: dict[str, Any] | None) -> bool:  # None: not in the first bytes, look whole
         return ctx is None or ((ctx.get("git") or {}).get("hash"), ctx.get("platform")) == (
-            event.sha, platform)
+            sha, platform)
 
     docs = reader.result_dicts(client, [r for r, ctx in heads.items() if mine(ctx)])  # MGET
     runs: dict[str, list[RunResult]] = {}

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from redis_benchmarks_spec.common.credentials import redact_argv
-from redis_benchmarks_spec.loadgen.result import ToolResult
 from redis_benchmarks_spec.results.profile import (
     ProfileSummary,
     RunTelemetry,
     profiles_from_dict,
 )
+from redis_benchmarks_spec.results.tool_result import ToolResult
 
 SCHEMA_VERSION = 1
 

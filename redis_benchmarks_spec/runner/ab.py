@@ -165,13 +165,6 @@ def disturbed_problems(results: list[RunResult], metric: str) -> list[str]:
     return out
 
 
-def paired_samples(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
-                   ) -> dict[str, list[tuple[float, float]]]:
-    """The clean pairs of :func:`analysis.session_runs.pair_runs` per test (bisect and the
-    calibration benchmark need the values only)."""
-    return {t: s.pairs for t, s in pair_runs(runs, metric, keys).items()}
-
-
 def run_ab_replacing(config: ABConfig, tests: list[ABTest], metric: str, max_repetitions: int,
                      on_run: Callable[[ABRun], None] | None = None,
                      on_start: Callable[[str, int, Suite], None] | None = None) -> list[ABRun]:

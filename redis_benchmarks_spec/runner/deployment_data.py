@@ -14,8 +14,8 @@ from collections.abc import Callable
 import redis
 
 from redis_benchmarks_spec.loadgen.exporter import metric_name
-from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.stages import DerivedMetrics
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import cluster
 from redis_benchmarks_spec.runner.deployment import Deployment, Node
 from redis_benchmarks_spec.runner.preload import PreloadError, keyspace_size
@@ -89,11 +89,11 @@ def add_totals(tool_result: ToolResult, values: dict[str, float]) -> None:
         totals.update(values)
 
 
-def keep_totals(result: RunResult, values: dict[str, float]) -> None:
+def totals_metrics(values: dict[str, float]) -> DerivedMetrics:
     """Deployment figures are metrics of every run on the topology, exported or not."""
+    out = DerivedMetrics()
     for name, value in values.items():
         path = f'$."ALL STATS".Totals.{name}'
-        metric = metric_name(path)
-        if metric not in result.metrics:
-            result.metrics[metric] = value
-            result.metric_paths[metric] = path
+        out.values[metric_name(path)] = value
+        out.paths[metric_name(path)] = path
+    return out

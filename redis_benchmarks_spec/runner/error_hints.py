@@ -10,8 +10,8 @@ their reasoning, and never fail the test.
 
 from __future__ import annotations
 
-from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.stages import Findings
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.telemetry.info import InfoSnapshot
 
 SUSPECTED_ERRORS = "suspected-error-replies"
@@ -22,15 +22,14 @@ def server_counts_errors(after: list[InfoSnapshot]) -> bool:
     return bool(after) and all("total_error_replies" in s.info for s in after)
 
 
-def weigh_tool_notes(result: RunResult, tool_result: ToolResult, counted: bool,
-                     server_errors: int) -> None:
-    """Record the tool's hints against what the server counted (``counted``: it can)."""
+def weigh_tool_notes(tool_result: ToolResult, counted: bool, server_errors: int) -> Findings:
+    """The tool's hints weighed against what the server counted (``counted``: it can)."""
     if not tool_result.notes:
-        return
+        return Findings()
+    flags = []
     if counted:
         verdict = f"the server counted {server_errors} error replies, and its count decides"
     else:
         verdict = "this server keeps no error counters (Redis < 6.2): flagged, not failed"
-        if SUSPECTED_ERRORS not in result.flags:
-            result.flags.append(SUSPECTED_ERRORS)
-    result.notes += [f"{note} [{verdict}]" for note in tool_result.notes]
+        flags.append(SUSPECTED_ERRORS)
+    return Findings(flags, [f"{note} [{verdict}]" for note in tool_result.notes])

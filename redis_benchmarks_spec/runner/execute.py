@@ -23,10 +23,10 @@ from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
 from redis_benchmarks_spec.loadgen.merge import merge_results
 from redis_benchmarks_spec.loadgen.result import (
     ServerErrorReplies,
-    ToolResult,
     check_measurable,
     drop_unmeasured_rates,
 )
+from redis_benchmarks_spec.results import stages
 from redis_benchmarks_spec.results.document import (
     DISTURBED,
     STATUS_FAILED,
@@ -36,6 +36,7 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
     result_path,
 )
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
@@ -57,7 +58,7 @@ from redis_benchmarks_spec.runner.preload import (
 )
 from redis_benchmarks_spec.runner.remote_client import RemoteClientError
 from redis_benchmarks_spec.runner.replication import ReplicationError
-from redis_benchmarks_spec.runner.server_cpu import add_server_cpu
+from redis_benchmarks_spec.runner.server_cpu import server_cpu
 from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
@@ -104,6 +105,7 @@ class RunEnv:
     server_args: list[str] = field(default_factory=list)  # extra args for every server
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
     launcher_kind: str = "process"
+    sweep: dict[str, str] = field(default_factory=dict)  # the sweep value this run measures
     # the platform's client host: tools run there over SSH; None: here, over loopback
     client_host: ClientHostConfig | None = None
 
@@ -116,7 +118,8 @@ def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
         test_name=suite.name, run_id=f"{suite.name}:{start_ms}:{uuid.uuid4().hex[:8]}",
         status=STATUS_FAILED, context=context, suite_file=str(suite.path),
         tested_groups=suite.tested_groups, tested_commands=suite.tested_commands,
-        tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms)
+        tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms,
+        sweep=dict(env.sweep))
 
 
 def _target(host: str, port: int, auth: Credentials | None,
@@ -177,7 +180,8 @@ class SuiteRun:
             raise
         finally:
             self._cleanup_step("summarize telemetry and profiles",
-                               lambda: self.window.finish(result, self.suite.tested_commands))
+                               lambda: stages.add_window(result, self.window.finish(
+                                   result.commandstats_delta, self.suite.tested_commands)))
             self._cleanup()
             result.end_ms = int(time.time() * 1000)
             self._write()
@@ -214,7 +218,8 @@ class SuiteRun:
         except ServerErrorReplies as exc:
             after = node_stats.snapshot(deployment)
             # a failed test keeps every measurement it took
-            node_stats.record_deltas(result, deployment, before, after)
+            stages.add_server_stats(result, node_stats.server_stats(
+                deployment, before, after, result.deployment))
             count, kinds = node_stats.error_replies(before, after)
             raise ServerErrorReplies(max(count, exc.count),
                                      f"{exc.detail}; server errorstats: {kinds or 'none'}"
@@ -222,17 +227,19 @@ class SuiteRun:
         # replicas apply the run's writes asynchronously: their deltas count once caught up
         deployment.wait_in_sync()
         after = node_stats.snapshot(deployment)
-        node_stats.record_deltas(result, deployment, before, after)
+        stages.add_server_stats(result, node_stats.server_stats(deployment, before, after,
+                                                                result.deployment))
         totals = node_stats.replication_metrics(deployment, before, after)
         deployment_data.add_totals(tool_result, totals)
         persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
-        deployment_data.keep_totals(result, totals)
-        add_server_cpu(result)
+        stages.add_derived(result, deployment_data.totals_metrics(totals))
+        stages.add_derived(result, server_cpu(result.info_delta))
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
-        weigh_tool_notes(result, tool_result, server_counts_errors(after.by_node), server_errors)
+        stages.add_findings(result, weigh_tool_notes(
+            tool_result, server_counts_errors(after.by_node), server_errors))
         _check_errors(before, after)
         floor = below_floor(suite.dbconfig, tool_result)
         if floor:

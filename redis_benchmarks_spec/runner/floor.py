@@ -10,7 +10,7 @@ design (one SAVE, one DEBUG RELOAD of a large dataset) opt out with
 from __future__ import annotations
 
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.dbconfig import DbConfig
 
 THROUGHPUT_FLOOR_OPS = 1.0

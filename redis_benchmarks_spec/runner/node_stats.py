@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import DeploymentRecord
+from redis_benchmarks_spec.results.stages import ServerStats
 from redis_benchmarks_spec.runner.deployment import PRIMARY, Deployment
 from redis_benchmarks_spec.telemetry import info as info_mod
 
@@ -71,11 +72,11 @@ def _sum_commandstats(deltas: list[dict[str, dict[str, float]]]) -> dict[str, di
     return out
 
 
-def record_deltas(result: RunResult, deployment: Deployment, before: NodeSnapshots,
-                  after: NodeSnapshots) -> None:
-    """Per-node deltas into the deployment record; the primaries' sums into the result."""
-    record = result.deployment or deployment.record()
-    result.deployment = record
+def server_stats(deployment: Deployment, before: NodeSnapshots, after: NodeSnapshots,
+                 record: DeploymentRecord | None = None) -> ServerStats:
+    """Per-node deltas in the deployment record (``record``, else a new one), and the
+    primaries' sums."""
+    record = record or deployment.record()
     info_deltas, cmd_deltas = [], []
     for node, node_rec, b, a in zip(deployment.nodes, record.nodes, before.by_node,
                                     after.by_node):
@@ -84,8 +85,7 @@ def record_deltas(result: RunResult, deployment: Deployment, before: NodeSnapsho
         if node.role == PRIMARY:
             info_deltas.append(node_rec.info_delta)
             cmd_deltas.append(node_rec.commandstats_delta)
-    result.info_delta = _sum_info(info_deltas)
-    result.commandstats_delta = _sum_commandstats(cmd_deltas)
+    return ServerStats(record, _sum_info(info_deltas), _sum_commandstats(cmd_deltas))
 
 
 def replication_metrics(deployment: Deployment, before: NodeSnapshots,

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.dbconfig import DbConfig, RdbChecks
 
 BGSAVE_TIMEOUT_S = 3600.0

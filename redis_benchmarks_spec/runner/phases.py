@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.result import ToolResult
+from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerLauncher, ServerSpec
 from redis_benchmarks_spec.suites.suite import ToolConfig
 

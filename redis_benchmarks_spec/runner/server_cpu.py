@@ -17,7 +17,7 @@ snapshots around it.
 
 from __future__ import annotations
 
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.stages import DerivedMetrics
 
 #: "usec" makes it lower-is-better for the verdict (analysis.verdict)
 SERVER_CPU_METRIC = "server_cpu_usec_per_op"
@@ -35,8 +35,7 @@ def cpu_usec_per_op(info_delta: dict[str, float]) -> float | None:
     return cpu_s * 1e6 / commands if cpu_s > 0 else None
 
 
-def add_server_cpu(result: RunResult) -> None:
-    """Store :data:`SERVER_CPU_METRIC` in ``result.metrics`` when the window allows it."""
-    value = cpu_usec_per_op(result.info_delta)
-    if value is not None:
-        result.metrics[SERVER_CPU_METRIC] = value
+def server_cpu(info_delta: dict[str, float]) -> DerivedMetrics:
+    """:data:`SERVER_CPU_METRIC` of the primaries' ``info_delta``, when the window allows it."""
+    value = cpu_usec_per_op(info_delta)
+    return DerivedMetrics({SERVER_CPU_METRIC: value} if value is not None else {})

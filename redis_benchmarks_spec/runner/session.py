@@ -57,6 +57,8 @@ class SessionConfig:
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
+    # {"param": "clients", "value": "64"}: every result of this session is that sweep value's
+    sweep: dict[str, str] = field(default_factory=dict)
     # the tools run on this host over SSH (runner/client_host.py); None: here, loopback
     client_host: ClientHostConfig | None = None
 
@@ -181,7 +183,8 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         thresholds=config.thresholds, server_args=config.server_args,
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher, client_host=config.client_host)
+        launcher_kind=config.launcher, sweep=config.sweep,
+        client_host=config.client_host)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],

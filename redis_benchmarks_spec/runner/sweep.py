@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
@@ -91,18 +91,6 @@ def swept_suite(suite: Suite, param: str, value: int) -> Suite:
     return replace(suite, clientconfigs=configs)
 
 
-def _label(results: list[RunResult], config: SessionConfig, param: str, value: int) -> None:
-    """Mark each result (and its result.json) with the swept parameter and value."""
-    by_id = {r.run_id: r for r in results}
-    for r in results:
-        r.sweep = {"param": param, "value": str(value)}
-    for path in find_result_files(config.results_dir):
-        doc = RunResult.read(path)
-        if doc.run_id in by_id:
-            doc.sweep = by_id[doc.run_id].sweep
-            doc.write(path)
-
-
 def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
               on_result: Callable[[RunResult], None] | None = None,
               on_start: Callable[[PlannedTest], None] | None = None,
@@ -113,10 +101,10 @@ def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
         if stop is not None and stop.is_set():
             break
         place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
-        cfg = replace(config, results_dir=run_folder(config.results_dir, place))
+        cfg = replace(config, results_dir=run_folder(config.results_dir, place),
+                      sweep={"param": sweep.param, "value": str(value)})
         batch = run_suites(cfg, [swept_suite(s, sweep.param, value) for s in suites],
                            on_result=None, stop=stop, on_start=on_start)
-        _label(batch, cfg, sweep.param, value)
         for r in batch:
             if on_result:
                 on_result(r)

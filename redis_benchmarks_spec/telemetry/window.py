@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.profile import RunTelemetry
+from redis_benchmarks_spec.results.stages import WindowRecord
 from redis_benchmarks_spec.telemetry.host import HostWindow
 from redis_benchmarks_spec.telemetry.profilers.base import FinishInput, ProfilerOptions
 from redis_benchmarks_spec.telemetry.profilers.registry import WRAPPED_SLOWDOWN, Profiling
@@ -85,17 +85,13 @@ class MeasuredWindow:
                                           servers=servers,
                                           sample_interval_s=self.options.rss_interval_s)
 
-    def finish(self, result: RunResult, tested_commands: list[str]) -> None:
-        """Telemetry, profile summaries, their artifacts and metrics into ``result``."""
+    def finish(self, commandstats_delta: dict[str, dict[str, float]],
+               tested_commands: list[str]) -> WindowRecord:
+        """The window closed: its telemetry, and the profile summaries, their artifacts,
+        metrics and flag (per-op figures divide by the run's ``commandstats_delta``)."""
         self.stop()
-        result.telemetry = self.telemetry
         if self.profiling is None:
-            return
-        finish = FinishInput(result.commandstats_delta, tested_commands,
-                             self.options.profilers)
+            return WindowRecord(self.telemetry)
+        finish = FinishInput(commandstats_delta, tested_commands, self.options.profilers)
         summaries, paths, metrics = self.profiling.summaries(finish)
-        result.profiles.update(summaries)
-        result.paths.update(paths)
-        result.metrics.update(metrics)
-        if self.profiling.flag not in result.flags:
-            result.flags.append(self.profiling.flag)
+        return WindowRecord(self.telemetry, summaries, paths, metrics, [self.profiling.flag])

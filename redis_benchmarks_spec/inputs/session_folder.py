@@ -1,4 +1,4 @@
-"""Runs read back from disk, once, for :func:`analysis.engine.judge`.
+"""Runs read back from disk, each document once, for :func:`analysis.engine.judge`.
 
 * an A/B session (``rbs run --baseline-server ...``): ``<root>/baseline/rep-NN/...`` and
   ``<root>/comparison/rep-NN/...``, with ``sequential.json`` (an ``--until-decided``
@@ -19,7 +19,7 @@ from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.results.layout import repetition_of, session_documents
 
 PRIORS_FILE = "noise-priors.json"
@@ -127,3 +127,15 @@ def load_folders(baseline: Path, comparison: Path, keep: NameFilter | None = Non
             *_read_side(comparison, COMPARISON, keep, problems)]
     unpaired = [ABRun(r.side, None, r.result) for r in runs]
     return RunsOnDisk(unpaired, False, None, {}, problems)
+
+
+def result_documents(directory: Path) -> list[RunResult]:
+    """Every readable ``result.json`` under ``directory`` (unreadable ones are skipped: the
+    comparison itself reports them as problems)."""
+    docs = []
+    for path in find_result_files(directory):
+        try:
+            docs.append(RunResult.read(path))
+        except (ValueError, OSError):
+            continue
+    return docs

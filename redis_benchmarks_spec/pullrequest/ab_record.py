@@ -1,8 +1,10 @@
 """What an agent's interleaved A/B of a pull-request event found, kept in the broker for the
 pull-request comment (this module owns the key ``<prefix>:pr-ab:<event id>:<platform>``).
 
-The agent writes it (:func:`save`) before it marks the suites done; the notifier reads it
-(:func:`load`) when the platform has finished the event. Two kinds of record:
+The agent writes it (:func:`save`) before it marks the suites done, and hands the merged
+record to its event-done hook (the pull-request comment) in the same process; the stored copy
+is what an agent that resumes the event merges with, or hands on when it resumes an event whose
+suites were all done (:func:`load`). Two kinds of record:
 
 * the sequential comparison of baseline/PR pairs (a :class:`ComparisonReport`) with, per test,
   the pairs taken, the looks and why it stopped;
@@ -48,6 +50,7 @@ class ABRecord:
     note: str = ""  # e.g. why no A/B was run
     report: dict[str, Any] | None = None  # ComparisonReport.to_dict()
     progress: dict[str, TestProgress] = field(default_factory=dict)
+    flags: dict[str, list[str]] = field(default_factory=dict)  # per test, the PR side's runs
 
     def comparison(self) -> ComparisonReport | None:
         return ComparisonReport.from_dict(self.report) if self.report else None
@@ -70,14 +73,17 @@ def merge(old: ABRecord | None, new: ABRecord) -> ABRecord:
         summary[row["verdict"]] = summary.get(row["verdict"], 0) + 1
     report["summary"] = summary
     progress = {t: p for t, p in old.progress.items() if t not in fresh} | new.progress
-    return ABRecord(new.base_sha, new.note, report, progress)
+    flags = {t: f for t, f in old.flags.items() if t not in fresh} | new.flags
+    return ABRecord(new.base_sha, new.note, report, progress, flags)
 
 
 def save(client: redis.Redis, names: StreamNames, event_id: str, platform: str,
-         record: ABRecord) -> None:
-    """Store ``record``, merged with what is stored for the same event and platform."""
+         record: ABRecord) -> ABRecord:
+    """Store ``record``, merged with what is stored for the same event and platform; the
+    merged record is returned (what the comment shows)."""
     merged = merge(load(client, names, event_id, platform), record)
     client.set(key(names, event_id, platform), json.dumps(asdict(merged)), ex=RECORD_TTL_S)
+    return merged
 
 
 def load(client: redis.Redis, names: StreamNames, event_id: str,
@@ -93,8 +99,9 @@ def load(client: redis.Redis, names: StreamNames, event_id: str,
         progress = {str(t): TestProgress(int(p["pairs"]), [int(n) for n in p["looks"]],
                                          str(p["stopped"]), int(p.get("disturbed", 0)))
                     for t, p in data.get("progress", {}).items()}
+        flags = {str(t): [str(f) for f in fs] for t, fs in data.get("flags", {}).items()}
         record = ABRecord(str(data.get("base_sha", "")), str(data.get("note", "")),
-                          data.get("report"), progress)
+                          data.get("report"), progress, flags)
         record.comparison()  # the report must read back
         return record
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -141,7 +141,7 @@ class Section:
     flags: dict[str, list[str]] = field(default_factory=dict)  # per test
     reason: str = ""
     links: dict[str, str] = field(default_factory=dict)  # label -> URL
-    # interleaved A/B of the agent (notify/pr_ab.py): per test {pairs, looks, stopped}
+    # interleaved A/B of the agent (pullrequest/ab_record.py): per test {pairs, looks, stopped}
     sequential: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. why no A/B was run
 

@@ -1,0 +1,65 @@
+"""What an agent is configured with, and the session a build event's suites run in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.builder import signing
+from redis_benchmarks_spec.common.paths import inside
+from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.results.document import GitInfo, RunContext
+from redis_benchmarks_spec.runner.client_host import ClientHostConfig
+from redis_benchmarks_spec.runner.session import SessionConfig
+from redis_benchmarks_spec.suites.catalog import SuiteFilter
+from redis_benchmarks_spec.telemetry.window import WindowOptions
+
+
+@dataclass
+class AgentConfig:
+    """Everything an agent needs besides its broker connection and datasink push."""
+
+    names: StreamNames
+    platform: str
+    consumer: str
+    suites_dir: Path
+    work_dir: Path
+    results_dir: Path
+    suite_filter: SuiteFilter = field(default_factory=SuiteFilter)
+    tools: ToolPaths = field(default_factory=ToolPaths)
+    test_time: int | None = None
+    cpus: list[int] | None = None
+    launcher: str = "process"
+    strict_cpus: bool = False  # skip tests this host has too few CPUs for (no shared cores)
+    window: WindowOptions = field(default_factory=WindowOptions)  # this platform's profilers
+    block_ms: int = 5000
+    idle_claim_ms: int = 300_000
+    heartbeat_ttl_s: int = 60
+    # an entry delivered more often (restarts and claims included) is dead-lettered
+    max_deliveries: int = 5
+    # MAC key shared with the builders (see builder/signing.py)
+    artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
+    # the platform's A/B budget for pull-request events (see agent/platform_config.py)
+    until_decided: UntilDecidedBudget | None = None
+    # the platform's client host (agent/platform_config.py); None: tools run here
+    client_host: ClientHostConfig | None = None
+
+
+def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:
+    """The session a build event's suites run in: its build's redis-server, its context
+    (commit, platform, variant) and this agent's pinning, profilers and results folder."""
+    git = GitInfo(org=event.org, repo=event.repo, branch=event.branch,
+                  version=event.version, hash=event.sha,
+                  commit_time_ms=event.commit_time_ms, pr=event.pr)
+    context = RunContext(triggering_env=event.triggering_env, platform=config.platform,
+                         build_variant=event.build_variant, git=git)
+    return SessionConfig(
+        tools=replace(config.tools, redis_server=str(redis_server)),
+        results_dir=inside(config.results_dir, event.id.replace(":", "_")),
+        context=context, test_time=config.test_time, cpus=config.cpus,
+        launcher=config.launcher, topology_filter=config.suite_filter.topology,
+        strict_cpus=config.strict_cpus, window=config.window,
+        client_host=config.client_host)
