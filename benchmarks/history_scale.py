@@ -15,17 +15,18 @@ metrics, pushed by AGENTS processes at once through the agents' push path. Then 
   compare_platform);
 - gc with the default window (datasink/retention.py): memory after, and after a restart.
 
-At the end: a linear fit over the scale points, extrapolated to a year of 4 platforms x
-551 suites x 1,500 commits, without and with gc, against the targets (8 GB, 50,000
-points/s, 100 ms p95).
+At the end: a linear fit over the scale points (COMMITSxSUITES), extrapolated to a year of 4
+platforms x 551 suites x 1,500 commits, without and with gc, against the targets (8 GB,
+50,000 points/s, 100 ms p95).
 
 Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/history_scale.py \\
-           [--commits 40,80] [--suites 40] [--agents 8]
+           [--points 40x40,80x40,40x160] [--agents 8]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -36,13 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history_lab import BUILD_VARIANT, METRIC_NAMES, LabShape, fill
 
 from redis_benchmarks_spec.common.process import free_port
-from redis_benchmarks_spec.datasink import grafana, keys, reader, retention
+from redis_benchmarks_spec.datasink import commit_points, grafana, keys, reader, retention
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
@@ -69,6 +71,7 @@ class Point:
 
 
 def percentiles(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    fn()  # warm: imports, connections, the server's first touch of the keys
     samples = []
     for _ in range(repeat):
         started = time.perf_counter()
@@ -145,9 +148,11 @@ def dashboard_queries(shape: LabShape) -> dict[str, list[str]]:
     return out
 
 
-def pr_queries(client: redis.Redis, shape: LabShape) -> dict[str, Callable[[], Any]]:
-    """The PR comment's reads, one by one and whole (base = the previous commit)."""
-    head, base = shape.commits - 1, shape.commits - 2
+def pr_queries(client: redis.Redis, shape: LabShape,
+               base: int | None = None) -> dict[str, Callable[[], Any]]:
+    """The PR comment's reads, one by one and whole (base: the previous commit, unless given)."""
+    head = shape.commits - 1
+    base = shape.commits - 2 if base is None else base
     event = BuildEvent(id="ev-1", request_id="rq-1", org="redis", repo="redis",
                        branch="feature", sha=shape.sha(head), commit_time_ms=0,
                        build_variant=BUILD_VARIANT, built_at_ms=shape.commit_ms(head) - 1,
@@ -165,13 +170,19 @@ def pr_queries(client: redis.Redis, shape: LabShape) -> dict[str, Callable[[], A
             client, head_sel),
         "pr: base branch last 10, all tests (TS.MREVRANGE)": lambda: reader.series_for_tests(
             client, last),
+        "pr: head commit's documents (one MGET)": lambda: pr_compare.head_runs(
+            client, event, "lab-1", [shape.test(s) for s in range(shape.suites)]),
+        "pr: base commit's points on its branch (after gc)": lambda: commit_points.on_branch(
+            client, commit_points.CommitQuery(keys.Scope(), shape.sha(base), "lab-1",
+                                              BUILD_VARIANT, opts.metric),
+            [shape.test(s) for s in range(shape.suites)]),
         "pr: whole compare_platform (with documents)": lambda: pr_compare.compare_platform(
             client, event, "lab-1", info, opts),
     }
 
 
 def measure_queries(client: redis.Redis, shape: LabShape, repeat: int) -> dict[str, Any]:
-    out = {name: percentiles(lambda cmd=cmd: client.execute_command(*cmd), repeat)
+    out = {name: percentiles(functools.partial(client.execute_command, *cmd), repeat)
            for name, cmd in dashboard_queries(shape).items()}
     out.update({name: percentiles(fn, max(5, repeat // 4))
                 for name, fn in pr_queries(client, shape).items()})
@@ -212,6 +223,11 @@ def run_point(shape: LabShape, args: argparse.Namespace) -> Point:
             report = retention.gc(client, now_ms=shape.end_ms)
             point.memory_after_gc = used_memory(client) - empty
             point.gc_line = report.summary()
+            expired = pr_queries(client, shape, base=1)
+            for name in ("pr: base commit's points on its branch (after gc)",
+                         "pr: whole compare_platform (with documents)"):
+                point.latency[f"{name}, base expired by gc"] = percentiles(
+                    expired[name], max(5, args.repeat // 4))
             sink.down()
             sink = EmbeddedDatasink(Path(tmp))  # the same data directory, started again
             sink.up(timeout=600)
@@ -235,67 +251,96 @@ def print_point(p: Point) -> None:
         f"{k} {v:,.0f} B" for k, v in p.family_bytes.items()))
     for name, (p50, p95) in p.latency.items():
         print(f"  {name}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-    print(f"  gc (by.hash 90 days, documents 30 days): {p.gc_line}; memory after gc {p.memory_after_gc / 1e6:,.1f} MB")
+    print(f"  gc (by.hash {retention.DEFAULT_WINDOW_DAYS} days, documents "
+          f"{retention.DEFAULT_DOCUMENT_DAYS} days): {p.gc_line}; memory after gc "
+          f"{p.memory_after_gc / 1e6:,.1f} MB")
+
+
+def _fit(xs: list[float], ys: list[float], x: float) -> float:
+    """A least-squares line through (xs, ys), read at ``x`` (never below the last y)."""
+    if len(set(xs)) < 2:
+        return ys[-1]
+    slope, intercept = statistics.linear_regression(xs, ys)
+    return max(ys[-1], intercept + slope * x)
+
+
+def _fit_size(points: list[Point], sizes: list[float]) -> float:
+    """Bytes of a year: ``a x runs + b x (suites x platforms) + c`` fitted over the points
+    (by.hash series and documents grow with runs; by.branch series with suites x platforms
+    only), or linear in runs with fewer than three distinct shapes."""
+    year_runs = YEAR_COMMITS * YEAR_PLATFORMS * YEAR_SUITES
+    rows = [[p.shape.runs, p.shape.suites * p.shape.platforms, 1.0] for p in points]
+    if len({(r[0], r[1]) for r in rows}) < 3 or len({r[1] for r in rows}) < 2:
+        return _fit([r[0] for r in rows], sizes, year_runs)
+    (a, b, c), *_ = numpy.linalg.lstsq(numpy.array(rows), numpy.array(sizes), rcond=None)
+    return float(a * year_runs + b * YEAR_SUITES * YEAR_PLATFORMS + c)
 
 
 def extrapolate(points: list[Point]) -> None:
-    """Linear in commits (fit over the scale points), linear in suites (nothing crosses
-    suites but the small index sets); a year is 1,500 commits of 551 suites."""
-    a, b = points[0], points[-1]
-    suites = YEAR_SUITES / a.shape.suites
-    platforms = YEAR_PLATFORMS / a.shape.platforms
-
-    def at_year(va: float, vb: float) -> float:
-        slope = (vb - va) / (b.shape.commits - a.shape.commits)
-        return (va + slope * (YEAR_COMMITS - a.shape.commits)) * suites * platforms
-
-    year = at_year(a.memory, b.memory)
-    rdb = at_year(a.rdb, b.rdb)
+    """Memory: by.hash series and documents grow with runs, by.branch series with suites x
+    platforms (:func:`_fit_size`); a year is 1,500 commits x 4 platforms x 551 suites. Latency: grows in
+    commits and in suites (:func:`_latency_year`)."""
+    year_runs = YEAR_COMMITS * YEAR_PLATFORMS * YEAR_SUITES
+    biggest = max(points, key=lambda p: p.shape.runs)
+    year = _fit_size(points, [float(p.memory) for p in points])
+    rdb = _fit_size(points, [float(p.rdb) for p in points])
     print(f"\nyear of {YEAR_PLATFORMS} platforms x {YEAR_SUITES} suites x {YEAR_COMMITS} "
-          f"commits (scale factor x{suites * YEAR_COMMITS / b.shape.commits:,.0f} from the "
-          f"largest point): memory {year / 1e9:,.1f} GB, RDB {rdb / 1e9:,.1f} GB, "
-          f"series {at_year(sum(a.series.values()), sum(b.series.values())) / 1e6:,.1f} M "
-          f"(target < {TARGET_BYTES / 1e9:.0f} GB: {'met' if year < TARGET_BYTES else 'MISSED'})")
-    window = 90 / 365
-    per_commit_kept = (b.memory_after_gc - a.memory_after_gc) / (b.shape.commits - a.shape.commits)
-    gc_year = (a.memory_after_gc + per_commit_kept * (YEAR_COMMITS - a.shape.commits)) \
-        * suites * platforms
-    print(f"with gc (by.hash kept {window * 365:.0f} days, documents whole 30 days, folded after): "
-          f"memory {gc_year / 1e9:,.1f} GB "
-          f"(target: {'met' if gc_year < TARGET_BYTES else 'MISSED'})")
-    ingest = min(p.ingest for p in points)
-    print(f"ingest: {ingest:,.0f} points/s at worst (target {TARGET_INGEST:,}: "
-          f"{'met' if ingest >= TARGET_INGEST else 'MISSED'})")
-    sa, sb = sum(a.series.values()), sum(b.series.values())
-    year_series = (sa + (sb - sa) / (b.shape.commits - a.shape.commits)
-                   * (YEAR_COMMITS - a.shape.commits)) * suites * platforms
-    for name in b.latency:
-        pa, pb = a.latency[name][1], b.latency[name][1]
-        slope = (pb - pa) / (sb - sa)
-        est = pb + max(0.0, slope) * (year_series - sb)
-        verdict = "" if not name.startswith("panel") else \
+          f"commits ({year_runs:,} runs; scale factor x{year_runs / biggest.shape.runs:,.0f} "
+          f"from the largest point): without gc memory "
+          f"{year / 1e9:,.1f} GB, RDB {rdb / 1e9:,.1f} GB (target < {TARGET_BYTES / 1e9:.0f} "
+          f"GB: {'met' if year < TARGET_BYTES else 'MISSED'})")
+    gc_year = _fit_size(points, [float(p.memory_after_gc) for p in points])
+    print(f"with gc at its defaults (by.hash {retention.DEFAULT_WINDOW_DAYS} days, documents "
+          f"whole {retention.DEFAULT_DOCUMENT_DAYS} days, folded after): memory "
+          f"{gc_year / 1e9:,.1f} GB (target: {'met' if gc_year < TARGET_BYTES else 'MISSED'})")
+    for name in biggest.latency:
+        p95 = [p.latency[name][1] for p in points]
+        est, how = _latency_year(points, name)
+        verdict = "" if name.endswith("compare_platform (with documents)") else \
             (" met" if est < TARGET_P95_MS else " MISSED")
-        print(f"  p95 {name}: {pa:.2f} -> {pb:.2f} ms; year (linear in series) "
-              f"{est:,.1f} ms{verdict}")
+        print(f"  p95 {name}: {' -> '.join(f'{v:.2f}' for v in p95)} ms; year {est:,.1f} ms "
+              f"({how}){verdict}")
+
+
+def _latency_year(points: list[Point], name: str) -> tuple[float, str]:
+    """A query's p95 at a year: the largest point's, plus its growth per commit (between
+    points of equal suites) over the year's commits and per suite (between points of equal
+    commits) over 551 suites; a slope below zero (noise) counts as none."""
+    base = max(points, key=lambda p: p.shape.runs)
+    est = base.latency[name][1]
+    parts = []
+    for axis, year_value in (("commits", YEAR_COMMITS), ("suites", YEAR_SUITES)):
+        other = "suites" if axis == "commits" else "commits"
+        pair = [p for p in points if getattr(p.shape, other) == getattr(points[0].shape, other)]
+        if len(pair) < 2 or len({getattr(p.shape, axis) for p in pair}) < 2:
+            continue
+        xs = [float(getattr(p.shape, axis)) for p in pair]
+        slope = max(0.0, statistics.linear_regression(xs, [p.latency[name][1] for p in pair])[0])
+        est += slope * (year_value - getattr(base.shape, axis))
+        parts.append(f"{slope:+.3f} ms per {axis[:-1]}")
+    return est, ", ".join(parts) or "one shape"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commits", default="40,80", help="scale points (commits), 2 or more")
-    parser.add_argument("--suites", type=int, default=40)
+    parser.add_argument("--points", default="40x40,80x40,40x160",
+                        help="scale points, COMMITSxSUITES, 2 or more")
     parser.add_argument("--platforms", type=int, default=4)
     parser.add_argument("--metrics", type=int, default=5)
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=40)
     args = parser.parse_args()
-    commits = [int(c) for c in args.commits.split(",")]
-    if len(commits) < 2 or commits != sorted(set(commits)):
-        parser.error("--commits: at least two increasing scale points")
+    try:
+        shapes = [tuple(int(n) for n in p.split("x")) for p in args.points.split(",")]
+    except ValueError:
+        parser.error(f"--points {args.points!r}: COMMITSxSUITES,COMMITSxSUITES,...")
+    if len(shapes) < 2 or any(len(s) != 2 for s in shapes):
+        parser.error("--points: at least two scale points, each COMMITSxSUITES")
     end_ms = int(time.time() * 1000)
     points = []
-    for c in commits:
-        shape = LabShape(c, args.platforms, args.suites, args.metrics, end_ms=end_ms)
-        print(f"scale point: {c} commits x {args.platforms} platforms x {args.suites} suites "
+    for commits, suites in shapes:
+        shape = LabShape(commits, args.platforms, suites, args.metrics, end_ms=end_ms)
+        print(f"scale point: {commits} commits x {args.platforms} platforms x {suites} suites "
               f"x {args.metrics} metrics ({shape.runs:,} runs)", flush=True)
         points.append(run_point(shape, args))
         print_point(points[-1])

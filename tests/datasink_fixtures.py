@@ -97,3 +97,11 @@ def make_result(run: int = 0, test_name: str = TEST_NAME, **context: Any) -> Run
         result=tool, **context,
         metrics={METRICS[0]: 100_000.0 + run, METRICS[1]: 0.25 + run / 100},
     )
+
+
+def series_of_test(sink: redis.Redis, test: str, *filters: str) -> list[bytes]:
+    """Keys of every series of ``test``: by.branch and by.version ones by their labels, by.hash
+    ones (labelled by, hash, metric and platform only) by their key's test component."""
+    labelled = sink.execute_command("TS.QUERYINDEX", f"test_name={test}", *filters)
+    hashed = sink.execute_command("TS.QUERYINDEX", "by=hash", *filters)
+    return [*labelled, *(k for k in hashed if f"/{test}/".encode() in k)]

@@ -156,7 +156,8 @@ def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: P
     assert {r.context.ab_side for r in base_runs} == {"baseline"}
     assert all(r.ok and r.context.is_history for r in pushed.results)
     assert {r.context.git.pr for r in head_runs} == {7}
-    points = client.execute_command("TS.QUERYINDEX", f"hash={BASE}", "test_name=ab-set")
+    points = [k for k in client.execute_command("TS.QUERYINDEX", f"hash={BASE}", "by=hash")
+              if b"/ab-set/" in k]  # a by.hash series is named by its key, not its labels
     assert points, "the base commit's runs are not in the datasink"
     # the comment shows the sequential verdict per test, the pairs and why it stopped
     assert "Interleaved A/B until decided" in body and BASE[:10] in body

@@ -16,7 +16,10 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
-from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
+    datasink_fixture,
+    series_of_test,
+)
 from tests.pipeline_fixtures import SUITE, commit_all, git, tiny_variant_yaml
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
@@ -91,8 +94,7 @@ def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path:
     sink = datasink.client()
     for platform in ("p1", "p2"):
         for sha in shas:
-            keys = sink.execute_command("TS.QUERYINDEX", f"test_name={test}",
-                                        f"platform={platform}", f"hash={sha}")
+            keys = series_of_test(sink, test, f"platform={platform}", f"hash={sha}")
             assert keys, (platform, sha)
             for key in keys:  # one point per series: each build ran once on each platform
                 assert len(sink.execute_command("TS.RANGE", key, "-", "+")) == 1, key

@@ -14,7 +14,10 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
-from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
+    datasink_fixture,
+    series_of_test,
+)
 from tests.pipeline_fixtures import SUITE, publish_event
 from tests.procs import descendants
 
@@ -43,7 +46,7 @@ def wait_for_child(proc: subprocess.Popen[bytes], name: str, timeout: float = 60
 
 
 def points(sink: redis.Redis, test: str) -> dict[str, int]:
-    keys = sink.execute_command("TS.QUERYINDEX", f"test_name={test}")
+    keys = series_of_test(sink, test)
     return {k.decode(): len(sink.execute_command("TS.RANGE", k, "-", "+")) for k in keys}
 
 

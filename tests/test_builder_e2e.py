@@ -28,7 +28,10 @@ from redis_benchmarks_spec.intake.trigger import (
     trigger,
 )
 from redis_benchmarks_spec.results.document import RunResult
-from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
+from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
+    datasink_fixture,
+    series_of_test,
+)
 from tests.pipeline_fixtures import SUITE
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,8 +124,7 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
         assert result.redis_version == "7.0.15"
         # the artifact's binary, unpacked in the agent's work dir, not the system one
         assert result.redis_server.startswith(str(tmp_path / "work"))
-    keys = [k.decode() for k in datasink.client().execute_command(
-        "TS.QUERYINDEX", "test_name=e2e-set", "platform=local")]
+    keys = [k.decode() for k in series_of_test(datasink.client(), "e2e-set", "platform=local")]
     assert any(k.startswith("ci.benchmarks.redis/by.hash/") and
                f"/oss-standalone/{sha}/" in k for k in keys), keys
     assert any(k.startswith("ci.benchmarks.redis/by.branch/") and

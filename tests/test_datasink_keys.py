@@ -87,6 +87,8 @@ def test_keys_written_to_a_real_datasink_parse_to_the_run_they_came_from(
     push_results(client, [result])
     written = {k.decode() for k in client.execute_command("TS.QUERYINDEX", "test_name="
                                                           + result.test_name)}
+    # by.hash series are found by their commit (their labels: by, hash, metric)
+    written |= {k.decode() for k in client.execute_command("TS.QUERYINDEX", "hash=a1b2c3d4e5f6")}
     assert len(written) == 2 * 3  # two metrics, on the branch, version and hash sides
     for key in written:
         metric = next(m for m in result.metrics if key.endswith("/" + m))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -10,7 +11,7 @@ import redis
 
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
-from redis_benchmarks_spec.datasink.writer import PushOptions, push_results
+from redis_benchmarks_spec.datasink.writer import BATCH_RUNS, PushOptions, push_results
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
     METRICS,
@@ -52,8 +53,36 @@ def test_key_names_match_the_scheme_and_queryindex_finds_them(client: redis.Redi
                             ("hash", "a1b2c3d4e5f6"))
         for metric in METRICS
     }
-    assert found == expected
+    # a by.hash series is found by its commit and metric (its only labels), not by test
+    assert found == {k for k in expected if "/by.hash/" not in k}
+    assert queryindex(client, "hash=a1b2c3d4e5f6", "by=hash") == {
+        k for k in expected if "/by.hash/" in k}
     assert BRANCH_KEY in found
+
+
+def test_a_hash_series_carries_only_the_labels_its_readers_use(client: redis.Redis) -> None:
+    result = make_result(topology="oss-cluster-3-primaries")
+    result.context.topology_type = "oss-cluster"
+    push_results(client, [result])
+    hash_key = next(iter(queryindex(client, "hash=a1b2c3d4e5f6", f"metric={METRICS[0]}")))
+    labels = {k.decode(): v.decode() for k, v in ts_info(client, hash_key)["labels"].items()}
+    assert labels == {"by": "hash", "hash": "a1b2c3d4e5f6", "metric": METRICS[0],
+                      "platform": "icelake-2s"}
+    # its readers still select it by test, platform, topology, and see groups and commands
+    selector = reader.SeriesSelector(metric=METRICS[0], side=keys.Side("hash", "a1b2c3d4e5f6"),
+                                     platform="icelake-2s", topology="oss-cluster-3-primaries",
+                                     build_variant=BUILD_VARIANT, triggering_env="ci")
+    found = reader.series_by_test(client, selector)
+    assert list(found) == [TEST_NAME] and found[TEST_NAME].key == hash_key
+    assert found[TEST_NAME].labels == {"test_name": TEST_NAME, "tested_groups": "string",
+                                       "tested_commands": "get"}
+    assert reader.has_series(client, selector)
+    assert reader.read_series(client, replace(selector, test_name=TEST_NAME))
+    for other in (replace(selector, platform="cascadelake"),
+                  replace(selector, topology="oss-standalone"),
+                  replace(selector, test_name="other"), replace(selector, triggering_env="local")):
+        assert reader.read_series(client, other) == []
+        assert not reader.has_series(client, other)
 
 
 def test_every_path_component_and_run_detail_is_a_label(client: redis.Redis) -> None:
@@ -106,15 +135,31 @@ def test_pushing_the_same_results_twice_adds_no_points(client: redis.Redis) -> N
     assert ts_info(client, BRANCH_KEY)["duplicatePolicy"] == b"last"
 
 
-def test_one_pipelined_round_trip_per_test_push(datasink: EmbeddedDatasink,
-                                                client: redis.Redis) -> None:
+def test_one_pipelined_round_trip_per_batch_of_runs(datasink: EmbeddedDatasink,
+                                                    client: redis.Redis) -> None:
     counted = counting_client(datasink)
     counted.ping()  # connect (and its handshake) before counting
     CountingConnection.sends = 0
     results = [make_result(run, test_name=f"test-{run}") for run in range(5)]
     report = push_results(counted, results)
-    assert report.round_trips == 5 and CountingConnection.sends == 5
+    assert report.round_trips == 1 and CountingConnection.sends == 1
     assert len(report.pushed) == 5 and report.ok
+    many = [make_result(run, test_name=f"test-{run % 7}") for run in range(BATCH_RUNS + 3)]
+    CountingConnection.sends = 0
+    report = push_results(counted, many)
+    assert report.round_trips == 2 and CountingConnection.sends == 2 and report.ok
+    assert reader.count_runs(client) == len({r.run_id for r in [*results, *many]})
+    starts = {r.start_ms for r in [*results, *many] if r.test_name == "test-0"}
+    assert [t for t, _ in reader.points(client, unstable(test_name="test-0"))] == sorted(starts)
+
+
+def test_a_refused_run_fails_alone_in_its_batch(client: redis.Redis) -> None:
+    client.set(BRANCH_KEY, "not a time series")  # test TEST_NAME's first series
+    results = [make_result(0), make_result(1, test_name="other")]
+    report = push_results(client, results)
+    assert report.pushed == [results[1].run_id] and list(report.failed) == [results[0].run_id]
+    assert BRANCH_KEY in report.failed[results[0].run_id]
+    assert len(reader.points(client, unstable(test_name="other"))) == 1
 
 
 def test_reader_returns_points_for_a_selector(client: redis.Redis) -> None:
@@ -162,6 +207,14 @@ def test_index_sets_and_result_documents(client: redis.Redis) -> None:
     assert reader.run_ids(client, scope, TEST_NAME) == [result.run_id]
     stored = reader.result_document(client, result.run_id)
     assert stored == result and stored.result and stored.result.histogram
+    # the datasink's copy leaves the tool's raw output to the file on the lab host
+    raw = make_result(2)
+    assert raw.result
+    raw.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}, "configuration": {"x": 1}}
+    push_results(client, [raw])
+    copy = reader.result_document(client, raw.run_id)
+    assert copy.result and copy.result.data == {} and raw.result.data
+    assert copy.result.histogram == raw.result.histogram and copy.metrics == raw.metrics
     with pytest.raises(reader.RunNotFoundError):
         reader.result_document(client, "no-such-run")
     assert reader.last_push_ms(client) is not None
@@ -205,7 +258,7 @@ def test_known_series_take_compact_points_and_stay_idempotent(client: redis.Redi
     first = push_results(client, [make_result(0)], known_series=known)
     assert BRANCH_KEY in known and first.round_trips == 1
     again = push_results(client, [make_result(0), make_result(1)], known_series=known)
-    assert again.ok and again.round_trips == 2
+    assert again.ok and again.round_trips == 1
     assert ts_info(client, BRANCH_KEY)["totalSamples"] == 2
     assert ts_info(client, BRANCH_KEY)["labels"][b"test_name"] == TEST_NAME.encode()
 
@@ -266,3 +319,36 @@ def test_an_io_threads_standalone_keeps_its_type_and_adds_its_name(client: redis
     old = make_result()
     assert old.context.topology_type == ""
     assert BRANCH_KEY in {s.key for s in keys.series_ids(old)}
+
+
+def test_the_stored_json_is_the_documents_dict_redacted_and_without_tool_output() -> None:
+    from redis_benchmarks_spec.datasink import documents
+    from redis_benchmarks_spec.results.document import CpuUsage, DeploymentRecord, NodeRecord
+    doc = make_result(0)
+    doc.argv = [["memtier_benchmark", "-a", "s3cret-pass", "--test-time", "5"]]
+    doc.server_args = ["--requirepass", "s3cret-pass"]
+    doc.context.extra_server_args = ["--masterauth", "s3cret-pass"]
+    doc.cpu = {"server": CpuUsage(samples=3, mean_pct=50.0, max_pct=80.0, cores_given=1)}
+    doc.deployment = DeploymentRecord("oss-standalone", "oss-standalone", nodes=[
+        NodeRecord(0, "primary", "127.0.0.1", 6379, cpus=[1], info_delta={"x": 1.0})])
+    assert doc.result
+    doc.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}}
+    assert json.loads(doc.to_json()) == doc.to_dict()
+    assert doc.to_json(indent=2) == json.dumps(doc.to_dict(), indent=2, sort_keys=True)
+    stored = json.loads(documents.encode_lean(doc))
+    assert "s3cret-pass" not in documents.encode_lean(doc) and "s3cret-pass" not in doc.to_json()
+    assert stored["result"]["data"] == {} and doc.result.data
+    assert {k: v for k, v in stored.items() if k != "result"} == {
+        k: v for k, v in doc.to_dict().items() if k != "result"}
+
+
+def test_a_documents_context_is_read_from_its_first_bytes(client: redis.Redis) -> None:
+    from redis_benchmarks_spec.datasink import documents
+    docs = [make_result(0), make_result(1, platform="cascadelake", hash="b" * 40)]
+    assert docs[1].result
+    docs[1].result.data = {"ALL STATS": {f"k{i}": float(i) for i in range(500)}}  # a long one
+    push_results(client, docs)
+    found = reader.contexts(client, [d.run_id for d in docs] + ["no-such-run"])
+    assert found == {d.run_id: d.to_dict()["context"] for d in docs}
+    folded = documents.encode_folded(docs[0].to_dict())  # compressed: read it whole instead
+    assert documents.peek_context(folded[:documents.HEAD_BYTES]) is None

@@ -17,9 +17,14 @@ from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import keys, reader, retention
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
+from redis_benchmarks_spec.notify import pr_compare
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
+    BUILD_VARIANT,
     METRICS,
+    TEST_NAME,
     client_fixture,
     datasink_fixture,
     make_result,
@@ -27,6 +32,7 @@ from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
 )
 
 DAY = 86_400_000
+TEST = TEST_NAME
 AGENTS, COMMITS, TESTS = 8, 6, 5
 
 
@@ -87,11 +93,11 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         client.delete(keys.index_keys(keys.Scope()).hash_times)  # as pushed before the index
         old = [d for d in docs if d.start_ms < now - 90 * DAY]
         unfolded = [d for d in docs if d.start_ms >= now - 30 * DAY]
-        dry = retention.gc(client, now, dry_run=True)
+        dry = retention.gc(client, now, window_days=90, dry_run=True, document_days=30)
         assert dry.commits_indexed == len(docs) and dry.commits_expired == len(old)
         assert main(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
         assert len(_samples(client, "hash")) == len(docs) * len(METRICS)  # nothing deleted
-        report = retention.gc(client, now)
+        report = retention.gc(client, now, window_days=90, document_days=30)
         assert report.commits_expired == len(old)
         assert report.documents_folded == len(docs) - len(unfolded)
         sink.down()
@@ -104,15 +110,52 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         assert len(_samples(client, "hash")) == (len(docs) - len(old)) * len(METRICS)
         folded = reader.result_document(client, old[0].run_id)
         assert folded.result is None and folded.context.git.hash == old[0].context.git.hash
-        assert folded.metrics == old[0].metrics and retention.FOLDED_NOTE in folded.notes
+        assert folded.context == old[0].context and folded.start_ms == old[0].start_ms
+        assert folded.metrics == {} and retention.FOLDED_NOTE in folded.notes  # series keep them
         assert all(reader.result_document(client, d.run_id).result is not None
                    for d in unfolded)
         assert reader.result_document(client, docs[-3].run_id).result is None  # 40 days
         # a second pass has nothing left to do
-        again = retention.gc(client, now)
+        again = retention.gc(client, now, window_days=90, document_days=30)
         assert (again.commits_expired, again.documents_folded) == (0, 0)
+        _pull_request_bases_are_still_found(client, docs, old, now)
     finally:
         sink.down()
+
+
+def _pr_compare(client: redis.Redis, base: RunResult, now: int) -> pr_compare.PlatformComparison:
+    """A pull request on ``base``: its head run just pushed, compared on icelake-2s."""
+    head = make_result(99, branch="feature", hash="f" * 40, version=None)
+    head.start_ms = now
+    assert push_results(client, [head]).pushed
+    event = BuildEvent(id="ev-1", request_id="rq-1", org="redis", repo="redis",
+                       branch="feature", sha="f" * 40, commit_time_ms=0,
+                       build_variant=BUILD_VARIANT, built_at_ms=now - 1,
+                       artifact=ArtifactRef("redis", "rbs:artifact:x", "0" * 64, 1),
+                       redis_version="255.255.255")
+    info = PrInfo("redis", "redis", 1, "f" * 40, "feature", "unstable",
+                  base.context.git.hash or "")
+    return pr_compare.compare_platform(client, event, "icelake-2s", info,
+                                       pr_compare.PrCompareOptions(metric=METRICS[0]))
+
+
+def _pull_request_bases_are_still_found(client: redis.Redis, docs: list[RunResult],
+                                        old: list[RunResult], now: int) -> None:
+    """What docs/history.md promises a pull request after gc and a restart: a base commit
+    inside the window by its by.hash series, an older one by its own points on unstable."""
+    recent = _pr_compare(client, docs[-2], now)
+    assert recent.baseline_label == f"hash {docs[-2].context.git.hash}"
+    assert recent.samples[TEST][0] == [docs[-2].metrics[METRICS[0]]]
+    expired = _pr_compare(client, old[1], now)
+    assert expired.baseline_label.startswith(f"commit {(old[1].context.git.hash or '')[:12]}")
+    assert "on branch unstable" in expired.baseline_label
+    assert expired.samples[TEST][0] == [old[1].metrics[METRICS[0]]]  # that commit's value only
+    context = expired.report.context
+    assert context and context.baseline.commits == [old[1].context.git.hash]
+    never = make_result(0, hash="e" * 40)  # never benchmarked: the branch's last points
+    fallback = _pr_compare(client, never, now)
+    assert fallback.baseline_label == "branch unstable (last 10 points)"
+    assert len(fallback.samples[TEST][0]) == 10
 
 
 @pytest.mark.parametrize("days", ["0", "9999"])

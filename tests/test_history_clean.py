@@ -15,6 +15,7 @@ from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
+    series_of_test,
 )
 
 SUITE = """version: 0.4
@@ -46,16 +47,18 @@ def test_ab_results_are_apart_labelled_and_refused_by_push(
                  "--version-tag", "7.0.15", "--no-datasink"])
     assert code == 0
     files = find_result_files(tmp_path / "results")
-    assert len(files) == 2 and all("results/ab/" in str(f) for f in files)
+    # one pair, or two when a pair disturbed by a neighbour was replaced (--max-repetitions 2x)
+    assert len(files) in (2, 4) and all("results/ab/" in str(f) for f in files)
+    sides = [RunResult.read(f).context.ab_side for f in files]
+    assert sorted(sides) == sorted(["baseline", "comparison"] * (len(files) // 2))
     docs = {RunResult.read(f).context.ab_side: RunResult.read(f) for f in files}
-    assert set(docs) == {"baseline", "comparison"}
     assert all(d.context.session_kind == SESSION_AB for d in docs.values())
     assert docs["comparison"].context.extra_server_args == [
         "--appendonly", "yes", "--appendfsync", "always"]
     assert docs["baseline"].context.extra_server_args == []
     # what the README tells people to push: nothing of the A/B session lands in history
     report = push_results_dir(client, tmp_path / "results")
-    assert report.pushed == [] and len(report.skipped) == 2, report
+    assert report.pushed == [] and len(report.skipped) == len(files), report
     reasons = " | ".join(report.skipped.values())
     assert "side comparison, extra server args: --appendonly yes --appendfsync always" in reasons
-    assert client.execute_command("TS.QUERYINDEX", "test_name=ab-set") == []
+    assert series_of_test(client, "ab-set") == []

@@ -43,7 +43,7 @@ exporter:
 SHAPES = {
     "single": [],
     "repetitions": ["--repetitions", "3"],
-    "sweep": ["--sweep", "clients=1,8"],
+    "sweep": ["--sweep", "clients=1,8,64"],
     "profiled": ["--profilers", "instructions", "--instructions-method", "callgrind",
                  "--profile-requests", "2000"],
     "topologies": ["--all-topologies"],  # rbs run runs a suite's first one by default
@@ -93,16 +93,19 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
             assert set(points.values()) == {3} and len(docs) == 3
             assert sorted(d.context.repetition for d in docs) == [0, 1, 2]
         if shape == "sweep":  # a series per client count, found by its sweep labels
-            assert sorted({k.split("/")[5] for k in points}) == ["shape-set.clients-1",
-                                                              "shape-set.clients-8"]
+            assert sorted({k.split("/")[5] for k in points}) == [
+                "shape-set.clients-1", "shape-set.clients-64", "shape-set.clients-8"]
             assert len(client.execute_command("TS.QUERYINDEX", "sweep_of=shape-set",
                                               "sweep_value=8", "branch=shape-sweep")) \
-                == len(points) // 2  # each metric of the clients-8 runs
+                == len(points) // 3  # each metric of the clients-8 runs
         if shape == "profiled":  # the counts a profiler does not distort, never the timings
             assert all("/instructions_" in k for k in points) and points
         if shape == "topologies":
             assert len(docs) == 2 and set(points.values()) == {1}
             assert any("/oss-standalone/oss-standalone-02-io-threads/" in k for k in points)
+    # every history run's document reached the datasink once (A/B sessions: their own test)
+    pushed = [d for shape in SHAPES for d in _documents(tmp_path / shape) if d.ok]
+    assert reader.count_runs(client) == len({d.run_id for d in pushed}) == len(pushed)
     # rbs history shows the repetitions as points of one series, and the swept values
     url = datasink.url
     assert main(["history", "--test", "shape-set", "--branch", "shape-repetitions",
@@ -112,7 +115,7 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
     assert main(["history", "--test", "shape-set", "--branch", "shape-sweep",
                  "--platform", "shapes", "--datasink", url]) == 0
     table = capsys.readouterr().out
-    assert "shape-set.clients-1" in table and "shape-set.clients-8" in table
+    assert all(f"shape-set.clients-{n}" in table for n in (1, 8, 64))
 
 
 @pytest.mark.slow

@@ -100,8 +100,11 @@ def test_swept_series_get_their_own_key_and_labels(client: redis.Redis) -> None:
         plain.test_name, f"{plain.test_name}.clients-64"]
     found = client.execute_command("TS.QUERYINDEX", f"sweep_of={plain.test_name}",
                                    "sweep_value=64")
-    assert len(found) == 6  # 2 metrics x 3 sides (branch, version, hash of make_result)
+    assert len(found) == 4  # 2 metrics x the branch and version sides (the dashboards')
     assert all(b".clients-64/" in k for k in found)
+    # a by.hash series carries by/hash/metric/platform only: its key names the swept value
+    hashed = client.execute_command("TS.QUERYINDEX", "hash=a1b2c3d4e5f6", "by=hash")
+    assert sum(b".clients-64/" in k for k in hashed) == 2
 
 
 def test_real_sweep_of_clients(tmp_path: Path) -> None:

@@ -302,6 +302,40 @@ def run_labels(result: RunResult) -> dict[str, str]:
     return {name: label_value(value) for name, value in labels.items() if value}
 
 
+#: the only labels of a by.hash series. It holds one commit's points and its readers (the PR
+#: comparison, ``rbs compare --*-hash``, gc, the HTML report's marks) find a commit's series
+#: with ``hash=<sha> metric=<m> platform=<p> by=hash`` and narrow the rest (test, topology,
+#: build variant, scope) from the key (:func:`parse_key`); a test's groups and commands come
+#: from :attr:`IndexKeys.tested`. The dashboards read by.branch and by.version, which keep
+#: every label. Each label costs a series ~430 B in RedisTimeSeries' index
+#: (docs/history.md), and by.hash is 99 % of the series. ``platform`` stays because it
+#: divides what a PR query opens by the number of platforms.
+HASH_LABELS = (LABEL_BY, "hash", LABEL_METRIC, LABEL_PLATFORM)
+
+
+def series_labels(series: SeriesId, labels_of_run: dict[str, str]) -> dict[str, str]:
+    """Every label ``series`` is created with: its own and the run's (:func:`run_labels`);
+    a by.hash series only :data:`HASH_LABELS`."""
+    own = series.labels()
+    if series.side.kind == "hash":
+        return {name: own[name] for name in HASH_LABELS}
+    return {**own, **labels_of_run}
+
+
+def tested_items(result: RunResult) -> str:
+    """``groups|commands`` of a run (``;``-joined, as the labels), kept per test in
+    :attr:`IndexKeys.tested` for readers of by.hash series, which do not carry them."""
+    return ";".join(sorted(result.tested_groups)) + "|" + ";".join(
+        sorted(result.tested_commands))
+
+
+def parse_tested_items(value: str) -> dict[str, str]:
+    """The ``tested_groups`` / ``tested_commands`` labels :func:`tested_items` stands for."""
+    groups, _, commands = value.partition("|")
+    return {name: text for name, text in ((LABEL_TESTED_GROUPS, groups),
+                                          (LABEL_TESTED_COMMANDS, commands)) if text}
+
+
 def sides_of(result: RunResult) -> list[Side]:
     """The sides a run's metrics are written to.
 
@@ -369,10 +403,15 @@ class IndexKeys:
     platforms: str
     build_variants: str
     topologies: str
-    runs: str  # run ids whose result document is stored (see :func:`run_key`)
+    runs: str  # run ids of documents pushed before the per-test indexes were the only one
     # commit -> newest point time (ms) of its by.hash series: what `rbs datasink gc` expires
     hash_times: str = ""
     folded_until: str = ""  # documents older than this (ms) were folded by gc
+    # commit -> first / newest point time (ms), never expired: where a commit's runs are
+    # once gc deleted its by.hash series (a PR base is then found on its branch's series)
+    hash_first: str = ""
+    hash_last: str = ""
+    tested: str = ""  # test -> "groups|commands" (see tested_items)
 
 
 def index_keys(scope: Scope) -> IndexKeys:
@@ -390,6 +429,9 @@ def index_keys(scope: Scope) -> IndexKeys:
         runs=f"{base}:runs",
         hash_times=f"{base}:hash_times",
         folded_until=f"{base}:folded_until_ms",
+        hash_first=f"{base}:hash_first",
+        hash_last=f"{base}:hash_last",
+        tested=f"{base}:tested",
     )
 
 

@@ -7,7 +7,6 @@ Nothing here scans key names.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import documents, keys
 from redis_benchmarks_spec.results.document import RunResult
 
 Point = tuple[int, float]
@@ -85,13 +84,41 @@ class SeriesSelector:
             keys.LABEL_GITHUB_REPO: self.github_repo,
             keys.LABEL_BY: self.side.kind,
         }
+        if self.side.kind == "hash":  # the only labels a by.hash series has (see matches)
+            exact = {name: exact[name] for name in keys.HASH_LABELS}
         out = [f"{name}={keys.label_value(value)}" for name, value in exact.items() if value]
+        if self.side.kind == "hash":
+            return out
         if test_names is not None:
             out = [f for f in out if not f.startswith(f"{keys.LABEL_TEST_NAME}=")]
             if len(test_names) <= MAX_SERVER_TEST_LIST:
                 values = ",".join(keys.label_value(t) for t in test_names)
                 out.insert(2, f"{keys.LABEL_TEST_NAME}=({values})")
         return out
+
+    def matches(self, series: keys.SeriesId, test_names: list[str] | None = None) -> bool:
+        """Whether a series the filters found is selected: for by.hash series, which carry
+        only :data:`keys.HASH_LABELS`, the rest is judged from the key here."""
+        if self.side.kind != "hash":
+            return True
+        tests = test_names if test_names is not None else (
+            [self.test_name] if self.test_name else None)
+        wanted = ((self.platform, series.platform), (self.topology, series.topology),
+                  (self.build_variant, series.build_variant),
+                  (self.triggering_env, series.scope.triggering_env),
+                  (self.github_org, series.scope.github_org),
+                  (self.github_repo, series.scope.github_repo))
+        return all(w is None or w == actual for w, actual in wanted) and \
+            (tests is None or series.test_name in tests)
+
+    def may_match(self, key: str, test_names: list[str] | None = None) -> bool:
+        """A cheap first look at a by.hash key (its fixed components: scope, test, build
+        variant, platform) before :meth:`matches` parses it whole."""
+        parts = key.split("/", 8)
+        test = self.test_name if test_names is None else None  # a list is judged by matches
+        wanted = (self.triggering_env, self.github_org, self.github_repo, test,
+                  self.build_variant, self.platform)
+        return len(parts) == 9 and all(w is None or w == p for w, p in zip(wanted, parts[2:8]))
 
     def range_args(self) -> list[Any]:
         """``from to [COUNT n]`` of the range command."""
@@ -126,12 +153,42 @@ def read_series(client: redis.Redis, selector: SeriesSelector,
         keys.LABEL_TESTED_GROUPS, keys.LABEL_TESTED_COMMANDS,
         "FILTER", *selector.filters(test_names))
     series = [_parse_series(key, labels, samples) for key, labels, samples in _entries(reply)]
-    if test_names is not None and len(test_names) > MAX_SERVER_TEST_LIST:
+    if selector.side.kind == "hash":
+        series = _hash_series(client, selector, series, test_names)
+    elif test_names is not None and len(test_names) > MAX_SERVER_TEST_LIST:
         wanted = {keys.label_value(t) for t in test_names}
         series = [s for s in series if s.labels.get(keys.LABEL_TEST_NAME) in wanted]
     if command == "TS.MREVRANGE":
         series = [replace(s, points=s.points[::-1]) for s in series]
     return series
+
+
+def _hash_series(client: redis.Redis, selector: SeriesSelector, found: list[Series],
+                 test_names: list[str] | None) -> list[Series]:
+    """by.hash series the selector selects, labelled as the other sides are (test name from
+    the key; groups and commands from the scope's ``tested`` index, one round trip)."""
+    chosen = [(s, parsed) for s in found if selector.may_match(s.key, test_names) and
+              selector.matches(parsed := keys.parse_key(s.key, selector.metric), test_names)]
+    tests: dict[keys.Scope, list[str]] = {}
+    for _s, parsed in chosen:
+        tests.setdefault(parsed.scope, []).append(parsed.test_name)
+    pipe = client.pipeline(transaction=False)  # each scope's groups and commands: one HMGET
+    for scope, names in tests.items():
+        pipe.hmget(keys.index_keys(scope).tested, names)
+    items = {(scope, name): _text(value) if value else ""
+             for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
+             for name, value in zip(names, values)}
+    return [replace(s, labels={keys.LABEL_TEST_NAME: parsed.test_name,
+                               **keys.parse_tested_items(items[(parsed.scope, parsed.test_name)])})
+            for s, parsed in chosen]
+
+
+def has_series(client: redis.Redis, selector: SeriesSelector) -> bool:
+    """Whether any series matches ``selector`` (TS.QUERYINDEX, by.hash narrowed by key)."""
+    found = series_keys(client, selector.filters())
+    if selector.side.kind != "hash":
+        return bool(found)
+    return any(selector.matches(keys.parse_key(k, selector.metric)) for k in found)
 
 
 def points(client: redis.Redis, selector: SeriesSelector) -> list[Point]:
@@ -252,13 +309,18 @@ def list_build_variants(client: redis.Redis, scope: keys.Scope) -> list[str]:
 
 
 def list_runs(client: redis.Redis, scope: keys.Scope) -> list[str]:
-    """Run ids whose result document is stored, in ``scope``."""
-    return _members(client, keys.index_keys(scope).runs)
+    """Run ids whose result document is stored, in ``scope`` (the tests' run indexes)."""
+    tests = list_tests(client, scope)
+    return sorted({r for ids in run_ids_of_tests(client, scope, tests) for r in ids})
 
 
 def count_runs(client: redis.Redis) -> int:
-    """How many runs are stored, over every scope (SCARD of the run index sets)."""
-    return sum(int(client.scard(keys.index_keys(scope).runs)) for scope in scopes(client))
+    """How many runs are stored, over every scope (ZCARD of the tests' run indexes)."""
+    pipe = client.pipeline(transaction=False)
+    for scope in scopes(client):
+        for test in list_tests(client, scope):
+            pipe.zcard(keys.test_runs_key(scope, test))
+    return sum(int(n) for n in pipe.execute())
 
 
 def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
@@ -270,17 +332,69 @@ def run_ids(client: redis.Redis, scope: keys.Scope, test_name: str,
                                                    low, high)]
 
 
+def run_ids_of_tests(client: redis.Redis, scope: keys.Scope, test_names: list[str],
+                     from_ms: int | None = None, to_ms: int | None = None) -> list[list[str]]:
+    """:func:`run_ids` of each of ``test_names`` (in that order), in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for name in test_names:
+        pipe.zrangebyscore(keys.test_runs_key(scope, name),
+                           "-inf" if from_ms is None else from_ms,
+                           "+inf" if to_ms is None else to_ms)
+    return [[_text(m) for m in found] for found in pipe.execute()]
+
+
+def run_ids_at(client: redis.Redis, scope: keys.Scope, test_name: str,
+               starts_ms: list[int]) -> list[list[str]]:
+    """Run ids of ``test_name`` that started at each of ``starts_ms``, in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for ts in starts_ms:
+        pipe.zrangebyscore(keys.test_runs_key(scope, test_name), ts, ts)
+    return [[_text(m) for m in found] for found in pipe.execute()]
+
+
 def result_document(client: redis.Redis, run_id: str) -> RunResult:
-    """The full result document stored for ``run_id``."""
+    """The result document stored for ``run_id`` (the datasink's copy: see
+    :mod:`.documents` for what it holds, whole or folded)."""
     key = keys.run_key(run_id)
     raw = client.get(key)
     if raw is None:
         raise RunNotFoundError(f"no result document at {key}")
-    return RunResult.from_dict(json.loads(raw))
+    return documents.decode(raw)
+
+
+def result_documents(client: redis.Redis, run_ids: list[str]) -> dict[str, RunResult]:
+    """The stored documents of ``run_ids`` in one round trip (MGET); ids without one are
+    left out."""
+    if not run_ids:
+        return {}
+    values = client.mget([keys.run_key(r) for r in run_ids])
+    return {run_id: documents.decode(raw) for run_id, raw in zip(run_ids, values)
+            if raw is not None}
+
+
+def result_dicts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """:func:`result_documents` as the stored JSON objects, for readers that look at a
+    field or two of many documents before building the few they keep."""
+    if not run_ids:
+        return {}
+    values = client.mget([keys.run_key(r) for r in run_ids])
+    return {run_id: documents.decode_dict(raw) for run_id, raw in zip(run_ids, values)
+            if raw is not None}
+
+
+def contexts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str, Any] | None]:
+    """Each stored run's ``context`` (platform, commit, topology...) read from the first
+    bytes of its document (GETRANGE, one round trip): which runs to fetch whole, without
+    fetching them all. None for a run whose context is not in those bytes (fetch it)."""
+    pipe = client.pipeline(transaction=False)
+    for run_id in run_ids:
+        pipe.getrange(keys.run_key(run_id), 0, documents.HEAD_BYTES - 1)
+    return {run_id: documents.peek_context(head) if head else None
+            for run_id, head in zip(run_ids, pipe.execute()) if head}
 
 
 def run_document(client: redis.Redis, run_id: str) -> RunResult:
-    """The full result document of ``run_id`` (alias of :func:`result_document`)."""
+    """The result document of ``run_id`` (alias of :func:`result_document`)."""
     return result_document(client, run_id)
 
 

@@ -2,7 +2,7 @@
 
 The key scheme stays the team's. Its cost is the ``by.hash`` family: one series per commit x
 test x metric x platform, each holding the few points of one commit, so a year of the lab is
-~17 M series (measured in benchmarks/history_scale.py, docs/history-retention.md). The rule:
+~17 M series (measured in benchmarks/history_scale.py, docs/history.md). The rule:
 
 * ``by.branch`` and ``by.version`` series: kept forever, every point (a series per test x
   metric x platform gets ~1,500 points a year: a few KB). Change points, baselines and the
@@ -11,12 +11,13 @@ test x metric x platform, each holding the few points of one commit, so a year o
   (default :data:`DEFAULT_WINDOW_DAYS`), then deleted whole, key and labels, by gc.
   A series RETENTION would only drop its samples and leave the key, its labels and its
   index entries, which are the cost. A pull request whose base commit has no by.hash series
-  any more is compared with the base branch's last points, as it is for an unbenchmarked
-  base (notify/pr_compare.py).
-* run documents: kept whole for ``DEFAULT_DOCUMENT_DAYS``; older ones are folded to what history and
-  reports read of them (test, run id, context with git info, metrics, flags, times), the
-  tool output, histogram, deployment and telemetry dropped: the files on the lab hosts keep
-  those.
+  any more is compared with that commit's own points on the branch it was benchmarked on
+  (datasink/commit_points.py: the commit's span and its runs' folded documents are kept), and
+  with the base branch's last points only when the commit was never benchmarked.
+* run documents: the datasink's copy leaves out the tool's raw output (datasink/documents.py);
+  kept whole for ``DEFAULT_DOCUMENT_DAYS``, then folded to what history and change points
+  read of them (commit, version, repetition, platform, build variant, times, flags),
+  compressed; the histogram, deployment and telemetry stay in the files on the lab hosts.
 
 gc finds expired commits in the ``hash_times`` index (commit -> newest point, written by
 every push); data pushed before that index existed is indexed by gc on its first pass.
@@ -24,23 +25,17 @@ every push); data pushed before that index existed is indexed by gc on its first
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import redis
 
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import documents, keys, reader
 
-DEFAULT_WINDOW_DAYS = 90
-DEFAULT_DOCUMENT_DAYS = 30  # full documents (a memtier run's is ~29 KB): see docs/history.md
+DEFAULT_WINDOW_DAYS = 10  # a year of the lab under 8 GB: see docs/history.md
+DEFAULT_DOCUMENT_DAYS = 5  # whole documents (~10 KB each in the datasink)
 DAY_MS = 86_400_000
 BATCH = 500
-#: fields a folded document keeps; everything else is reset to its default
-FOLDED_KEEP = ("test_name", "run_id", "status", "context", "suite_file", "tested_groups",
-               "tested_commands", "reason", "tool", "tool_version", "redis_version",
-               "redis_git_sha", "start_ms", "end_ms", "metrics", "flags", "notes", "sweep",
-               "concurrency", "schema_version")
-FOLDED_NOTE = "folded by rbs datasink gc: tool output, histogram and telemetry dropped"
+FOLDED_NOTE = documents.FOLDED_NOTE
 
 
 @dataclass
@@ -73,6 +68,7 @@ def gc(client: redis.Redis, now_ms: int, window_days: float = DEFAULT_WINDOW_DAY
         expire_hashes(client, scope, report, dry_run)
         if not dry_run:
             fold_documents(client, scope, report)
+            client.unlink(keys.index_keys(scope).runs)  # older pushes' run set: now unread
     return report
 
 
@@ -80,16 +76,18 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _scope_filters(scope: keys.Scope) -> list[str]:
-    return [f"{keys.LABEL_TRIGGERING_ENV}={keys.label_value(scope.triggering_env)}",
-            f"{keys.LABEL_GITHUB_ORG}={keys.label_value(scope.github_org)}",
-            f"{keys.LABEL_GITHUB_REPO}={keys.label_value(scope.github_repo)}"]
-
-
 def hash_series(client: redis.Redis, scope: keys.Scope, sha: str) -> list[str]:
-    """Keys of every by.hash series of commit ``sha`` in ``scope``."""
-    return reader.series_keys(client, [f"hash={keys.label_value(sha)}", *_scope_filters(scope),
-                                       f"{keys.LABEL_BY}=hash"])
+    """Keys of every by.hash series of commit ``sha`` in ``scope`` (the scope is read from
+    the keys: a by.hash series has only :data:`keys.HASH_LABELS`)."""
+    found = reader.series_keys(client, [f"hash={keys.label_value(sha)}", f"{keys.LABEL_BY}=hash"])
+    return [k for k in found if _in_scope(k, scope)]
+
+
+def _in_scope(key: str, scope: keys.Scope) -> bool:
+    try:
+        return keys.parse_key(key).scope == scope
+    except keys.KeyParseError:
+        return False
 
 
 def index_missing_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport) -> None:
@@ -128,14 +126,6 @@ def expire_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport,
         pipe.execute()
 
 
-def fold(raw: dict[str, object]) -> dict[str, object]:
-    """A stored document reduced to :data:`FOLDED_KEEP` (still a valid RunResult)."""
-    folded = {name: raw[name] for name in FOLDED_KEEP if name in raw}
-    notes = list(folded.get("notes") or [])  # type: ignore[call-overload]
-    folded["notes"] = [*notes, FOLDED_NOTE]
-    return folded
-
-
 def fold_documents(client: redis.Redis, scope: keys.Scope, report: GcReport) -> None:
     """Fold the documents of runs started between the last fold and the cutoff."""
     idx = keys.index_keys(scope)
@@ -158,12 +148,13 @@ def _fold_batch(client: redis.Redis, run_ids: list[str], report: GcReport) -> No
         if raw is None:
             continue
         try:
-            data = json.loads(raw)
+            data = documents.decode_dict(raw)
         except ValueError as exc:
-            report.errors.append(f"{keys.run_key(run_id)}: not JSON ({exc}), left as it is")
+            report.errors.append(f"{keys.run_key(run_id)}: not a stored document ({exc}), "
+                                 "left as it is")
             continue
-        if FOLDED_NOTE in (data.get("notes") or []):
+        if documents.is_folded(data):
             continue
-        pipe.set(keys.run_key(run_id), json.dumps(fold(data), sort_keys=True))
+        pipe.set(keys.run_key(run_id), documents.encode_folded(data))
         report.documents_folded += 1
     pipe.execute()

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 
 from redis_benchmarks_spec.datasink import keys
-from redis_benchmarks_spec.datasink.writer import PushOptions, PushReport, push_results
+from redis_benchmarks_spec.datasink.writer import BATCH_RUNS, PushOptions, PushReport, push_results
 from redis_benchmarks_spec.results import document
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -129,35 +129,46 @@ def push_result_files(client: redis.Redis, files: list[tuple[Path, RunResult | N
         report.files_not_pushed = [str(f) for f, _ in files]
         return report
     known: set[str] = set()  # series created during this push: later points go by TS.MADD
-    for index, (path, result) in enumerate(files):
+    todo = []
+    for path, result in files:
         if not force and _pushed_to(path) == sink:
             report.files_already_pushed.append(str(path))
-            continue
+        else:
+            todo.append((path, result))
+    for first in range(0, len(todo), BATCH_RUNS):
         try:
-            _push_file(client, (path, result), sink, options, report, known)
+            _push_files(client, todo[first:first + BATCH_RUNS], (sink, options), report, known)
         except UNREACHABLE as exc:
-            report.error = f"datasink unreachable while pushing {path}: {exc}"
-            report.files_not_pushed += [str(f) for f, _ in files[index:]]
+            report.error = f"datasink unreachable while pushing {todo[first][0]}: {exc}"
+            report.files_not_pushed += [str(f) for f, _ in todo[first:]]
             break
     return report
 
 
-def _push_file(client: redis.Redis, file: tuple[Path, RunResult | None], sink: str,
-               options: PushOptions | None, report: PushReport, known: set[str]) -> None:
-    path, result = file
-    if result is None:
-        try:
-            result = RunResult.read(path)
-        except ValueError as exc:
-            report.failed[str(path)] = str(exc)
-            report.files_not_pushed.append(str(path))
-            return
-    one = push_results(client, [result], options, known)
+def _push_files(client: redis.Redis, files: list[tuple[Path, RunResult | None]],
+                how: tuple[str, PushOptions | None], report: PushReport,
+                known: set[str]) -> None:
+    """Push a batch of files in one round trip, then mark each file whose run went."""
+    sink, options = how
+    loaded: list[tuple[Path, RunResult]] = []
+    for path, result in files:
+        if result is None:
+            try:
+                result = RunResult.read(path)
+            except ValueError as exc:
+                report.failed[str(path)] = str(exc)
+                report.files_not_pushed.append(str(path))
+                continue
+        loaded.append((path, result))
+    one = push_results(client, [r for _p, r in loaded], options, known)
     report.merge(one)
-    if one.failed:
-        report.files_not_pushed.append(str(path))
-    elif one.pushed:
-        _write_marker(path, sink, client_url(client), one)
+    pushed = set(one.pushed)
+    url = client_url(client)
+    for path, result in loaded:
+        if result.run_id in one.failed:
+            report.files_not_pushed.append(str(path))
+        elif result.run_id in pushed:
+            _write_marker(path, sink, url, [result.run_id], len(keys.series_ids(result)))
 
 
 def client_url(client: redis.Redis) -> str:
@@ -171,13 +182,13 @@ def client_url(client: redis.Redis) -> str:
             f"/{kwargs.get('db', 0)}")
 
 
-def _write_marker(path: Path, sink: str, url: str, report: PushReport) -> None:
+def _write_marker(path: Path, sink: str, url: str, run_ids: list[str], datapoints: int) -> None:
     marker = marker_path(path)
     tmp = marker.with_suffix(marker.suffix + ".tmp")
     tmp.write_text(json.dumps({
         "datasink_id": sink, "datasink_url": url, "pushed_ms": int(time.time() * 1000),
         "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "run_ids": report.pushed, "datapoints": report.datapoints,
+        "run_ids": run_ids, "datapoints": datapoints,
     }, sort_keys=True))
     tmp.replace(marker)
 

@@ -1,25 +1,28 @@
-"""Push result documents into RedisTimeSeries: one pipelined round trip per test run.
+"""Push result documents into RedisTimeSeries: one pipelined round trip per batch of runs.
 
-Every write of one run (each metric on each side, the index sets, the result document) is
-queued on one non-transactional pipeline and sent with one ``execute()``. Series are
+Every write of a batch of runs (each metric on each side, the index sets, the result
+documents) is queued on one non-transactional pipeline and sent with one ``execute()``. Series are
 created with ``DUPLICATE_POLICY LAST`` and points added with ``ON_DUPLICATE LAST``, so
 pushing the same run again rewrites the same points and adds none.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import redis
 
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import documents, keys
 from redis_benchmarks_spec.results.document import RunResult
 
 TimestampSource = Literal["start", "commit"]
-HASH_SERIES_CHUNK_BYTES = 256
+#: runs per pipelined round trip (a batch of 64 five-metric runs is ~1,000 points)
+BATCH_RUNS = 64
+#: chunk of a series that holds few points (a commit's or a release's runs); others keep
+#: RedisTimeSeries' default 4 KiB
+SMALL_CHUNK_BYTES = {"hash": 128, "version": 256}
 
 
 class DatasinkWriteError(RuntimeError):
@@ -42,7 +45,7 @@ class PushOptions:
 
 @dataclass
 class PushReport:
-    """What a push did. ``round_trips`` counts pipeline executions (one per pushed run)."""
+    """What a push did. ``round_trips`` counts pipeline executions (one per batch of runs)."""
 
     pushed: list[str] = field(default_factory=list)  # run ids
     skipped: dict[str, str] = field(default_factory=dict)  # run id -> why nothing to push
@@ -89,29 +92,28 @@ class PushReport:
 def push_results(client: redis.Redis, results: list[RunResult],
                  options: PushOptions | None = None,
                  known_series: set[str] | None = None) -> PushReport:
-    """Push every ok result, one pipelined round trip each.
+    """Push every ok result, :data:`BATCH_RUNS` runs to one pipelined round trip.
 
     Results that are not ok, or have nothing to write, are listed in ``skipped``; a run whose
-    commands the server rejected is listed in ``failed``. Connection errors propagate: the
-    caller decides what stays on disk. ``known_series`` (keys this process already created,
-    updated here) lets a long batch send points of existing series as one compact TS.MADD;
-    pass the same set to consecutive calls to keep that benefit.
+    commands the server rejected is listed in ``failed`` (the others of its batch are still
+    pushed). Connection errors propagate: the caller decides what stays on disk.
+    ``known_series`` (keys this process already created, updated here) lets points of
+    existing series go as one compact TS.MADD; pass the same set to consecutive calls to
+    keep that benefit.
     """
     options = options or PushOptions()
     known = set() if known_series is None else known_series
     report = PushReport()
     started = time.monotonic()
+    ready = []
     for result in results:
         why_not = skip_reason(result, options)
         if why_not:
             report.skipped[result.run_id] = why_not
-            continue
-        try:
-            report.datapoints += push_one(client, result, options, known, report)
-        except DatasinkWriteError as exc:
-            report.failed[result.run_id] = str(exc)
         else:
-            report.pushed.append(result.run_id)
+            ready.append(result)
+    for first in range(0, len(ready), BATCH_RUNS):
+        push_batch(client, ready[first:first + BATCH_RUNS], options, known, report)
     report.elapsed_s = time.monotonic() - started
     return report
 
@@ -145,119 +147,198 @@ def timestamp_of(result: RunResult, options: PushOptions) -> int:
     return result.start_ms
 
 
-def push_one(client: redis.Redis, result: RunResult, options: PushOptions,
-             known: set[str], report: PushReport) -> int:
-    """Write one run in one round trip; returns the number of datapoints written.
+@dataclass
+class PlannedRun:
+    """One run's writes: its points' timestamp, its series and their labels' run part."""
 
-    Series not in ``known`` get a TS.ADD carrying their labels (which create them); points
-    of known series go in one TS.MADD (their DUPLICATE_POLICY LAST keeps re-pushes
-    idempotent). Should a known series have vanished or refuse the point, those points are
-    re-sent with TS.ADD in a second round trip.
+    result: RunResult
+    ts: int
+    series: list[keys.SeriesId]
+    run_labels: dict[str, str]
+
+    @classmethod
+    def of(cls, result: RunResult, options: PushOptions) -> PlannedRun:
+        return cls(result, timestamp_of(result, options), keys.series_ids(result),
+                   keys.run_labels(result))
+
+
+class Batch:
+    """Commands of one round trip, each with the runs it writes for (to name a refusal)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.pipe = client.pipeline(transaction=False)
+        self.owners: list[list[RunResult]] = []
+
+    def queue(self, owners: list[RunResult], *args: Any) -> int:
+        """Queue one command; returns its index among the replies."""
+        self.pipe.execute_command(*args)
+        self.owners.append(owners)
+        return len(self.owners) - 1
+
+    def send(self) -> list[Any]:
+        return self.pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+
+
+def push_batch(client: redis.Redis, results: list[RunResult], options: PushOptions,
+               known: set[str], report: PushReport) -> None:
+    """Write runs in one round trip (two when points of known series were refused).
+
+    Series not in ``known`` get a TS.ADD carrying their labels (which creates them); points
+    of known series (and of series created earlier in the batch) go in one TS.MADD, whose
+    DUPLICATE_POLICY LAST keeps re-pushes idempotent. Index sets get one command each for
+    the whole batch. Should a known series have vanished or refuse a point, that point is
+    sent again with TS.ADD and its labels in a second round trip.
     """
-    ts = timestamp_of(result, options)
-    series = keys.series_ids(result)
-    fresh = [s for s in series if s.key not in known]
-    existing = [s for s in series if s.key in known]
-    pipe = client.pipeline(transaction=False)
-    for s in fresh:
-        queue_add(pipe, s, result, ts, options)
-    if existing:
-        pipe.execute_command("TS.MADD", *[arg for s in existing
-                                          for arg in (s.key, ts, result.metrics[s.metric])])
-    queue_indexes(pipe, result, options)
+    plans = [PlannedRun.of(r, options) for r in results]
+    batch = Batch(client)
+    madd: list[tuple[keys.SeriesId, PlannedRun]] = []
+    created: dict[str, int] = {}  # series key -> index of the TS.ADD creating it
+    for plan in plans:
+        for s in plan.series:
+            if s.key in known or s.key in created:
+                madd.append((s, plan))
+            else:
+                created[s.key] = batch.queue([plan.result], *add_args(s, plan, options))
+    madd_at = batch.queue([p.result for _s, p in madd], "TS.MADD", *[
+        arg for s, p in madd for arg in (s.key, p.ts, p.result.metrics[s.metric])]) \
+        if madd else -1
+    queue_indexes(batch, plans)
     if options.store_documents:
-        queue_document(pipe, result)
-    pipe.set(keys.LAST_PUSH_KEY, int(time.time() * 1000))
-    commands = [args for args, _options in pipe.command_stack]  # execute() clears the stack
-    replies = pipe.execute(raise_on_error=False)
+        queue_documents(batch, plans)
+    batch.queue([], "SET", keys.LAST_PUSH_KEY, int(time.time() * 1000))
+    commands = [args for args, _options in batch.pipe.command_stack]
+    replies = batch.send()
     report.round_trips += 1
-    refused: list[keys.SeriesId] = []
-    if existing:
-        madd_at = len(fresh)
-        refused = madd_refusals(existing, replies[madd_at])
-        del commands[madd_at], replies[madd_at]
-    check_replies(result, commands, replies)
-    known.update(s.key for s in fresh)
+    errors: dict[str, list[str]] = {}
+    refused = madd_refusals(madd, replies[madd_at]) if madd else []
+    for index, (args, reply) in enumerate(zip(commands, replies)):
+        if index != madd_at and isinstance(reply, Exception):
+            for owner in batch.owners[index]:
+                errors.setdefault(owner.run_id, []).append(_refusal(args, reply))
+    known.update(k for k, at in created.items() if not isinstance(replies[at], Exception))
     if refused:
-        readd(client, result, refused, ts, options)
+        readd(client, refused, options, errors)
         report.round_trips += 1
-    return len(series)
+    _account(plans, errors, report)
 
 
-def queue_add(pipe: Any, series: keys.SeriesId, result: RunResult, ts: int,
-              options: PushOptions) -> None:
-    """Queue a TS.ADD of one point that creates the series, with its labels, if needed."""
-    labels = {**series.labels(), **keys.run_labels(result)}
-    # a by.hash series holds the few runs of one commit: a small chunk saves ~4 KiB each
-    chunk = ["CHUNK_SIZE", HASH_SERIES_CHUNK_BYTES] if series.side.kind == "hash" else []
-    pipe.execute_command(
-        "TS.ADD", series.key, ts, float(result.metrics[series.metric]),
-        "RETENTION", options.retention_ms, *chunk, "DUPLICATE_POLICY", "LAST",
-        "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels),
-    )
+def _refusal(args: tuple[Any, ...], reply: Exception) -> str:
+    key = args[1] if len(args) > 1 else "?"
+    return f"{args[0]} {key}: {reply}"
 
 
-def madd_refusals(series: list[keys.SeriesId], reply: Any) -> list[keys.SeriesId]:
-    """The series whose point a TS.MADD reply refused (all of them if the command failed)."""
+def _account(plans: list[PlannedRun], errors: dict[str, list[str]],
+             report: PushReport) -> None:
+    for plan in plans:
+        run = plan.result
+        found = errors.get(run.run_id)
+        if found:
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            report.failed[run.run_id] = (f"test {run.test_name} run {run.run_id}: "
+                                         f"{found[0]}{more}")
+        else:
+            report.pushed.append(run.run_id)
+            report.datapoints += len(plan.series)
+
+
+def add_args(series: keys.SeriesId, plan: PlannedRun, options: PushOptions) -> list[Any]:
+    """A TS.ADD of one point that creates the series, with its labels, if needed."""
+    labels = keys.series_labels(series, plan.run_labels)
+    # by.hash and by.version series hold the few runs of one commit or release: a small
+    # chunk saves most of the default 4 KiB each (docs/history.md)
+    chunk = SMALL_CHUNK_BYTES.get(series.side.kind)
+    return ["TS.ADD", series.key, plan.ts, float(plan.result.metrics[series.metric]),
+            "RETENTION", options.retention_ms, *(["CHUNK_SIZE", chunk] if chunk else []),
+            "DUPLICATE_POLICY", "LAST", "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels)]
+
+
+def madd_refusals(points: list[tuple[keys.SeriesId, PlannedRun]],
+                  reply: Any) -> list[tuple[keys.SeriesId, PlannedRun]]:
+    """The points a TS.MADD reply refused (all of them if the command failed)."""
     if isinstance(reply, Exception):
-        return list(series)
-    return [s for s, item in zip(series, reply) if isinstance(item, Exception)]
+        return list(points)
+    return [p for p, item in zip(points, reply) if isinstance(item, Exception)]
 
 
-def readd(client: redis.Redis, result: RunResult, series: list[keys.SeriesId], ts: int,
-          options: PushOptions) -> None:
+def readd(client: redis.Redis, points: list[tuple[keys.SeriesId, PlannedRun]],
+          options: PushOptions, errors: dict[str, list[str]]) -> None:
     """Send points TS.MADD refused again as TS.ADD (creating, ON_DUPLICATE LAST)."""
-    pipe = client.pipeline(transaction=False)
-    for s in series:
-        queue_add(pipe, s, result, ts, options)
-    commands = [args for args, _options in pipe.command_stack]
-    check_replies(result, commands, pipe.execute(raise_on_error=False))
-
-
-def queue_indexes(pipe: Any, result: RunResult, options: PushOptions) -> None:
-    """Queue the index-set updates that let readers list tests, branches, versions..."""
-    scope = keys.Scope.of(result)
-    idx = keys.index_keys(scope)
-    ctx = result.context
-    pipe.sadd(keys.SCOPES_KEY, scope.path)
-    pipe.sadd(idx.tests, keys.series_test_name(result))
-    pipe.sadd(idx.metrics, *keys.history_metrics(result))
-    pipe.sadd(idx.platforms, ctx.platform)
-    pipe.sadd(idx.build_variants, ctx.build_variant)
-    pipe.sadd(idx.topologies, ctx.topology)
-    side_sets = {"branch": idx.branches, "version": idx.versions, "hash": idx.hashes}
-    for side in keys.sides_of(result):
-        pipe.sadd(side_sets[side.kind], side.value)
-        if side.kind == "hash":  # gc expires a commit's series by its newest point
-            pipe.zadd(idx.hash_times, {side.value: timestamp_of(result, options)}, gt=True)
-
-
-def queue_document(pipe: Any, result: RunResult) -> None:
-    """Queue the full result document under its run id, and the test's run index.
-
-    Stored as a plain string of JSON rather than a RedisJSON document: it is written once
-    and always read whole (analysis wants the encoded histogram, not a path inside it), it
-    is the same JSON as the file on disk (``RunResult.to_dict``), and it works on any RedisTimeSeries datasink,
-    including shared ones that do not load the JSON module.
-    """
-    pipe.set(keys.run_key(result.run_id), json.dumps(result.to_dict(), sort_keys=True))
-    scope = keys.Scope.of(result)
-    pipe.zadd(keys.test_runs_key(scope, result.test_name), {result.run_id: result.start_ms})
-    pipe.sadd(keys.index_keys(scope).runs, result.run_id)
-
-
-def check_replies(result: RunResult, commands: list[tuple[Any, ...]],
-                  replies: list[Any]) -> None:
-    """Raise :class:`DatasinkWriteError` naming the first rejected command and its key."""
-    errors = []
-    for args, reply in zip(commands, replies):
+    batch = Batch(client)
+    for s, plan in points:
+        batch.queue([plan.result], *add_args(s, plan, options))
+    commands = [args for args, _options in batch.pipe.command_stack]
+    for index, (args, reply) in enumerate(zip(commands, batch.send())):
         if isinstance(reply, Exception):
-            key = args[1] if len(args) > 1 else "?"
-            errors.append(f"{args[0]} {key}: {reply}")
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise DatasinkWriteError(f"test {result.test_name} run {result.run_id}: "
-                                 f"{errors[0]}{more}")
+            for owner in batch.owners[index]:
+                errors.setdefault(owner.run_id, []).append(_refusal(args, reply))
+
+
+def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
+    """Queue the index-set updates that let readers list tests, branches, versions...:
+    one command per set for the whole batch."""
+    members: dict[tuple[str, str], dict[str, list[RunResult]]] = {}
+    times: dict[tuple[str, str], dict[str, int]] = {}  # (flag, zset) -> commit -> time
+
+    def add(command: str, key: str, value: str, run: RunResult) -> None:
+        members.setdefault((command, key), {}).setdefault(value, []).append(run)
+
+    for plan in plans:
+        run, ctx = plan.result, plan.result.context
+        scope = keys.Scope.of(run)
+        idx = keys.index_keys(scope)
+        add("SADD", keys.SCOPES_KEY, scope.path, run)
+        add("SADD", idx.tests, keys.series_test_name(run), run)
+        add("HSET", idx.tested, keys.series_test_name(run), run)
+        for metric in keys.history_metrics(run):
+            add("SADD", idx.metrics, metric, run)
+        add("SADD", idx.platforms, ctx.platform, run)
+        add("SADD", idx.build_variants, ctx.build_variant, run)
+        add("SADD", idx.topologies, ctx.topology, run)
+        side_sets = {"branch": idx.branches, "version": idx.versions, "hash": idx.hashes}
+        for side in keys.sides_of(run):
+            add("SADD", side_sets[side.kind], side.value, run)
+            if side.kind == "hash":  # gc expires a commit's series by its newest point
+                for flag, key in (("GT", idx.hash_times), ("GT", idx.hash_last),
+                                  ("LT", idx.hash_first)):
+                    _keep(times.setdefault((flag, key), {}), side.value, plan.ts, flag)
+                    add("ZADD" + flag, key, side.value, run)
+    for (command, key), values in members.items():
+        owners = list({id(r): r for runs in values.values() for r in runs}.values())
+        if command == "SADD":
+            batch.queue(owners, "SADD", key, *values)
+        elif command == "HSET":
+            batch.queue(owners, "HSET", key, *[a for name, runs in values.items()
+                                               for a in (name, keys.tested_items(runs[-1]))])
+        else:
+            flag = command[4:]
+            batch.queue(owners, "ZADD", key, flag, *[
+                arg for value in values for arg in (times[(flag, key)][value], value)])
+
+
+def _keep(times: dict[str, int], commit: str, ts: int, flag: str) -> None:
+    """The greatest (GT) or least (LT) time of ``commit`` in this batch."""
+    old = times.get(commit)
+    times[commit] = ts if old is None else (max(old, ts) if flag == "GT" else min(old, ts))
+
+
+def queue_documents(batch: Batch, plans: list[PlannedRun]) -> None:
+    """Queue the runs' documents (lean: :mod:`.documents`) and the tests' run indexes (run id
+    by start time, the one index of documents).
+
+    Stored as plain strings of JSON rather than RedisJSON documents: written once and always
+    read whole, and it works on any RedisTimeSeries datasink, including shared ones that do
+    not load the JSON module.
+    """
+    runs = [p.result for p in plans]
+    batch.queue(runs, "MSET", *[arg for r in runs
+                                for arg in (keys.run_key(r.run_id), documents.encode_lean(r))])
+    by_test: dict[str, list[RunResult]] = {}
+    for run in runs:
+        # under the series' test name: a sweep's runs are found beside each swept value's series
+        key = keys.test_runs_key(keys.Scope.of(run), keys.series_test_name(run))
+        by_test.setdefault(key, []).append(run)
+    for key, owners in by_test.items():
+        batch.queue(owners, "ZADD", key, *[a for r in owners for a in (r.start_ms, r.run_id)])
 
 
 def _flatten(labels: dict[str, str]) -> list[str]:

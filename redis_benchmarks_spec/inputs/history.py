@@ -21,22 +21,27 @@ def _selector(query: HistoryQuery) -> reader.SeriesSelector:
                                  last_n=query.last_n)
 
 
-def _annotate(client: redis.Redis, series_key: str, query: HistoryQuery,
-              point: HistoryPoint) -> int | None:
-    """Commit and version of the run that wrote ``point``, and its repetition: runs are
-    indexed by start time, which is the points' timestamp; the run must be of this series'
-    variant and platform."""
-    series = keys.parse_key(series_key, query.metric)
-    for run_id in reader.run_ids(client, series.scope, query.test, point.ts_ms, point.ts_ms):
-        doc = reader.result_document(client, run_id)
-        ctx = doc.context
-        if (ctx.git.branch, ctx.build_variant, ctx.platform) == (query.branch, series.build_variant,
-                                                             series.platform):
-            point.commit = ctx.git.hash or doc.redis_git_sha
-            point.version = ctx.git.version or doc.redis_version
-            point.run_id = run_id
-            return ctx.repetition
-    return None
+def _annotate(client: redis.Redis, history: History) -> None:
+    """Commit, version and repetition of the run that wrote each point: runs are indexed by
+    start time, which is the points' timestamp; the run must be of this series' variant and
+    platform. Two round trips whatever the number of points (the run ids, then one MGET)."""
+    query, points = history.query, history.points
+    if not points:
+        return
+    series = keys.parse_key(history.series_key, query.metric)
+    per_point = reader.run_ids_at(client, series.scope, query.test, [p.ts_ms for p in points])
+    docs = reader.result_documents(client, sorted({r for ids in per_point for r in ids}))
+    wanted = (query.branch, series.build_variant, series.platform)
+    for point, ids in zip(points, per_point):
+        for run_id in (r for r in ids if r in docs):
+            doc = docs[run_id]
+            ctx = doc.context
+            if (ctx.git.branch, ctx.build_variant, ctx.platform) == wanted:
+                point.commit = ctx.git.hash or doc.redis_git_sha
+                point.version = ctx.git.version or doc.redis_version
+                point.run_id = run_id
+                history.repetitions[run_id] = ctx.repetition
+                break
 
 
 def read_history(client: redis.Redis, query: HistoryQuery) -> History:
@@ -49,11 +54,8 @@ def read_history(client: redis.Redis, query: HistoryQuery) -> History:
         raise HistoryError(f"{len(found)} series match; narrow with --platform, --topology "
                            f"or --build-variant: {', '.join(s.key for s in found[:4])}")
     history = History(query, found[0].key)
-    for ts, value in found[0].points:
-        point = HistoryPoint(ts, value)
-        history.repetitions[point.run_id] = _annotate(client, history.series_key, query,
-                                                      point)
-        history.points.append(point)
+    history.points = [HistoryPoint(ts, value) for ts, value in found[0].points]
+    _annotate(client, history)
     return history
 
 

@@ -4,7 +4,9 @@ Where the baseline comes from (documented in README, "Pull-request comments"):
 
 1. the series of the base commit (``by.hash/<base sha>``), when that exact commit was
    benchmarked on this platform and build variant;
-2. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
+2. the same commit's points on the branch it was benchmarked on, when gc deleted its by.hash
+   series (``rbs datasink gc``: datasink/commit_points.py);
+3. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
    ``baseline_points`` points: the recent history the pull request would merge into.
 
 The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
@@ -17,6 +19,7 @@ noise changed between the baseline's newest run and the head's (the rule of
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import redis
 
@@ -27,7 +30,7 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import commit_points, keys, reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.pullrequest.state import PrInfo
@@ -79,7 +82,7 @@ def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
     """The baseline's side and point limit (see the module docstring)."""
     if info and info.base_sha:
         side = keys.Side("hash", info.base_sha)
-        if reader.count_series(client, _selector(event, platform, side, options).filters()):
+        if reader.has_series(client, _selector(event, platform, side, options)):
             return side, None
     branch = (info.base_ref if info and info.base_ref else options.default_base_branch)
     return keys.Side("branch", branch), options.baseline_points
@@ -107,22 +110,22 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
-    base_sel = replace(_selector(event, platform, base_side, options), last_n=last_n)
     comp_points = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
                                           options), topologies)
-    base_points = _read(client, base_sel, topologies)
+    expired = _expired_base(client, event, platform, info, (options, list(comp_points))) \
+        if base_side.kind == "branch" else None
+    base_points, base_label, commits = expired or _base(
+        client, event, platform, (base_side, last_n), (options, topologies))
     comp, base = _values(comp_points), _values(base_points)
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
-    problems = [f"{t}: no baseline points on {base_side.kind} {base_side.value}"
+    problems = [f"{t}: no baseline points on {base_label}"
                 for t, (b, _) in samples.items() if not b]
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
-    label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
-                                                      else "")
     report.context = CompareContext(
-        baseline=SideInfo(label=label, commits=[base_side.value] if base_side.kind == "hash"
-                          else [], runs=sum(len(b) for b, _ in samples.values())),
+        baseline=SideInfo(label=base_label, commits=commits,
+                          runs=sum(len(b) for b, _ in samples.values())),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
                             runs=sum(len(c) for _, c in samples.values())),
@@ -130,7 +133,42 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
         noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
                                  _newest_ms(comp_points)))
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
-                              label)
+                              base_label)
+
+
+Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per row, label, commits
+
+
+def _base(client: redis.Redis, event: BuildEvent, platform: str,
+          side: tuple[keys.Side, int | None],
+          how: tuple[PrCompareOptions, list[str]]) -> Baseline:
+    """The baseline read from ``side`` (the base commit's series, or the branch's last N)."""
+    (base_side, last_n), (options, topologies) = side, how
+    selector = replace(_selector(event, platform, base_side, options), last_n=last_n)
+    label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
+                                                      else "")
+    return (_read(client, selector, topologies), label,
+            [base_side.value] if base_side.kind == "hash" else [])
+
+
+def _expired_base(client: redis.Redis, event: BuildEvent, platform: str, info: PrInfo | None,
+                  how: tuple[PrCompareOptions, list[str]]) -> Baseline | None:
+    """The base commit's own points when gc deleted its by.hash series (the caller found
+    none): read on the branch it was benchmarked on (datasink/commit_points.py). None when
+    it was never benchmarked here: the caller then reads the base branch's last points."""
+    options, comp = how
+    if not (info and info.base_sha):
+        return None
+    query = commit_points.CommitQuery(keys.Scope(event.triggering_env, event.org, event.repo),
+                                      info.base_sha, platform, event.build_variant,
+                                      options.metric)
+    rows = {split(t) for t in comp}
+    found = commit_points.on_branch(client, query, sorted({name for name, _ in rows}))
+    if found is None:
+        return None
+    several = any(topology for _name, topology in rows)  # rows are "test @ topology"
+    points = {label(test, topology, several): p for (test, topology), p in found.points.items()}
+    return points, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
 
 
 def _noise_flags(client: redis.Redis, platform: str, base_ms: int | None,
@@ -159,12 +197,20 @@ def commit_runs(client: redis.Redis, event: BuildEvent, platform: str, tests: li
     """Result documents of ``sha`` per row, stored since the event's build on its platform
     (the head commit's, or the base commit's runs of the agent's A/B)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
+    rows = [(test, *split(test)) for test in tests]
+    ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
+                                  from_ms=event.built_at_ms)
+    heads = reader.contexts(client, [r for row in ids for r in row])  # first bytes only
+
+    def mine(ctx: dict[str, Any] | None) -> bool:  # None: not in the first bytes, look whole
+        return ctx is None or ((ctx.get("git") or {}).get("hash"), ctx.get("platform")) == (
+            sha, platform)
+
+    docs = reader.result_dicts(client, [r for r, ctx in heads.items() if mine(ctx)])  # MGET
     runs: dict[str, list[RunResult]] = {}
-    for test in tests:
-        name, topology = split(test)
-        for run_id in reader.run_ids(client, scope, name, from_ms=event.built_at_ms):
-            doc = reader.result_document(client, run_id)
-            if doc.context.git.hash == sha and doc.context.platform == platform and \
-                    topology in (None, doc.context.topology):
-                runs.setdefault(test, []).append(doc)
+    for (test, _name, topology), row in zip(rows, ids):
+        for raw in (docs[r] for r in row if r in docs):
+            ctx = raw.get("context") or {}
+            if mine(ctx) and topology in (None, ctx.get("topology")):
+                runs.setdefault(test, []).append(RunResult.from_dict(raw))
     return runs

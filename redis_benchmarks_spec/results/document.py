@@ -4,7 +4,7 @@ datasink, compare and the agent. It is the one definition of that format."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -195,17 +195,33 @@ class RunResult:
     def ok(self) -> bool:
         return self.status == STATUS_OK
 
+    def _top(self) -> dict[str, Any]:
+        """Top-level fields as stored, nested records left as they are. Every stored form
+        (result.json, the agent's ledger, the datasink) goes through here: passwords in
+        server or client arguments never leave the process."""
+        raw = {f.name: getattr(self, f.name) for f in fields(self)}
+        raw["result"] = self.result.to_dict() if self.result else None
+        raw["argv"] = [redact_argv(argv) for argv in self.argv]
+        raw["server_args"] = redact_argv(self.server_args)
+        raw["context"] = replace(self.context,
+                                 extra_server_args=redact_argv(self.context.extra_server_args))
+        return raw
+
     def to_dict(self) -> dict[str, Any]:
         # asdict() deep-copies every leaf (the tool's data too, then thrown away): 70 % of
         # a datasink push's client time (benchmarks/history_scale.py); leaves are immutable
-        raw = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "result"}
-        raw["result"] = self.result.to_dict() if self.result else None
-        # every stored form (result.json, the agent's ledger, the datasink) goes through
-        # here: passwords in server or client arguments never leave the process
-        raw["argv"] = [redact_argv(argv) for argv in self.argv]
-        raw["server_args"] = redact_argv(self.server_args)
-        raw["context"]["extra_server_args"] = redact_argv(self.context.extra_server_args)
-        return raw
+        return {name: _plain(value) for name, value in self._top().items()}
+
+    def to_json(self, without_tool_data: bool = False, indent: int | None = None) -> str:
+        """``json.dumps(to_dict())``, with the nested records walked by the C encoder rather
+        than copied first (a datasink push's main cost). ``without_tool_data``: the tool's
+        raw output (``result.data``) left out, as the datasink stores a document."""
+        top = self._top()
+        if without_tool_data and top["result"]:
+            top["result"] = {**top["result"], "data": {}}
+        separators = None if indent else (",", ":")
+        return json.dumps(top, default=_fields_of, indent=indent, sort_keys=bool(indent),
+                          separators=separators)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunResult:
@@ -226,7 +242,7 @@ class RunResult:
     def write(self, path: Path) -> None:
         """Write atomically, so a crash never leaves a half document that push would choke on."""
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True))
+        tmp.write_text(self.to_json(indent=2))
         tmp.replace(path)
 
     @classmethod
@@ -237,14 +253,28 @@ class RunResult:
             raise ValueError(f"{path}: not a valid result document: {exc}") from exc
 
 
+def _fields_of(value: Any) -> dict[str, Any]:
+    """What ``json.dumps`` writes for a record: its fields (as ``to_dict`` does)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    raise TypeError(f"{type(value).__name__} is not part of a result document")
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
-    """``dataclasses.asdict`` without its deep copy of immutable leaves (new containers)."""
+    """``dataclasses.asdict`` without its deep copy of immutable leaves (new containers).
+    Leaves are tested first: a document is mostly numbers in dicts (INFO deltas), and
+    ``is_dataclass`` on each cost most of a datasink push (benchmarks/history_scale.py)."""
+    if isinstance(value, _LEAVES):
+        return value
+    if isinstance(value, dict):
+        return {k: v if isinstance(v, _LEAVES) else _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(v if isinstance(v, _LEAVES) else _plain(v) for v in value)
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
     return value
 
 
