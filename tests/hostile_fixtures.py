@@ -34,9 +34,7 @@ RBS = [str(Path(sys.executable).parent / "rbs")]
 
 def daemon_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RBS_")}
-    # no startup noise measurement (tests/test_platforms.py holds it): 4 s an agent otherwise
-    env.update({"RBS_ARTIFACT_KEY": ARTIFACT_KEY, "PYTHONUNBUFFERED": "1",
-                "RBS_NOISE_SECONDS": "0"}, **extra)
+    env.update({"RBS_ARTIFACT_KEY": ARTIFACT_KEY, "PYTHONUNBUFFERED": "1"}, **extra)
     return env
 
 
