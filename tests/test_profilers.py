@@ -86,9 +86,11 @@ def test_perf_record_and_stat_write_a_flame_graph_and_counts(tmp_path: Path) -> 
     assert re.search(r"processCommand|processInputBuffer|readQueryFromClient", text)
     folded = Path(result.paths["perf_folded"]).read_text()
     assert "processCommand" in folded or "processInputBuffer" in folded
-    # the top self symbols are user-space Redis/libc ones as well as kernel ones ("_[k]")
-    user = [s["symbol"] for s in record.data["top_self"] if not s["symbol"].endswith("_[k]")]
-    assert user, record.data["top_self"]
+    # user-space samples are there beside kernel ones ("_[k]"): some stacks end in a user-space
+    # frame. (Which symbols make the top ten depends on the load beside the run: on a busy host
+    # the kernel's scheduling and read paths can fill it, so the stacks are checked instead.)
+    user_leaves = [line.rsplit(" ", 1)[0].split(";")[-1] for line in folded.splitlines()]
+    assert any(leaf and not leaf.endswith("_[k]") for leaf in user_leaves), folded[:500]
     for top in (record.data["top_self"], record.data["top_total"]):
         assert top and all(0 <= s["self_pct"] <= s["total_pct"] <= 100 for s in top)
 
