@@ -162,6 +162,26 @@ def test_a_refused_run_fails_alone_in_its_batch(client: redis.Redis) -> None:
     assert len(reader.points(client, unstable(test_name="other"))) == 1
 
 
+def test_overlapped_batches_keep_refusals_to_their_runs_and_the_connection_clean(
+        client: redis.Redis) -> None:
+    """Batch 2 goes out before batch 1's replies are read: a series batch 1 failed to create
+    is written by batch 2 as if it existed; those points are refused, sent again with their
+    labels, refused again, and only the runs of that series fail. The held connection goes
+    back to the pool with no reply left unread on it."""
+    client.set(BRANCH_KEY, "not a time series")
+    results = [make_result(run, test_name=TEST_NAME if run % 40 == 0 else f"t-{run % 5}")
+               for run in range(2 * BATCH_RUNS + 1)]  # TEST_NAME in batches 1 and 2
+    report = push_results(client, results)
+    doomed = {r.run_id for r in results if r.test_name == TEST_NAME}
+    assert set(report.failed) == doomed and len(doomed) == 4
+    assert all(BRANCH_KEY in why for why in report.failed.values())
+    assert len(report.pushed) == len(results) - len(doomed)
+    assert report.round_trips == 4  # three batches and the points sent again
+    assert client.ping() and client.get(BRANCH_KEY) == b"not a time series"
+    starts = sorted(r.start_ms for r in results if r.test_name == "t-1")
+    assert [t for t, _ in reader.points(client, unstable(test_name="t-1"))] == starts
+
+
 def test_reader_returns_points_for_a_selector(client: redis.Redis) -> None:
     results = [make_result(run) for run in range(6)]
     push_results(client, results)
@@ -336,7 +356,7 @@ def test_the_stored_json_is_the_documents_dict_redacted_and_without_tool_output(
     assert json.loads(doc.to_json()) == doc.to_dict()
     assert doc.to_json(indent=2) == json.dumps(doc.to_dict(), indent=2, sort_keys=True)
     stored = json.loads(documents.encode_lean(doc))
-    assert "s3cret-pass" not in documents.encode_lean(doc) and "s3cret-pass" not in doc.to_json()
+    assert b"s3cret-pass" not in documents.encode_lean(doc) and "s3cret-pass" not in doc.to_json()
     assert stored["result"]["data"] == {} and doc.result.data
     assert {k: v for k, v in stored.items() if k != "result"} == {
         k: v for k, v in doc.to_dict().items() if k != "result"}

@@ -32,10 +32,10 @@ FOLDED_KEEP = ("test_name", "run_id", "status", "context", "redis_version", "red
 _JSON_OPEN = b"{"[0]
 
 
-def encode_lean(result: RunResult) -> str:
+def encode_lean(result: RunResult) -> bytes:
     """The value a push stores under the run's key: compact JSON without the tool's raw
-    output."""
-    return result.to_json(without_tool_data=True)
+    output (a non-finite number is ``null``: JSON has no NaN)."""
+    return result.to_compact_json(without_tool_data=True)
 
 
 def is_folded(raw: dict[str, Any]) -> bool:

@@ -20,6 +20,7 @@ the reader both build names, labels and filters here and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -145,7 +146,7 @@ class SeriesId:
             return self.topology
         return f"{self.deployment_type}/{self.topology}"
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """The series key, exactly as the Grafana dashboards expect it."""
         return "/".join((
@@ -253,6 +254,7 @@ def _has_name_part(rest: list[str], kind: str, before: int | None) -> bool:
     return release_version(rest[1]) is None
 
 
+@functools.lru_cache(maxsize=8192)  # a push writes the same few values again and again
 def label_value(raw: str) -> str:
     """A label value RedisTimeSeries accepts and a FILTER can match.
 
@@ -316,10 +318,11 @@ HASH_LABELS = (LABEL_BY, "hash", LABEL_METRIC, LABEL_PLATFORM)
 def series_labels(series: SeriesId, labels_of_run: dict[str, str]) -> dict[str, str]:
     """Every label ``series`` is created with: its own and the run's (:func:`run_labels`);
     a by.hash series only :data:`HASH_LABELS`."""
-    own = series.labels()
-    if series.side.kind == "hash":
-        return {name: own[name] for name in HASH_LABELS}
-    return {**own, **labels_of_run}
+    if series.side.kind == "hash":  # every run creates 5 or so: only what they carry
+        values = {LABEL_BY: series.side.kind, "hash": series.side.value,
+                  LABEL_METRIC: series.metric, LABEL_PLATFORM: series.platform}
+        return {name: label_value(values[name]) for name in HASH_LABELS}
+    return {**series.labels(), **labels_of_run}
 
 
 def tested_items(result: RunResult) -> str:

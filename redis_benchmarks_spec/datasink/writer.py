@@ -1,13 +1,15 @@
 """Push result documents into RedisTimeSeries: one pipelined round trip per batch of runs.
 
 Every write of a batch of runs (each metric on each side, the index sets, the result
-documents) is queued on one non-transactional pipeline and sent with one ``execute()``. Series are
-created with ``DUPLICATE_POLICY LAST`` and points added with ``ON_DUPLICATE LAST``, so
-pushing the same run again rewrites the same points and adds none.
+documents) is packed into one buffer and sent at once (:mod:`.wire`); batches overlap, the
+next one packed and sent while the server works on the last. Series are created with
+``DUPLICATE_POLICY LAST`` and points added with ``ON_DUPLICATE LAST``, so pushing the same
+run again rewrites the same points and adds none.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,6 +17,7 @@ from typing import Any, Literal
 import redis
 
 from redis_benchmarks_spec.datasink import documents, keys
+from redis_benchmarks_spec.datasink.wire import Batch, Wire, wire
 from redis_benchmarks_spec.results.document import RunResult
 
 TimestampSource = Literal["start", "commit"]
@@ -112,10 +115,43 @@ def push_results(client: redis.Redis, results: list[RunResult],
             report.skipped[result.run_id] = why_not
         else:
             ready.append(result)
-    for first in range(0, len(ready), BATCH_RUNS):
-        push_batch(client, ready[first:first + BATCH_RUNS], options, known, report)
+    if ready:
+        _push_ready(client, ready, (options, known), report)
     report.elapsed_s = time.monotonic() - started
     return report
+
+
+def _push_ready(client: redis.Redis, ready: list[RunResult],
+                how: tuple[PushOptions, set[str]], report: PushReport) -> None:
+    """Send the batches overlapped: batch k+1 is packed and sent while the server still
+    works on batch k, whose replies are read after it (one connection, replies in order),
+    so a push costs the larger of the client's and the server's work, not their sum.
+    Points TS.MADD refused go again as TS.ADD in one last round trip."""
+    options, known = how
+    errors: dict[str, list[str]] = {}
+    refused: list[tuple[keys.SeriesId, PlannedRun]] = []
+    plans: list[PlannedRun] = []
+    # series a sent batch creates, before its reply says so: later batches write them with
+    # TS.MADD, whose refusal (should the creation have failed) goes again with labels
+    inflight: set[str] = set()
+    with wire(client) as link:
+        waiting: PreparedBatch | None = None
+        for first in range(0, len(ready), BATCH_RUNS):
+            prepared = prepare_batch(ready[first:first + BATCH_RUNS], options,
+                                     (known, inflight))
+            inflight.update(prepared.created)
+            link.send(prepared.batch)
+            report.round_trips += 1
+            if waiting:
+                refused += settle_batch(waiting, link.replies(waiting.batch), known, errors)
+            waiting = prepared
+            plans += prepared.plans
+        if waiting:
+            refused += settle_batch(waiting, link.replies(waiting.batch), known, errors)
+        if refused:
+            readd(link, refused, options, errors)
+            report.round_trips += 1
+    _account(plans, errors, report)
 
 
 def skip_reason(result: RunResult, options: PushOptions) -> str:
@@ -154,51 +190,46 @@ class PlannedRun:
     result: RunResult
     ts: int
     series: list[keys.SeriesId]
-    run_labels: dict[str, str]
 
     @classmethod
     def of(cls, result: RunResult, options: PushOptions) -> PlannedRun:
-        return cls(result, timestamp_of(result, options), keys.series_ids(result),
-                   keys.run_labels(result))
+        return cls(result, timestamp_of(result, options), keys.series_ids(result))
+
+    @functools.cached_property
+    def run_labels(self) -> dict[str, str]:
+        """Only a series being created needs them (most runs create by.hash series only)."""
+        return keys.run_labels(self.result)
 
 
-class Batch:
-    """Commands of one round trip, each with the runs it writes for (to name a refusal)."""
+@dataclass
+class PreparedBatch:
+    """A batch's commands and what its replies are checked against."""
 
-    def __init__(self, client: redis.Redis) -> None:
-        self.pipe = client.pipeline(transaction=False)
-        self.owners: list[list[RunResult]] = []
-
-    def queue(self, owners: list[RunResult], *args: Any) -> int:
-        """Queue one command; returns its index among the replies."""
-        self.pipe.execute_command(*args)
-        self.owners.append(owners)
-        return len(self.owners) - 1
-
-    def send(self) -> list[Any]:
-        return self.pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+    plans: list[PlannedRun]
+    batch: Batch
+    madd: list[tuple[keys.SeriesId, PlannedRun]]
+    madd_at: int
+    created: dict[str, int]  # series key -> index of the TS.ADD creating it
 
 
-def push_batch(client: redis.Redis, results: list[RunResult], options: PushOptions,
-               known: set[str], report: PushReport) -> None:
-    """Write runs in one round trip (two when points of known series were refused).
-
-    Series not in ``known`` get a TS.ADD carrying their labels (which creates them); points
-    of known series (and of series created earlier in the batch) go in one TS.MADD, whose
-    DUPLICATE_POLICY LAST keeps re-pushes idempotent. Index sets get one command each for
-    the whole batch. Should a known series have vanished or refuse a point, that point is
-    sent again with TS.ADD and its labels in a second round trip.
-    """
+def prepare_batch(results: list[RunResult], options: PushOptions,
+                  existing: tuple[set[str], set[str]]) -> PreparedBatch:
+    """The commands writing ``results``: one TS.ADD with labels for each series not in
+    ``existing`` (known, or created by a batch in flight), one TS.MADD for every other
+    point (its DUPLICATE_POLICY LAST keeps re-pushes idempotent), one command per index
+    set, the documents' MSET."""
+    known, inflight = existing
     plans = [PlannedRun.of(r, options) for r in results]
-    batch = Batch(client)
+    batch = Batch()
     madd: list[tuple[keys.SeriesId, PlannedRun]] = []
-    created: dict[str, int] = {}  # series key -> index of the TS.ADD creating it
+    created: dict[str, int] = {}
     for plan in plans:
         for s in plan.series:
-            if s.key in known or s.key in created:
+            key = s.key
+            if key in known or key in inflight or key in created:
                 madd.append((s, plan))
             else:
-                created[s.key] = batch.queue([plan.result], *add_args(s, plan, options))
+                created[key] = batch.queue([plan.result], *add_args(s, plan, options))
     madd_at = batch.queue([p.result for _s, p in madd], "TS.MADD", *[
         arg for s, p in madd for arg in (s.key, p.ts, p.result.metrics[s.metric])]) \
         if madd else -1
@@ -206,20 +237,22 @@ def push_batch(client: redis.Redis, results: list[RunResult], options: PushOptio
     if options.store_documents:
         queue_documents(batch, plans)
     batch.queue([], "SET", keys.LAST_PUSH_KEY, int(time.time() * 1000))
-    commands = [args for args, _options in batch.pipe.command_stack]
-    replies = batch.send()
-    report.round_trips += 1
-    errors: dict[str, list[str]] = {}
-    refused = madd_refusals(madd, replies[madd_at]) if madd else []
-    for index, (args, reply) in enumerate(zip(commands, replies)):
+    return PreparedBatch(plans, batch, madd, madd_at, created)
+
+
+def settle_batch(prepared: PreparedBatch, replies: list[Any], known: set[str],
+                 errors: dict[str, list[str]]) -> list[tuple[keys.SeriesId, PlannedRun]]:
+    """Record a batch's refusals in ``errors`` (by run id), its created series in
+    ``known``; returns the points TS.MADD refused (a known series that vanished)."""
+    batch, madd_at = prepared.batch, prepared.madd_at
+    refused = madd_refusals(prepared.madd, replies[madd_at]) if prepared.madd else []
+    for index, (args, reply) in enumerate(zip(batch.commands, replies)):
         if index != madd_at and isinstance(reply, Exception):
             for owner in batch.owners[index]:
                 errors.setdefault(owner.run_id, []).append(_refusal(args, reply))
-    known.update(k for k, at in created.items() if not isinstance(replies[at], Exception))
-    if refused:
-        readd(client, refused, options, errors)
-        report.round_trips += 1
-    _account(plans, errors, report)
+    known.update(k for k, at in prepared.created.items()
+                 if not isinstance(replies[at], Exception))
+    return refused
 
 
 def _refusal(args: tuple[Any, ...], reply: Exception) -> str:
@@ -243,7 +276,8 @@ def _account(plans: list[PlannedRun], errors: dict[str, list[str]],
 
 def add_args(series: keys.SeriesId, plan: PlannedRun, options: PushOptions) -> list[Any]:
     """A TS.ADD of one point that creates the series, with its labels, if needed."""
-    labels = keys.series_labels(series, plan.run_labels)
+    # a by.hash series carries none of the run's labels: not computed for the 5 a run creates
+    labels = keys.series_labels(series, {} if series.side.kind == "hash" else plan.run_labels)
     # by.hash and by.version series hold the few runs of one commit or release: a small
     # chunk saves most of the default 4 KiB each (docs/history.md)
     chunk = SMALL_CHUNK_BYTES.get(series.side.kind)
@@ -260,14 +294,14 @@ def madd_refusals(points: list[tuple[keys.SeriesId, PlannedRun]],
     return [p for p, item in zip(points, reply) if isinstance(item, Exception)]
 
 
-def readd(client: redis.Redis, points: list[tuple[keys.SeriesId, PlannedRun]],
+def readd(link: Wire, points: list[tuple[keys.SeriesId, PlannedRun]],
           options: PushOptions, errors: dict[str, list[str]]) -> None:
     """Send points TS.MADD refused again as TS.ADD (creating, ON_DUPLICATE LAST)."""
-    batch = Batch(client)
+    batch = Batch()
     for s, plan in points:
         batch.queue([plan.result], *add_args(s, plan, options))
-    commands = [args for args, _options in batch.pipe.command_stack]
-    for index, (args, reply) in enumerate(zip(commands, batch.send())):
+    link.send(batch)
+    for index, (args, reply) in enumerate(zip(batch.commands, link.replies(batch))):
         if isinstance(reply, Exception):
             for owner in batch.owners[index]:
                 errors.setdefault(owner.run_id, []).append(_refusal(args, reply))

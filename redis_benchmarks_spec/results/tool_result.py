@@ -8,7 +8,7 @@ exporter JSONPaths, written for memtier, evaluate the same way against both tool
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9, 99.99)
@@ -26,7 +26,9 @@ class LatencySummary:
     percentiles_ms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: asdict's deep copy was a tenth of a datasink push's client time
+        return {"count": self.count, "mean_ms": self.mean_ms, "min_ms": self.min_ms,
+                "max_ms": self.max_ms, "percentiles_ms": dict(self.percentiles_ms)}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> LatencySummary:
