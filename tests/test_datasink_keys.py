@@ -44,6 +44,17 @@ def test_every_key_the_builder_writes_parses_back(side: keys.Side, deployment: t
         assert parsed.key == built.key
 
 
+@pytest.mark.parametrize("side", SIDES, ids=lambda s: f"{s.kind}-{s.value}")
+@pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=lambda d: d[1])
+def test_a_keys_fixed_opening_reads_back_without_the_rest(side: keys.Side,
+                                                          deployment: tuple[str, str]) -> None:
+    built = replace(BASE, side=side, deployment_type=deployment[0], topology=deployment[1])
+    assert keys.parse_key_head(built.key) == keys.KeyHead(
+        side.kind, built.scope, built.test_name, built.build_variant, built.platform)
+    assert keys.parse_key_head("/".join(built.key.split("/")[:8])) is None
+    assert keys.parse_key_head("other/" + built.key) is None
+
+
 def test_a_branch_with_a_slash_parses_when_the_metric_is_given() -> None:
     for topology in ("oss-standalone", "oss-standalone-04-io-threads"):
         built = replace(BASE, side=keys.Side("branch", "feature/lazy-free"), topology=topology)

@@ -232,6 +232,28 @@ def parse_key(key: str, metric: str | None = None) -> SeriesId:
     )
 
 
+@dataclass(frozen=True)
+class KeyHead:
+    """The components a series key opens with, which never hold a "/"."""
+
+    kind: str
+    scope: Scope
+    test_name: str
+    build_variant: str
+    platform: str
+
+
+def parse_key_head(key: str) -> KeyHead | None:
+    """The fixed opening of a series key, without parsing the rest (a cheap first look when
+    many keys are read: :meth:`reader.SeriesSelector.may_match`); None for a key that is
+    too short to be one. :func:`parse_key` checks the whole key."""
+    parts = key.split("/", _HEAD)
+    if len(parts) <= _HEAD or parts[0] != PREFIX:
+        return None
+    return KeyHead(parts[1].removeprefix("by."), Scope(*parts[2:5]), parts[5], parts[6],
+                   parts[7])
+
+
 def _before_metric(key: str, rest: list[str], metric: str | None) -> int | None:
     """How many of ``rest`` come before the metric, or None when the metric is not given."""
     if not metric:

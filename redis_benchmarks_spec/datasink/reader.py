@@ -114,11 +114,15 @@ class SeriesSelector:
     def may_match(self, key: str, test_names: list[str] | None = None) -> bool:
         """A cheap first look at a by.hash key (its fixed components: scope, test, build
         variant, platform) before :meth:`matches` parses it whole."""
-        parts = key.split("/", 8)
+        head = keys.parse_key_head(key)
+        if head is None:
+            return False
         test = self.test_name if test_names is None else None  # a list is judged by matches
-        wanted = (self.triggering_env, self.github_org, self.github_repo, test,
-                  self.build_variant, self.platform)
-        return len(parts) == 9 and all(w is None or w == p for w, p in zip(wanted, parts[2:8]))
+        wanted = ((self.triggering_env, head.scope.triggering_env),
+                  (self.github_org, head.scope.github_org),
+                  (self.github_repo, head.scope.github_repo), (test, head.test_name),
+                  (self.build_variant, head.build_variant), (self.platform, head.platform))
+        return all(w is None or w == actual for w, actual in wanted)
 
     def range_args(self) -> list[Any]:
         """``from to [COUNT n]`` of the range command."""
