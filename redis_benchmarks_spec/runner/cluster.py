@@ -19,7 +19,7 @@ from redis.crc import key_slot
 from redis_benchmarks_spec.common.process import wait_for
 
 if TYPE_CHECKING:
-    from redis_benchmarks_spec.runner.deployment import Node
+    from redis_benchmarks_spec.runner.node import Node
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ from redis_benchmarks_spec.loadgen.exporter import metric_name
 from redis_benchmarks_spec.results.stages import DerivedMetrics
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import cluster
-from redis_benchmarks_spec.runner.deployment import Deployment, Node
+from redis_benchmarks_spec.runner.deployment import Deployment
+from redis_benchmarks_spec.runner.node import Node
 from redis_benchmarks_spec.runner.preload import PreloadError, keyspace_size
 from redis_benchmarks_spec.suites.dbconfig import DbConfig
 

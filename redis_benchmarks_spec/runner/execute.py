@@ -43,7 +43,7 @@ from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.concurrency import PointSetup
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
-from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec, Node
+from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
 from redis_benchmarks_spec.runner.launcher import (
@@ -51,6 +51,7 @@ from redis_benchmarks_spec.runner.launcher import (
     ServerLauncher,
     ServerStartError,
 )
+from redis_benchmarks_spec.runner.node import Node
 from redis_benchmarks_spec.runner.persistence import PersistenceCheckFailed, PersistenceChecks
 from redis_benchmarks_spec.runner.preload import (
     PreloadContext,

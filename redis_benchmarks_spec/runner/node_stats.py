@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.results.document import DeploymentRecord
 from redis_benchmarks_spec.results.stages import ServerStats
-from redis_benchmarks_spec.runner.deployment import PRIMARY, Deployment
+from redis_benchmarks_spec.runner.deployment import Deployment
+from redis_benchmarks_spec.runner.node import PRIMARY
 from redis_benchmarks_spec.telemetry import info as info_mod
 
 # gauges that add up over nodes; other gauges (ratios) are averaged

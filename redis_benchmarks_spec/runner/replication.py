@@ -16,7 +16,7 @@ import redis
 from redis_benchmarks_spec.common.process import wait_for
 
 if TYPE_CHECKING:
-    from redis_benchmarks_spec.runner.deployment import Node
+    from redis_benchmarks_spec.runner.node import Node
 
 POLL_S = 0.01
 
