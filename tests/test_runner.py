@@ -228,9 +228,10 @@ if __name__ == "__main__":
 
 
 def test_passwords_are_redacted_from_stored_argv() -> None:
-    from redis_benchmarks_spec.runner.execute import redact
-    assert redact(["rb", "-a", "secret", "-n", "1"]) == ["rb", "-a", "***", "-n", "1"]
-    assert redact(["m", "--authenticate=u:p", "-c", "1"]) == ["m", "--authenticate=***", "-c", "1"]
+    from redis_benchmarks_spec.common.credentials import redact_argv
+    assert redact_argv(["rb", "-a", "secret", "-n", "1"]) == ["rb", "-a", "***", "-n", "1"]
+    assert redact_argv(["m", "--authenticate=u:p", "-c", "1"]) == [
+        "m", "--authenticate=***", "-c", "1"]
 
 
 class _StopThenFail:

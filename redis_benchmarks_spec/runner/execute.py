@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -16,15 +15,13 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
-from redis_benchmarks_spec.loadgen.merge import merge_results
 from redis_benchmarks_spec.loadgen.result import (
     ServerErrorReplies,
-    check_measurable,
-    drop_unmeasured_rates,
 )
 from redis_benchmarks_spec.results import stages
 from redis_benchmarks_spec.results.document import (
@@ -41,6 +38,14 @@ from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
+from redis_benchmarks_spec.runner.client_tools import (
+    RunFailure,
+    check_error_replies,
+    client_timeout,
+    parse_all,
+    tool_version,
+    wait_client,
+)
 from redis_benchmarks_spec.runner.concurrency import PointSetup
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
@@ -78,14 +83,6 @@ log = logging.getLogger(__name__)
 
 CLIENT_BOUND = "client-bound"
 SHARED_CORES = "shared-cores"
-
-
-class RunFailure(RuntimeError):
-    """A test failed for a reason worth showing; ``log_tail`` holds the evidence."""
-
-    def __init__(self, reason: str, log_tail: str = "") -> None:
-        super().__init__(reason)
-        self.log_tail = log_tail
 
 
 @dataclass
@@ -245,7 +242,7 @@ class SuiteRun:
         server_errors, _ = node_stats.error_replies(before, after)
         stages.add_findings(result, weigh_tool_notes(
             tool_result, server_counts_errors(after.by_node), server_errors))
-        _check_errors(before, after)
+        check_error_replies(before, after)
         floor = below_floor(suite.dbconfig, tool_result)
         if floor:
             raise RunFailure(floor)
@@ -324,12 +321,12 @@ class SuiteRun:
             if inv is None:
                 rates.append(None)
                 continue
-            proc = clients.spawn(inv, self.client_cpus, _timeout(inv, env))
+            proc = clients.spawn(inv, self.client_cpus, client_timeout(inv, env.test_time, env.timeout_buffer_s))
             try:
-                code = _wait(clients, proc, inv, env)
+                code = wait_client(clients, proc, inv, (env.test_time, env.timeout_buffer_s))
             finally:
                 clients.stop(proc)
-            rate = _parse_all([driver], [inv], [code], rate_is_metric=False).totals.ops_per_sec
+            rate = parse_all([driver], [inv], [code], rate_is_metric=False).totals.ops_per_sec
             rates.append(rate or None)
         return rates
 
@@ -342,16 +339,16 @@ class SuiteRun:
                                                  self._test_time(), rate))
                        for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(),
                                                               rates))]
-        result.argv = [redact(inv.argv) for inv in invocations]
+        result.argv = [redact_argv(inv.argv) for inv in invocations]
         result.paths.update({f"client_{i}_output": str(inv.stdout_path)
                              for i, inv in enumerate(invocations)})
-        result.tool_version = ",".join(sorted({f"{d.tool} {_version(d)}" for d in drivers}))
+        result.tool_version = ",".join(sorted({f"{d.tool} {tool_version(d)}" for d in drivers}))
         sampler = CpuSampler()
         assert self.deployment is not None
         sampler.watch("server", self.deployment.pids)
         self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
-        procs = [clients.spawn(inv, self.client_cpus, _timeout(inv, env))
+        procs = [clients.spawn(inv, self.client_cpus, client_timeout(inv, env.test_time, env.timeout_buffer_s))
                  for inv in invocations]
         if not clients.remote:
             sampler.watch("client", [p.pid for p in procs])
@@ -360,7 +357,7 @@ class SuiteRun:
         sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()
         try:
-            codes = [_wait(clients, p, inv, env) for p, inv in zip(procs, invocations)]
+            codes = [wait_client(clients, p, inv, (env.test_time, env.timeout_buffer_s)) for p, inv in zip(procs, invocations)]
         finally:
             sampler.stop()
             self.window.stop()
@@ -369,7 +366,7 @@ class SuiteRun:
         result.tool_duration_s = time.monotonic() - started
         cores = len(self.client_cpus)
         _saturation(result, sampler, plan, env.thresholds, clients.usage(procs, cores))
-        return _parse_all(drivers, invocations, codes,
+        return parse_all(drivers, invocations, codes,
                           rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
     def _client_configs(self) -> list[ToolConfig]:
@@ -447,15 +444,6 @@ def _dataset_record(suite: Suite) -> dict[str, object]:
     return record
 
 
-def _version(driver: ClientDriver) -> str:
-    """A tool that cannot tell its version does not fail the run."""
-    try:
-        return driver.version()
-    except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as exc:
-        log.warning("%s --version failed: %s", driver.tool, exc)
-        return "unknown"
-
-
 def _here(plan: CpuPlan) -> list[int]:
     """Where preloads run on this host: the client's CPUs, or the servers' when the client
     is on another host (a preload is not measured)."""
@@ -467,55 +455,6 @@ def _record_cpus(result: RunResult, plan: CpuPlan, client: list[int]) -> None:
     if plan.warning:
         log.warning("%s: %s", result.test_name, plan.warning)
         result.flags.append(SHARED_CORES)
-
-
-SECRET_OPTIONS = {"-a", "--authenticate", "--pass", "--user-password"}
-
-
-def redact(argv: list[str]) -> list[str]:
-    """argv as stored in results: values of password options replaced."""
-    out = list(argv)
-    for i, arg in enumerate(out[:-1]):
-        if arg in SECRET_OPTIONS:
-            out[i + 1] = "***"
-    return [a.split("=", 1)[0] + "=***" if a.split("=", 1)[0] in SECRET_OPTIONS and "=" in a
-            else a for a in out]
-
-
-def _timeout(inv: Invocation, env: RunEnv) -> float:
-    """How long a client may run before it is stopped as hung."""
-    # a profiled run (server under callgrind) may be far slower than its test time
-    expected = max(float(env.test_time or 0), inv.expected_duration_s)
-    return expected * 3 + env.timeout_buffer_s
-
-
-def _wait(clients: ClientSide, proc: object, inv: Invocation, env: RunEnv) -> int:
-    timeout = _timeout(inv, env)
-    try:
-        return clients.wait(proc, timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise RunFailure(f"client {inv.argv[0]} timed out after {timeout:.0f}s",
-                          tail(inv.stdout_path)) from exc
-
-
-def _parse_all(drivers: list[ClientDriver], invocations: list[Invocation],
-               codes: list[int], rate_is_metric: bool = True) -> ToolResult:
-    """Each client's result, merged. A rate too short to measure fails the test when the rate
-    is the measurement; otherwise (warm-ups, wait_for_bgsave) it is dropped with a note."""
-    parsed = []
-    for driver, inv, code in zip(drivers, invocations, codes):
-        try:
-            one = driver.parse(inv, code)
-            source = str(inv.result_path or inv.stdout_path)
-            parsed.append(check_measurable(one, source) if rate_is_metric
-                          else drop_unmeasured_rates(one))
-        except ServerErrorReplies:
-            raise
-        except (RuntimeError, ValueError) as exc:
-            raise RunFailure(f"{driver.tool}: {exc}", tail(inv.stdout_path)) from exc
-    if len(parsed) == 1:
-        return parsed[0]
-    return merge_results(parsed)
 
 
 def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
@@ -530,12 +469,6 @@ def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
         result.flags.append(CLIENT_BOUND)
     if is_disturbed(foreign, thresholds):
         result.flags.append(DISTURBED)
-
-
-def _check_errors(before: node_stats.NodeSnapshots, after: node_stats.NodeSnapshots) -> None:
-    count, kinds = node_stats.error_replies(before, after)
-    if count > 0:
-        raise ServerErrorReplies(count, f"server INFO errorstats: {kinds or 'unknown kinds'}")
 
 
 def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:
