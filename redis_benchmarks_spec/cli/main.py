@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.suites",
     "redis_benchmarks_spec.cli.run",
     "redis_benchmarks_spec.cli.pipeline",
+    "redis_benchmarks_spec.cli.admin",
     "redis_benchmarks_spec.cli.compare",
     "redis_benchmarks_spec.cli.report",
     "redis_benchmarks_spec.cli.history",

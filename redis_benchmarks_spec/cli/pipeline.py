@@ -1,11 +1,10 @@
-"""``rbs trigger``, ``rbs api`` and ``rbs admin``: parsing and printing only."""
+"""``rbs trigger`` and ``rbs api``: parsing and printing only (``rbs admin``: :mod:`.admin`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import redis
@@ -14,21 +13,19 @@ from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
-from redis_benchmarks_spec.cli.console import WRAPPABLE, make_console, print_table
+from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, add_broker, broker_client
+from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.common import credentials
-from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events import names as names_mod
-from redis_benchmarks_spec.events.dead_letters import read_dead_letters
 from redis_benchmarks_spec.events.follow import (
     Follower,
     PlatformProgress,
     RequestProgress,
     wait,
 )
-from redis_benchmarks_spec.events.messages import DEAD_LETTERED, TEST_STATES, SuiteFilters
-from redis_benchmarks_spec.events.status import heartbeats
+from redis_benchmarks_spec.events.messages import DEAD_LETTERED, SuiteFilters
 from redis_benchmarks_spec.intake import gitsource
 from redis_benchmarks_spec.intake.trigger import (
     DEFAULT_SOURCE_TTL_S,
@@ -44,33 +41,17 @@ from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 from redis_benchmarks_spec.suites.validate import validate_catalog
 
-ENV_BROKER = "RBS_BROKER"
 ENV_SECRET = "RBS_WEBHOOK_SECRET"
-ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"  # or RBS_BROKER_PASSWORD_FILE
-DEFAULT_BROKER = "redis://127.0.0.1:6379"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add the pipeline's command groups to ``rbs``."""
+    """Add ``rbs trigger`` and ``rbs api``."""
     _register_trigger(sub)
     _register_api(sub)
-    _register_admin(sub)
 
 
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
-
-
-def _add_broker(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--broker", default=os.environ.get(ENV_BROKER, DEFAULT_BROKER),
-                   help=f"Redis URL of the broker (default: ${ENV_BROKER} or {DEFAULT_BROKER})")
-    names_mod.add_arguments(p)
-
-
-def _client(args: argparse.Namespace) -> redis.Redis:
-    """The broker, checked: a bad URL or a broker that is down is a one-line usage error."""
-    return checks.broker("--broker", credentials.with_password(args.broker,
-                                                               ENV_BROKER_PASSWORD))
 
 
 def _check_repo(location: str) -> None:
@@ -117,7 +98,7 @@ def _register_trigger(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--s3-bucket", help="store source archives in this S3 bucket (boto3)")
     p.add_argument("--wait", action="store_true", help="follow the requests to their results")
     p.add_argument("--timeout", type=float, default=6 * 3600, help="--wait limit in seconds")
-    _add_broker(p)
+    add_broker(p)
     p.set_defaults(func=cmd_trigger)
 
 
@@ -127,7 +108,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     for flag in ("tests_regexp", "groups_regexp", "commands_regexp"):
         checks.regexp("--" + flag.replace("_", "-"), getattr(args, flag))
     _check_suites(args)
-    client = _client(args)
+    client = broker_client(args)
     names = names_mod.from_args(args)
     store: SourceStore = (S3SourceStore(args.s3_bucket) if args.s3_bucket
                           else RedisSourceStore(args.source_ttl))
@@ -286,7 +267,7 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--platforms", type=_csv, default=())
     p.add_argument("--build-variants", type=_csv, default=())
     p.add_argument("--max-body", type=int, default=5 * 1024 * 1024, help="bytes")
-    _add_broker(p)
+    add_broker(p)
     add_github_args(p)
     p.set_defaults(func=cmd_api)
 
@@ -321,141 +302,3 @@ def cmd_api(args: argparse.Namespace) -> int:
     hook = webhook_hook(notifier) if notifier else None
     serve(WebhookApp(config, client, on_enqueued=hook), args.host, args.port, args.threads)
     return 0
-
-
-# --------------------------------------------------------------------------- admin
-
-
-def _register_admin(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("admin", help="inspect and steer the pipeline's streams")
-    asub = p.add_subparsers(dest="admin_command", metavar="ACTION", required=True)
-    for name, func, help_text in (
-        ("streams", cmd_streams, "streams, groups, lag, pending per consumer"),
-        ("heartbeats", cmd_heartbeats, "agents' last heartbeats"),
-        ("inflight", cmd_inflight, "build events some platform is still running"),
-        ("events", cmd_events, "recent build events: done, failed or dead-lettered, and why"),
-        ("failed", cmd_failed, "failed builds and tests"),
-        ("dead-letter", cmd_dead_letter, "entries no consumer could handle, with the reason"),
-    ):
-        sp = asub.add_parser(name, help=help_text)
-        sp.add_argument("--limit", type=int, default=100, help="recent events to look at")
-        _add_broker(sp)
-        sp.set_defaults(func=func)
-    for name, func, help_text in (("cancel", cmd_cancel, "cancel a build event or request"),
-                                  ("replay", cmd_replay, "queue a build event/request again")):
-        sp = asub.add_parser(name, help=help_text)
-        sp.add_argument("event_id", help="build event id or build request id")
-        _add_broker(sp)
-        sp.set_defaults(func=func)
-
-
-def cmd_streams(args: argparse.Namespace) -> int:
-    """Print every stream with its groups and consumers."""
-    table = Table(title="streams")
-    for col in ("stream", "length", "group", "lag", "pending", "consumer", "c.pending", "idle"):
-        table.add_column(col)
-    for s in admin.streams(_client(args), names_mod.from_args(args)):
-        table.add_row(s.name, str(s.length), *[""] * 6)
-        for g in s.groups:
-            table.add_row("", "", g.name, "?" if g.lag is None else str(g.lag), str(g.pending),
-                          "", "", "")
-            for c in g.consumers:
-                table.add_row("", "", "", "", "", c.name, str(c.pending), _ms(c.idle_ms))
-    print_table(make_console(), table)
-    return 0
-
-
-def cmd_heartbeats(args: argparse.Namespace) -> int:
-    """Print the agents' heartbeats."""
-    table = Table(title="heartbeats")
-    for col in ("platform", "agent", "last beat", "alive", "doing"):
-        table.add_column(col)
-    now = time.time() * 1000
-    for hb in heartbeats(_client(args), names_mod.from_args(args)):
-        table.add_row(hb.platform, hb.agent, _ms(int(now - hb.last_ms)) + " ago",
-                      "[green]yes[/]" if hb.alive else "[red]no[/]", hb.info)
-    print_table(make_console(), table)
-    return 0
-
-
-def cmd_inflight(args: argparse.Namespace) -> int:
-    """Print events in flight with their test counts."""
-    table = Table(title="events in flight")
-    for col in ("event", "platform", *TEST_STATES):
-        table.add_column(col)
-    for ev in admin.inflight(_client(args), names_mod.from_args(args), args.limit):
-        for ps in ev.platforms():
-            table.add_row(ev.event_id, ps.platform, *(str(ps.counts[k]) for k in TEST_STATES))
-    print_table(make_console(), table)
-    return 0
-
-
-def cmd_events(args: argparse.Namespace) -> int:
-    """Print recent events with their state on each platform and the reason."""
-    table = Table(title="build events (newest first)")
-    for col in ("event", "platform", "state", *TEST_STATES, "reason"):
-        table.add_column(col)
-    for ev in admin.recent_events(_client(args), names_mod.from_args(args), args.limit):
-        for ps in ev.platforms():
-            table.add_row(escape(ev.event_id), escape(ps.platform), ps.state,
-                          *(str(ps.counts[k]) for k in TEST_STATES), escape(ps.reason))
-    print_table(make_console(), table)
-    return 0
-
-
-def cmd_failed(args: argparse.Namespace) -> int:
-    """Print build failures and failed tests."""
-    client, names = _client(args), names_mod.from_args(args)
-    console = make_console()
-    builds = Table(title="build failures")
-    for col in ("request", "sha", "variant", "reason"):
-        builds.add_column(col)
-    for f in admin.build_failures(client, names, args.limit):
-        builds.add_row(f.request_id, f.sha[:12], f.build_variant, f.reason)
-    tests = Table(title="failed and dead-lettered tests")
-    for col in ("event", "platform", "agent", "test", "state", "reason"):
-        tests.add_column(col)
-    for s in admin.failed_tests(client, names, args.limit):
-        tests.add_row(s.event_id, s.platform, s.agent, s.test_name, s.state, escape(s.reason))
-    print_table(console, builds)
-    print_table(console, tests)
-    return 0
-
-
-def cmd_dead_letter(args: argparse.Namespace) -> int:
-    """Print the newest dead letters with their reasons."""
-    table = Table(title="dead letters (newest first)")
-    for col in ("when", "stream", "entry", "consumer", "reason", "fields"):
-        table.add_column(col)
-    for d in read_dead_letters(_client(args), names_mod.from_args(args), args.limit):
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.at_ms / 1000))
-        fields = ", ".join(f"{k}={v}" for k, v in d.original.items())
-        table.add_row(when, escape(d.stream), d.entry_id, escape(d.consumer), escape(d.reason),
-                      escape(fields))
-    print_table(make_console(), table, wrappable=WRAPPABLE | {"fields"})
-    return 0
-
-
-def cmd_cancel(args: argparse.Namespace) -> int:
-    """Cancel one build event or request."""
-    try:
-        fresh = admin.cancel_event(_client(args), names_mod.from_args(args), args.event_id)
-    except admin.AdminError as exc:
-        raise UsageError(args.event_id, str(exc)) from None
-    print(f"{args.event_id}: {'cancelled' if fresh else 'was already cancelled'}")
-    return 0
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    """Queue one build event or request again."""
-    try:
-        done = admin.replay(_client(args), names_mod.from_args(args), args.event_id)
-    except admin.AdminError as exc:
-        raise UsageError(args.event_id, str(exc)) from None
-    print(f"{args.event_id}: re-queued on {done.stream} as {done.new_entry_id} "
-          f"(was {done.old_entry_id})")
-    return 0
-
-
-def _ms(ms: int) -> str:
-    return f"{ms / 1000:.1f}s" if ms < 120_000 else f"{ms / 60_000:.1f}m"

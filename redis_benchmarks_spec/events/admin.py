@@ -1,5 +1,5 @@
 """What ``rbs admin`` shows and does: stream and group state, work in flight, failures,
-cancel and replay. Computation only; :mod:`redis_benchmarks_spec.cli.pipeline` prints.
+cancel and replay. Computation only; :mod:`redis_benchmarks_spec.cli.admin` prints.
 
 Keys are found through the index sorted sets of :mod:`.names`, never with KEYS.
 """
