@@ -44,7 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from history_lab import BUILD_VARIANT, METRIC_NAMES, LabShape, fill
 
 from redis_benchmarks_spec.common.process import free_port
-from redis_benchmarks_spec.datasink import commit_points, grafana, keys, reader, retention
+from redis_benchmarks_spec.datasink import (
+    commit_points,
+    grafana,
+    keys,
+    reader,
+    retention,
+    run_reader,
+)
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
@@ -104,7 +111,7 @@ def check_exactly_once(client: redis.Redis, shape: LabShape) -> str:
     per_commit = shape.platforms * shape.suites * shape.metrics
     b_series, b_samples, _ = count_samples(client, "branch")
     h_series, h_samples, h_most = count_samples(client, "hash")
-    docs = reader.count_runs(client)
+    docs = run_reader.count_runs(client)
     ok = (b_series == per_commit and b_samples == per_commit * shape.commits and h_series == per_commit * shape.commits
           and h_samples == h_series and h_most == 1 and docs == shape.runs)
     return (f"{'OK' if ok else 'MISMATCH'}: by.branch {b_series} series {b_samples} points, "

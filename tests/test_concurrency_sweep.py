@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from redis_benchmarks_spec.common.limits import grant_nofile, process_nofile
-from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.datasink import run_reader
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.concurrency import PointLimits, PointRule
@@ -171,7 +171,7 @@ def test_the_points_go_to_history_as_a_curve(memtier_sweep, client) -> None:
                                    "sweep_param=connections")
     values = {k.decode().split("/")[5] for k in found}
     assert values == {f"conc-memtier-get.connections-{n}" for n in (100, 1000, 3000)}
-    stored = reader.run_document(client, docs[-1].run_id)
+    stored = run_reader.run_document(client, docs[-1].run_id)
     assert stored.concurrency["connections"] == 3000 and stored.concurrency["meets_minimum"]
 
 

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.cli.main import main
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.store import marker_path, push_results_dir
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -35,12 +35,12 @@ def test_runs_index_counts_each_run_once_and_documents_come_back(client: redis.R
     push_results(client, results)
     push_results(client, results)  # idempotent: the run index does not grow either
     assert keys.index_keys(SCOPE).runs == "ci.benchmarks.redis/ci/redis/redis:runs"
-    assert reader.list_runs(client, SCOPE) == sorted(r.run_id for r in results)
-    assert reader.count_runs(client) == len(results)
-    doc = reader.run_document(client, results[0].run_id)
+    assert run_reader.list_runs(client, SCOPE) == sorted(r.run_id for r in results)
+    assert run_reader.count_runs(client) == len(results)
+    doc = run_reader.run_document(client, results[0].run_id)
     assert doc == results[0]
-    with pytest.raises(reader.RunNotFoundError, match="ci.benchmarks.redis/runs/nope"):
-        reader.run_document(client, "nope")
+    with pytest.raises(run_reader.RunNotFoundError, match="ci.benchmarks.redis/runs/nope"):
+        run_reader.run_document(client, "nope")
 
 
 def test_selector_tests_regexp_reads_only_matching_tests(client: redis.Redis) -> None:

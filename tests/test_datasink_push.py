@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import redis
 
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import BATCH_RUNS, PushOptions, push_results
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
@@ -148,7 +148,7 @@ def test_one_pipelined_round_trip_per_batch_of_runs(datasink: EmbeddedDatasink,
     CountingConnection.sends = 0
     report = push_results(counted, many)
     assert report.round_trips == 2 and CountingConnection.sends == 2 and report.ok
-    assert reader.count_runs(client) == len({r.run_id for r in [*results, *many]})
+    assert run_reader.count_runs(client) == len({r.run_id for r in [*results, *many]})
     starts = {r.start_ms for r in [*results, *many] if r.test_name == "test-0"}
     assert [t for t, _ in reader.points(client, unstable(test_name="test-0"))] == sorted(starts)
 
@@ -224,19 +224,19 @@ def test_index_sets_and_result_documents(client: redis.Redis) -> None:
     assert reader.list_platforms(client, scope) == ["cascadelake", "icelake-2s"]
     assert reader.list_build_variants(client, scope) == [BUILD_VARIANT]
     assert reader.list_metrics(client, scope) == sorted(METRICS)
-    assert reader.run_ids(client, scope, TEST_NAME) == [result.run_id]
-    stored = reader.result_document(client, result.run_id)
+    assert run_reader.run_ids(client, scope, TEST_NAME) == [result.run_id]
+    stored = run_reader.result_document(client, result.run_id)
     assert stored == result and stored.result and stored.result.histogram
     # the datasink's copy leaves the tool's raw output to the file on the lab host
     raw = make_result(2)
     assert raw.result
     raw.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}, "configuration": {"x": 1}}
     push_results(client, [raw])
-    copy = reader.result_document(client, raw.run_id)
+    copy = run_reader.result_document(client, raw.run_id)
     assert copy.result and copy.result.data == {} and raw.result.data
     assert copy.result.histogram == raw.result.histogram and copy.metrics == raw.metrics
-    with pytest.raises(reader.RunNotFoundError):
-        reader.result_document(client, "no-such-run")
+    with pytest.raises(run_reader.RunNotFoundError):
+        run_reader.result_document(client, "no-such-run")
     assert reader.last_push_ms(client) is not None
 
 
@@ -368,7 +368,7 @@ def test_a_documents_context_is_read_from_its_first_bytes(client: redis.Redis) -
     assert docs[1].result
     docs[1].result.data = {"ALL STATS": {f"k{i}": float(i) for i in range(500)}}  # a long one
     push_results(client, docs)
-    found = reader.contexts(client, [d.run_id for d in docs] + ["no-such-run"])
+    found = run_reader.contexts(client, [d.run_id for d in docs] + ["no-such-run"])
     assert found == {d.run_id: d.to_dict()["context"] for d in docs}
     folded = documents.encode_folded(docs[0].to_dict())  # compressed: read it whole instead
     assert documents.peek_context(folded[:documents.HEAD_BYTES]) is None

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.cli.main import main
-from redis_benchmarks_spec.datasink import keys, reader, retention
+from redis_benchmarks_spec.datasink import keys, reader, retention, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
@@ -70,7 +70,7 @@ def test_eight_agents_at_once_push_every_point_exactly_once(
     branch, hashes = _samples(client, "branch"), _samples(client, "hash")
     assert len(branch) == 4 * TESTS * len(METRICS) and set(branch) == {COMMITS}
     assert len(hashes) == 4 * TESTS * len(METRICS) * COMMITS and set(hashes) == {1}
-    assert reader.count_runs(client) == 4 * COMMITS * TESTS
+    assert run_reader.count_runs(client) == 4 * COMMITS * TESTS
 
 
 def _push_year(client: redis.Redis, now: int) -> list[RunResult]:
@@ -108,13 +108,13 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         assert _samples(client, "branch") == [len(docs)] * len(METRICS)
         assert _samples(client, "version") == [1] * len(METRICS)
         assert len(_samples(client, "hash")) == (len(docs) - len(old)) * len(METRICS)
-        folded = reader.result_document(client, old[0].run_id)
+        folded = run_reader.result_document(client, old[0].run_id)
         assert folded.result is None and folded.context.git.hash == old[0].context.git.hash
         assert folded.context == old[0].context and folded.start_ms == old[0].start_ms
         assert folded.metrics == {} and retention.FOLDED_NOTE in folded.notes  # series keep them
-        assert all(reader.result_document(client, d.run_id).result is not None
+        assert all(run_reader.result_document(client, d.run_id).result is not None
                    for d in unfolded)
-        assert reader.result_document(client, docs[-3].run_id).result is None  # 40 days
+        assert run_reader.result_document(client, docs[-3].run_id).result is None  # 40 days
         # a second pass has nothing left to do
         again = retention.gc(client, now, window_days=90, document_days=30)
         assert (again.commits_expired, again.documents_folded) == (0, 0)

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.cli.main import main
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
@@ -105,7 +105,7 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
             assert any("/oss-standalone/oss-standalone-02-io-threads/" in k for k in points)
     # every history run's document reached the datasink once (A/B sessions: their own test)
     pushed = [d for shape in SHAPES for d in _documents(tmp_path / shape) if d.ok]
-    assert reader.count_runs(client) == len({d.run_id for d in pushed}) == len(pushed)
+    assert run_reader.count_runs(client) == len({d.run_id for d in pushed}) == len(pushed)
     # rbs history shows the repetitions as points of one series, and the swept values
     url = datasink.url
     assert main(["history", "--test", "shape-set", "--branch", "shape-repetitions",

@@ -14,7 +14,7 @@ from rich.markup import escape
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.datasink import reader, retention
+from redis_benchmarks_spec.datasink import reader, retention, run_reader
 from redis_benchmarks_spec.datasink.embedded import (
     DEFAULT_PORT,
     DatasinkError,
@@ -185,7 +185,7 @@ def print_contents(console: Console, client: redis.Redis) -> None:
     all_scopes = reader.scopes(client)
     tests = {t for scope in all_scopes for t in reader.list_tests(client, scope)}
     console.print(f"series: {reader.count_series(client)}, tests known: {len(tests)}, "
-                  f"runs stored: {reader.count_runs(client)}")
+                  f"runs stored: {run_reader.count_runs(client)}")
     for scope in all_scopes:
         scope_tests = reader.list_tests(client, scope)
         console.print(f"{scope.path}: {len(scope_tests)} test(s), branches "

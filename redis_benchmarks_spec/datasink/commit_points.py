@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.datasink import documents, keys, reader
+from redis_benchmarks_spec.datasink import documents, keys, reader, run_reader
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _mine(raw: dict[str, Any], query: CommitQuery) -> bool:
 def _runs(client: redis.Redis, query: CommitQuery, span: tuple[int, int],
           tests: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(series test name, document) of the commit's runs on the platform and variant."""
-    ids = reader.run_ids_of_tests(client, query.scope, tests, *span)
+    ids = run_reader.run_ids_of_tests(client, query.scope, tests, *span)
     flat = [(test, run_id) for test, row in zip(tests, ids) for run_id in row]
     if not flat:
         return []

@@ -11,7 +11,7 @@ import redis
 from redis_benchmarks_spec.analysis.branch_changes import BranchQuery, SeriesChanges, changes_of
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
 from redis_benchmarks_spec.analysis.history import History, HistoryError, HistoryPoint, HistoryQuery
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import keys, reader, run_reader
 
 
 def _selector(query: HistoryQuery) -> reader.SeriesSelector:
@@ -29,8 +29,8 @@ def _annotate(client: redis.Redis, history: History) -> None:
     if not points:
         return
     series = keys.parse_key(history.series_key, query.metric)
-    per_point = reader.run_ids_at(client, series.scope, query.test, [p.ts_ms for p in points])
-    docs = reader.result_documents(client, sorted({r for ids in per_point for r in ids}))
+    per_point = run_reader.run_ids_at(client, series.scope, query.test, [p.ts_ms for p in points])
+    docs = run_reader.result_documents(client, sorted({r for ids in per_point for r in ids}))
     wanted = (query.branch, series.build_variant, series.platform)
     for point, ids in zip(points, per_point):
         for run_id in (r for r in ids if r in docs):

@@ -30,7 +30,7 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_samples,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
-from redis_benchmarks_spec.datasink import commit_points, keys, reader
+from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.pullrequest.state import PrInfo
@@ -198,15 +198,15 @@ def commit_runs(client: redis.Redis, event: BuildEvent, platform: str, tests: li
     (the head commit's, or the base commit's runs of the agent's A/B)."""
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     rows = [(test, *split(test)) for test in tests]
-    ids = reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
+    ids = run_reader.run_ids_of_tests(client, scope, [name for _t, name, _top in rows],
                                   from_ms=event.built_at_ms)
-    heads = reader.contexts(client, [r for row in ids for r in row])  # first bytes only
+    heads = run_reader.contexts(client, [r for row in ids for r in row])  # first bytes only
 
     def mine(ctx: dict[str, Any] | None) -> bool:  # None: not in the first bytes, look whole
         return ctx is None or ((ctx.get("git") or {}).get("hash"), ctx.get("platform")) == (
             sha, platform)
 
-    docs = reader.result_dicts(client, [r for r, ctx in heads.items() if mine(ctx)])  # MGET
+    docs = run_reader.result_dicts(client, [r for r, ctx in heads.items() if mine(ctx)])  # MGET
     runs: dict[str, list[RunResult]] = {}
     for (test, _name, topology), row in zip(rows, ids):
         for raw in (docs[r] for r in row if r in docs):
