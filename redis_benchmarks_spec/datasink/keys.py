@@ -439,6 +439,7 @@ class IndexKeys:
     tested: str = ""  # test -> "groups|commands" (see tested_items)
 
 
+@functools.lru_cache(maxsize=256)  # a push asks for each run's; a scope's never change
 def index_keys(scope: Scope) -> IndexKeys:
     """Index-set key names of ``scope`` (``ci.benchmarks.redis/ci/redis/redis:testcases``)."""
     base = f"{PREFIX}/{scope.path}"
