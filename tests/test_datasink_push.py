@@ -281,6 +281,12 @@ def test_known_series_take_compact_points_and_stay_idempotent(client: redis.Redi
     assert again.ok and again.round_trips == 1
     assert ts_info(client, BRANCH_KEY)["totalSamples"] == 2
     assert ts_info(client, BRANCH_KEY)["labels"][b"test_name"] == TEST_NAME.encode()
+    # a commit's by.hash series are not remembered (an agent would keep every commit's);
+    # a later push of the same commit writes them again, as new, and adds its point
+    assert known and not [k for k in known if "/by.hash/" in k]
+    hash_key = BRANCH_KEY.replace("by.branch", "by.hash").replace("/unstable/", "/a1b2c3d4e5f6/")
+    assert push_results(client, [make_result(2)], known_series=known).ok
+    assert ts_info(client, hash_key)["totalSamples"] == 3
 
 
 def test_a_known_series_deleted_meanwhile_is_recreated_with_its_labels(

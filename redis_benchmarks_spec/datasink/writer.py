@@ -230,6 +230,7 @@ class PreparedBatch:
     madd: list[tuple[keys.SeriesId, PlannedRun]]
     madd_at: int
     created: dict[str, int]  # series key -> index of the TS.ADD creating it
+    one_commit: set[str]  # created by.hash series: never remembered in ``known``
 
 
 def prepare_batch(results: list[RunResult], options: PushOptions,
@@ -243,6 +244,7 @@ def prepare_batch(results: list[RunResult], options: PushOptions,
     batch = Batch()
     madd: list[tuple[keys.SeriesId, PlannedRun]] = []
     created: dict[str, int] = {}
+    one_commit: set[str] = set()
     for plan in plans:
         for s in plan.series:
             key = s.key
@@ -250,6 +252,8 @@ def prepare_batch(results: list[RunResult], options: PushOptions,
                 madd.append((s, plan))
             else:
                 created[key] = batch.queue([plan.result], *add_args(s, plan, options))
+                if s.side.kind == "hash":
+                    one_commit.add(key)
     madd_at = batch.queue([p.result for _s, p in madd], "TS.MADD", *[
         arg for s, p in madd for arg in (s.key, p.ts, p.result.metrics[s.metric])]) \
         if madd else -1
@@ -257,7 +261,7 @@ def prepare_batch(results: list[RunResult], options: PushOptions,
     if options.store_documents:
         queue_documents(batch, plans)
     batch.queue([], "SET", keys.LAST_PUSH_KEY, int(time.time() * 1000))
-    return PreparedBatch(plans, batch, madd, madd_at, created)
+    return PreparedBatch(plans, batch, madd, madd_at, created, one_commit)
 
 
 def settle_batch(prepared: PreparedBatch, replies: list[Any], known: set[str],
@@ -270,8 +274,10 @@ def settle_batch(prepared: PreparedBatch, replies: list[Any], known: set[str],
         if index != madd_at and isinstance(reply, Exception):
             for owner in batch.owners[index]:
                 errors.setdefault(owner.run_id, []).append(_refusal(args, reply))
+    # a commit's by.hash series get the points of one push: remembering them would grow an
+    # agent's set by ~2,750 keys a commit (551 suites x 5 metrics), ~4 M keys a year
     known.update(k for k, at in prepared.created.items()
-                 if not isinstance(replies[at], Exception))
+                 if k not in prepared.one_commit and not isinstance(replies[at], Exception))
     return refused
 
 
