@@ -91,3 +91,34 @@ def test_large_values_print_in_plain_notation(client: redis.Redis,
     table = capsys.readouterr().out
     assert "56,940" in table and "123,456" in table, table
     assert "e+0" not in table, table  # 5.694e+04 was printed before
+
+
+def test_a_swept_test_with_a_filter_nothing_matches_is_one_line(
+        client: redis.Redis, capsys: pytest.CaptureFixture[str]) -> None:
+    """A swept test read through its values: a --platform none of them ran on is a usage
+    error naming what to pass, never an internal error; the key is printed whole."""
+    docs = []
+    for run, clients in enumerate(("1", "8")):
+        doc = make_result(run, hash=f"{run:x}" * 40)
+        doc.sweep = {"param": "clients", "value": clients}
+        doc.metrics = {METRICS[0]: 1000.0 + run}
+        docs.append(doc)
+    assert not push_results(client, docs).failed
+    url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
+    assert main(["history", "--test", TEST_NAME, "--datasink", url]) == 0
+    out = capsys.readouterr().out
+    key_lines = [line for line in out.splitlines() if line.startswith("ci.benchmarks.redis/")]
+    assert len(key_lines) == 2 and all(line.endswith("/ALL_STATS.Totals.Ops/sec")
+                                       for line in key_lines), out
+    assert main(["history", "--test", TEST_NAME, "--datasink", url,
+                 "--platform", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "internal error" not in err, err
+    assert main(["history", "--test", TEST_NAME, "--datasink", url, "--output", "x.txt"]) == 2
+    assert "--format csv" in capsys.readouterr().err
+    plain = make_result(5, hash="5" * 40)
+    plain.metrics = {METRICS[0]: 900.0}
+    assert not push_results(client, [plain]).failed
+    assert main(["history", "--test", TEST_NAME, "--datasink", url]) == 0
+    out = capsys.readouterr().out
+    assert "900" in out and f"also swept on unstable: pass --test {TEST_NAME}.clients-1" in out

@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.history import (
 )
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli import history_hints as hints
+from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.inputs.history import read_history
@@ -52,19 +53,36 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(history: History, reps: dict[str, int | None]) -> Table:
+def _heading(history: History) -> str:
     values = [p.value for p in history.points]
     q = history.query
-    table = Table(title=f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: "
-                        f"{sparkline(values)}  (min {plain(min(values), 4)}, max {plain(max(values), 4)})",
-                  caption=escape(history.series_key), caption_justify="left")
+    return (f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: {sparkline(values)}  "
+            f"(min {plain(min(values), 4)}, max {plain(max(values), 4)})")
+
+
+def _table(history: History, reps: dict[str, int | None]) -> Table:
+    table = Table()
     for col in ("time (UTC)", "value", "commit", "version", "repetition"):
         table.add_column(col, justify="right" if col in ("value", "repetition") else "left")
     for p in history.points:
         rep = reps.get(p.run_id)
-        table.add_row(_when(p.ts_ms), plain(p.value, 4), short(p.commit) or "–",
+        table.add_row(_when(p.ts_ms), plain(p.value, 4), _commit(p.commit),
                       p.version or "–", "–" if rep is None else str(rep))
     return table
+
+
+def _commit(sha: str | None) -> str:
+    """A commit, shortened; a server built from no commit (its sha all zeros) has none."""
+    if not sha or not sha.strip("0"):
+        return "–"
+    return short(sha)
+
+
+def _print(console: Console, history: History, reps: dict[str, int | None]) -> None:
+    """Heading, table and series key, each line whole (the key is never folded)."""
+    console.print(_heading(history), style="bold", soft_wrap=True)
+    print_table(console, _table(history, reps))
+    console.print(escape(history.series_key), style="dim", soft_wrap=True)
 
 
 def _histories(client: redis.Redis, query: HistoryQuery,
@@ -77,26 +95,57 @@ def _histories(client: redis.Redis, query: HistoryQuery,
         if "series match" in str(exc):
             raise UsageError("--test/--metric/--branch", str(exc)) from None
         found = hints.found_for(client, query)
-        if not (found.swept and table):
-            raise UsageError("--test/--metric/--branch", f"{exc}; {hints.hint(found, query)}") \
+        swept = _swept_histories(client, query, hints.swept_tests(found)) \
+            if found.swept and table else []
+        if not swept:
+            raise UsageError(hints.flag(found, query), f"{exc}; {hints.hint(found, query)}") \
                 from None
-        histories = [read_history(client, replace(query, test=name))
-                     for name in hints.swept_tests(found)]
+        histories = swept
     reps = {run: rep for h in histories for run, rep in h.repetitions.items() if run}
     return histories, reps
+
+
+def _also_swept(client: redis.Redis, query: HistoryQuery) -> str:
+    """A line naming the test's swept series on the branch, shown beside its plain one."""
+    names = hints.swept_tests(hints.Found(swept=hints.swept_values(client, query)))
+    if not names:
+        return ""
+    return (f"{query.test} was also swept on {query.branch}: pass --test {names[0]} (or "
+            f"{', '.join(names[1:4])})")
+
+
+def _swept_histories(client: redis.Redis, query: HistoryQuery,
+                     names: list[str]) -> list[History]:
+    """The history of each swept value of the test that matches the query's other filters
+    (platform, topology, build variant); none when no swept value does."""
+    found = []
+    for name in names:
+        try:
+            found.append(read_history(client, replace(query, test=name)))
+        except HistoryError:
+            continue
+    return found
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     if args.last < 1:
         raise UsageError(f"--last {args.last}", "must be at least 1")
+    if args.output and args.format == "table":
+        raise UsageError(f"--output {args.output}", "writes csv or json: add --format csv or "
+                         "--format json")
     query = HistoryQuery(test=args.test, metric=args.metric, branch=args.branch,
                          platform=args.platform, topology=args.topology,
                          build_variant=args.build_variant, last_n=args.last)
     with datasink_cli.datasink_client(args) as client:
         histories, reps = _histories(client, query, args.format == "table")
+        also = _also_swept(client, query) if args.format == "table" and \
+            histories[0].query.test == query.test else ""
     if args.format == "table":
+        console = make_console()
         for history in histories:
-            Console().print(_table(history, reps))
+            _print(console, history, reps)
+        if also:
+            console.print(escape(also), style="yellow", soft_wrap=True)
         return 0
     history = histories[0]
     text = to_csv(history) if args.format == "csv" else to_json(history) + "\n"

@@ -18,7 +18,7 @@ class Found:
     branches: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)
     hashes: int = 0
-    platforms: set[str] = field(default_factory=set)
+    platforms: set[str] = field(default_factory=set)  # on the query's branch
     swept: dict[str, str] = field(default_factory=dict)  # swept test name -> value
 
 
@@ -30,21 +30,35 @@ def found_for(client: redis.Redis, query: HistoryQuery) -> Found:
     names = [keys.LABEL_BY, "branch", "version", keys.LABEL_PLATFORM]
     for labels in reader.series_labels(client, [f"{keys.LABEL_TEST_NAME}={test}", metric],
                                        names):
-        found.platforms.add(labels.get(keys.LABEL_PLATFORM, ""))
         kind = labels.get(keys.LABEL_BY)
         if kind == "branch":
             found.branches.add(labels.get("branch", ""))
+            if labels.get("branch") == keys.label_value(query.branch):
+                found.platforms.add(labels.get(keys.LABEL_PLATFORM, ""))
         elif kind == "version":
             found.versions.add(labels.get("version", ""))
         elif kind == "hash":
             found.hashes += 1
-    swept = reader.series_labels(
-        client, [f"{keys.LABEL_SWEEP_OF}={test}", metric, "branch=" +
-                 keys.label_value(query.branch)],
-        [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_VALUE])
-    found.swept = {s[keys.LABEL_TEST_NAME]: s.get(keys.LABEL_SWEEP_VALUE, "") for s in swept
-                   if keys.LABEL_TEST_NAME in s}
+    found.swept = swept_values(client, query)
     return found
+
+
+def swept_values(client: redis.Redis, query: HistoryQuery) -> dict[str, str]:
+    """The series of ``query.test`` swept on ``query.branch``: swept test name -> value."""
+    swept = reader.series_labels(
+        client, [f"{keys.LABEL_SWEEP_OF}={keys.label_value(query.test)}",
+                 f"{keys.LABEL_METRIC}={keys.label_value(query.metric)}",
+                 "branch=" + keys.label_value(query.branch)],
+        [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_VALUE])
+    return {s[keys.LABEL_TEST_NAME]: s.get(keys.LABEL_SWEEP_VALUE, "") for s in swept
+            if keys.LABEL_TEST_NAME in s}
+
+
+def flag(found: Found, query: HistoryQuery) -> str:
+    """The flag :func:`hint` is about."""
+    if query.platform and found.platforms and query.platform not in found.platforms:
+        return f"--platform {query.platform}"
+    return "--test/--metric/--branch"
 
 
 def swept_tests(found: Found) -> list[str]:
@@ -69,8 +83,8 @@ def hint(found: Found, query: HistoryQuery) -> str:
         return ("the datasink holds no series of this test and metric: `rbs datasink status` "
                 "lists what was pushed; a session kept on disk goes in with `rbs datasink push "
                 "DIR`")
-    if query.platform and query.platform not in found.platforms:
-        return f"it ran on platform {listed(found.platforms)}: pass --platform"
+    if query.platform and found.platforms and query.platform not in found.platforms:
+        return f"on {query.branch} it ran on platform {listed(found.platforms)}: pass --platform"
     if query.branch in found.branches:
         return "it has series on that branch, but none of that --topology / --build-variant"
     if found.branches:
