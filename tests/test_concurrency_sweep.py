@@ -320,3 +320,28 @@ def test_the_governor_is_not_available_where_the_host_cannot_change_it(tmp_path:
         assert reason in line and "Traceback" not in run.stderr
     else:  # a lab host whose governor is writable: the sweep is accepted
         assert run.returncode == 0, run.stderr
+
+
+def test_a_redis_benchmark_warm_up_is_sized_by_count_not_an_assumed_rate() -> None:
+    """redis-benchmark has no duration flag: a point's warm-up sends the minimum for every
+    connection or the tool's usual 20,000-request warm-up, whichever is more. Sized from an
+    assumed 100,000 ops/sec, a 1-connection "2 s" warm-up sent 200,000 requests (16 s)."""
+    from redis_benchmarks_spec.loadgen.base import ClientTarget
+    from redis_benchmarks_spec.loadgen.drivers import RedisBenchmarkDriver
+    from redis_benchmarks_spec.runner.concurrency import PointDriver
+    from redis_benchmarks_spec.suites.toolconfig import ToolConfig
+
+    rule = PointRule(min_requests_per_connection=100, warmup_s=2, max_point_s=60)
+
+    def warmup_n(arguments: str) -> int:
+        limits = PointLimits.for_connections(int(arguments.split("-c ")[1].split()[0]))
+        driver = PointDriver(RedisBenchmarkDriver("redis-benchmark"), rule, limits, 2)
+        inv = driver.warmup(ToolConfig("redis-benchmark", arguments),
+                            ClientTarget("127.0.0.1", 6379), Path("/tmp/client-0"), 2)
+        assert inv is not None and inv.stdout_path.name == "client-0-warmup.out"
+        return int(inv.argv[inv.argv.index("-n") + 1])
+
+    assert warmup_n("-t get -c 1 -n 1000000 -d 100") == 20_000
+    assert warmup_n("-t get -c 4096 -n 1000000 -d 100") == 409_600
+    assert warmup_n("-t get -c 10 -n 500") == 1_000  # the minimum over the suite's own -n
+    assert warmup_n("-t get -c 1 -n 1000000 -P 16") == 200_000  # 20,000 x min(P, 10)

@@ -191,7 +191,12 @@ class PointDriver:
     def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                test_time: int | None) -> Invocation | None:
         prefix = out_prefix.with_name(out_prefix.name + "-warmup")
-        inv = self._inner.invocation(self._at_least(cfg), target, prefix, self._rule.warmup_s)
+        if cfg.tool == "redis-benchmark":
+            # no duration flag: by count, never sized from an assumed 100,000 ops/sec (a
+            # 1-connection "2 s" warm-up then ran 200,000 requests, 16 s at 12,800 ops/sec)
+            inv = self._inner.invocation(self._warmup_config(cfg), target, prefix, None)
+        else:
+            inv = self._inner.invocation(cfg, target, prefix, self._rule.warmup_s)
         return replace(inv, nofile=self._limits.client_nofile.prlimit)
 
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
@@ -219,16 +224,14 @@ class PointDriver:
         return replace(inv, nofile=self._limits.client_nofile.prlimit,
                        expected_duration_s=expected)
 
-    def _at_least(self, cfg: ToolConfig) -> ToolConfig:
-        """A warm-up's redis-benchmark count is min(rate x T, the suite's -n): lift -n to the
-        minimum so a small suite count does not make the warm-up a handful of requests."""
-        if cfg.tool != "redis-benchmark":
-            return cfg
+    def _warmup_config(self, cfg: ToolConfig) -> ToolConfig:
+        """A redis-benchmark warm-up's count: the minimum per connection (so every connection
+        is opened and used), or the tool's usual warm-up (20,000 x min(P, 10), at most the
+        suite's -n) when that is more."""
         argv = cfg.argv()
-        floor = self._rule.min_requests_per_connection * connections(cfg)
-        if redis_benchmark.requests_in(argv) >= floor:
-            return cfg
-        return replace(cfg, arguments=shlex.join(redis_benchmark.set_requests(argv, floor)))
+        count = max(self._rule.min_requests_per_connection * connections(cfg),
+                    redis_benchmark.warmup_requests(argv))
+        return replace(cfg, arguments=shlex.join(redis_benchmark.set_requests(argv, count)))
 
     def parse(self, inv: Invocation, returncode: int) -> ToolResult:
         return self._inner.parse(inv, returncode)
