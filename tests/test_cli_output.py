@@ -135,6 +135,23 @@ def test_dry_run_keeps_bracketed_topology(tmp_path: Path) -> None:
     assert out.returncode == 0 and "one [oss-standalone] redis-benchmark" in out.stdout
 
 
+def test_dry_run_counts_repetitions_and_sweep_values_and_speaks_json(tmp_path: Path) -> None:
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
+    swept = _rbs("run", "--suites-dir", str(suites), "--dry-run", "--sweep", "clients=1,8,64",
+                 "--test-time", "2")
+    assert swept.returncode == 0, swept.stderr
+    assert "plan: 1 test(s) x 3 clients values (1,8,64) = 3 run(s); --test-time 2" \
+        in swept.stdout, swept.stdout
+    doc = _rbs("run", "--suites-dir", str(suites), "--dry-run", "--repetitions", "3",
+               "--format", "json")
+    plan = json.loads(doc.stdout)  # the plan alone on stdout
+    assert plan["runs"] == 3 and plan["repetitions"] == 3 and plan["sweep"] is None
+    assert [t["test"] for t in plan["tests"]] == ["one"]
+    assert plan["tests"][0]["topology"] == "oss-standalone"
+
+
 def test_redis_benchmark_p95_and_max_kept_p999_only_when_measured(
         session: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     session_dir, out = session

@@ -40,6 +40,7 @@ from redis_benchmarks_spec.cli.run_checks import (
     check_topology,
     parse_cpus,
 )
+from redis_benchmarks_spec.cli.run_plan import print_plan
 from redis_benchmarks_spec.cli.sweep import (
     add_sweep_args,
     check_sweep,
@@ -238,16 +239,6 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def print_plan(console: Console, config: SessionConfig, suites: list[Suite]) -> None:
-    for test in plan_tests(config, suites):
-        topo = test.topology.name if test.topology else "?"
-        note = f"  [yellow]skip: {escape(test.skip_reason)}[/]" if test.skip_reason else ""
-        args = " | ".join(c.arguments for c in test.suite.clientconfigs)
-        console.print(f"{escape(test.suite.name)} {escape(f'[{topo}]')} "
-                      f"{','.join(test.suite.tools)}: {escape(args)}{note}",
-                      highlight=False, soft_wrap=True)
-
-
 def run_with_progress(console: Console, config: SessionConfig,
                       suites: list[Suite], repetitions: int = 1) -> list[RunResult]:
     """Run the session with a progress display: current test, one line per finished test.
@@ -332,7 +323,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     say_capabilities(console, config, suites)
     say_first_topology(console, config, suites)
     if args.dry_run:
-        print_plan(out, config, suites)
+        print_plan(config, suites, args, sweep)
         return 0
     check_runnable(config, suites)
     check_sweep_points(config, suites, sweep)
