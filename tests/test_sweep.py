@@ -41,7 +41,8 @@ def test_parse_sweep_and_its_errors() -> None:
     assert parse_sweep("data-size=32,1024").param == "datasize"
     for bad, why in (("clients", "PARAM="), ("speed=1,2", "unknown parameter"),
                      ("clients=8,1", "increase"), ("clients=4", "at least 2"),
-                     ("clients=0,4", "between 1")):
+                     ("clients=0,4", "each value must be between 1"),
+                     ("clients=1,,8", "empty value"), ("clients=1,8,", "empty value")):
         with pytest.raises(SweepError, match=why):
             parse_sweep(bad)
 

@@ -68,11 +68,13 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                         f"{AUTO} with --until-decided, {THROUGHPUT_METRIC} otherwise)")
     g.add_argument("--noise-floor", type=float, default=None,
                    help="percent (default 2, 0.5 for instruction counts)")
-    g.add_argument("--alpha", type=float, default=0.05)
+    g.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the verdicts (default 0.05)")
     g.add_argument("--instructions-noise-floor", type=float, default=None, metavar="PCT",
                    help="noise floor of instructions per op with --profilers instructions "
                         "(default 0.5)")
-    g.add_argument("--fail-on-regression", action="store_true")
+    g.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a test is a REGRESSION (or left BUSY)")
     g.add_argument("--until-decided", action="store_true",
                    help="after the first --repetitions pairs, give the tests still UNKNOWN more "
                         "pairs in rounds until decided (group-sequential design, "

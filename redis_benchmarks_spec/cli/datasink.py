@@ -62,12 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     gc = dsub.add_parser("gc", help="expire by.hash series and fold run documents older "
                                     "than a window (branch and version series are kept)")
     gc.add_argument("--window-days", type=float, default=retention.DEFAULT_WINDOW_DAYS,
-                    help=f"keep commits' by.hash series and full documents this long "
-                         f"(default {retention.DEFAULT_WINDOW_DAYS})")
+                    help=f"keep a commit's by.hash series this long after its newest "
+                         f"point (default {retention.DEFAULT_WINDOW_DAYS})")
     gc.add_argument("--document-days", type=float, default=retention.DEFAULT_DOCUMENT_DAYS,
                     help=f"keep run documents whole this long, then fold them (default "
                          f"{retention.DEFAULT_DOCUMENT_DAYS})")
-    gc.add_argument("--dry-run", action="store_true", help="say what would go; changes nothing but the commit index")
+    gc.add_argument("--dry-run", action="store_true",
+                    help="say what would go and delete nothing (it may still index commits "
+                         "pushed before the gc index existed, which later gc runs need)")
     add_embedded_args(gc)
     add_remote_args(gc)
     gc.set_defaults(func=cmd_gc)

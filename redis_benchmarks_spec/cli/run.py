@@ -75,8 +75,10 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tests-regexp", default=".*", help="suites whose name matches")
     g.add_argument("--groups-regexp", default=".*", help="suites with a tested-group matching")
     g.add_argument("--commands-regexp", default=".*", help="suites with a tested-command matching")
-    g.add_argument("--priority-min", type=int, default=None)
-    g.add_argument("--priority-max", type=int, default=None)
+    g.add_argument("--priority-min", type=int, default=None,
+                   help="only suites whose priority is at least this")
+    g.add_argument("--priority-max", type=int, default=None,
+                   help="only suites whose priority is at most this")
     g.add_argument("--topology", default=None,
                    help="only this topology (e.g. oss-standalone-02-io-threads; default: each "
                         "suite's first topology, see --all-topologies)")
@@ -116,14 +118,18 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
 def add_context_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("result tagging")
     g.add_argument("--platform", default="local", help="platform name results are tagged with")
-    g.add_argument("--triggering-env", default="local")
-    g.add_argument("--github-org", default="redis")
-    g.add_argument("--github-repo", default="redis")
+    g.add_argument("--triggering-env", default="local",
+                   help="the first path component of the datasink keys (default: local)")
+    g.add_argument("--github-org", default="redis",
+                   help="repository owner the runs are filed under (default: redis)")
+    g.add_argument("--github-repo", default="redis",
+                   help="repository the runs are filed under (default: redis)")
     g.add_argument("--branch", default=None, help="branch the server was built from")
-    g.add_argument("--version-tag", dest="git_version", default=None,
+    g.add_argument("--version-tag", dest="git_version", default=None, metavar="VERSION",
                    help="release version of the server (e.g. 7.0.15)")
     g.add_argument("--hash", dest="git_hash", default=None, help="commit sha of the server")
-    g.add_argument("--build-variant", default="local")
+    g.add_argument("--build-variant", default="local",
+                   help="build variant the server is filed under (default: local)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

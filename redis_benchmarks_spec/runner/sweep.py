@@ -68,7 +68,9 @@ def parse_sweep(text: str, rule: PointRule | None = None) -> Sweep:
     param = ALIASES.get(match.group(1).lower(), match.group(1).lower())
     if param not in PARAMS:
         raise SweepError(f"unknown parameter {match.group(1)!r} (one of {', '.join(PARAMS)})")
-    words = [v for v in match.group(2).replace(" ", "").split(",") if v]
+    words = match.group(2).replace(" ", "").split(",")
+    if "" in words:
+        raise SweepError("an empty value between commas (e.g. clients=1,,8)")
     if len(words) < 2:
         raise SweepError("give at least 2 values")
     values = _names(words) if param == "governor" else _numbers(words)
@@ -84,7 +86,7 @@ def _numbers(words: list[str]) -> tuple[int, ...]:
         raise SweepError(f"values must be integers between 1 and {MAX_VALUE:,}")
     values = tuple(int(w) for w in words)
     if any(v < 1 or v > MAX_VALUE for v in values):
-        raise SweepError(f"give at least 2 values between 1 and {MAX_VALUE:,}")
+        raise SweepError(f"each value must be between 1 and {MAX_VALUE:,}")
     if list(values) != sorted(set(values)):
         raise SweepError("values must increase")
     return values
