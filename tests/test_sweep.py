@@ -80,7 +80,7 @@ def test_knee_is_where_throughput_stops_and_latency_grows() -> None:
              _point(512, 102_000, 8.0), _point(4096, 98_000, 70.0)]
     knee = find_knee(curve)
     assert knee.value == 64 and knee.index == 2
-    assert "p99 rises 1 -> 8 ms" in knee.reason
+    assert "p99 rises from 1 ms here to 8 ms at the next value" in knee.reason
     still_growing = [_point(1, 10_000, 0.1), _point(8, 60_000, 0.2), _point(64, 90_000, 0.3)]
     assert find_knee(still_growing).value is None
     assert "no knee" in find_knee(still_growing).reason
@@ -145,5 +145,6 @@ def test_a_knee_after_which_throughput_falls_says_so_in_plain_numbers() -> None:
              _point(512, 89_170, 8.0), _point(4096, 80_000, 1500.0)]
     knee = find_knee(curve)
     assert knee.value == 64
-    assert "no larger value is faster (the best is 10.8% slower)" in knee.reason
+    assert "no larger value is faster: the best of them is 10.8% slower than this one" \
+        in knee.reason, knee.reason
     assert "grows at most -" not in knee.reason and "e+" not in knee.reason

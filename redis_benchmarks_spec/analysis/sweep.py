@@ -105,10 +105,12 @@ def _knee_reason(point: CurvePoint, best_later: float, growth_pct: float,
                  p99: tuple[float, float]) -> str:
     """The sentence naming the knee: how the best later throughput compares, in words."""
     gain = (best_later / point.ops_per_sec - 1) * 100
-    later = (f"no larger value is faster (the best is {plain(-gain)}% slower)" if gain <= 0
-             else f"throughput grows at most {plain(gain)}% beyond it")
-    return (f"{later} (a knee needs less than {plain(growth_pct)}% more) while p99 rises "
-            f"{plain(p99[0])} -> {plain(p99[1])} ms at {plain(point.value)}")
+    later = (f"no larger value is faster: the best of them is {plain(-gain)}% slower than "
+             "this one" if gain <= 0 else
+             f"larger values add at most {plain(gain)}% throughput (a knee allows less than "
+             f"{plain(growth_pct)}%)")
+    return (f"{later}, while p99 rises from {plain(p99[0])} ms here to {plain(p99[1])} ms at "
+            "the next value")
 
 
 def sweep_curves(results: Sequence[RunResult],
