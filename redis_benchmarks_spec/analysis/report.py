@@ -155,8 +155,11 @@ def header_lines(context: CompareContext | None) -> list[str]:
 
 def _footnote(report: ComparisonReport) -> str:
     o = report.options
-    return (f"Change and its {o.confidence:.0%} CI, as % of the baseline: {report.method} "
-            "(HL = Hodges-Lehmann; t = mean of per-pair log ratios, Student t interval). "
+    # the abbreviations of the rows' methods; an unpaired comparison has no pairs to explain
+    terms = (" (HL = Hodges-Lehmann; t = mean of per-pair log ratios, Student t interval)"
+             if "per-pair" in report.method else "")
+    return (f"Change and its {o.confidence:.0%} CI, as % of the baseline: {report.method}"
+            f"{terms}. "
             "Median ratio: comparison median / baseline median - 1 (a different estimator, "
             "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
             f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
