@@ -226,7 +226,7 @@ def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> 
     assert rep.returncode == 0, rep.stdout + rep.stderr
     text = page.read_text()
     # a row of the surface per percentile, a column per point
-    assert 'data-percentiles="p50.00,p90.00,p99.00,p99.90,p99.99"' in text
+    assert 'data-percentiles="p50.00,p90.00,p95.00,p99.00,p99.90,p99.99"' in text
     assert 'data-points="100,1000,3000"' in text
     assert 'class="sweep-points"' in text and "3,064" in text
     assert "connections=6000: failed: client timed out after 240s" in text

@@ -128,6 +128,8 @@ def test_real_sweep_of_clients(tmp_path: Path) -> None:
     assert [p["value"] for p in curve["points"]] == [1, 8, 64]
     assert all(p["ops_per_sec"] > 0 and "p50.00" in p["latency_ms"] for p in curve["points"])
     assert "knee" in out.stdout and curve["knee"]["reason"] in " ".join(out.stdout.split())
+    # the table's columns are the percentiles redis-benchmark reports (p95, never p99.9)
+    assert "p95.00 ms" in out.stdout and "p99.90 ms" not in out.stdout, out.stdout
     # rbs report draws the curve and names the knee
     session = next((tmp_path / "out").rglob("sweep.json")).parent
     page = tmp_path / "r.html"

@@ -22,7 +22,7 @@ from redis_benchmarks_spec.results.document import RunResult
 if TYPE_CHECKING:
     from redis_benchmarks_spec.analysis.report_data import ReportData
 
-MARKERS = ("o", "s", "^", "v", "D")
+MARKERS = ("o", "s", "P", "^", "v", "D")
 
 
 def _numeric_axis(curve: SweepCurve) -> bool:

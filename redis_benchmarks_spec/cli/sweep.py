@@ -90,7 +90,9 @@ def curve_table(curve: SweepCurve) -> Table:
     table = Table(title=f"{escape(curve.test)}: {curve.param} sweep")
     timed = any(p.connections is not None for p in curve.points)
     extra = ("conns", "req/conn", "run s", "wall s") if timed else ()
-    for col in (curve.param, *extra, "ops/sec", *(f"{p} ms" for p in SWEEP_PERCENTILES), ""):
+    # the percentiles the tool reported (redis-benchmark has no p90, p99.9 or p99.99)
+    shown = [p for p in SWEEP_PERCENTILES if any(p in pt.latency_ms for pt in curve.points)]
+    for col in (curve.param, *extra, "ops/sec", *(f"{p} ms" for p in shown), ""):
         table.add_column(col, justify="right")
     for i, point in enumerate(curve.points):
         mark = "<- knee" if curve.knee.index == i else ""
@@ -99,7 +101,7 @@ def curve_table(curve: SweepCurve) -> Table:
         cells = (_opt(point.connections), _opt(point.requests_per_connection),
                  _opt(point.duration_s), _opt(point.wall_s)) if timed else ()
         table.add_row(point.label or plain(point.value), *cells, f"{point.ops_per_sec:,.0f}",
-                      *(_ms(point.latency_ms.get(p)) for p in SWEEP_PERCENTILES), mark)
+                      *(_ms(point.latency_ms.get(p)) for p in shown), mark)
     return table
 
 
