@@ -27,6 +27,7 @@ from redis_benchmarks_spec.builder.sandbox import ENGINES, Sandbox
 from redis_benchmarks_spec.builder.source import GitOptions
 from redis_benchmarks_spec.builder.variants import default_variants_dir, load_variants
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, add_broker
 from redis_benchmarks_spec.cli.client_host_args import probe_client_host, ssh_hint
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args
@@ -41,18 +42,13 @@ from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
-ENV_BROKER = "RBS_BROKER"
 ENV_DATASINK = "RBS_DATASINK"
-ENV_BROKER_PASSWORD = "RBS_BROKER_PASSWORD"  # or RBS_BROKER_PASSWORD_FILE
 ENV_DATASINK_PASSWORD = "RBS_DATASINK_PASSWORD"  # or RBS_DATASINK_PASSWORD_FILE
-DEFAULT_BROKER = "redis://127.0.0.1:6379"
 # a password given in one of these URLs on the command line is moved to the environment
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--broker", default=os.environ.get(ENV_BROKER, DEFAULT_BROKER),
-                   help=f"Redis URL of the broker (default: ${ENV_BROKER} or {DEFAULT_BROKER})")
-    names_mod.add_arguments(p)
+    add_broker(p)
     p.add_argument("--consumer", default=f"{socket.gethostname()}-{os.getpid()}",
                    help="consumer name in the group (default: hostname-pid); give a stable "
                         "name under a service manager so a restart resumes its own backlog")
