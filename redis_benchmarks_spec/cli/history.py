@@ -95,7 +95,7 @@ def _histories(client: redis.Redis, query: HistoryQuery,
         if "series match" in str(exc):
             raise UsageError("--test/--metric/--branch", str(exc)) from None
         found = hints.found_for(client, query)
-        swept = _swept_histories(client, query, hints.swept_tests(found)) \
+        swept = _swept_histories(client, query, hints.swept_tests(found.swept)) \
             if found.swept and table else []
         if not swept:
             raise UsageError(hints.flag(found, query), f"{exc}; {hints.hint(found, query)}") \
@@ -107,11 +107,10 @@ def _histories(client: redis.Redis, query: HistoryQuery,
 
 def _also_swept(client: redis.Redis, query: HistoryQuery) -> str:
     """A line naming the test's swept series on the branch, shown beside its plain one."""
-    names = hints.swept_tests(hints.Found(swept=hints.swept_values(client, query)))
-    if not names:
+    swept = hints.swept_values(client, query)
+    if not swept:
         return ""
-    return (f"{query.test} was also swept on {query.branch}: pass --test {names[0]} (or "
-            f"{', '.join(names[1:4])})")
+    return f"{query.test} was also swept on {query.branch}: {hints.pass_swept(swept)}"
 
 
 def _swept_histories(client: redis.Redis, query: HistoryQuery,

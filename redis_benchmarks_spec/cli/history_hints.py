@@ -61,14 +61,20 @@ def flag(found: Found, query: HistoryQuery) -> str:
     return "--test/--metric/--branch"
 
 
-def swept_tests(found: Found) -> list[str]:
-    """The swept series' test names in increasing order of the swept value."""
+def swept_tests(swept: dict[str, str]) -> list[str]:
+    """The swept series' test names (:func:`swept_values`) in increasing order of value."""
     def value(name: str) -> float:
         try:
-            return float(found.swept[name])
+            return float(swept[name])
         except ValueError:
             return float("inf")
-    return sorted(found.swept, key=value)
+    return sorted(swept, key=value)
+
+
+def pass_swept(swept: dict[str, str]) -> str:
+    """Which ``--test`` to pass for a swept value: ``pass --test T.clients-1 (or ...)``."""
+    names = swept_tests(swept)
+    return f"pass --test {names[0]} (or {', '.join(names[1:4])})"
 
 
 def hint(found: Found, query: HistoryQuery) -> str:
@@ -77,8 +83,7 @@ def hint(found: Found, query: HistoryQuery) -> str:
         return ", ".join(sorted(values))
 
     if found.swept:
-        return (f"it was swept: pass --test {swept_tests(found)[0]} (or "
-                f"{', '.join(swept_tests(found)[1:4])})")
+        return f"it was swept: {pass_swept(found.swept)}"
     if not (found.branches or found.versions or found.hashes):
         return ("the datasink holds no series of this test and metric: `rbs datasink status` "
                 "lists what was pushed; a session kept on disk goes in with `rbs datasink push "

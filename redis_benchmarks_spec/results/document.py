@@ -215,21 +215,20 @@ class RunResult:
         # a datasink push's client time (benchmarks/history_scale.py); leaves are immutable
         return {name: _plain(value) for name, value in self._top().items()}
 
-    def to_json(self, without_tool_data: bool = False, indent: int | None = None) -> str:
+    def to_json(self, indent: int | None = None) -> str:
         """``json.dumps(to_dict())``, with the nested records walked by the C encoder rather
-        than copied first (a datasink push's main cost). ``without_tool_data``: the tool's
-        raw output (``result.data``) left out, as the datasink stores a document."""
+        than copied first."""
         top = self._top()
-        if without_tool_data and top["result"]:
-            top["result"] = {**top["result"], "data": {}}
         separators = None if indent else (",", ":")
         return json.dumps(top, default=_fields_of, indent=indent, sort_keys=bool(indent),
                           separators=separators)
 
     def to_compact_json(self, without_tool_data: bool = False) -> bytes:
         """:meth:`to_json` compact, encoded by orjson (a datasink push stores one per run;
-        the stdlib encoder took a third of a push's client time). JSON has no NaN: a
-        non-finite number becomes ``null`` here, where :meth:`to_json` writes ``NaN``."""
+        the stdlib encoder took a third of a push's client time). ``without_tool_data``: the
+        tool's raw output (``result.data``) left out, as the datasink stores a document.
+        JSON has no NaN: a non-finite number becomes ``null`` here, where :meth:`to_json`
+        writes ``NaN``."""
         top = self._top()
         if without_tool_data and top["result"]:
             top["result"] = {**top["result"], "data": {}}

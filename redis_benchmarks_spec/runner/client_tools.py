@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from dataclasses import dataclass
 
 from redis_benchmarks_spec.common.process import tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, Invocation
@@ -39,18 +40,25 @@ def tool_version(driver: ClientDriver) -> str:
         return "unknown"
 
 
-def client_timeout(inv: Invocation, test_time: int | None, buffer_s: float) -> float:
-    """How long a client may run before it is stopped as hung."""
-    # a profiled run (server under callgrind) may be far slower than its test time
-    expected = max(float(test_time or 0), inv.expected_duration_s)
-    return expected * 3 + buffer_s
+@dataclass(frozen=True)
+class ClientTiming:
+    """How long a session's client tools may run: its test time and the slack beyond it."""
+
+    test_time: int | None
+    buffer_s: float
+
+    def timeout(self, inv: Invocation) -> float:
+        """How long ``inv`` may run before it is stopped as hung."""
+        # a profiled run (server under callgrind) may be far slower than its test time
+        expected = max(float(self.test_time or 0), inv.expected_duration_s)
+        return expected * 3 + self.buffer_s
 
 
 def wait_client(clients: ClientSide, proc: object, inv: Invocation,
-                timing: tuple[int | None, float]) -> int:
-    """The client's exit code; past :func:`client_timeout` it is stopped and the run fails
-    with its output's tail. ``timing``: the run's test time and its timeout buffer."""
-    timeout = client_timeout(inv, *timing)
+                timing: ClientTiming) -> int:
+    """The client's exit code; past its timeout it is stopped and the run fails with its
+    output's tail."""
+    timeout = timing.timeout(inv)
     try:
         return clients.wait(proc, timeout)
     except subprocess.TimeoutExpired as exc:

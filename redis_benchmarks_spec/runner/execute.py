@@ -39,9 +39,9 @@ from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
+    ClientTiming,
     RunFailure,
     check_error_replies,
-    client_timeout,
     parse_all,
     tool_version,
     wait_client,
@@ -108,6 +108,10 @@ class RunEnv:
     point: PointSetup | None = None  # a concurrency point's rule and limits (its record)
     # the platform's client host: tools run there over SSH; None: here, over loopback
     client_host: ClientHostConfig | None = None
+
+    @property
+    def timing(self) -> ClientTiming:
+        return ClientTiming(self.test_time, self.timeout_buffer_s)
 
 
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
@@ -321,9 +325,9 @@ class SuiteRun:
             if inv is None:
                 rates.append(None)
                 continue
-            proc = clients.spawn(inv, self.client_cpus, client_timeout(inv, env.test_time, env.timeout_buffer_s))
+            proc = clients.spawn(inv, self.client_cpus, env.timing.timeout(inv))
             try:
-                code = wait_client(clients, proc, inv, (env.test_time, env.timeout_buffer_s))
+                code = wait_client(clients, proc, inv, env.timing)
             finally:
                 clients.stop(proc)
             rate = parse_all([driver], [inv], [code], rate_is_metric=False).totals.ops_per_sec
@@ -348,7 +352,7 @@ class SuiteRun:
         sampler.watch("server", self.deployment.pids)
         self.window.start(self.deployment.pids, self.suite.name)
         started = time.monotonic()
-        procs = [clients.spawn(inv, self.client_cpus, client_timeout(inv, env.test_time, env.timeout_buffer_s))
+        procs = [clients.spawn(inv, self.client_cpus, env.timing.timeout(inv))
                  for inv in invocations]
         if not clients.remote:
             sampler.watch("client", [p.pid for p in procs])
@@ -357,7 +361,7 @@ class SuiteRun:
         sampler.watch_cpus([*plan.client, *plan.server])
         sampler.start()
         try:
-            codes = [wait_client(clients, p, inv, (env.test_time, env.timeout_buffer_s)) for p, inv in zip(procs, invocations)]
+            codes = [wait_client(clients, p, inv, env.timing) for p, inv in zip(procs, invocations)]
         finally:
             sampler.stop()
             self.window.stop()
