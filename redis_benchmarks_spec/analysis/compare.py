@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
+    SUSPECT,
     UNKNOWN,
     VERDICTS,
     CompareOptions,
@@ -41,6 +42,7 @@ __all__ = [
     "IMPROVEMENT",
     "NO_CHANGE",
     "REGRESSION",
+    "SUSPECT",
     "UNKNOWN",
     "VERDICTS",
     "CompareOptions",
@@ -88,6 +90,9 @@ class Comparison:
     method: str = ""  # the interval method of this row (paired rows choose per test)
     # pairs (runs, unpaired) left out because other processes disturbed them (time metrics)
     n_disturbed: int = 0
+    # the measured run-to-run spread: SD of the per-pair log ratios in % (paired rows)
+    pair_sd_pct: float | None = None
+    noise_floor_pct: float | None = None  # the floor this row was judged against
 
 
 @dataclass
@@ -199,7 +204,7 @@ def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence
         row.reason = str(exc)
         return PendingRow(row, False)
     fill_shift(row, shift)
-    single = single_point_check(baseline, comparison, options.noise_floor_pct)
+    single = single_point_check(baseline, comparison, options.floor_of(test))
     if single is not None and math.isfinite(single.p_value):
         # a rank test cannot resolve one point; the prediction p joins the BH family instead
         row.p_value = single.p_value
@@ -224,6 +229,7 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
+    row.pair_sd_pct = _finite(100 * float(np.std(ratios, ddof=1))) if len(pairs) >= 2 else None
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
     return PendingRow(row, True, single, log_sd)
@@ -247,8 +253,10 @@ def finish_report(pending: list[PendingRow], options: CompareOptions, problems: 
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
     for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True):
         item.row.p_adjusted = _finite(adjusted)
+        row_options = replace(options, noise_floor_pct=options.floor_of(item.row.test))
+        item.row.noise_floor_pct = row_options.noise_floor_pct
         if item.measured:  # rows without data keep UNKNOWN and the reason they already have
-            decision = decide(_evidence(item), options)
+            decision = decide(_evidence(item), row_options)
             item.row.verdict, item.row.reason = decision.verdict, decision.reason
             item.row.runs_needed = decision.runs_needed
     rows = [p.row for p in pending]
