@@ -16,7 +16,6 @@ import pytest
 from redis_benchmarks_spec.analysis import paired
 from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
-    NO_CHANGE,
     REGRESSION,
     UNKNOWN,
     CompareOptions,
