@@ -10,7 +10,9 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       first_round: 6           # pairs of the first round (2..max_repetitions; default 6)
       alpha: 0.05              # total false-positive rate over every look (0 < alpha < 0.5)
       spending: obrien-fleming # or pocock (Lan-DeMets spending function)
-      noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100)
+      noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100); without
+                               # it, each test's floor from this host's calibration A/A
+                               # sessions (analysis/noise.py), else 5 % for timed metrics
       metric: auto             # or a metric name; auto: server CPU per command when the
                                # client was the bottleneck, else Ops/sec (runner.metric_choice)
 
@@ -65,7 +67,7 @@ class UntilDecidedBudget:
     first_round: int = 6
     alpha: float = 0.05
     spending: str = OBRIEN_FLEMING
-    noise_floor_pct: float = 2.0
+    noise_floor_pct: float | None = None  # None: calibrated per test, else the default
     metric: str = DEFAULT_METRIC
 
 
@@ -146,7 +148,8 @@ def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
         first_round=_int(raw, "first_round", 2, most, min(6, most)),
         alpha=_float(raw, "alpha", 1e-6, 0.499, 0.05),
         spending=_choice(raw, "spending", None, SPENDING_FUNCTIONS, OBRIEN_FLEMING),
-        noise_floor_pct=_float(raw, "noise_floor", 0.0, 100.0, 2.0),
+        noise_floor_pct=None if raw.get("noise_floor") is None
+        else _float(raw, "noise_floor", 0.0, 100.0, 0.0),
         metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC))
 
 

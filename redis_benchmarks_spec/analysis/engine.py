@@ -158,7 +158,7 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
         floor = how.instructions_floor_pct
         options = replace(how.options, metric=INSTRUCTIONS_METRIC,
                           noise_floor_pct=default_noise_floor(INSTRUCTIONS_METRIC)
-                          if floor is None else floor)
+                          if floor is None else floor, floors={}, floor_note="")
         report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
         mark_suspect(report)
     return report

@@ -95,7 +95,8 @@ def placement(cpus: list[int], interrupts: Mapping[int, int],
     busy = {c for c in cpus if interrupts.get(c, 0) / total > IRQ_SHARE and len(cpus) > 1}
     ranked = sorted(cpus, key=lambda c: (c == 0, c in busy, interrupts.get(c, 0), c))
     seen: set[tuple[str, str]] = set()
-    first, second = [], []
+    first: list[int] = []
+    second: list[int] = []
     for cpu in ranked:
         core = cores.get(cpu, ("?", f"cpu{cpu}"))
         (second if core in seen else first).append(cpu)
