@@ -70,6 +70,16 @@ class NoiseEntry:
         return entry_key(self.test, self.metric, self.platform)
 
 
+@dataclass
+class Calibration:
+    """When a platform's calibration A/A sessions last ran, under which host fingerprint
+    (``telemetry.fingerprint``), and of which tests."""
+
+    fingerprint: dict[str, str]
+    at_ms: int
+    tests: list[str] = field(default_factory=list)
+
+
 def entry_key(test: str, metric: str, platform: str) -> str:
     return f"{platform}|{metric}|{test}"
 
@@ -77,20 +87,40 @@ def entry_key(test: str, metric: str, platform: str) -> str:
 class NoiseBook:
     """Every recorded test's noise, read from and written to one file."""
 
-    def __init__(self, path: Path, entries: dict[str, NoiseEntry] | None = None) -> None:
+    def __init__(self, path: Path, entries: dict[str, NoiseEntry] | None = None,
+                 calibrations: dict[str, Calibration] | None = None) -> None:
         self.path = path
         self.entries = entries or {}
+        self.calibrations = calibrations or {}  # per platform: the last calibration
 
     @classmethod
     def from_dict(cls, path: Path, raw: dict[str, Any]) -> NoiseBook:
         """A book read from ``path`` (entries without a usable spread are dropped); raises
         KeyError or TypeError when ``raw`` is not a book."""
         entries = [NoiseEntry(**e) for e in raw["entries"]]
-        return cls(path, {e.key: e for e in entries if e.df >= 1 and math.isfinite(e.sd)})
+        calibrations = {p: Calibration(**c) for p, c in raw.get("calibrations", {}).items()}
+        return cls(path, {e.key: e for e in entries if e.df >= 1 and math.isfinite(e.sd)},
+                   calibrations)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": VERSION,
-                "entries": [asdict(e) for _, e in sorted(self.entries.items())]}
+                "entries": [asdict(e) for _, e in sorted(self.entries.items())],
+                "calibrations": {p: asdict(c) for p, c in sorted(self.calibrations.items())}}
+
+    def calibrated(self, platform: str, fingerprint: dict[str, str], when_ms: int,
+                   tests: list[str]) -> list[str]:
+        """Mark ``platform`` calibrated now under ``fingerprint``; a changed fingerprint
+        first drops the platform's timed entries (they describe another host). Returns
+        what changed in the fingerprint."""
+        old = self.calibrations.get(platform)
+        changed = [] if old is None else [
+            f"{k}: {old.fingerprint.get(k, '') or '?'} -> {v or '?'}"
+            for k, v in fingerprint.items() if old.fingerprint.get(k, "") != v]
+        if changed:
+            self.entries = {k: e for k, e in self.entries.items()
+                            if e.platform != platform or deterministic(e.metric)}
+        self.calibrations[platform] = Calibration(dict(fingerprint), when_ms, list(tests))
+        return changed
 
     def priors(self, metric: str, platform: str, tests: list[str]) -> dict[str, NoisePrior]:
         """The recorded noise of these tests on this metric and platform."""

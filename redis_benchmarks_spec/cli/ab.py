@@ -160,7 +160,8 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
     for sub in [result.report, result.report.instructions]:
         if sub is None:
             continue
-        for test, pairs in pair_runs(result.runs, sub.options.metric).items():
+        for test, pairs in pair_runs(result.runs, sub.options.metric,
+                                         keep_disturbed=True).items():
             recorded += book.record(test, sub.options.metric, platform, pairs.pairs,
                                     families.get(test, "")) is not None
     if recorded:

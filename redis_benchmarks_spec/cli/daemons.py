@@ -234,7 +234,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
-        client_host=platform.client_host if platform else None)
+        client_host=platform.client_host if platform else None,
+        calibration=platform.calibration if platform else None)
 
 
 def _say_client_host(config: ClientHostConfig) -> None:
