@@ -56,11 +56,10 @@ __all__ = [
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
                    "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
                    "on log values)")
-PAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
-                 "Shapiro-Wilk check; from 3 pairs for instruction counts with a recorded "
-                 "A/A noise prior, pooled), a 20 % trimmed-mean Tukey-McLaughlin interval "
-                 "when a pair is outlying, else Hodges-Lehmann (Walsh averages) with the "
-                 "exact Wilcoxon signed-rank interval; each row names its method")
+PAIRED_METHOD = ("per-pair log ratios: Student t interval and p from 3 pairs (an outlying pair "
+                 "stays in and widens it; for instruction counts with a recorded A/A noise "
+                 "prior, the spread pooled with it), Hodges-Lehmann (Walsh averages) with the "
+                 "exact Wilcoxon signed-rank interval below 3 pairs; each row names its method")
 
 
 @dataclass
