@@ -1,5 +1,5 @@
 """Few pairs for quiet metrics: a recorded A/A spread (the noise book) pooled with a
-session's own pairs, the trimmed-mean interval for an outlying pair, and the A/A false-alarm
+session's own pairs, the t interval widened by an outlying pair, and the A/A false-alarm
 rate of both by simulation; a real A/A session under callgrind records its spread."""
 
 from __future__ import annotations
