@@ -17,7 +17,7 @@ wall times say what each design costs. Run it alone (nothing else on the machine
 neighbour's load is what it measures otherwise (``--allow-busy`` to run anyway).
 
 Usage: .venv/bin/python benchmarks/pair_design.py [--test SUITE] [--budget 24]
-       [--lengths 1,2,4] [--server /usr/bin/redis-server]
+       [--lengths 1,2,4] [--server /usr/bin/redis-server] [--placement]
 """
 
 from __future__ import annotations
@@ -40,14 +40,17 @@ RBS = str(ROOT / ".venv" / "bin" / "rbs")
 METRIC = "ALL_STATS.Totals.Ops/sec"
 
 
-def session(server: str, test: str, length: int, pairs: int, out: Path) -> tuple[list, float]:
-    """Run one A/A session; (pairs in run order as (first side, b, c), wall seconds)."""
+def session(server: str, test: str, length: int, pairs: int, out: Path,
+            as_given: bool = False) -> tuple[list, float]:
+    """Run one A/A session; (pairs in run order as (first side, b, c), wall seconds).
+    ``as_given``: CPUs handed out in numeric order (the server on CPU 0, as before)."""
     argv = [RBS, "run", "--baseline-server", server, "--comparison-server", server,
             "--test", test, "--topology", "oss-standalone", "--test-time", str(length),
             "--repetitions", str(pairs), "--max-repetitions", str(pairs), "--no-datasink",
             "--no-noise-prior", "--results-dir", str(out), "--format", "json"]
+    env = dict(os.environ, RBS_CPU_PLACEMENT="as-given") if as_given else None
     started = time.monotonic()
-    subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=True)
+    subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=True, env=env)
     wall = time.monotonic() - started
     values: dict[int, dict[str, float]] = {}
     for path in out.rglob("result.json"):
@@ -99,6 +102,8 @@ def main() -> int:
     p.add_argument("--server", default=shutil.which("redis-server") or "redis-server")
     p.add_argument("--out", type=Path, default=ROOT / ".cache" / "pair-design")
     p.add_argument("--allow-busy", action="store_true")
+    p.add_argument("--placement", action="store_true",
+                   help="also the 2 s design with CPUs in numeric order (server on CPU 0)")
     args = p.parse_args()
     load = os.getloadavg()[0]
     if load > 0.5 and not args.allow_busy:
@@ -109,6 +114,11 @@ def main() -> int:
         pairs, wall = session(args.server, args.test, length, max(3, args.budget // length),
                               args.out / f"len{length}-{int(time.time())}")
         report(length, pairs, wall)
+    if args.placement:
+        print("CPUs in numeric order (the server on CPU 0, the placement before issue 28):")
+        pairs, wall = session(args.server, args.test, 2, max(3, args.budget // 2),
+                              args.out / f"as-given-{int(time.time())}", as_given=True)
+        report(2, pairs, wall)
     return 0
 
 

@@ -108,10 +108,17 @@ def placement(cpus: list[int], interrupts: Mapping[int, int],
     return Placement(order, dict(cores), why)
 
 
+#: ``as-given`` hands CPUs out in the order given (only to measure placement itself:
+#: benchmarks/pair_design.py --placement)
+PLACEMENT_ENV = "RBS_CPU_PLACEMENT"
+
+
 def host_placement(cpus: list[int]) -> Placement:
     """:func:`placement` of these CPUs on this host."""
-    return placement(cpus, device_interrupts(_read(Path("/proc/interrupts"))),
-                     {c: core_of(c) for c in cpus})
+    cores = {c: core_of(c) for c in cpus}
+    if os.environ.get(PLACEMENT_ENV) == "as-given":
+        return Placement(list(cpus), cores, f"CPUs in the order given ({PLACEMENT_ENV})")
+    return placement(cpus, device_interrupts(_read(Path("/proc/interrupts"))), cores)
 
 
 class CpuAllocator:
