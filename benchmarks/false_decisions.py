@@ -31,7 +31,7 @@ from redis_benchmarks_spec.inputs.session_folder import load_session
 CORPUS = Path(__file__).resolve().parent / "aa_corpus"
 DEFAULT_PAIRS = "3,4,5,6,8,10,12,15,20,25,30"
 #: methods too slow for every simulated cell get fewer sessions
-SLOW = {"sequential looks": 4, "BH over 10 tests": 4}
+SLOW = {"sequential looks": 4, "sequential, timed, uncalibrated": 4, "BH over 10 tests": 4}
 
 
 def record(folder: Path, host: str, metric: str) -> dict[str, object]:
@@ -65,7 +65,7 @@ def _row(method: str, noise: str, pairs: list[int], sims: int) -> str:
 
 
 def simulated(pairs: list[int], sims: int) -> None:
-    methods = [*null_check.METHODS, "BH over 10 tests"]
+    methods = [*null_check.METHODS, null_check.CALIBRATED, "BH over 10 tests"]
     print(f"Simulated A/A, {sims} sessions a cell (sequential and BH: a quarter); "
           "% of sessions with a false decision")
     for noise in null_check.NOISES:
@@ -89,7 +89,8 @@ def resampled(sims: int) -> None:
             counts = [n for n in (3, 4, 5, 6, 8, 10) if n < len(data)]
             print(f"  {test} ({len(data)} pairs, SD of pair log ratios "
                   f"{100 * ratios.std(ddof=1):.1f} %, mean {100 * ratios.mean():+.1f} %)")
-            for method in ("Student t", "20 % trimmed mean", "engine's pick"):
+            for method in ("Student t", "20 % trimmed mean", "engine's pick",
+                           "engine, timed, uncalibrated"):
                 cells = []
                 for n in counts:
                     rate = null_check.resampled(data, n, sims, method, seed=n)

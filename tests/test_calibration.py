@@ -20,7 +20,11 @@ from redis_benchmarks_spec.analysis.noise import (
     MIN_CALIBRATED_FLOOR_PCT,
     NoiseBook,
 )
-from redis_benchmarks_spec.analysis.verdict import DEFAULT_METRIC, DEFAULT_NOISE_FLOOR_PCT
+from redis_benchmarks_spec.analysis.verdict import (
+    DEFAULT_METRIC,
+    DEFAULT_NOISE_FLOOR_PCT,
+    HostNoise,
+)
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import RunContext, RunResult
@@ -44,29 +48,39 @@ def test_floors_come_from_the_largest_a_a_offset_of_the_test_or_its_family(
     book.record("get", OPS, "vm", _pairs(1.05, 1.02, 1.04, 1.03), "string")  # offset +3.5 %
     book.record("get", OPS, "vm", _pairs(0.99, 1.0, 1.01, 1.0), "string")    # offset ~0
     book.record("hget", OPS, "vm", _pairs(1.001, 0.999, 1.0), "hash")        # tiny offset
-    floors, note = book.floors(OPS, "vm", {"get": "string", "set": "string", "hget": "hash",
-                                           "zadd": "sorted-set"})
+    noise = book.host_noise(OPS, "vm", {"get": "string", "set": "string", "hget": "hash",
+                                        "zadd": "sorted-set"})
+    floors, note = noise.floors, noise.note
     assert floors["get"] == pytest.approx(3.5, abs=0.1)  # the largest of its sessions
     assert floors["set"] == floors["get"]  # its family's
     assert floors["hget"] == MIN_CALIBRATED_FLOOR_PCT  # never below 1 %
     assert "zadd" not in floors and "1 test(s) without a calibration" in note
     # another platform's calibration says nothing about this one
-    assert book.floors(OPS, "other", {"get": "string"})[0] == {}
+    assert book.host_noise(OPS, "other", {"get": "string"}).floors == {}
+    # the spread a timed interval may assume is the test's pooled A/A spread
+    assert noise.spreads["get"] == pytest.approx(book.entries["vm|" + OPS + "|get"].sd)
     # the book round-trips through its file with the offsets and families
     noise_file.save(book)
     again = noise_file.load(book.path)
-    assert again.floors(OPS, "vm", {"set": "string"})[0] == {"set": floors["get"]}
+    assert again.host_noise(OPS, "vm", {"set": "string"}).floors == {"set": floors["get"]}
 
 
-def test_a_row_is_judged_against_its_own_floor_and_says_which() -> None:
+def test_a_row_is_judged_against_its_host_noise_and_says_which() -> None:
+    """A quiet calibrated host decides a -3 % change in 4 pairs; the same pairs of a test the
+    host never calibrated are judged on the assumed 15 % pair spread and 5 % floor."""
     pairs = {"a": _pairs(0.965, 0.97, 0.968, 0.966), "b": _pairs(0.965, 0.97, 0.968, 0.966)}
-    options = CompareOptions(floors={"a": 2.0}, floor_note="from a test")
-    rows = {r.test: r for r in compare_paired(pairs, options).rows}
+    host = HostNoise(floors={"a": 2.0}, spreads={"a": 0.01}, note="from a test")
+    rows = {r.test: r for r in compare_paired(pairs, CompareOptions().with_host(host)).rows}
     assert rows["a"].verdict == "REGRESSION" and rows["a"].noise_floor_pct == 2.0
-    # b has no calibration: the uncalibrated 5 % floor keeps a 3 % change undecided
+    assert "host's spread (calibrated on this host: 1.0 %)" in rows["a"].method
     assert rows["b"].noise_floor_pct == DEFAULT_NOISE_FLOOR_PCT
-    assert rows["b"].verdict != "REGRESSION" and "5% noise floor" in rows["b"].reason
+    assert rows["b"].verdict == "UNKNOWN" and "assumed: no calibration" in rows["b"].method
+    assert rows["b"].ci_low_pct is not None and rows["b"].ci_low_pct < -20
     assert rows["a"].pair_sd_pct is not None and rows["a"].pair_sd_pct < 1.0
+    # a session noisier than its host's spread keeps its own, wider interval
+    noisy = {"a": _pairs(0.80, 1.1, 0.9, 1.05)}
+    row = compare_paired(noisy, CompareOptions().with_host(host)).rows[0]
+    assert "host's spread" not in row.method
 
 
 def test_a_changed_fingerprint_drops_the_timed_entries_and_is_due(tmp_path: Path) -> None:
@@ -119,8 +133,7 @@ def test_calibration_runs_an_a_a_session_and_sets_the_floor(tmp_path: Path) -> N
     book = noise_file.load(book_path)
     entry = next(e for e in book.entries.values() if e.metric == OPS)
     assert entry.test == GET and entry.family == "string" and len(entry.offsets) == 1
-    floors, _ = book.floors(OPS, "vm", {GET: "string"})
-    assert floors[GET] >= MIN_CALIBRATED_FLOOR_PCT
+    assert book.host_noise(OPS, "vm", {GET: "string"}).floors[GET] >= MIN_CALIBRATED_FLOOR_PCT
     assert book.calibrations["vm"].fingerprint == host_fingerprint()
     assert calibration.calibrate_if_due(session, suites, plan, book_path) is None
     docs = [RunResult.from_dict(json.loads(p.read_text()))

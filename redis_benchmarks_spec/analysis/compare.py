@@ -219,7 +219,7 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
         row.reason = "no complete pairs"
         return PendingRow(row, False)
     try:
-        shift = best_paired_shift(pairs, options.confidence, prior)
+        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options))
     except ValueError as exc:
         row.reason = str(exc)
         return PendingRow(row, False)
@@ -232,6 +232,14 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
     return PendingRow(row, True, single, log_sd)
+
+
+def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
+    """The least spread a timed test's interval may assume (None: its own decides)."""
+    sd, source = options.spread_of(test)
+    if sd <= 0:
+        return None
+    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %")
 
 
 def _evidence(pending: PendingRow) -> Evidence:

@@ -22,8 +22,9 @@ What it does, in order:
    and it never sets an exit code (issue 28).
 
 Timed metrics are judged against each test's noise floor from this host's calibration
-(``Judging.floors``, :meth:`analysis.noise.NoiseBook.floors`), or against the uncalibrated
-:data:`~analysis.verdict.DEFAULT_NOISE_FLOOR_PCT`; the report's ``floor_note`` says which.
+and its least pair spread (``HostNoise``, :meth:`analysis.noise.NoiseBook.host_noise`), or
+against the uncalibrated :data:`~analysis.verdict.DEFAULT_NOISE_FLOOR_PCT` and
+:data:`~analysis.verdict.UNCALIBRATED_PAIR_SD`; the report's ``floor_note`` says which.
 """
 
 from __future__ import annotations
@@ -55,14 +56,12 @@ from redis_benchmarks_spec.analysis.session_runs import (
     pair_runs,
     sample_runs,
 )
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 
 INSTRUCTIONS_METRIC = "instructions_per_op"
 
 #: metric -> test label -> the noise known before the session (analysis.noise)
 SessionPriors = dict[str, dict[str, NoisePrior]]
-#: metric -> test label -> the noise floor (%) this host's calibration gives it
-SessionFloors = dict[str, dict[str, float]]
 
 
 @dataclass
@@ -75,8 +74,9 @@ class Judging:
     priors: SessionPriors = field(default_factory=dict)
     tests: list[str] = field(default_factory=list)  # labels that get a row even without runs
     instructions_floor_pct: float | None = None  # None: the metric's default (0.5 %)
-    floors: SessionFloors = field(default_factory=dict)
-    floor_notes: dict[str, str] = field(default_factory=dict)  # metric -> where floors came from
+    # per timed metric, the host's noise a session was judged with (a session folder's
+    # noise-floors.json); applied when the options carry none
+    host_noise: dict[str, HostNoise] = field(default_factory=dict)
 
 
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
@@ -141,10 +141,8 @@ def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
 
 def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
-    if not options.floors and how.floors.get(options.metric):
-        options = replace(options, floors=how.floors[options.metric])
-    if not options.floor_note and options.metric in how.floor_notes:
-        options = replace(options, floor_note=how.floor_notes[options.metric])
+    if not options.floor_note and options.metric in how.host_noise:
+        options = options.with_host(how.host_noise[options.metric])
     if how.paired:
         return _judge_paired(runs, options, how, problems)
     return _judge_unpaired(runs, options, how, problems)
@@ -158,7 +156,8 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
         floor = how.instructions_floor_pct
         options = replace(how.options, metric=INSTRUCTIONS_METRIC,
                           noise_floor_pct=default_noise_floor(INSTRUCTIONS_METRIC)
-                          if floor is None else floor, floors={}, floor_note="")
+                          if floor is None else floor, floors={}, spreads={},
+                          default_spread=0.0, floor_note="")
         report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
         mark_suspect(report)
     return report

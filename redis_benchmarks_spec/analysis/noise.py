@@ -31,6 +31,7 @@ import numpy as np
 
 from redis_benchmarks_spec.analysis.paired import NoisePrior, log_ratios
 from redis_benchmarks_spec.analysis.session_runs import ABRun, deterministic, keys_of
+from redis_benchmarks_spec.analysis.verdict import UNCALIBRATED_PAIR_SD, HostNoise
 
 VERSION = 1
 #: a calibrated timed floor never goes below this: smaller timed effects are left to
@@ -160,33 +161,31 @@ class NoiseBook:
         self.entries[key] = entry
         return entry
 
-    def session_floors(self, platform: str, families: dict[str, str],
-                       metrics: list[str]) -> tuple[dict[str, dict[str, float]],
-                                                    dict[str, str]]:
-        """:meth:`floors` of each of ``metrics`` (the timed ones a session may judge)."""
-        floors, notes = {}, {}
-        for metric in metrics:
-            floors[metric], notes[metric] = self.floors(metric, platform, families)
-        return floors, notes
+    def session_noise(self, platform: str, families: dict[str, str],
+                      metrics: list[str]) -> dict[str, HostNoise]:
+        """:meth:`host_noise` of each of ``metrics`` (the timed ones a session may judge)."""
+        return {metric: self.host_noise(metric, platform, families) for metric in metrics}
 
-    def floors(self, metric: str, platform: str,
-               families: dict[str, str]) -> tuple[dict[str, float], str]:
-        """Per test (``families``: label -> family), the noise floor this platform's A/A
-        sessions give it (its own entry, else the largest of its family's), and a note of
-        where the floors came from for the report."""
+    def host_noise(self, metric: str, platform: str, families: dict[str, str]) -> HostNoise:
+        """Per test (``families``: label -> family), the noise floor and least pair spread
+        this platform's A/A sessions give it (its own entry, else the largest of its
+        family's), and a note of where they came from for the report."""
         on_platform = [e for e in self.entries.values()
                        if e.platform == platform and e.metric == metric and e.floor_pct]
         own = {e.test: e for e in on_platform}
-        out: dict[str, float] = {}
+        floors: dict[str, float] = {}
+        spreads: dict[str, float] = {}
         from_family = 0
         for test, family in families.items():
-            if test in own:
-                out[test] = own[test].floor_pct or 0.0
+            kin = [own[test]] if test in own else \
+                [e for e in on_platform if family and e.family == family]
+            if not kin:
                 continue
-            kin = [e.floor_pct or 0.0 for e in on_platform if family and e.family == family]
-            if kin:
-                out[test], from_family = max(kin), from_family + 1
-        return out, _floor_note(platform, len(out), from_family, len(families) - len(out))
+            from_family += test not in own
+            floors[test] = max(e.floor_pct or 0.0 for e in kin)
+            spreads[test] = max(e.sd for e in kin)
+        note = _floor_note(platform, len(floors), from_family, len(families) - len(floors))
+        return HostNoise(floors, spreads, note)
 
 
 #: the timed metrics a session may be judged on besides its own (--metric auto picks this)
@@ -214,9 +213,10 @@ def families_of_runs(runs: list[ABRun]) -> dict[str, str]:
 def _floor_note(platform: str, calibrated: int, from_family: int, missing: int) -> str:
     parts = []
     if calibrated:
-        parts.append(f"{calibrated} test(s) with floors from {platform}'s calibration A/A "
+        parts.append(f"{calibrated} test(s) with floors and spreads from {platform}'s calibration A/A "
                      f"sessions ({from_family} from their family)")
     if missing:
         parts.append(f"{missing} test(s) without a calibration on {platform}: the uncalibrated "
-                     "floor (an A/A session, the same server on both sides, calibrates)")
+                     f"floor and an assumed pair spread of {100 * UNCALIBRATED_PAIR_SD:g} % (an "
+                     "A/A session, the same server on both sides, calibrates)")
     return "; ".join(parts)

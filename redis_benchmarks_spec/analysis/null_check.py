@@ -35,6 +35,7 @@ from redis_benchmarks_spec.analysis.sequential import (
     repeated_p,
     z_from_p,
 )
+from redis_benchmarks_spec.analysis.verdict import UNCALIBRATED_PAIR_SD
 
 ALPHA = 0.05
 #: run-to-run spread (log scale) of the noisy hosts measured: about 12 % per run
@@ -134,35 +135,56 @@ def _trimmed(pairs: np.ndarray) -> bool:
 
 
 def _trimmed_when_outlying(pairs: np.ndarray) -> bool:
-    """The engine before issue 28: the trimmed mean when Shapiro-Wilk rejected."""
+    """The engine before issue 28: signed rank below 5 pairs, the trimmed mean when
+    Shapiro-Wilk rejected, else t."""
     ratios = paired.log_ratios(_tuples(pairs))
-    problem = paired.t_assumptions(ratios)
-    if problem.startswith("Shapiro"):
-        return _decided(paired.trimmed_shift(ratios))
-    if problem:
+    if ratios.size < 5:
         return _decided(stats.paired_shift(_tuples(pairs)))
+    if paired.t_assumptions(ratios).startswith("Shapiro"):
+        return _decided(paired.trimmed_shift(ratios))
     return _decided(paired.t_shift(_tuples(pairs)))
 
 
 def _engine(pairs: np.ndarray) -> bool:
+    """The pick for a deterministic metric without a prior (and the bare timed one)."""
     return _decided(paired.best_paired_shift(_tuples(pairs)))
+
+
+UNCALIBRATED = paired.NoisePrior(UNCALIBRATED_PAIR_SD, 1, "assumed")
+
+
+def _engine_timed(pairs: np.ndarray) -> bool:
+    """A timed metric on a host never calibrated: the assumed least spread."""
+    return _decided(paired.best_paired_shift(_tuples(pairs), least=UNCALIBRATED))
+
+
+def _engine_calibrated(pairs: np.ndarray, calibration: np.ndarray) -> bool:
+    """A timed metric on a host calibrated by an A/A session of the same noise."""
+    spread = float(paired.log_ratios(_tuples(calibration)).std(ddof=1))
+    least = paired.NoisePrior(spread, 1, "calibrated")
+    return _decided(paired.best_paired_shift(_tuples(pairs), least=least))
 
 
 def _unpaired(pairs: np.ndarray) -> bool:
     return _decided(stats.unpaired_shift(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
 
 
-def _sequential(pairs: np.ndarray) -> bool:
-    """Looks at 3, 6, 9, ... and at the last pair, O'Brien-Fleming over all of them."""
+def _sequential(pairs: np.ndarray, least: paired.NoisePrior | None = None) -> bool:
+    """``--until-decided``'s looks (6, then every 4, and the last pair; the only look at
+    fewer than 6), O'Brien-Fleming over all of them."""
     n = len(pairs)
-    looks = sorted({*range(3, n + 1, 3), n})
+    looks = sorted({*range(min(n, 6), n + 1, 4), n})
     plan = SequentialPlan(max_pairs=n, alpha=ALPHA)
     fractions = plan.fractions(looks)
     tuples = _tuples(pairs)
-    best = min(repeated_p(z_from_p(paired.best_paired_shift(tuples[:k]).p_value),
+    best = min(repeated_p(z_from_p(paired.best_paired_shift(tuples[:k], least=least).p_value),
                           fractions[:j + 1], plan.spending)
                for j, k in enumerate(looks))
     return best < ALPHA
+
+
+def _sequential_timed(pairs: np.ndarray) -> bool:
+    return _sequential(pairs, UNCALIBRATED)
 
 
 def _engine_bh_ten(pairs_of_tests: list[np.ndarray]) -> bool:
@@ -177,9 +199,14 @@ METHODS: dict[str, Method] = {
     "20 % trimmed mean": _trimmed,
     "old pick (trimmed if outlying)": _trimmed_when_outlying,
     "engine's pick": _engine,
+    "engine, timed, uncalibrated": _engine_timed,
     "sequential looks": _sequential,
+    "sequential, timed, uncalibrated": _sequential_timed,
     "unpaired (Mann-Whitney)": _unpaired,
 }
+#: methods that need a calibration A/A session of the same noise (8 pairs)
+CALIBRATED = "engine, timed, calibrated (8 A/A pairs)"
+CALIBRATION_PAIRS = 8
 #: a session of this many A/A tests judged at once (BH), flagged when any test is decided
 BH_TESTS = 10
 
@@ -218,6 +245,10 @@ def false_decisions(method: str, noise: str, n: int, sims: int, seed: int = 0) -
     if method == "BH over 10 tests":
         data = make(rng, sims * BH_TESTS, n).reshape(sims, BH_TESTS, n, 2)
         return Rate(sum(_engine_bh_ten(list(session)) for session in data), sims)
+    if method == CALIBRATED:
+        calibrations = make(rng, sims, CALIBRATION_PAIRS)
+        return Rate(sum(_engine_calibrated(session, cal) for session, cal
+                        in zip(make(rng, sims, n), calibrations, strict=True)), sims)
     decide = METHODS[method]
     return Rate(sum(decide(session) for session in make(rng, sims, n)), sims)
 

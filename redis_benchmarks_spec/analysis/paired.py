@@ -183,12 +183,31 @@ def consistent_with(ratios: np.ndarray, prior: NoisePrior) -> bool:
     return float(sps.f.sf(f, ratios.size - 1, prior.df)) >= PRIOR_CHECK_ALPHA
 
 
+def least_spread_shift(ratios: np.ndarray, least: NoisePrior,
+                       confidence: float = 0.95) -> ShiftEstimate | None:
+    """The t interval on the larger of the pairs' own spread and ``least`` (a timed
+    metric's spread on this host: calibrated, or assumed without a calibration), with the
+    pairs' own degrees of freedom; None when the own spread is the larger."""
+    n = int(ratios.size)
+    own = float(ratios.std(ddof=1))
+    if own >= least.sd:
+        return None
+    fit = TFit(float(ratios.mean()), least.sd / math.sqrt(n), n - 1)
+    low, high = fit.interval(confidence)
+    return ShiftEstimate(fit.mean, low, high, fit.p_value(),
+                         f"{T_METHOD} on the host's spread ({least.source}), wider than "
+                         "the pairs' own")
+
+
 def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
-                      prior: NoisePrior | None = None) -> ShiftEstimate:
+                      prior: NoisePrior | None = None,
+                      least: NoisePrior | None = None) -> ShiftEstimate:
     """The t interval from :data:`MIN_T_PAIRS` pairs (an outlying pair stays in and widens
     it), else the signed-rank one. With a noise ``prior`` (deterministic metrics) the t
     interval pools its spread from :data:`MIN_PRIOR_PAIRS` pairs, unless a pair is outlying
-    or the session is noisier than its prior."""
+    or the session is noisier than its prior. With ``least`` (timed metrics: the spread this
+    host shows) the interval is never narrower than that spread allows: a few pairs that
+    happen to agree on a noisy host do not decide."""
     ratios = log_ratios(pairs)
     if ratios.size < MIN_T_PAIRS:
         return paired_shift(pairs, confidence)
@@ -196,6 +215,10 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     if prior is not None and ratios.size >= MIN_PRIOR_PAIRS and not outlying and \
             consistent_with(ratios, prior):
         return prior_shift(ratios, prior, confidence)
+    if least is not None:
+        wider = least_spread_shift(ratios, least, confidence)
+        if wider is not None:
+            return wider
     shift = t_shift(pairs, confidence)
     if outlying:
         return ShiftEstimate(shift.estimate, shift.low, shift.high, shift.p_value,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,10 @@ _INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
 #: a timed metric's floor on a host without a calibration of that test (or its family):
 #: real A/A sessions on quiet cloud guests moved by up to 5 % (issue 28), so less is not safe
 DEFAULT_NOISE_FLOOR_PCT = 5.0
+#: the spread of a timed metric's per-pair log ratios assumed on a host never calibrated:
+#: A/A pairs spread 11-14 % on a quiet 2-core VM, 14-24 % on a quiet 16-vCPU guest and 21-36 %
+#: on a busy one (docs/statistics.md); a few pairs that agree by chance must not decide
+UNCALIBRATED_PAIR_SD = 0.15
 #: instruction counts repeat to ~0.2 % (callgrind, serverCron left out): a 1 % change is real
 INSTRUCTIONS_NOISE_FLOOR_PCT = 0.5
 
@@ -76,6 +80,17 @@ def default_noise_floor(metric: str) -> float:
     return DEFAULT_NOISE_FLOOR_PCT
 
 
+@dataclass(frozen=True)
+class HostNoise:
+    """A timed metric's noise on one host, from its calibration A/A sessions: per test, the
+    noise floor (%) and the least spread of per-pair log ratios, and where they came from
+    (:meth:`analysis.noise.NoiseBook.host_noise`)."""
+
+    floors: dict[str, float] = field(default_factory=dict)
+    spreads: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
 @dataclass
 class CompareOptions:
     """Decision thresholds of a comparison; ``floors`` are tests' own noise floors (a
@@ -89,10 +104,30 @@ class CompareOptions:
     max_runs: int = 200
     floors: dict[str, float] = field(default_factory=dict)
     floor_note: str = ""
+    # a timed metric's least spread of per-pair log ratios per test (the host's, from its
+    # calibration), and the one assumed for other tests (0: none; deterministic metrics)
+    spreads: dict[str, float] = field(default_factory=dict)
+    default_spread: float = 0.0
+
+    def with_host(self, noise: HostNoise | None) -> CompareOptions:
+        """These options judging a timed metric with the host's noise (the uncalibrated
+        floor and spread for tests it does not know)."""
+        return replace(self, floors=dict(noise.floors) if noise else {},
+                       spreads=dict(noise.spreads) if noise else {},
+                       default_spread=UNCALIBRATED_PAIR_SD,
+                       floor_note=(noise.note if noise and noise.note else
+                                   "no calibration of this host: the uncalibrated floor and "
+                                   f"an assumed pair spread of {100 * UNCALIBRATED_PAIR_SD:g} %"))
 
     def floor_of(self, test: str) -> float:
         """The noise floor that judges ``test``."""
         return self.floors.get(test, self.noise_floor_pct)
+
+    def spread_of(self, test: str) -> tuple[float, str]:
+        """The least spread ``test``'s interval may assume, and where it comes from."""
+        if test in self.spreads:
+            return self.spreads[test], "calibrated on this host"
+        return self.default_spread, "assumed: no calibration of this host"
 
 
 @dataclass(frozen=True)

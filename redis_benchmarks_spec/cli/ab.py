@@ -232,10 +232,10 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     write_priors(config.results_dir, priors)
     plan = _plan(args, config, suites, priors)
     if book is not None:
-        floors, notes = book.session_floors(
+        noise = book.session_noise(
             config.context.platform, {t.key: family_of(t.suite.tested_groups) for t in tests},
             timed_metrics(plan.metric))
-        plan = replace(plan, floors=floors, floor_notes=notes)
+        plan = replace(plan, host_noise=noise)
     result = _run(console, plan)
     if result.record is not None:
         (config.results_dir / SEQUENTIAL_RECORD).write_text(result.record.to_json())

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import context_from_results, side_from_results
-from redis_benchmarks_spec.analysis.engine import Judging, SessionFloors, SessionPriors, judge
+from redis_benchmarks_spec.analysis.engine import Judging, SessionPriors, judge
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import (
@@ -62,21 +62,20 @@ class ABSessionPlan:
     replace_disturbed: bool = True
     priors: SessionPriors = field(default_factory=dict)
     side_labels: tuple[str, str] | None = None  # the report header's (default: binaries)
-    # timed metrics' per-test floors from this host's calibration (analysis.noise), and
-    # where they came from; a floor given by the user (noise_floor_pct) replaces them
-    floors: SessionFloors = field(default_factory=dict)
-    floor_notes: dict[str, str] = field(default_factory=dict)
+    # timed metrics' noise on this host from its calibration (analysis.noise), per metric;
+    # a floor given by the user (noise_floor_pct) replaces the calibrated floors
+    host_noise: dict[str, HostNoise] = field(default_factory=dict)
 
     def options(self, metric: str) -> CompareOptions:
+        base = CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=self.alpha,
+                              metric=metric)
+        if deterministic(metric):
+            return base if self.noise_floor_pct is None else \
+                replace(base, noise_floor_pct=self.noise_floor_pct)
+        options = base.with_host(self.host_noise.get(metric))
         if self.noise_floor_pct is not None:
-            return CompareOptions(noise_floor_pct=self.noise_floor_pct, alpha=self.alpha,
-                                  metric=metric, floor_note="the floor given")
-        floor = default_noise_floor(metric)
-        floors = {} if deterministic(metric) else self.floors.get(metric, {})
-        note = "" if deterministic(metric) else \
-            self.floor_notes.get(metric) or "no calibration of this host: the uncalibrated floor"
-        return CompareOptions(noise_floor_pct=floor, alpha=self.alpha, metric=metric,
-                              floors=floors, floor_note=note)
+            options = replace(options, noise_floor_pct=self.noise_floor_pct, floors={})
+        return options
 
 
 @dataclass
