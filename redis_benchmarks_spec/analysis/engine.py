@@ -141,8 +141,10 @@ def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
 
 def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
-    if not options.floor_note and options.metric in how.host_noise:
-        options = options.with_host(how.host_noise[options.metric])
+    if how.paired and not options.floor_note and not deterministic(options.metric):
+        # a timed metric's pairs are judged with the host's noise: what the session
+        # recorded, else the uncalibrated floor and spread (as the session itself judged)
+        options = options.with_host(how.host_noise.get(options.metric))
     if how.paired:
         return _judge_paired(runs, options, how, problems)
     return _judge_unpaired(runs, options, how, problems)

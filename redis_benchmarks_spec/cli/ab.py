@@ -35,7 +35,7 @@ from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.inputs import noise_file
-from redis_benchmarks_spec.inputs.session_folder import write_priors
+from redis_benchmarks_spec.inputs.session_folder import write_host_noise, write_priors
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
@@ -236,6 +236,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
             config.context.platform, {t.key: family_of(t.suite.tested_groups) for t in tests},
             timed_metrics(plan.metric))
         plan = replace(plan, host_noise=noise)
+        write_host_noise(config.results_dir, noise)
     result = _run(console, plan)
     if result.record is not None:
         (config.results_dir / SEQUENTIAL_RECORD).write_text(result.record.to_json())
