@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import redis
 
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common import credentials
 
 URL_SCHEMES = ("redis", "rediss", "unix")
 
@@ -184,11 +185,8 @@ def broker(flag: str, url: str, timeout_s: float = 5.0) -> redis.Redis:
 
 
 def display_url(url: str) -> str:
-    """``url`` with its password (if any) masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
+    """``url`` with its credentials (if any) masked, for messages."""
+    return credentials.redact_url(url)
 
 
 def _short(exc: Exception) -> str:
