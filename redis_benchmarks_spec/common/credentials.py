@@ -259,3 +259,32 @@ def argv_refusal(command: str, argv: Sequence[str]) -> str | None:
                 f"({redact_url(url)}), which every local user can read in ps; give the URL "
                 f"without it and the password in {_where(flag)}")
     return None
+
+
+# redis-server parameters that hold a password: given in a config file, never in argv
+SERVER_SECRET_PARAMS = frozenset({"requirepass", "masterauth", "user", "tls-key-file-pass",
+                                  "tls-client-key-file-pass"})
+
+
+def _conf_word(word: str) -> str:
+    """``word`` as one argument of a redis.conf line (sdssplitargs' double-quoted form)."""
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def split_server_secrets(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(redis-server ``--name value...`` arguments without the secret-bearing ones, those as
+    redis.conf lines): ``requirepass``, ``masterauth``, the ``user`` directive, ..."""
+    public: list[str] = []
+    lines: list[str] = []
+    i = 0
+    while i < len(args):
+        j = i + 1
+        while j < len(args) and not args[j].startswith("--"):
+            j += 1
+        name = args[i][2:].lower() if args[i].startswith("--") else ""
+        if name in SERVER_SECRET_PARAMS:
+            lines.append(" ".join([name, *(_conf_word(w) for w in args[i + 1:j])]) + "\n")
+        else:
+            public.extend(args[i:j])
+        i = j
+    return public, lines
