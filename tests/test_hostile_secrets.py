@@ -300,3 +300,39 @@ def test_reasons_and_every_acl_form_are_masked_where_stored() -> None:
     for secret in ("pw-f", "pw-g", "a" * 64, "pw-h", "pw-i", "pw-j", "pw-k", "pw-l", "pw-m"):
         assert secret not in text, secret
     assert "--port" in text and '"1"' in text  # what is not a secret stays
+
+
+FAILING_INIT = """
+name: secret-init-fails
+dbconfig:
+  init_commands:
+    - ACL SETUSER bob on >init-fail-pw-7120 +no-such-command
+tested-commands: [set]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -c 1 -n 100 -t set
+"""
+
+
+def test_a_failure_reason_and_the_log_never_show_a_password(tmp_path: Path) -> None:
+    import logging
+
+    from redis_benchmarks_spec.cli.console import CurrentStderrHandler
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "running %s",
+                               ("ACL SETUSER u on >log-pw-7121 -a log-pw-7122",), None)
+    line = CurrentStderrHandler().format(record)
+    assert "log-pw-7121" not in line and "log-pw-7122" not in line and ">***" in line
+    suites = tmp_path / "suites"
+    suites.mkdir()
+    (suites / "s.yml").write_text(FAILING_INIT)
+    rbs = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+    done = subprocess.run([rbs, "-v", "run", "--suites-dir", str(suites), "--results-dir",
+                           str(tmp_path / "results"), "--no-datasink"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    [path] = (tmp_path / "results").rglob("result.json")
+    result = json.loads(path.read_text())
+    assert result["status"] == "failed" and "init command" in result["reason"], result
+    assert "init-fail-pw-7120" not in done.stdout + done.stderr
+    for written in (tmp_path / "results").rglob("*"):
+        if written.is_file():
+            assert b"init-fail-pw-7120" not in written.read_bytes(), written

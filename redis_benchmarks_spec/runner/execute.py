@@ -15,7 +15,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.common.credentials import redact_argv
+from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
@@ -189,6 +189,8 @@ class SuiteRun:
                                    result.commandstats_delta, self.suite.tested_commands)))
             self._cleanup()
             result.end_ms = int(time.time() * 1000)
+            # the status stream, the PR comment and logs take the reason from this object
+            result.reason, result.log_tail = mask_text(result.reason), mask_text(result.log_tail)
             self._write()
         return result
 
