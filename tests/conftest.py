@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.common.process import free_port, wait_for
+from tests import offmachine
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -82,3 +83,17 @@ def _no_startup_noise(monkeypatch: pytest.MonkeyPatch) -> None:
     tests/test_platforms.py measures it on purpose."""
     from redis_benchmarks_spec.cli.platform import NOISE_SECONDS_ENV
     monkeypatch.setenv(NOISE_SECONDS_ENV, "0")
+
+
+offmachine.install()  # at import: before any test module or fixture can open a socket
+
+
+@pytest.fixture(autouse=True)
+def _stay_on_this_machine() -> Iterator[None]:
+    """A test that reached (or tried to reach) outside loopback and its own namespaces
+    fails, even when the code under test swallowed the refusal (tests/offmachine.py)."""
+    offmachine.take()
+    yield
+    found = offmachine.take()
+    if found:
+        pytest.fail("connected outside this machine: " + "; ".join(found[:5]), pytrace=False)

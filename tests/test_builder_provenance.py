@@ -117,3 +117,47 @@ def test_a_manifest_without_a_verified_source_is_not_reused(redis_server, names,
     queue_archive(client, names, repo, sha, sha)
     run_builder(client, names, tmp_path, [])
     assert client.hget(first.artifact.location, "source_sha") == sha.encode()  # rebuilt
+
+
+def test_a_tampered_cache_entry_is_discarded_rebuilt_and_logged(redis_server, names,  # type: ignore[no-untyped-def]
+                                                               tmp_path, caplog) -> None:
+    """Someone who can write the cache folder rewrites an entry consistently (tarball, its
+    sha256 and size in the JSON): it is never announced; the builder rebuilds it."""
+    import io
+    import json
+    import logging
+    import tarfile
+
+    client = redis_server.client()
+    repo = tiny_redis_repo(tmp_path / "origin")
+    sha = git(repo, "rev-parse", "HEAD")
+    queue_archive(client, names, repo, sha, sha)
+    run_builder(client, names, tmp_path, [])
+    rows: Any = client.xrange(names.builds)
+    genuine = BuildEvent.decode(rows[0][1])
+    [meta_path] = (tmp_path / "cache").glob("*.json")
+    assert meta_path.with_suffix(".mac").exists()
+    evil = io.BytesIO()
+    with tarfile.open(fileobj=evil, mode="w:gz") as tar:
+        body = b"#!/bin/sh\necho owned\n"
+        info = tarfile.TarInfo("redis-server")
+        info.size, info.mode = len(body), 0o755
+        tar.addfile(info, io.BytesIO(body))
+    data = evil.getvalue()
+    meta = json.loads(meta_path.read_text())
+    meta["sha256"] = hashlib.sha256(data).hexdigest()
+    meta_path.with_suffix(".tar.gz").write_bytes(data)
+    meta_path.write_text(json.dumps(meta))
+    client.delete(genuine.artifact.location)  # the broker's manifest would answer first
+    queue_archive(client, names, repo, sha, sha)
+    with caplog.at_level(logging.WARNING, logger="redis_benchmarks_spec.builder.cache"):
+        run_builder(client, names, tmp_path, [])
+    rows = client.xrange(names.builds)
+    rebuilt = BuildEvent.decode(rows[1][1])
+    assert rebuilt.artifact.sha256 != meta["sha256"]  # the tampered bytes were not announced
+    assert rebuilt.artifact.sha256 == genuine.artifact.sha256 or rebuilt.artifact.size_bytes > 200
+    assert any("discarded, rebuilding" in r.getMessage() and "MAC" in r.getMessage()
+               for r in caplog.records), caplog.text
+    # the rebuilt entry is cached again, signed
+    assert json.loads(meta_path.read_text())["sha256"] == rebuilt.artifact.sha256
+    assert meta_path.with_suffix(".mac").exists()

@@ -69,7 +69,8 @@ def test_a_password_in_a_daemon_url_is_refused_in_one_line(command: str) -> None
 def test_every_form_and_flag_is_caught(argv: list[str], flag: str) -> None:
     line = daemon_argv_secret(argv)
     assert line is not None and f": {flag} holds a password" in line and ":pw@" not in line
-    assert daemon_argv_secret(["trigger", "--broker", "redis://:pw@h:1"]) is None
+    # every command, not only the daemons
+    assert daemon_argv_secret(["trigger", "--broker", "redis://:pw@h:1"]) is not None
     assert daemon_argv_secret(["agent", "--broker", "redis://h:1"]) is None
     assert argv_refusal("agent", ["/x/rbs", "agent", "--broker", "redis://h:1"]) is None
 
@@ -124,3 +125,51 @@ def test_a_daemon_started_the_supported_way_never_shows_the_password(tmp_path: P
                 proc.wait(timeout=10)
         broker.stop()
     assert os.environ.get("RBS_BROKER_PASSWORD") is None
+
+
+# every form a client library reads a password from (redis-py reads ?password=)
+URL_FORMS = ["redis://user:{pw}@127.0.0.1:{port}", "redis://:{pw}@127.0.0.1:{port}",
+             "redis://127.0.0.1:{port}?password={pw}", "redis://127.0.0.1:{port}/0?db=0&password={pw}",
+             "redis://127.0.0.1:{port}?%70assword={pw}", "redis://%3A{pw}@127.0.0.1:{port}",
+             "rediss://:{pw}@127.0.0.1:{port}", "REDIS://127.0.0.1:{port}?PASSWORD={pw}",
+             "unix:///tmp/rbs-{port}.sock?password={pw}", "unix:/tmp/rbs-{port}.sock?password={pw}"]
+COMMANDS = [(["builder", "--broker"], "$RBS_BROKER_PASSWORD"),
+            (["agent", "--platform", "p1", "--broker"], "$RBS_BROKER_PASSWORD"),
+            (["api", "--broker"], "$RBS_BROKER_PASSWORD"),
+            (["trigger", "--repo", ".", "--branch", "unstable", "--broker"],
+             "$RBS_BROKER_PASSWORD"),
+            (["admin", "dead-letter", "--broker"], "$RBS_BROKER_PASSWORD"),
+            (["run", "--datasink"], "$RBS_DATASINK_PASSWORD"),
+            (["agent", "--platform", "p1", "--broker", "redis://127.0.0.1:1", "--datasink"],
+             "$RBS_DATASINK_PASSWORD")]
+
+
+@pytest.mark.parametrize("form", URL_FORMS)
+def test_every_url_form_is_refused_before_anything_connects(form: str) -> None:
+    import socket
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    url = form.format(pw=PASSWORD, port=listener.getsockname()[1])
+    try:
+        for prefix, env in COMMANDS:
+            for argv in ([*prefix, url], [*prefix[:-1], f"{prefix[-1]}={url}"]):
+                done = subprocess.run([*RBS, *argv], capture_output=True, text=True,
+                                      timeout=60, env=daemon_env(), check=False)
+                lines = done.stderr.strip().splitlines()
+                assert done.returncode == 2, (argv, done.stderr)
+                assert len(lines) == 1 and PASSWORD not in done.stderr, (argv, done.stderr)
+                assert f"{prefix[-1]} holds a password" in lines[0] and env in lines[0], lines
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing connected
+    finally:
+        listener.close()
+
+
+def test_a_password_flag_is_refused() -> None:
+    done = subprocess.run([*RBS, "datasink", "status", "--datasink", "redis://127.0.0.1:1",
+                           "--pass", PASSWORD], capture_output=True, text=True, timeout=60,
+                          env=daemon_env(), check=False)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert PASSWORD not in done.stderr and "$RBS_DATASINK_PASSWORD" in done.stderr

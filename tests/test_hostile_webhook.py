@@ -104,3 +104,32 @@ def test_replay_deep_json_and_label_case(api: Api, redis_server) -> None:  # typ
     bad_sha = payload(sha="--upload-pack=touch /tmp/x" + "0" * 14)
     assert api.deliver(bad_sha)[0] == 400
     assert api.daemon.alive() and "Traceback" not in api.daemon.log()
+
+
+@pytest.mark.parametrize(("side", "ref"), [("base", "has space"), ("head", "has space"),
+                                           ("base", "feat..x"), ("head", "-x"),
+                                           ("base", "a@{b"), ("base", 7)])
+def test_both_refs_are_checked(api: Api, redis_server, side: str, ref: object) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(payload())
+    data["pull_request"][side]["ref"] = ref
+    status, answer = api.deliver(json.dumps(data).encode())
+    assert status == 400 and "ref" in answer["error"], (status, answer)
+    assert redis_server.client().xlen(api.names.build_requests) == 0
+    assert api.daemon.alive() and "Traceback" not in api.daemon.log()
+
+
+def test_a_stored_pr_info_with_a_bad_ref_is_refused_where_read(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """The agent and the notifier read the pull request's refs back from the broker,
+    which others can write: both refs are checked there too."""
+    from redis_benchmarks_spec.pullrequest import state as pr_state
+    names = StreamNames.with_prefix(f"hw{uuid.uuid4().hex[:8]}")
+    client = redis_server.client()
+    good = {"org": "redis", "repo": "redis", "number": 1, "head_sha": "a" * 40,
+            "head_ref": "feature", "base_ref": "unstable", "base_sha": "b" * 40}
+    client.set(pr_state.info_key(names, "r1"), json.dumps(good))
+    assert pr_state.load_info(client, names, "r1") is not None
+    for key, bad in (("base_ref", "has space"), ("head_ref", "--upload-pack=x"),
+                     ("base_ref", "a..b"), ("base_sha", "--x")):
+        client.set(pr_state.info_key(names, "r1"), json.dumps({**good, key: bad}))
+        with pytest.raises(pr_state.PrInfoError, match=key):
+            pr_state.load_info(client, names, "r1")

@@ -140,3 +140,17 @@ def test_cli_trigger(redis_server, repo, capsys) -> None:  # type: ignore[no-unt
     assert queued[0].build_variants == ["gcc-default"]
     assert queued[0].filters.tests_regexp == "memtier.*"
     assert queued[0].id in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--branch", "feat..x"], ["--branch", "has space"],
+                                  ["--commit", "HEAD", "--branch=-x"],
+                                  ["--tag", "v1..2"]])
+def test_cli_trigger_bad_ref_is_one_usage_line(redis_server, repo, argv) -> None:  # type: ignore[no-untyped-def]
+    from tests.hostile_fixtures import RBS, daemon_env
+    done = subprocess.run([*RBS, "trigger", "--repo", str(repo), *argv, "--broker",
+                           redis_server.url, "--stream-prefix", "trig"], capture_output=True,
+                          text=True, timeout=120, env=daemon_env(), check=False)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "internal error" not in done.stderr and "branch/tag name" in lines[0], lines
+    assert redis_server.client().exists(NAMES.build_requests) == 0

@@ -199,8 +199,13 @@ def test_suites_with_requirepass_and_acl_users_run_with_their_credentials(
     assert sorted((d["test_name"], d["status"]) for d in docs) == [
         ("auth-acl", "ok"), ("auth-requirepass", "ok")]
     by_name = {d["test_name"]: d for d in docs}
-    assert by_name["auth-acl"]["argv"][0][5:9] == ["--user", "bench", "-a", "***"]
+    # the tools authenticate as a throwaway user with bench's permissions (run_user.py)
+    tool_auth = by_name["auth-acl"]["argv"][0][5:9]
+    assert tool_auth[0] == "--user" and tool_auth[1].startswith("rbs-run-"), tool_auth
+    assert tool_auth[2:] == ["-a", "***"]
     assert "-a" in by_name["auth-requirepass"]["argv"][0]
+    for doc in docs:
+        assert doc["client_credential"].startswith("throwaway ACL user rbs-run-"), doc
     assert elapsed < 60, elapsed  # the unauthenticated runner waited 15 s per start, then failed
     for path in (tmp_path / "results").rglob("*.json"):
         text = path.read_text()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from redis_benchmarks_spec.events import validation
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     BuildRequest,
@@ -78,9 +79,10 @@ def _pull_request(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:
         return Decision(None, f"pull request lacks the label {policy.trigger_label!r}")
     head = _get(pr, "head", dict)
     head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else base_repo
+    _branch(_get(pr, "base", dict), "base")  # the comparison's baseline branch: checked too
     request = BuildRequest(
         org=_owner(base_repo), repo=_get(base_repo, "name", str),
-        branch=_get(head, "ref", str), sha=_sha(_get(head, "sha", str)),
+        branch=_branch(head, "head"), sha=_sha(_get(head, "sha", str)),
         # the payload has no commit time; the builder knows the real one from git
         commit_time_ms=_iso_ms(pr.get("updated_at")),
         source=_source(policy, _get(head_repo, "clone_url", str)),
@@ -96,6 +98,9 @@ def _push(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:
     if not ref.startswith("refs/heads/"):
         return Decision(None, f"push to {ref} is not a branch")
     branch = ref[len("refs/heads/"):]
+    problem = validation.ref_problem(branch)
+    if problem is not None:
+        raise PayloadError(f"field 'ref': {branch[:80]!r} {problem}")
     if branch not in policy.branches:
         return Decision(None, f"branch {branch!r} is not tracked")
     if policy.repos and full_name not in policy.repos:
@@ -135,6 +140,15 @@ def _get(obj: dict[str, Any], key: str, kind: type) -> Any:
     value = obj.get(key)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise PayloadError(f"field {key!r} is missing or not a {kind.__name__}")
+    return value
+
+
+def _branch(side: dict[str, Any], name: str) -> str:
+    """``pull_request.<name>.ref``: a branch name git accepts (events/validation.py)."""
+    value = _get(side, "ref", str)
+    problem = validation.ref_problem(value)
+    if problem is not None:
+        raise PayloadError(f"field '{name}.ref': {value[:80]!r} {problem}")
     return value
 
 

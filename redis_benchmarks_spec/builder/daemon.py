@@ -14,8 +14,6 @@ delivery limit, an error it could not handle), "dead-lettered" with the reason; 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import shutil
 import tempfile
@@ -29,6 +27,7 @@ import redis
 from redis.client import Pipeline
 
 from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.builder import cache as build_cache
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.builder.sandbox import Sandbox
 from redis_benchmarks_spec.builder.source import (
@@ -252,29 +251,22 @@ class Builder:
         return self.config.cache_dir / name
 
     def _cached(self, request: BuildRequest, variant: BuildVariant) -> Artifact | None:
+        """The locally cached build, only when its signature verifies (see :mod:`.cache`)."""
         path = self._cache_path(request, variant)
-        if path is None or not path.exists() or not path.with_suffix(".tar.gz").exists():
+        if path is None:
             return None
-        meta = json.loads(path.read_text())
-        data = path.with_suffix(".tar.gz").read_bytes()
-        if hashlib.sha256(data).hexdigest() != meta["sha256"]:
-            log.warning("cached artifact %s is corrupt; rebuilding", path)
-            return None
-        if meta.get("source_sha") != request.sha:
-            log.warning("cached artifact %s has no verified source commit; rebuilding", path)
-            return None
-        log.info("reusing locally cached build %s", path)
-        return Artifact(data=data, **meta)
+        found = build_cache.load(path, build_cache.Identity(
+            self.config.artifact_key, request.sha, variant.id))
+        if found is not None:
+            log.info("reusing locally cached build %s", path)
+        return found
 
     def _save_cache(self, request: BuildRequest, variant: BuildVariant,
                     artifact: Artifact) -> None:
         path = self._cache_path(request, variant)
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.with_suffix(".tar.gz").write_bytes(artifact.data)
-        meta = {k: v for k, v in artifact.__dict__.items() if k != "data"}
-        path.write_text(json.dumps(meta))
+        if path is not None:
+            build_cache.save(path, build_cache.Identity(
+                self.config.artifact_key, request.sha, variant.id), artifact)
 
     def _build(self, request: BuildRequest, variant: BuildVariant) -> Artifact:
         self.config.work_dir.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ ENV_KEY = "RBS_ARTIFACT_KEY"
 ENV_KEY_FILE = "RBS_ARTIFACT_KEY_FILE"
 MIN_KEY_BYTES = 16
 DOMAIN = b"rbs-artifact-v1"
+CACHE_DOMAIN = b"rbs-build-cache-v1"
 
 
 class ArtifactKeyError(ValueError):
@@ -91,3 +92,10 @@ def verify(key: bytes, tag: str, sha: str, build_variant: str, sha256: str,
     """True when ``tag`` is the MAC of that artifact (constant-time compare)."""
     expected = mac(key, sha, build_variant, sha256, size_bytes)
     return bool(tag) and hmac.compare_digest(expected, tag)
+
+
+def cache_mac(key: bytes, artifact_mac: str, meta_json: bytes) -> str:
+    """HMAC-SHA256 (hex) of a builder's local cache entry: the artifact's MAC (so its bytes,
+    commit and variant) and its metadata (the JSON beside it, exactly as written)."""
+    message = b"\n".join([CACHE_DOMAIN, artifact_mac.encode(), meta_json])
+    return hmac.new(key, message, hashlib.sha256).hexdigest()

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import redis
 
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common import credentials
+from redis_benchmarks_spec.events import validation
 
 URL_SCHEMES = ("redis", "rediss", "unix")
 
@@ -30,6 +32,17 @@ def regexp(flag: str, value: str | None, flags: int = 0) -> re.Pattern[str] | No
     except re.error as exc:
         raise UsageError(f"{flag} {value!r}", f"not a valid regular expression: {exc}",
                          "escape special characters such as ( [ + * with a backslash") from None
+
+
+def ref(flag: str, value: str | None) -> str | None:
+    """A branch or tag name git accepts (the rule stream messages are held to), or None."""
+    if value is None:
+        return None
+    problem = validation.ref_problem(value)
+    if problem is not None:
+        raise UsageError(f"{flag} {value!r}", f"not a branch/tag name: {problem}",
+                         "give the name as `git branch --list` shows it")
+    return value
 
 
 def executable(flag: str, value: str) -> str:
@@ -184,11 +197,8 @@ def broker(flag: str, url: str, timeout_s: float = 5.0) -> redis.Redis:
 
 
 def display_url(url: str) -> str:
-    """``url`` with its password (if any) masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
+    """``url`` with its credentials (if any) masked, for messages."""
+    return credentials.redact_url(url)
 
 
 def _short(exc: Exception) -> str:

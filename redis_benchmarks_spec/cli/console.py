@@ -19,6 +19,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from redis_benchmarks_spec.common.credentials import mask_text
+
 #: width used when output is not a terminal: wide enough that nothing wraps or is cut
 UNBOUNDED_WIDTH = 10_000
 #: columns whose text may wrap inside the cell (free text, not names or numbers)
@@ -40,6 +42,11 @@ class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The line with any credential masked (the one masking of common/credentials.py):
+        a daemon's log is kept by journald, readable by more than the service user."""
+        return mask_text(super().format(record))
 
     @property  # type: ignore[override]
     def stream(self) -> TextIO:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from rich.markup import escape
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.datasink import reader, retention, run_reader
 from redis_benchmarks_spec.datasink.embedded import (
     DEFAULT_PORT,
@@ -89,8 +89,6 @@ def add_remote_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--datasink", default=None, metavar="URL",
                    help="redis:// or rediss:// URL of a RedisTimeSeries datasink")
     g.add_argument("--username", default=None)
-    g.add_argument("--password", default=None,
-                   help=f"password (prefer the {PASSWORD_ENV} environment variable)")
     g.add_argument("--tls-ca-cert", default=None, help="CA bundle to verify the server")
     g.add_argument("--tls-cert", default=None, help="client certificate (mutual TLS)")
     g.add_argument("--tls-key", default=None, help="client private key (mutual TLS)")
@@ -108,8 +106,16 @@ def remote_config(args: argparse.Namespace) -> DatasinkConfig | None:
             raise UsageError(f"{flag} {value}", "no such file")
     return DatasinkConfig(
         url=args.datasink, username=args.username,
-        password=args.password or os.environ.get(PASSWORD_ENV),
+        # never a flag: argv is readable by every local user (common/credentials.py)
+        password=_password(),
         ssl_ca_certs=args.tls_ca_cert, ssl_certfile=args.tls_cert, ssl_keyfile=args.tls_key)
+
+
+def _password() -> str | None:
+    try:
+        return credentials.password_from_env(PASSWORD_ENV)
+    except credentials.CredentialError as exc:
+        raise UsageError(f"${PASSWORD_ENV}_FILE", str(exc)) from None
 
 
 def datasink_client(args: argparse.Namespace) -> redis.Redis:

@@ -1,20 +1,21 @@
 """The ``rbs`` console script. Before anything else is imported (the command modules take
-most of a second), a daemon started with a password in a URL on its command line is refused
+most of a second), any command given a credential on its command line (a URL with a
+password or a credential query parameter, ``--password``) is refused
 (``common/credentials.py``): the password is in ``/proc/<pid>/cmdline`` for as long as the
-process lives, so the process ends at once."""
+process lives, so the process ends at once, before anything connects."""
 
 from __future__ import annotations
 
 import sys
 
-from redis_benchmarks_spec.common.credentials import daemon_argv_secret
+from redis_benchmarks_spec.common.credentials import argv_secret
 
 EXIT_USAGE = 2  # as cli.errors.EXIT_USAGE, without importing it here
 
 
 def main() -> int:
-    """Refuse a daemon's password in argv, else run ``rbs``."""
-    refusal = daemon_argv_secret(sys.argv[1:])
+    """Refuse a credential in argv, else run ``rbs``."""
+    refusal = argv_secret(sys.argv[1:])
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE

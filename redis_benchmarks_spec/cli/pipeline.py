@@ -19,6 +19,7 @@ from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import names as names_mod
+from redis_benchmarks_spec.events.errors import MessageError
 from redis_benchmarks_spec.events.follow import (
     Follower,
     PlatformProgress,
@@ -105,6 +106,8 @@ def _register_trigger(sub: argparse._SubParsersAction) -> None:
 def cmd_trigger(args: argparse.Namespace) -> int:
     """Queue the requests; with --wait follow them until done or timeout."""
     _check_repo(args.repo)
+    checks.ref("--branch", args.branch)
+    checks.ref("--tag", args.tag)
     for flag in ("tests_regexp", "groups_regexp", "commands_regexp"):
         checks.regexp("--" + flag.replace("_", "-"), getattr(args, flag))
     _check_suites(args)
@@ -121,7 +124,8 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     )
     try:
         done = trigger(client, names, args.repo, selection, options, store)
-    except (TriggerError, gitsource.GitError) as exc:
+    except (TriggerError, gitsource.GitError, MessageError) as exc:
+        # MessageError: a value git gave (a branch name) that a request may not carry
         raise UsageError(f"--repo {args.repo}", str(exc).splitlines()[0] if str(exc)
                          else type(exc).__name__) from None
     console = make_console()

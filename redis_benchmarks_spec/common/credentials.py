@@ -14,17 +14,28 @@ This module imports the standard library only, so that check costs nothing.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, unquote, urlsplit, urlunsplit
 
 MASK = "***"
 # options whose next word (or ``=value``) is a secret: client tools' and redis-server's
 SECRET_OPTIONS = frozenset({
     "-a", "--authenticate", "--pass", "--user-password", "--requirepass", "--masterauth",
     "requirepass", "masterauth", "--tls-key-file-pass", "--tls-client-key-file-pass",
-    "--password", "--secret", "--aclfile-password",
+    "--password", "--secret", "--aclfile-password", "--masteruser-password",
 })
+# words after which ACL rules follow (redis-server's ``user`` directive, ``ACL SETUSER``):
+# ``>pw`` adds a password, ``<pw`` removes one (so shows it), ``#hash``/``!hash`` a hash
+ACL_CONTEXT = frozenset({"--user", "user", "setuser"})
+_ACL_SECRET = re.compile(r"(^|\s)([<>#!])[^\s'\"]+")
+# AUTH <pw> / AUTH <user> <pw> (as a command) and HELLO .. AUTH u p / MIGRATE .. AUTH(2)
+AUTH_WORDS = frozenset({"auth", "auth2"})
+# query parameters of a URL that carry a credential (redis-py reads ``password``)
+QUERY_SECRETS = ("password", "pass", "passwd", "pwd", "auth", "secret", "token",
+                 "requirepass", "masterauth", "access_key", "secret_key")
+_URL_START = re.compile(r"(?i)^(rediss?|unix|https?|s3|git|ssh|file)://|^(rediss?|unix):")
 
 
 class CredentialError(ValueError):
@@ -54,35 +65,121 @@ def strip_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))
 
 
+def _secret_name(name: str) -> bool:
+    """A query parameter name that carries a credential, however percent-encoded."""
+    for _ in range(3):  # %2570assword is %70assword is password
+        name = unquote(name)
+    return name.strip().lower().startswith(QUERY_SECRETS)
+
+
+def looks_like_url(word: str) -> bool:
+    """``word`` is a URL a client library would read credentials from."""
+    return "://" in word or bool(_URL_START.match(word))
+
+
+def url_secret(url: str) -> str | None:
+    """Where ``url`` carries a credential (``"its user part"``, ``"its query parameter
+    'password'"``), or None: a password after ``:`` in the user part (``user:pw@``,
+    ``:pw@``, percent-encoded ``%3A`` too), or a credential query parameter (``?password=``,
+    ``&password=``, percent-encoded names), whatever the scheme (``redis``, ``rediss``,
+    ``unix``, ...)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    netloc = parts.netloc if parts else url
+    userinfo, at, _ = netloc.rpartition("@")
+    if at and unquote(userinfo).partition(":")[2]:
+        return "its user part"
+    query = parts.query if parts else url.partition("?")[2]
+    for pair in re.split(r"[&;]", query):
+        name = pair.partition("=")[0]
+        if name and _secret_name(name):
+            return f"its query parameter {unquote(name)[:40]!r}"
+    return None
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its password shown as ``***`` (for logs and messages)."""
-    if url_password(url) is None:
+    """``url`` with its password and credential parameters shown as ``***``."""
+    if url_secret(url) is None:
         return url
-    parts, user, host = _split(url)
-    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}"))
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if at and unquote(userinfo).partition(":")[2]:
+        user = unquote(userinfo).partition(":")[0]
+        parts = parts._replace(netloc=f"{quote(user, safe='')}:{MASK}@{host}")
+    pairs = [f"{p.partition('=')[0]}={MASK}" if _secret_name(p.partition("=")[0]) else p
+             for p in re.split(r"(?<=[^&;])(?=[&;])|(?<=[&;])", parts.query)] \
+        if parts.query else []
+    return urlunsplit(parts._replace(query="".join(pairs)))
+
+
+def _acl_masked(word: str) -> str:
+    return _ACL_SECRET.sub(lambda m: f"{m[1]}{m[2]}{MASK}", word)
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` as stored or logged: values of secret options and URL passwords masked."""
+    """``argv`` as stored or logged: the one masking of credentials in arguments.
+
+    Values of secret options (``-a``, ``--pass``, ``requirepass``, ...), ACL rules that hold
+    a password or its hash after ``--user``/``user``/``SETUSER`` (``>pw``, ``<pw``,
+    ``#hash``, ``!hash``), the words after ``AUTH``, and URL credentials are ``***``.
+    """
     out: list[str] = []
-    hide_next = False
-    for word in argv:
-        if hide_next:
+    hide = 0
+    acl = False
+    for i, word in enumerate(argv):
+        if hide:
             out.append(MASK)
-            hide_next = False
+            hide -= 1
             continue
+        low = word.lower()
+        if word.startswith("--") and low not in ACL_CONTEXT:
+            acl = False
+        if acl:
+            word = _acl_masked(word)
         name, eq, _ = word.partition("=")
-        if word in SECRET_OPTIONS:
-            hide_next = True
+        if low in ACL_CONTEXT:
+            acl = True
+            out.append(word)
+        elif low in AUTH_WORDS:
+            hide = len(argv) if i == 0 else 2
+            out.append(word)
+        elif word in SECRET_OPTIONS:
+            hide = 1
             out.append(word)
         elif eq and name in SECRET_OPTIONS:
             out.append(f"{name}={MASK}")
-        elif "://" in word:
-            out.append(f"{name}={redact_url(word[len(name) + 1:])}" if eq and "://" not in name
-                       else redact_url(word))
+        elif eq and name.lower() in ACL_CONTEXT:
+            out.append(f"{name}={_acl_masked(word[len(name) + 1:])}")
+        elif eq and "://" not in name and looks_like_url(word[len(name) + 1:]):
+            out.append(f"{name}={redact_url(word[len(name) + 1:])}")
+        elif looks_like_url(word):
+            out.append(redact_url(word))
         else:
             out.append(word)
     return out
+
+
+_SPACES = re.compile(r"(\s+)")
+
+
+def mask_text(text: str) -> str:
+    """Free text (a failure reason, a log tail) with the credentials :func:`redact_argv`
+    finds in it masked, word by word, per line; quotes around a word are kept."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        pieces = _SPACES.split(line)
+        words = [w.strip("'\"") for w in pieces[::2]]
+        masked = redact_argv(words)
+        for k, (orig, bare, new) in enumerate(zip(pieces[::2], words, masked)):
+            if new != bare:
+                pieces[2 * k] = orig.replace(bare, new, 1) if bare else new
+        lines.append("".join(pieces))
+    return "".join(lines)
 
 
 def password_from_env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -108,34 +205,86 @@ def with_password(url: str, env_name: str, environ: Mapping[str, str] | None = N
     return urlunsplit(parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}"))
 
 
-# the commands that run for a long time as services, and where each flag's password goes
-DAEMON_COMMANDS = ("agent", "builder", "api")
-PASSWORD_ENV = {"--broker": "RBS_BROKER_PASSWORD", "--datasink": "RBS_DATASINK_PASSWORD"}
+# where each flag's password goes instead
+PASSWORD_ENV = {"--broker": "RBS_BROKER_PASSWORD", "--datasink": "RBS_DATASINK_PASSWORD",
+                "--password": "RBS_DATASINK_PASSWORD",
+                "--github-api-url": "RBS_GITHUB_TOKEN"}
+# rbs options whose value is itself a password (argparse takes any unambiguous prefix)
+PASSWORD_FLAGS = ("--password",)
 
 
-def daemon_argv_secret(argv: Sequence[str]) -> str | None:
-    """The one-line refusal when ``argv`` (``rbs``'s arguments) starts a daemon with a
-    password in a URL on its command line, else None (see :func:`argv_refusal`)."""
+def argv_secret(argv: Sequence[str]) -> str | None:
+    """The one-line refusal when ``argv`` (``rbs``'s arguments, any command) holds a
+    credential, else None (see :func:`argv_refusal`)."""
     command = next((w for w in argv if not w.startswith("-")), None)
-    return argv_refusal(command, argv) if command in DAEMON_COMMANDS else None
+    return argv_refusal(command or "", argv)
+
+
+# kept for callers of the daemon-only check: every command is checked now
+daemon_argv_secret = argv_secret
+
+
+def _where(flag: str) -> str:
+    env = next((e for f, e in PASSWORD_ENV.items() if flag and f.startswith(flag)), None)
+    return (f"${env} or a file named by ${env}_FILE" if env
+            else "the environment or a file (see docs/security.md)")
+
+
+def _password_flag(name: str) -> bool:
+    return len(name) >= 6 and any(f.startswith(name) for f in PASSWORD_FLAGS)
 
 
 def argv_refusal(command: str, argv: Sequence[str]) -> str | None:
-    """The refusal for ``rbs <command>`` when any word of ``argv`` is a URL with a password.
+    """The refusal for ``rbs <command>`` when any word of ``argv`` carries a credential: a
+    URL with a password or a credential query parameter (:func:`url_secret`: every scheme,
+    percent-encoded forms too), or a password flag (``--password``).
 
     Every word is looked at, whatever option it follows (argparse accepts abbreviations
-    such as ``--brok``), in both ``--flag URL`` and ``--flag=URL`` forms.
+    such as ``--brok``), in both ``--flag URL`` and ``--flag=URL`` forms. The line names
+    the variable (or file) to use instead; it is printed before anything connects.
     """
     for i, word in enumerate(argv):
         name, eq, value = word.partition("=")
+        if _password_flag(name):
+            return (f"rbs {command}: {name} puts a password on the command line, which every "
+                    f"local user can read in ps; give it in {_where(name)}")
         url = value if eq and name.startswith("--") and "://" not in name else word
-        if "://" not in url or url_password(url) is None:
+        if not looks_like_url(url):
+            continue
+        found = url_secret(url)
+        if found is None:
             continue
         flag = name if url is value else (argv[i - 1] if i and argv[i - 1][:1] == "-" else "")
-        env = next((e for f, e in PASSWORD_ENV.items() if flag and f.startswith(flag)), None)
-        where = (f"${env} or a file named by ${env}_FILE" if env
-                 else "the environment or a file (see docs/security.md)")
-        return (f"rbs {command}: {flag or 'an argument'} holds a password in its URL "
+        return (f"rbs {command}: {flag or 'an argument'} holds a password in {found} "
                 f"({redact_url(url)}), which every local user can read in ps; give the URL "
-                f"without it and the password in {where}")
+                f"without it and the password in {_where(flag)}")
     return None
+
+
+# redis-server parameters that hold a password: given in a config file, never in argv
+SERVER_SECRET_PARAMS = frozenset({"requirepass", "masterauth", "user", "tls-key-file-pass",
+                                  "tls-client-key-file-pass"})
+
+
+def _conf_word(word: str) -> str:
+    """``word`` as one argument of a redis.conf line (sdssplitargs' double-quoted form)."""
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def split_server_secrets(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(redis-server ``--name value...`` arguments without the secret-bearing ones, those as
+    redis.conf lines): ``requirepass``, ``masterauth``, the ``user`` directive, ..."""
+    public: list[str] = []
+    lines: list[str] = []
+    i = 0
+    while i < len(args):
+        j = i + 1
+        while j < len(args) and not args[j].startswith("--"):
+            j += 1
+        name = args[i][2:].lower() if args[i].startswith("--") else ""
+        if name in SERVER_SECRET_PARAMS:
+            lines.append(" ".join([name, *(_conf_word(w) for w in args[i + 1:j])]) + "\n")
+        else:
+            public.extend(args[i:j])
+        i = j
+    return public, lines

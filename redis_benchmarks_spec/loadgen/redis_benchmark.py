@@ -29,8 +29,9 @@ ASSUMED_RPS_PER_STREAM = 100_000
 WARMUP_REQUESTS = 20_000
 PIPELINE_CAP = 10
 DEFAULT_REQUESTS = 100_000  # redis-benchmark's own default for -n
-# options the driver owns: a suite must not point the tool elsewhere or change its output
-OWNED_VALUE_OPTS = {"-h", "-p", "-s", "-u"}
+# options the driver owns: a suite must not point the tool elsewhere or change its output,
+# nor put a password on its command line (the run's credentials: runner/run_user.py)
+OWNED_VALUE_OPTS = {"-h", "-p", "-s", "-u", "-a", "--user"}
 OWNED_FLAGS = {"--csv", "-q", "-l", "--cluster"}
 CSV_HEADER = ["test", "rps", "avg_latency_ms", "min_latency_ms", "p50_latency_ms",
               "p95_latency_ms", "p99_latency_ms", "max_latency_ms"]

@@ -22,6 +22,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 
 INFO_TTL_S = 30 * 24 * 3600
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+_ANY_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NAME = re.compile(r"^[A-Za-z0-9._/:-]{1,200}$")
 
 
@@ -51,6 +52,19 @@ class PrInfo:
     @property
     def marker(self) -> str:
         return f"<!-- rbs-pr-comment {self.comment_id} -->"
+
+    def __post_init__(self) -> None:
+        # stored in the broker, which others can write: both refs checked where read back
+        for key in ("head_ref", "base_ref"):
+            value = getattr(self, key)
+            if value and (not isinstance(value, str)
+                          or validation.ref_problem(value) is not None):
+                raise PrInfoError(f"pr-info field {key!r} is not a branch name")
+        for key in ("head_sha", "base_sha"):
+            value = getattr(self, key)
+            if (value or key == "head_sha") and not (isinstance(value, str)
+                                                     and _ANY_SHA.fullmatch(value)):
+                raise PrInfoError(f"pr-info field {key!r} is not a lowercase hex git sha")
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> PrInfo:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from redis_benchmarks_spec.common.credentials import redact_argv
+from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.results.profile import (
     ProfileSummary,
     RunTelemetry,
@@ -193,6 +193,9 @@ class RunResult:
     # a two-host run: both hosts, addresses, interfaces, transport and the measured round
     # trip (runner/client_side.py); empty for the default loopback run
     network: dict[str, Any] = field(default_factory=dict)
+    # how the client tools authenticated when the server needed a password: the throwaway
+    # ACL user made for the run (runner/run_user.py), or why the suite's password was used
+    client_credential: str = ""
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -207,6 +210,7 @@ class RunResult:
         raw["result"] = self.result.to_dict() if self.result else None
         raw["argv"] = [redact_argv(argv) for argv in self.argv]
         raw["server_args"] = redact_argv(self.server_args)
+        raw["reason"], raw["log_tail"] = mask_text(self.reason), mask_text(self.log_tail)
         extra = self.context.extra_server_args
         if extra:  # an empty list has nothing to hide: no copy of the context
             raw["context"] = replace(self.context, extra_server_args=redact_argv(extra))

@@ -36,6 +36,7 @@ from redis_benchmarks_spec.runner.launcher import (
     answers_ping,
     bind_args,
     refused_error,
+    secret_conf,
 )
 
 LABEL = "rbs.managed"
@@ -150,17 +151,26 @@ class DockerLauncher:
         port = free_port(spec.bind)
         name = f"rbs-{uuid.uuid4().hex[:12]}"
         ulimit = ["--ulimit", f"nofile={spec.nofile}:{spec.nofile}"] if spec.nofile else []
-        cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1", *ulimit,
-                     "--label", f"{OWNER_LABEL}={owner_id()}", "--network", "host",
-                     "--cpuset-cpus", ",".join(map(str, spec.cpus)),
-                     "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
-                     "--port", str(port), *bind_args(spec.bind), "--dir", "/data",
-                     "--save", "", *spec.args)
+        # passwords in a file in the mounted folder, not in docker's or the server's argv
+        args, conf = secret_conf(spec.workdir, spec.args)
+        try:
+            cid = docker("run", "-d", "--name", name, "--label", f"{LABEL}=1", *ulimit,
+                         "--label", f"{OWNER_LABEL}={owner_id()}", "--network", "host",
+                         "--cpuset-cpus", ",".join(map(str, spec.cpus)),
+                         "-v", f"{spec.workdir}:/data", image, "/usr/local/bin/redis-server",
+                         *([f"/data/{conf.name}"] if conf else []), "--port", str(port),
+                         *bind_args(spec.bind), "--dir", "/data", "--save", "", *args)
+        except BaseException:
+            if conf is not None:
+                conf.unlink(missing_ok=True)
+            raise
         handle = ServerHandle(spec.bind, port, [], spec.workdir / "redis-server.log",
                              container_id=cid, auth=spec.auth)
         self._containers[cid] = handle
         handle.pids = [int(docker("inspect", "-f", "{{.State.Pid}}", cid) or 0)]
         up = wait_for(lambda: self._answers(handle, cid), spec.start_timeout)
+        if conf is not None:
+            conf.unlink(missing_ok=True)
         if handle.refused:
             self.stop(handle)
             raise refused_error(handle, f"container {name} ({image})")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.common.credentials import redact_argv
+from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
@@ -34,7 +34,7 @@ from redis_benchmarks_spec.results.document import (
     result_path,
 )
 from redis_benchmarks_spec.results.tool_result import ToolResult
-from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats
+from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats, run_user
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
@@ -159,6 +159,7 @@ class SuiteRun:
         self.clients: ClientSide | None = None  # where the tools run (client_side.py)
         self.client_cpus: list[int] = []  # on the host the tools run on
         self.window = MeasuredWindow(env.window, self.out_dir, env.registry, env.launcher_kind)
+        self.run_user: run_user.RunUser | None = None  # the tools' throwaway ACL user
 
     def run(self) -> RunResult:
         result = self.result
@@ -188,6 +189,8 @@ class SuiteRun:
                                    result.commandstats_delta, self.suite.tested_commands)))
             self._cleanup()
             result.end_ms = int(time.time() * 1000)
+            # the status stream, the PR comment and logs take the reason from this object
+            result.reason, result.log_tail = mask_text(result.reason), mask_text(result.log_tail)
             self._write()
         return result
 
@@ -212,6 +215,9 @@ class SuiteRun:
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
         result.network = self.clients.network(server.host, server.port)
         result.preload_duration_s = self._prepare_deployment(plan)
+        # the tools take a password only in argv: a throwaway user's (runner/run_user.py)
+        target, self.run_user, result.client_credential = run_user.for_tools(
+            [n.client() for n in deployment.primaries], target)
         persistence = PersistenceChecks(server.client(), suite.dbconfig,
                                         topo.node_count == 1 and not topo.is_cluster)
         persistence.before_run()
@@ -395,6 +401,8 @@ class SuiteRun:
         """Stop what this run started; a failing step is recorded and the others still run."""
         if self.clients is not None:
             self._cleanup_step("close the client side", self.clients.close)
+        if self.run_user is not None:  # before the servers stop: a failure is recorded
+            self._cleanup_step("delete the run's ACL user", self.run_user.delete)
         if self.deployment is not None:
             # each node by its own id; one that will not stop is recorded, the others still are
             for what, error in self.deployment.stop():

@@ -5,6 +5,7 @@ built from it in ``deployment.py``."""
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, Protocol
 
 import redis
 
+from redis_benchmarks_spec.common.credentials import split_server_secrets
 from redis_benchmarks_spec.common.process import ProcessRegistry, free_port, tail, wait_for
 from redis_benchmarks_spec.suites.auth import Credentials
 
@@ -56,6 +58,27 @@ class ServerHandle:
     def client(self, timeout: float = 30.0) -> redis.Redis:
         return redis.Redis(host=self.host, port=self.port, socket_timeout=timeout,
                            decode_responses=True, **auth_options(self.auth))
+
+
+SECRET_CONF = "rbs-secrets.conf"
+
+
+def secret_conf(workdir: Path, args: list[str]) -> tuple[list[str], Path | None]:
+    """(``args`` without the parameters that hold a password, the file holding those).
+
+    ``requirepass``, ``masterauth`` and ``user`` directives go to a config file (mode 0600,
+    in the node's private folder, deleted once the server answered) that redis-server
+    reads as its config file: on the command line they would be in ``ps`` for every local
+    user (common/credentials.py ``split_server_secrets``).
+    """
+    public, lines = split_server_secrets(args)
+    if not lines:
+        return public, None
+    path = workdir / SECRET_CONF
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("".join(lines))
+    return public, path
 
 
 def auth_options(auth: Credentials | None) -> dict[str, Any]:
@@ -111,14 +134,21 @@ class ProcessLauncher:
         spec.workdir.mkdir(parents=True, exist_ok=True)
         port = free_port(spec.bind)
         log_path = spec.workdir / "redis-server.log"
-        argv = [*spec.wrapper, spec.binary, "--port", str(port), *bind_args(spec.bind),
-                "--dir", str(spec.workdir), "--daemonize", "no", "--logfile", "",
+        args, conf = secret_conf(spec.workdir, spec.args)
+        argv = [*spec.wrapper, spec.binary, *([str(conf)] if conf else []), "--port", str(port),
+                *bind_args(spec.bind), "--dir", str(spec.workdir), "--daemonize", "no",
+                "--logfile", "",
                 # keep a test server from dumping a stale RDB into the test directory
-                "--save", "", *spec.args]
-        proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir,
-                                   nofile=spec.nofile)
-        handle = ServerHandle(spec.bind, port, [proc.pid], log_path, [proc], auth=spec.auth)
-        up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)
+                "--save", "", *args]
+        try:
+            proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir,
+                                       nofile=spec.nofile)
+            handle = ServerHandle(spec.bind, port, [proc.pid], log_path, [proc],
+                                  auth=spec.auth)
+            up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)
+        finally:
+            if conf is not None:
+                conf.unlink(missing_ok=True)  # read at start; CONFIG REWRITE is not ours
         if handle.refused and proc.poll() is None:
             self.stop(handle)
             raise refused_error(handle, f"redis-server ({spec.binary})")

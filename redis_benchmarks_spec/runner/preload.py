@@ -10,8 +10,10 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget
+from redis_benchmarks_spec.runner import run_user
 from redis_benchmarks_spec.suites.suite import DbConfig
 
 
@@ -42,7 +44,8 @@ def run_init_commands(client: redis.Redis, commands: list[list[str]]) -> None:
         try:
             client.execute_command(*argv)
         except redis.ResponseError as exc:
-            raise PreloadError(f"init command {shlex.join(argv)!r} failed: {exc}") from exc
+            shown = shlex.join(redact_argv(argv))
+            raise PreloadError(f"init command {shown!r} failed: {mask_text(str(exc))}") from exc
 
 
 def _connection(ctx: PreloadContext) -> redis.Redis:
@@ -89,15 +92,22 @@ def _preload_with_command(ctx: PreloadContext, arguments: str) -> None:
 def _preload_with_tool(ctx: PreloadContext, tool_cfg) -> None:  # type: ignore[no-untyped-def]
     if ctx.driver is None:
         raise PreloadError(f"preload tool {tool_cfg.tool!r} is not available")
-    inv = ctx.driver.invocation(tool_cfg, ctx.target, ctx.out_dir / "preload", None)
-    proc = ctx.registry.spawn(inv.argv, inv.stdout_path, cpus=ctx.client_cpus)
+    # the tool takes a password only in argv: a throwaway user's (runner/run_user.py)
+    target, user, _ = run_user.for_tools([ctx.client], ctx.target)
+    inv = ctx.driver.invocation(tool_cfg, target, ctx.out_dir / "preload", None)
     try:
-        code = proc.wait(timeout=ctx.timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise PreloadError(f"preload with {tool_cfg.tool} timed out after "
-                           f"{ctx.timeout_s:.0f}s; output tail:\n{tail(inv.stdout_path)}") from exc
+        proc = ctx.registry.spawn(inv.argv, inv.stdout_path, cpus=ctx.client_cpus)
+        try:
+            code = proc.wait(timeout=ctx.timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise PreloadError(f"preload with {tool_cfg.tool} timed out after "
+                               f"{ctx.timeout_s:.0f}s; output tail:\n"
+                               f"{tail(inv.stdout_path)}") from exc
+        finally:
+            ctx.registry.stop(proc)
     finally:
-        ctx.registry.stop(proc)
+        if user is not None:
+            user.delete()
     try:
         ctx.driver.parse(inv, code)
     except (RuntimeError, ValueError) as exc:
