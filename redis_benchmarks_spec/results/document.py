@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
+from redis_benchmarks_spec.common.records import known
 from redis_benchmarks_spec.results.profile import (
     ProfileSummary,
     RunTelemetry,
@@ -18,7 +19,9 @@ from redis_benchmarks_spec.results.profile import (
 )
 from redis_benchmarks_spec.results.tool_result import ToolResult
 
-SCHEMA_VERSION = 1
+#: 1: up to 313c2e5; 2: cpu_placement and the fields added after it. Readers accept any
+#: version (common/records.py); the number says which writer's fields to expect.
+SCHEMA_VERSION = 2
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -85,8 +88,8 @@ class RunContext:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunContext:
-        data = dict(raw)
-        data["git"] = GitInfo(**data.get("git", {}))
+        data = known(cls, raw)
+        data["git"] = GitInfo(**known(GitInfo, data.get("git") or {}))
         return cls(**data)
 
 
@@ -136,8 +139,8 @@ class DeploymentRecord:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> DeploymentRecord:
-        data = dict(raw)
-        data["nodes"] = [NodeRecord(**n) for n in data.get("nodes", [])]
+        data = known(cls, raw)
+        data["nodes"] = [NodeRecord(**known(NodeRecord, n)) for n in data.get("nodes", [])]
         return cls(**data)
 
 
@@ -243,12 +246,15 @@ class RunResult:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunResult:
         version = raw.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"unsupported result schema_version {version!r} (want {SCHEMA_VERSION})")
-        data = dict(raw)
-        data["context"] = RunContext.from_dict(data.get("context", {}))
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"no result schema_version (got {version!r})")
+        # any version reads: unknown fields (a newer writer's) are ignored, absent ones take
+        # their defaults (an older writer's); common/records.py
+        data = known(cls, raw)
+        data["schema_version"] = SCHEMA_VERSION  # what this reader made of it
+        data["context"] = RunContext.from_dict(data.get("context") or {})
         data["result"] = ToolResult.from_dict(data["result"]) if data.get("result") else None
-        data["cpu"] = {k: CpuUsage(**v) for k, v in data.get("cpu", {}).items()}
+        data["cpu"] = {k: CpuUsage(**known(CpuUsage, v)) for k, v in data.get("cpu", {}).items()}
         if data.get("deployment"):
             data["deployment"] = DeploymentRecord.from_dict(data["deployment"])
         data["profiles"] = profiles_from_dict(data.get("profiles") or {})

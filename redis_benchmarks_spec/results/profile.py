@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis_benchmarks_spec.common.records import known
+
 PROFILE_OK = "ok"
 PROFILE_UNAVAILABLE = "unavailable"  # the host or launcher cannot do it; says why
 PROFILE_FAILED = "failed"  # it should have worked and did not; says why
@@ -63,8 +65,8 @@ class ServerTelemetry:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ServerTelemetry:
-        data = dict(raw)
-        data["threads"] = [ThreadCpu(**t) for t in data.get("threads", [])]
+        data = known(cls, raw)
+        data["threads"] = [ThreadCpu(**known(ThreadCpu, t)) for t in data.get("threads", [])]
         return cls(**data)
 
 
@@ -98,12 +100,12 @@ class RunTelemetry:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunTelemetry:
-        data = dict(raw)
-        data["host"] = HostContext(**data.get("host", {}))
+        data = known(cls, raw)
+        data["host"] = HostContext(**known(HostContext, data.get("host") or {}))
         data["servers"] = [ServerTelemetry.from_dict(s) for s in data.get("servers", [])]
         return cls(**data)
 
 
 def profiles_from_dict(raw: dict[str, Any]) -> dict[str, ProfileSummary]:
     """The ``profiles`` field of a result document."""
-    return {name: ProfileSummary(**value) for name, value in raw.items()}
+    return {name: ProfileSummary(**known(ProfileSummary, value)) for name, value in raw.items()}
