@@ -17,6 +17,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import (
     STATUS_FAILED,
     STATUS_OK,
+    SCHEMA_VERSION,
     STATUS_SKIPPED,
     RunResult,
 )
@@ -104,7 +105,7 @@ def test_ok_run_records_everything(tmp_path: Path) -> None:
         assert not set(r.cpus["server"]) & set(r.cpus["client"])
     assert r.cpu["client"].samples > 0 and r.cpu["server"].samples > 0
     doc = json.loads((tmp_path / "out" / "get" / "oss-standalone" / "result.json").read_text())
-    assert doc["schema_version"] == 1 and doc["status"] == "ok"
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["status"] == "ok"
     assert Path(doc["paths"]["server_log"]).exists()
     assert RunResult.read(tmp_path / "out" / "get" / "oss-standalone" / "result.json").metrics \
         == r.metrics
