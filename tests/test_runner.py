@@ -15,9 +15,9 @@ import pytest
 
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import (
+    SCHEMA_VERSION,
     STATUS_FAILED,
     STATUS_OK,
-    SCHEMA_VERSION,
     STATUS_SKIPPED,
     RunResult,
 )
