@@ -138,6 +138,7 @@ def test_the_pr_comment_shows_every_judged_metric_decided_first(
     body = results_body(info, [Section("local", "local", "completed",
                                        report=judged.to_dict())], [])
     order = _order(judged.to_dict())
+    assert order == _order(report)  # the agent's engine and rbs compare agree
     counts = [line for line in body.splitlines() if line.startswith("| `local` |")]
     assert [line.split("|")[-2].strip() for line in counts] == [f"`{m}`" for m in order]
     assert "Instructions per op" in body or order[0] == INSTRUCTIONS
