@@ -141,9 +141,10 @@ class LocalProber:
         return self.pace.estimate()
 
     def measure(self, sha: str, pairs: int, deadline: float | None) -> Measurement:
+        for commit in dict.fromkeys((self.good_sha, sha)):
+            if not self.builds.cached(commit):
+                self.say(f"  building {commit[:12]} ({self.plan.variant.id})")
         good_server, _ = self.builds.server(self.good_sha)
-        if not self.builds.cached(sha):
-            self.say(f"  building {sha[:12]}")
         candidate, build_s = self.builds.server(sha)
         tag = "instructions" if self.window.profilers.names else "throughput"
         session = replace(self.plan.session, window=self.window,
