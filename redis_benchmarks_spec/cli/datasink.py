@@ -208,7 +208,9 @@ def _swept_of(client: redis.Redis) -> dict[str, str]:
     """Each swept value's series name (``test.clients-8``) -> the test it sweeps: a test
     swept over five values is one test, not six."""
     from redis_benchmarks_spec.datasink import keys
-    labels = reader.series_labels(client, [f"{keys.LABEL_SWEEP_OF}!="],
+    # sweep labels are on branch and version series (a filter needs one label=value)
+    labels = reader.series_labels(client, [f"{keys.LABEL_BY}=(branch,version)",
+                                           f"{keys.LABEL_SWEEP_OF}!="],
                                   [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_OF])
     return {x[keys.LABEL_TEST_NAME]: x[keys.LABEL_SWEEP_OF] for x in labels
             if x.get(keys.LABEL_TEST_NAME) and x.get(keys.LABEL_SWEEP_OF)}
