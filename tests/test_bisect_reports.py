@@ -153,7 +153,9 @@ def test_a_busy_host_is_its_own_outcome_not_a_usage_error(
 def test_a_probe_that_cannot_finish_in_the_budget_is_not_started() -> None:
     class Slow:
         metric = "instructions_per_op"
-        measured: list[str] = []
+
+        def __init__(self) -> None:
+            self.measured: list[str] = []
 
         def built(self) -> int:
             return 2
