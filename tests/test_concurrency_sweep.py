@@ -153,7 +153,7 @@ def test_every_point_meets_the_minimum_after_a_warm_up(memtier_sweep) -> None:
         argv = doc.argv[0]
         assert argv[argv.index("--requests") + 1] == str(conc["planned_requests_per_connection"])
         assert "--test-time" not in argv
-        warmup = Path(doc.paths["client_0_output"]).with_name("client-0-warmup.json")
+        warmup = Path(doc.paths["client_0_output"]).with_name("client-0.warmup.json")
         assert warmup.exists()  # the warm-up ran at the point's own connection count
         ran = json.loads(warmup.read_text())["configuration"]
         assert int(ran["clients"]) * int(ran["threads"]) == conc["connections"]
@@ -191,7 +191,7 @@ def test_redis_benchmark_points_send_the_minimum_per_connection(tmp_path: Path) 
         assert argv[argv.index("-c") + 1] == doc.sweep["value"]
         assert conc["requests_per_connection"] == per_conn
         assert 0 < conc["duration_s"] <= conc["wall_s"]
-        warmup = Path(doc.paths["client_0_output"]).with_name("client-0-warmup.out")
+        warmup = Path(doc.paths["client_0_output"]).with_name("client-0.warmup.out")
         assert warmup.exists()
 
 
@@ -338,7 +338,7 @@ def test_a_redis_benchmark_warm_up_is_sized_by_count_not_an_assumed_rate() -> No
         driver = PointDriver(RedisBenchmarkDriver("redis-benchmark"), rule, limits, 2)
         inv = driver.warmup(ToolConfig("redis-benchmark", arguments),
                             ClientTarget("127.0.0.1", 6379), Path("/tmp/client-0"), 2)
-        assert inv is not None and inv.stdout_path.name == "client-0-warmup.out"
+        assert inv is not None and inv.stdout_path.name == "client-0.warmup.out"
         return int(inv.argv[inv.argv.index("-n") + 1])
 
     assert warmup_n("-t get -c 1 -n 1000000 -d 100") == 20_000

@@ -106,6 +106,9 @@ class ComparisonReport:
     context: CompareContext | None = None  # what was compared (the reports' header)
     # the same runs judged on instructions per op, when they were counted (analysis.engine)
     instructions: ComparisonReport | None = None
+    # verdict metrics the runs measured that this report does not judge (analysis.engine):
+    # every surface says they were hidden, and how to see them
+    hidden: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
@@ -122,7 +125,8 @@ class ComparisonReport:
                    problems=list(raw.get("problems", [])),
                    method=raw.get("method", UNPAIRED_METHOD),
                    context=CompareContext.from_dict(context) if context else None,
-                   instructions=cls.from_dict(instructions) if instructions else None)
+                   instructions=cls.from_dict(instructions) if instructions else None,
+                   hidden=list(raw.get("hidden", [])))
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""

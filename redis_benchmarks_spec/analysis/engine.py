@@ -16,7 +16,9 @@ What it does, in order:
    and decide it after one Benjamini-Hochberg step (``analysis.compare``);
 4. a test left UNKNOWN with disturbed pairs becomes ``BUSY: k of n pairs disturbed``;
 5. when the runs counted instructions and the metric is another, the same runs are judged on
-   instructions per op too (``report.instructions``), so every format carries both;
+   instructions per op too (``report.instructions``), so every format carries both; a
+   verdict metric the runs measured but this report does not judge (throughput, under
+   ``--metric instructions_per_op``) is named in ``report.hidden``;
 6. a timed verdict of the opposite sign to the decided instruction count of the same test is
    SUSPECT (both numbers in its reason): evidence that contradicts itself is not a verdict,
    and it never sets an exit code (issue 28).
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
+    DEFAULT_METRIC,
     IMPROVEMENT,
     REGRESSION,
     SUSPECT,
@@ -59,6 +62,8 @@ from redis_benchmarks_spec.analysis.session_runs import (
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 
 INSTRUCTIONS_METRIC = "instructions_per_op"
+#: the metrics a session is judged on by default, when its runs measured them
+VERDICT_METRICS = (DEFAULT_METRIC, INSTRUCTIONS_METRIC)
 
 #: metric -> test label -> the noise known before the session (analysis.noise)
 SessionPriors = dict[str, dict[str, NoisePrior]]
@@ -162,6 +167,9 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
                           default_spread=0.0, floor_note="")
         report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
         mark_suspect(report)
+    judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if report.instructions else [])}
+    present = metrics_present(runs)
+    report.hidden = [m for m in VERDICT_METRICS if m in present and m not in judged]
     return report
 
 

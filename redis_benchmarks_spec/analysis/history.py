@@ -11,12 +11,17 @@ import csv
 import io
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
 
 SPARK = "▁▂▃▄▅▆▇█"
 
 
 class HistoryError(LookupError):
     """The history asked for cannot be given (nothing stored, several series match)."""
+
+
+NA = "–"  # a missing commit or version, in the table and in CSV/JSON alike
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,24 @@ class HistoryQuery:
     topology: str | None = None
     build_variant: str | None = None
     last_n: int = 20
+    # runs made without --branch are filed by release version or commit: a query of those
+    version: str | None = None
+    commit: str | None = None
+
+    @property
+    def side(self) -> tuple[str, str]:
+        """(kind, value) of the series asked for: version, commit (hash) or branch."""
+        if self.version:
+            return "version", self.version
+        if self.commit:
+            return "hash", self.commit
+        return "branch", self.branch
+
+    @property
+    def where(self) -> str:
+        """``branch unstable``, ``version 7.0.15`` or ``commit 1a2b3c...``."""
+        kind, value = self.side
+        return f"{'commit' if kind == 'hash' else kind} {value}"
 
 
 @dataclass
@@ -60,15 +83,42 @@ def sparkline(values: list[float]) -> str:
                    for v in values)
 
 
+def commit_shown(sha: str | None) -> str:
+    """A point's commit as every form shows it: the sha, or ``–`` when the run has none (a
+    server built from no commit reports all zeros)."""
+    return sha if sha and sha.strip("0") else NA
+
+
+def when_utc(ms: int) -> str:
+    """The table's time column: ``2026-11-26 11:26`` (UTC)."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+#: the columns of the table, the CSV and each JSON point, in this order
+COLUMNS = ("time_utc", "ts_ms", "value", "commit", "version", "repetition", "run_id")
+
+
+def rows(history: History) -> list[dict[str, Any]]:
+    """Every point with every column the table shows (and the run id)."""
+    out = []
+    for p in history.points:
+        rep = history.repetitions.get(p.run_id) if p.run_id else None
+        out.append({"time_utc": when_utc(p.ts_ms), "ts_ms": p.ts_ms, "value": p.value,
+                    "commit": commit_shown(p.commit), "version": p.version or NA,
+                    "repetition": rep, "run_id": p.run_id})
+    return out
+
+
 def to_csv(history: History) -> str:
     out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["ts_ms", "value", "commit", "version", "run_id"])
-    for p in history.points:
-        writer.writerow([p.ts_ms, p.value, p.commit, p.version, p.run_id])
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer.writeheader()
+    for row in rows(history):
+        writer.writerow({**row, "repetition": NA if row["repetition"] is None
+                         else row["repetition"]})
     return out.getvalue()
 
 
 def to_json(history: History) -> str:
     return json.dumps({"query": asdict(history.query), "series": history.series_key,
-                       "points": [asdict(p) for p in history.points]}, indent=2)
+                       "points": rows(history)}, indent=2)

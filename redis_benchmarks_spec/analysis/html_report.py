@@ -16,12 +16,12 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report
-from redis_benchmarks_spec.analysis.compare import Comparison
+from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
-from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.common.numbers import plain, plain_p
 from redis_benchmarks_spec.loadgen import histogram
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -64,7 +64,7 @@ def section_header(data: ReportData, out_dir: Path) -> str:
 def _verdict_row(row: Comparison) -> str:
     ci = ("unbounded" if row.ci_low_pct is None or row.ci_high_pct is None
           else f"[{row.ci_low_pct:+.2f}%, {row.ci_high_pct:+.2f}%]")
-    p = "–" if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
+    p = "–" if row.p_adjusted is None else plain_p(row.p_adjusted)
     verdict = f'<span class="{esc(row.verdict)}">{esc(row.verdict)}</span>'
     needed = "" if row.runs_needed is None else str(row.runs_needed)
     cells = [f'<a href="#t-{esc(row.test)}">{esc(row.test)}</a>',
@@ -74,14 +74,27 @@ def _verdict_row(row: Comparison) -> str:
 
 
 def section_verdicts(data: ReportData, out_dir: Path) -> str:
+    """A verdict table per judged metric, the most decided first, and the measured
+    metrics not shown."""
     if data.report is None:
         return section_results_table(data, out_dir)
-    r = data.report
-    head = ["test", "n b / c", "median ratio", esc("c" + report.change_header(r)[1:]), "95% CI", "p (adj)",
-            "verdict", "runs needed", "why"]
+    parts = ["<h2>Verdicts</h2>"]
+    for i, r in enumerate(report.by_decided(data.report)):
+        parts.append(_verdict_table(r, "verdicts" if i == 0 else f"verdicts-{i}"))
+    note = report.hidden_note(data.report)
+    if note:
+        parts.append(f'<p class="note hidden-metrics">{esc(note)}</p>')
+    return "".join(parts)
+
+
+def _verdict_table(r: ComparisonReport, table_id: str) -> str:
+    head = ["test", "n b / c", "median ratio", esc("c" + report.change_header(r)[1:]),
+            "95% CI", "p (adj)", "verdict", "runs needed", "why"]
     rows = "".join(_verdict_row(row) for row in r.rows)
     counts = ", ".join(f"{n} {v.lower()}" for v, n in r.summary.items())
-    return (f'<h2>Verdicts</h2><p>{esc(counts)}</p><table id="verdicts"><tr>'
+    name = report.metric_name(r.options.metric)
+    return (f'<h3>{esc(name)} <code>{esc(r.options.metric)}</code></h3><p>{esc(counts)}</p>'
+            f'<table id="{table_id}" data-metric="{esc(r.options.metric)}"><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{rows}</table>"
             f'<p class="note">{esc(footnote(r))}</p>')
 

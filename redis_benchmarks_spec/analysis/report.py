@@ -15,6 +15,7 @@ from rich.table import Table
 
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
+    DEFAULT_METRIC,
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
@@ -25,8 +26,9 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
-from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.common.numbers import plain, plain_p
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green", SUSPECT: "bold yellow",
                  UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
@@ -58,8 +60,8 @@ def _ci(row: Comparison) -> str:
 def _p(row: Comparison) -> str:
     if row.p_value is None:
         return NA
-    adj = NA if row.p_adjusted is None else f"{row.p_adjusted:.3g}"
-    return f"{row.p_value:.3g} ({adj})"
+    adj = NA if row.p_adjusted is None else plain_p(row.p_adjusted)
+    return f"{plain_p(row.p_value)} ({adj})"
 
 
 T_TAG = " (t)"
@@ -129,11 +131,14 @@ def _side_text(side: SideInfo) -> str:
     parts = [side.label or "?"]
     if side.platform:
         parts.append(f"platform {side.platform}")
-    if side.commits:
-        parts.append("commit " + ", ".join(short(c) for c in side.commits[:3])
-                     + (f" (+{len(side.commits) - 3})" if len(side.commits) > 3 else ""))
-    if side.versions:
-        parts.append("version " + ", ".join(side.versions[:3]))
+    named = set(side.label.split()[1:]) if side.label else set()  # "version 7.0.15"
+    commits = [c for c in side.commits if c not in named]
+    if commits:
+        parts.append("commit " + ", ".join(short(c) for c in commits[:3])
+                     + (f" (+{len(commits) - 3})" if len(commits) > 3 else ""))
+    versions = [v for v in side.versions if v not in named]  # said once, by the label
+    if versions:
+        parts.append("version " + ", ".join(versions[:3]))
     parts.append(f"{side.runs} run(s)")
     return "; ".join(parts)
 
@@ -192,9 +197,56 @@ def _floor_note(note: str) -> str:
 # --- rich ----------------------------------------------------------------------------------
 
 
+# --- which metrics, in which order ---------------------------------------------------------
+
+DECIDED = (REGRESSION, IMPROVEMENT, NO_CHANGE)
+
+
+def decided(report: ComparisonReport) -> int:
+    """How many of the report's tests have a decided verdict."""
+    return sum(1 for row in report.rows if row.verdict in DECIDED)
+
+
+def by_decided(report: ComparisonReport) -> list[ComparisonReport]:
+    """Every metric the report judged (its own, and instructions per op when the runs
+    counted them), the one with more decided tests first; on a tie the report's own."""
+    reports = [report, *([report.instructions] if report.instructions is not None else [])]
+    return sorted(reports, key=lambda r: -decided(r))
+
+
+def metric_name(metric: str) -> str:
+    """A metric as a heading names it."""
+    if metric == INSTRUCTIONS_METRIC:
+        return "Instructions per op"
+    if metric == DEFAULT_METRIC:
+        return "Throughput"
+    return metric
+
+
+def hidden_note(report: ComparisonReport) -> str:
+    """The line saying which measured verdict metrics this report does not show ('' when
+    none): a metric left out is said, never silently dropped."""
+    if not report.hidden:
+        return ""
+    names = ", ".join(report.hidden)
+    return (f"also measured, not shown here: {names} (judged on {report.options.metric} "
+            f"as asked; --metric {report.hidden[0]} shows its verdicts)")
+
+
 def to_rich_table(report: ComparisonReport) -> Table:
-    """A terminal table of every row, verdicts coloured."""
-    title = "\n".join([*(escape(line) for line in header_lines(report.context)),
+    """A terminal table of every row of the report's own metric, verdicts coloured."""
+    return _rich_table(report, report.context)
+
+
+def rich_tables(report: ComparisonReport) -> list[Table]:
+    """A table per judged metric, the most decided first (:func:`by_decided`); the header
+    of what was compared on the first."""
+    return [_rich_table(r, report.context if i == 0 else None)
+            for i, r in enumerate(by_decided(report))]
+
+
+def _rich_table(report: ComparisonReport, context: CompareContext | None) -> Table:
+    title = "\n".join([*(escape(line) for line in header_lines(context)),
                        f"{_direction_note(report)}: {_summary_line(report)}"])
     table = Table(title=title, caption=_footnote(report), caption_justify="left")
     for col, justify in (("test", "left"), ("n b / c", "right"), ("baseline median", "right"),
@@ -362,19 +414,33 @@ def footnote(report: ComparisonReport) -> str:
 
 
 def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -> str:
-    """A GitHub pull-request comment: header, summary, regressions, improvements, unknowns."""
-    lines = [f"## {title}", "", *markdown_header(report.context), summary_markdown(report), ""]
-    lines += markdown_verdicts(report)
-    lines += [f"<sub>{_footnote(report)}</sub>", ""]
-    if report.instructions is not None:
-        lines += instructions_markdown(report.instructions)
+    """A GitHub pull-request comment: header, then each judged metric (the most decided
+    first) with its summary, regressions, improvements, unknowns; a hidden metric is said."""
+    lines = [f"## {title}", "", *markdown_header(report.context)]
+    lines += metrics_markdown(report)
     return "\n".join(lines)
 
 
-def instructions_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
-    """The same runs judged on instructions per op (a deterministic metric)."""
-    title = (f"{level} Instructions per op ({report.options.metric}, noise floor "
-             f"±{report.options.noise_floor_pct:g}%)")
+def metrics_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
+    """Every judged metric, the most decided first (:func:`by_decided`): the first one's
+    summary and verdicts at ``level``, each other in its own titled section; then the line
+    naming the measured metrics not shown."""
+    first, *others = by_decided(report)
+    lines = [summary_markdown(first), ""]
+    if others:
+        lines += [f"Decided first: {metric_name(first.options.metric)}; also below: "
+                  + ", ".join(metric_name(o.options.metric) for o in others) + ".", ""]
+    lines += [*markdown_verdicts(first, level), f"<sub>{_footnote(first)}</sub>", ""]
+    for other in others:
+        lines += metric_markdown(other, level)
+    note = hidden_note(report)
+    return lines + ([f"> {note}", ""] if note else [])
+
+
+def metric_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
+    """The same runs judged on another metric, as a titled section."""
+    title = (f"{level} {metric_name(report.options.metric)} ({report.options.metric}, noise "
+             f"floor ±{report.options.noise_floor_pct:g}%)")
     return [title, "", summary_markdown(report), "",
             *markdown_verdicts(report, level + "#"), f"<sub>{_footnote(report)}</sub>", ""]
 

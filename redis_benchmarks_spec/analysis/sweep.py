@@ -39,6 +39,7 @@ class CurvePoint:
     wall_s: float | None = None
     meets_minimum: bool | None = None
     flags: tuple[str, ...] = ()  # the run's flags (disturbed, below-minimum, ...)
+    max_ms: float | None = None  # the slowest request the tool saw
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def _point(r: RunResult, position: int) -> CurvePoint:
                       {p: latency[p] for p in SWEEP_PERCENTILES if p in latency}, raw,
                       conc.get("connections"), conc.get("requests_per_connection"),
                       conc.get("duration_s"), conc.get("wall_s"), conc.get("meets_minimum"),
-                      tuple(r.flags))
+                      tuple(r.flags), r.result.totals.latency.max_ms)
 
 
 def curve_points(results: Sequence[RunResult]) -> list[CurvePoint]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -48,3 +49,22 @@ def commit_range(repo: Path, good: str, bad: str) -> tuple[str, list[str]]:
     if not commits:
         raise BisectError(f"{bad} is not a descendant of {good}: nothing to bisect")
     return good_sha, commits
+
+
+#: a squash-merged pull request's subject ends in its number: "Optimize GEODIST (#11552)"
+PR_IN_SUBJECT = re.compile(r"\(#(\d{1,7})\)\s*$")
+
+
+def commit_subject(repo: Path, sha: str) -> str:
+    """The first line of ``sha``'s message ('' when git cannot say)."""
+    try:
+        return git(repo, "log", "-1", "--format=%s", sha, "--")
+    except BisectError:
+        return ""
+
+
+def pull_request_of(subject: str) -> int | None:
+    """The pull request a commit subject names at its end, as GitHub's squash merge writes
+    it, or None."""
+    found = PR_IN_SUBJECT.search(subject)
+    return int(found.group(1)) if found else None

@@ -14,13 +14,15 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.compare import BUSY, CompareOptions
+from redis_benchmarks_spec.analysis.session_runs import ABRun
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.gitrange import commit_range, git
 from redis_benchmarks_spec.bisection.search import (
@@ -31,19 +33,28 @@ from redis_benchmarks_spec.bisection.search import (
     BisectOutcome,
     Budget,
     BudgetSpent,
+    HostBusy,
     Measurement,
     Prober,
     search,
 )
 from redis_benchmarks_spec.builder.compile import BuildError, run_make
 from redis_benchmarks_spec.builder.variants import BuildVariant
-from redis_benchmarks_spec.runner.ab import ABConfig, Side
+from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.results.document import DISTURBED
+from redis_benchmarks_spec.runner.ab import ABConfig, Pace, Side, out_of_time
 from redis_benchmarks_spec.runner.ab_session import ABSessionPlan, run_session
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.profilers import instructions
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
 from redis_benchmarks_spec.telemetry.window import WindowOptions
+
+Say = Callable[[str], None]
+
+
+def _quiet(_line: str) -> None:
+    return None
 
 
 @dataclass
@@ -81,10 +92,17 @@ class Builds:
             "+refs/heads/*:refs/remotes/bisect/*")
         return self.tree
 
+    def _kept(self, sha: str) -> Path:
+        return self.plan.work_dir / "bin" / f"{sha}-{self.plan.variant.id.replace(':', '_')}"
+
+    def cached(self, sha: str) -> bool:
+        """``sha``'s redis-server is built already (this bisection or an earlier one)."""
+        return (self._kept(sha) / "redis-server").exists()
+
     def server(self, sha: str) -> tuple[Path, float]:
         """The redis-server of ``sha`` and the seconds its build took (0 when cached)."""
         self.shas.add(sha)
-        kept = self.plan.work_dir / "bin" / f"{sha}-{self.plan.variant.id.replace(':', '_')}"
+        kept = self._kept(sha)
         binary = kept / "redis-server"
         if binary.exists():
             return binary, 0.0
@@ -106,18 +124,26 @@ class LocalProber:
     """Interleaved pairs on this machine, judged on one metric."""
 
     def __init__(self, plan: BisectPlan, builds: Builds, good_sha: str,
-                 window: WindowOptions, options: CompareOptions) -> None:
+                 window: WindowOptions, options: CompareOptions, say: Say = _quiet) -> None:
         self.plan = plan
         self.builds = builds
         self.good_sha = good_sha
         self.window = window
         self.options = options
         self.metric = options.metric
+        self.say = say
+        self.pace = Pace()  # how long this metric's pairs take: the budget's estimate
 
     def built(self) -> int:
         return len(self.builds.shas)
 
+    def pair_seconds(self) -> float | None:
+        return self.pace.estimate()
+
     def measure(self, sha: str, pairs: int, deadline: float | None) -> Measurement:
+        for commit in dict.fromkeys((self.good_sha, sha)):
+            if not self.builds.cached(commit):
+                self.say(f"  building {commit[:12]} ({self.plan.variant.id})")
         good_server, _ = self.builds.server(self.good_sha)
         candidate, build_s = self.builds.server(sha)
         tag = "instructions" if self.window.profilers.names else "throughput"
@@ -125,21 +151,55 @@ class LocalProber:
                           results_dir=self.plan.session.results_dir / f"{sha[:12]}-{tag}")
         config = ABConfig(session=session, baseline=Side("baseline", str(good_server)),
                           comparison=Side("comparison", str(candidate)),
-                          repetitions=pairs, deadline=deadline)
+                          repetitions=pairs, deadline=deadline, pace=self.pace)
         # the A/B session of rbs run: its engine, its replacement of disturbed pairs
         plan = ABSessionPlan(config, [self.plan.suite], metric=self.metric,
                              alpha=self.options.alpha,
                              noise_floor_pct=self.options.noise_floor_pct,
                              max_pairs=2 * pairs)
-        result = run_session(plan)
+        result = run_session(plan, on_run=PairProgress(sha, pairs, self.metric, self.say))
         row = result.report.rows[0]
         if row.n_baseline < 2:
-            if deadline is not None and time.monotonic() >= deadline:
+            if out_of_time(config):
                 raise BudgetSpent(sha)
+            if row.verdict == BUSY:
+                raise HostBusy(f"{sha[:12]}: {row.reason}")
             failed = [r.reason for r in result.failed] or \
                 [row.reason or f"no {self.metric} in the results"]
             raise BisectError(f"{sha[:12]}: fewer than 2 complete pairs ({'; '.join(failed)})")
-        return Measurement(row.change_pct, row.verdict, row.n_baseline, build_s)
+        return Measurement(row.change_pct, row.verdict, row.n_baseline, build_s, row.reason)
+
+
+class PairProgress:
+    """A line per completed pair of a probe: both values and the running estimate (the
+    geometric mean of the pairs' ratios so far; the verdict comes from the engine)."""
+
+    def __init__(self, sha: str, pairs: int, metric: str, say: Say) -> None:
+        self.sha, self.pairs, self.metric, self.say = sha, pairs, metric, say
+        self.values: dict[int, dict[str, float]] = {}
+        self.ratios: list[float] = []
+        self.disturbed: set[int] = set()
+
+    def __call__(self, run: ABRun) -> None:
+        value = run.result.metrics.get(self.metric) if run.result.ok else None
+        rep = run.repetition or 0
+        if value is None or value <= 0:
+            self.say(f"  {self.sha[:12]} pair {rep + 1}: {run.side} run has no "
+                     f"{self.metric} ({run.result.status})")
+            return
+        pair = self.values.setdefault(rep, {})
+        pair[run.side] = value
+        if DISTURBED in run.result.flags:
+            self.disturbed.add(rep)
+        if len(pair) < 2:
+            return
+        base, comp = pair["baseline"], pair["comparison"]
+        disturbed = rep in self.disturbed
+        self.ratios.append(math.log(comp / base))
+        estimate = (math.exp(sum(self.ratios) / len(self.ratios)) - 1) * 100
+        self.say(f"  {self.sha[:12]} pair {rep + 1}/{self.pairs}: good {plain(base, 5)}, "
+                 f"probe {plain(comp, 5)} {self.metric}; running estimate {estimate:+.2f}%"
+                 + (" (disturbed by other processes)" if disturbed else ""))
 
 
 def instructions_unavailable(requests: int) -> str:
@@ -149,10 +209,11 @@ def instructions_unavailable(requests: int) -> str:
     return profiler.unavailable()
 
 
-def probers(plan: BisectPlan, builds: Builds, good_sha: str) -> list[Prober]:
+def probers(plan: BisectPlan, builds: Builds, good_sha: str, say: Say = _quiet
+            ) -> list[Prober]:
     """The probers the metric choice asks for, best first (see :mod:`.search`)."""
     throughput = LocalProber(plan, builds, good_sha, replace(plan.session.window),
-                             plan.options)
+                             plan.options, say)
     if plan.metric == METRIC_THROUGHPUT:
         return [throughput]
     missing = instructions_unavailable(plan.profile_requests)
@@ -164,7 +225,7 @@ def probers(plan: BisectPlan, builds: Builds, good_sha: str) -> list[Prober]:
         names=(instructions.NAME,), requests=plan.profile_requests))
     options = replace(plan.options, metric=instructions.METRIC,
                       noise_floor_pct=default_noise_floor(instructions.METRIC))
-    counted = LocalProber(plan, builds, good_sha, window, options)
+    counted = LocalProber(plan, builds, good_sha, window, options, say)
     return [counted] if plan.metric == METRIC_INSTRUCTIONS else [counted, throughput]
 
 
@@ -172,6 +233,7 @@ def bisect(plan: BisectPlan, say: Callable[[str], None] = lambda _: None) -> Bis
     """Binary search of ``good..bad`` on this machine (see :func:`.search.search`)."""
     good_sha, commits = commit_range(plan.repo, plan.good, plan.bad)
     builds = Builds(plan)
-    outcome = search(probers(plan, builds, good_sha), good_sha, commits, plan.budget, say)
+    outcome = search(probers(plan, builds, good_sha, say), good_sha, commits, plan.budget,
+                     say)
     outcome.compiles = builds.made
     return outcome

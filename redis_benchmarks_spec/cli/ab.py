@@ -46,6 +46,7 @@ from redis_benchmarks_spec.runner.ab_session import (
     with_rounds,
 )
 from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC
+from redis_benchmarks_spec.runner.preflight import ServerSide, preflight
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 
@@ -224,6 +225,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     """Run the interleaved A/B session (both servers were checked by ``run_checks``).
     ``console`` (stderr) takes progress and notes; the report and result paths go to
     stdout."""
+    _preflight(args, config, suites)
     book = _noise_book(args)
     tests = ab_tests(config, suites)
     labels = [t.key for t in tests]
@@ -261,6 +263,25 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         out.print(f"report: {escape(str(write_html(data, args.html)))}", highlight=False,
                   soft_wrap=True)
     return _exit_code(args, console, report, result.failed)
+
+
+def _preflight(args: argparse.Namespace, config: SessionConfig, suites: list[Suite]) -> None:
+    """Both servers start and answer once, and the suites' tools run once, before the first
+    pair (runner/preflight.py); a dead side is one line naming it, its binary and why."""
+    if config.launcher != "process":
+        return  # a container's server is checked by its own launcher
+    sides = [ServerSide(name, binary, [*config.server_args, *shlex.split(extra)],
+                        config.server_env)
+             for name, binary, extra in (
+                 ("baseline", args.baseline_server, args.baseline_server_args),
+                 ("comparison", args.comparison_server, args.comparison_server_args))]
+    tools_here = suites if config.client_host is None else []  # remote tools: their host's
+    problems = preflight(sides, config.tools, tools_here)
+    if problems:
+        flag = "--comparison-server" if problems[0].startswith("comparison side") else \
+            "--baseline-server" if problems[0].startswith("baseline side") else "tools"
+        raise UsageError(flag, "; ".join(problems),
+                         "--server-env KEY=VALUE gives servers an environment")
 
 
 def _profiles(console: Console, config: SessionConfig, result: ABSessionResult) -> None:

@@ -21,6 +21,8 @@ from redis_benchmarks_spec.bisection import local, remote
 from redis_benchmarks_spec.bisection.gitrange import (
     UnknownCommitError,
     commit_range,
+    commit_subject,
+    pull_request_of,
     resolve_commit,
 )
 from redis_benchmarks_spec.bisection.search import (
@@ -36,7 +38,7 @@ from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab import parse_duration
 from redis_benchmarks_spec.cli.console import make_console
-from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.errors import EXIT_BUSY, EXIT_FAILED, UsageError
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import platform_groups
@@ -183,24 +185,56 @@ def _remote(args: argparse.Namespace, say: Say) -> BisectOutcome:
     return search([remote.RemoteProber(plan, good_sha)], good_sha, commits, budget, say)
 
 
+def _answer(args: argparse.Namespace, outcome: BisectOutcome) -> dict[str, object]:
+    """The first bad commit with its subject, pull request and change; or the range left
+    and why."""
+    sha = outcome.first_bad
+    subject = commit_subject(args.repo, sha) if sha else ""
+    left = outcome.range_left
+    return {"first_bad": sha, "subject": subject, "pull_request": pull_request_of(subject),
+            "change_pct": outcome.change_of(sha) if sha else None,
+            "direction": outcome.direction, "busy": outcome.busy,
+            "range_left": list(left) if left and not sha else None,
+            "commits_left": _commits_left(outcome) if not sha else 0}
+
+
+def _commits_left(outcome: BisectOutcome) -> int:
+    """Commits that may still be the first bad one (the bad end of the range included)."""
+    if not outcome.range_left:
+        return len(outcome.commits)
+    good, bad = outcome.range_left
+    lo = outcome.commits.index(good) if good in outcome.commits else -1
+    return outcome.commits.index(bad) - lo
+
+
+def _answer_line(answer: dict[str, object], outcome: BisectOutcome) -> str:
+    if answer["first_bad"]:
+        pr = f" (PR #{answer['pull_request']})" if answer["pull_request"] else ""
+        change = answer["change_pct"]
+        size = "" if not isinstance(change, float) else \
+            f": {change:+.2f}% {outcome.metric} against good"
+        return (f"first bad commit: {answer['first_bad']}{pr} {answer['subject']!r}{size} "
+                f"({outcome.builds} builds)")
+    what = "host busy" if outcome.busy else "not found"
+    left = outcome.range_left
+    where = (f"; {answer['commits_left']} commit(s) left, between {left[0][:12]} (good) and "
+             f"{left[1][:12]} (bad)") if left else ""
+    return f"{what}: {outcome.reason}{where}"
+
+
 def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> None:
+    answer = _answer(args, outcome)
     if args.format == "json":
-        print(json.dumps({"first_bad": outcome.first_bad, "reason": outcome.reason,
+        print(json.dumps({**answer, "reason": outcome.reason,
                           "metric": outcome.metric, "metric_note": outcome.metric_note,
                           "builds": outcome.builds, "compiles": outcome.compiles,
-                          "commits": outcome.commits, "range_left": outcome.range_left,
+                          "commits": outcome.commits,
                           "probes": [vars(p) for p in outcome.probes]}, indent=2))
         return
     note = f" ({outcome.metric_note})" if outcome.metric_note else ""
     if outcome.metric:
         out.print(escape(f"decided on {outcome.metric}{note}"), highlight=False)
-    if outcome.first_bad:
-        out.print(f"first bad commit: {outcome.first_bad} ({outcome.builds} builds)",
-                  highlight=False)
-    else:
-        left = outcome.range_left
-        where = f"; still between {left[0][:12]} (good) and {left[1][:12]} (bad)" if left else ""
-        out.print(escape(f"not found: {outcome.reason}{where}"), highlight=False)
+    out.print(escape(_answer_line(answer, outcome)), highlight=False, soft_wrap=True)
 
 
 def _check_ends(args: argparse.Namespace) -> None:
@@ -219,7 +253,8 @@ def _check_ends(args: argparse.Namespace) -> None:
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    """0 when the first bad commit is found, 1 when not (budget, no regression), 2 usage."""
+    """0 when the first bad commit is found, 1 when not (budget, no regression), 2 usage,
+    4 when the host was too busy to measure (other processes disturbed the pairs)."""
     console = make_console(stderr=args.format == "json")
 
     def say(line: str) -> None:
@@ -231,4 +266,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UsageError("", str(exc).splitlines()[0] if str(exc) else
                          type(exc).__name__) from None
     _print(args, outcome, console)
-    return 0 if outcome.first_bad else 1
+    if outcome.first_bad:
+        return 0
+    return EXIT_BUSY if outcome.busy else EXIT_FAILED

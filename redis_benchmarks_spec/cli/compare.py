@@ -27,10 +27,11 @@ from redis_benchmarks_spec.analysis.compare import (
 )
 from redis_benchmarks_spec.analysis.engine import judge_samples
 from redis_benchmarks_spec.analysis.report import (
+    hidden_note,
     hosts_rich_table,
+    rich_tables,
     to_json,
     to_markdown,
-    to_rich_table,
 )
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.cli import checks
@@ -173,9 +174,31 @@ def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
             comp = reader.series_by_test(client, comp_sel)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
+        for side, found in (("baseline", base), ("comparison", comp)):
+            if not found:
+                raise _empty_side(args, reader, client, side, platforms[side])
         hosts, flags, problems = hosts_of(
             client, platforms, {"baseline": _newest_ms(base), "comparison": _newest_ms(comp)})
     return DatasinkSamples(*_samples_of(args, base, comp, problems), hosts, flags)
+
+
+def _empty_side(args: argparse.Namespace, reader: ModuleType, client: Any, side: str,
+                platform: str | None) -> CompareUsageError:
+    """A side that selects no series at all: an error naming what it asked for and, when
+    it named a platform, the platforms that have results (a mistyped platform is no table
+    of unknowns)."""
+    from redis_benchmarks_spec.datasink import keys
+    chosen = side_of(args, side)
+    asked = f"{chosen.kind} {chosen.value}" + (f" on platform {platform}" if platform else "")
+    problem = f"no series of {args.metric} for {asked}"
+    if not platform:
+        return CompareUsageError(problem, what=f"--{side}-{chosen.kind} {chosen.value}")
+    labels = reader.series_labels(client, [f"{keys.LABEL_METRIC}={keys.label_value(args.metric)}",
+                                           f"{keys.LABEL_PLATFORM}!="], [keys.LABEL_PLATFORM])
+    known = sorted({x[keys.LABEL_PLATFORM] for x in labels if x.get(keys.LABEL_PLATFORM)})
+    flag = f"--{side}-platform" if getattr(args, f"{side}_platform") else "--platform"
+    return CompareUsageError(problem, f"platforms with results: {', '.join(known) or 'none'}",
+                             what=f"{flag} {platform}")
 
 
 def _samples_of(args: argparse.Namespace, base: dict[str, Any], comp: dict[str, Any],
@@ -245,10 +268,14 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
     """
     if fmt == "table":
         console = export_console() if output else make_console()
-        print_table(console, to_rich_table(report))
+        for table in rich_tables(report):  # every judged metric, the most decided first
+            print_table(console, table)
         hosts = hosts_rich_table(report.context)
         if hosts is not None:
             print_table(console, hosts)
+        if hidden_note(report):
+            console.print(f"[yellow]{escape(hidden_note(report))}[/]", highlight=False,
+                          soft_wrap=True)
         if output:
             output.write_text(console.export_text())
         err = make_console(stderr=True)
@@ -319,6 +346,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.baseline_dir or args.comparison_dir:
         if not (args.baseline_dir and args.comparison_dir):
             raise CompareUsageError("give both --baseline-dir and --comparison-dir")
+        for flag in ("--platform", "--baseline-platform", "--comparison-platform"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise UsageError(flag, "selects datasink series, not result folders",
+                                 "a folder's runs carry their own platform; drop the flag")
         return _compare_folders(args, options)
     found = _samples(args)
     if not found.samples:

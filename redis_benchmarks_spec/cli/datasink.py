@@ -191,11 +191,16 @@ def cmd_status(args: argparse.Namespace) -> int:
 def print_contents(console: Console, client: redis.Redis) -> None:
     """Series count, tests and runs known, per scope, and the last push time."""
     all_scopes = reader.scopes(client)
-    tests = {t for scope in all_scopes for t in reader.list_tests(client, scope)}
-    console.print(f"series: {reader.count_series(client)}, tests known: {len(tests)}, "
-                  f"runs stored: {run_reader.count_runs(client)}")
+    swept = _swept_of(client)
+    names = {t for scope in all_scopes for t in reader.list_tests(client, scope)}
+    tests = {swept.get(t, t) for t in names}
+    values = [t for t in names if t in swept]
+    also = f" ({len(values)} swept value(s) of {len({swept[t] for t in values})})" \
+        if values else ""
+    console.print(f"series: {reader.count_series(client)}, tests known: {len(tests)}{also}, "
+                  f"runs stored: {run_reader.count_runs(client)}", highlight=False)
     for scope in all_scopes:
-        scope_tests = reader.list_tests(client, scope)
+        scope_tests = {swept.get(t, t) for t in reader.list_tests(client, scope)}
         console.print(f"{scope.path}: {len(scope_tests)} test(s), branches "
                       f"{reader.list_branches(client, scope) or '-'}, versions "
                       f"{reader.list_versions(client, scope) or '-'}, platforms "
@@ -203,6 +208,18 @@ def print_contents(console: Console, client: redis.Redis) -> None:
     last = reader.last_push_ms(client)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last / 1000)) if last else "never"
     console.print(f"last push: {when}")
+
+
+def _swept_of(client: redis.Redis) -> dict[str, str]:
+    """Each swept value's series name (``test.clients-8``) -> the test it sweeps: a test
+    swept over five values is one test, not six."""
+    from redis_benchmarks_spec.datasink import keys
+    # sweep labels are on branch and version series (a filter needs one label=value)
+    labels = reader.series_labels(client, [f"{keys.LABEL_BY}=(branch,version)",
+                                           f"{keys.LABEL_SWEEP_OF}!="],
+                                  [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_OF])
+    return {x[keys.LABEL_TEST_NAME]: x[keys.LABEL_SWEEP_OF] for x in labels
+            if x.get(keys.LABEL_TEST_NAME) and x.get(keys.LABEL_SWEEP_OF)}
 
 
 def cmd_push(args: argparse.Namespace) -> int:

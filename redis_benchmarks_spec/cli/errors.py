@@ -6,7 +6,8 @@ stderr and exits with :data:`EXIT_USAGE`. Exit codes, documented in the README:
 
 - 0: done; 1: a test failed, or a REGRESSION with ``--fail-on-regression``;
 - 2: usage or input error (nothing was started, or nothing could be measured);
-- 3: internal error (a bug: ``-v`` shows the traceback); 130: interrupted.
+- 3: internal error (a bug: ``-v`` shows the traceback); 4: the host was too busy to
+  measure (``rbs bisect``: other processes disturbed the pairs); 130: interrupted.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_BUSY = 4
 EXIT_INTERRUPTED = 130
 
 

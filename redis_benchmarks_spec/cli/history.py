@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import redis
@@ -17,13 +16,16 @@ from rich.table import Table
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.history import (
+    NA,
     History,
     HistoryError,
     HistoryQuery,
+    rows,
     sparkline,
     to_csv,
     to_json,
 )
+from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.console import make_console, print_table
@@ -37,7 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("--test", required=True, help="test name")
     p.add_argument("--metric", default=DEFAULT_METRIC, help=f"(default {DEFAULT_METRIC})")
-    p.add_argument("--branch", default="unstable", help="(default unstable)")
+    side = p.add_mutually_exclusive_group()
+    side.add_argument("--branch", default="unstable", help="(default unstable)")
+    side.add_argument("--version", default=None, metavar="V",
+                      help="runs filed by release version, e.g. 7.0.15 (rbs run without "
+                           "--branch of a packaged redis-server lands there)")
+    side.add_argument("--hash", default=None, metavar="SHA",
+                      help="runs filed by commit (the full sha the run or the server "
+                           "reported: a local build's)")
     p.add_argument("--platform")
     p.add_argument("--topology")
     p.add_argument("--build-variant")
@@ -49,33 +58,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_history)
 
 
-def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
 def _heading(history: History) -> str:
     values = [p.value for p in history.points]
     q = history.query
-    return (f"{escape(q.test)} {escape(q.metric)} on {escape(q.branch)}: {sparkline(values)}  "
+    return (f"{escape(q.test)} {escape(q.metric)} on {escape(q.where)}: {sparkline(values)}  "
             f"(min {plain(min(values), 4)}, max {plain(max(values), 4)})")
 
 
 def _table(history: History, reps: dict[str, int | None]) -> Table:
+    """The columns of :func:`analysis.history.rows` (CSV and JSON carry the same)."""
     table = Table()
     for col in ("time (UTC)", "value", "commit", "version", "repetition"):
         table.add_column(col, justify="right" if col in ("value", "repetition") else "left")
-    for p in history.points:
-        rep = reps.get(p.run_id)
-        table.add_row(_when(p.ts_ms), plain(p.value, 4), _commit(p.commit),
-                      p.version or "–", "–" if rep is None else str(rep))
+    for row in rows(history):
+        rep = reps.get(row["run_id"]) if row["run_id"] else None
+        commit = row["commit"] if row["commit"] == NA else short(row["commit"])
+        table.add_row(row["time_utc"], plain(row["value"], 4), commit, row["version"],
+                      NA if rep is None else str(rep))
     return table
-
-
-def _commit(sha: str | None) -> str:
-    """A commit, shortened; a server built from no commit (its sha all zeros) has none."""
-    if not sha or not sha.strip("0"):
-        return "–"
-    return short(sha)
 
 
 def _print(console: Console, history: History, reps: dict[str, int | None]) -> None:
@@ -132,9 +132,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.output and args.format == "table":
         raise UsageError(f"--output {args.output}", "writes csv or json: add --format csv or "
                          "--format json")
+    if args.output is not None:
+        checks.output_file("--output", args.output)
     query = HistoryQuery(test=args.test, metric=args.metric, branch=args.branch,
                          platform=args.platform, topology=args.topology,
-                         build_variant=args.build_variant, last_n=args.last)
+                         build_variant=args.build_variant, last_n=args.last,
+                         version=args.version, commit=args.hash)
     with datasink_cli.datasink_client(args) as client:
         histories, reps = _histories(client, query, args.format == "table")
         also = _also_swept(client, query) if args.format == "table" and \

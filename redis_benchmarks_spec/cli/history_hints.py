@@ -20,6 +20,8 @@ class Found:
     hashes: int = 0
     platforms: set[str] = field(default_factory=set)  # on the query's branch
     swept: dict[str, str] = field(default_factory=dict)  # swept test name -> value
+    known_test: bool = True  # the datasink or the suites folder knows a test of that name
+    suite_note: str = ""  # where the suites were looked for, when it does not
 
 
 def found_for(client: redis.Redis, query: HistoryQuery) -> Found:
@@ -40,7 +42,23 @@ def found_for(client: redis.Redis, query: HistoryQuery) -> Found:
         elif kind == "hash":
             found.hashes += 1
     found.swept = swept_values(client, query)
+    if not (found.branches or found.versions or found.hashes or found.swept):
+        found.known_test, found.suite_note = _test_known(client, query.test)
     return found
+
+
+def _test_known(client: redis.Redis, test: str) -> tuple[bool, str]:
+    """Whether any scope of the datasink lists ``test`` (under any metric) or the default
+    suites folder has a suite of that name; and where the suites were looked for."""
+    if any(test in reader.list_tests(client, scope) for scope in reader.scopes(client)):
+        return True, ""
+    from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
+    folder = default_suites_dir()
+    try:
+        there = load_catalog(folder).by_name(test) is not None
+    except (OSError, ValueError):
+        there = False
+    return there, f"none in {folder}"
 
 
 def swept_values(client: redis.Redis, query: HistoryQuery) -> dict[str, str]:
@@ -48,7 +66,7 @@ def swept_values(client: redis.Redis, query: HistoryQuery) -> dict[str, str]:
     swept = reader.series_labels(
         client, [f"{keys.LABEL_SWEEP_OF}={keys.label_value(query.test)}",
                  f"{keys.LABEL_METRIC}={keys.label_value(query.metric)}",
-                 "branch=" + keys.label_value(query.branch)],
+                 f"{query.side[0]}=" + keys.label_value(query.side[1])],
         [keys.LABEL_TEST_NAME, keys.LABEL_SWEEP_VALUE])
     return {s[keys.LABEL_TEST_NAME]: s.get(keys.LABEL_SWEEP_VALUE, "") for s in swept
             if keys.LABEL_TEST_NAME in s}
@@ -85,6 +103,10 @@ def hint(found: Found, query: HistoryQuery) -> str:
     if found.swept:
         return f"it was swept: {pass_swept(found.swept)}"
     if not (found.branches or found.versions or found.hashes):
+        if not found.known_test:
+            return (f"no suite named {query.test} has results in the datasink, and "
+                    f"{found.suite_note}: `rbs suites list` names the suites, `rbs datasink "
+                    "status` what was pushed")
         return ("the datasink holds no series of this test and metric: `rbs datasink status` "
                 "lists what was pushed; a session kept on disk goes in with `rbs datasink push "
                 "DIR`")
@@ -94,6 +116,11 @@ def hint(found: Found, query: HistoryQuery) -> str:
         return "it has series on that branch, but none of that --topology / --build-variant"
     if found.branches:
         return f"branches that have it: {listed(found.branches)}: pass --branch"
-    filed = f"release version {listed(found.versions)}" if found.versions else "commit"
-    return (f"its runs carry no branch, so they are filed by {filed} only: run with "
-            f"`rbs run --branch NAME` (or --version-tag, --hash) to give them a history")
+    if query.side[0] != "branch":
+        return (f"it has series on branches {listed(found.branches) or 'none'} and versions "
+                f"{listed(found.versions) or 'none'}: pass --branch or --version")
+    if found.versions:
+        return (f"its runs carry no branch, so they are filed by release version "
+                f"{listed(found.versions)}: pass --version {max(found.versions)}")
+    return ("its runs carry no branch, so they are filed by commit only: pass --hash SHA "
+            "(the full sha; `rbs run --branch NAME` gives later runs a branch history)")

@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "header and history; no per-run plots)")
     p.add_argument("--output", "-o", type=Path, default=None,
                    help="HTML file (default: report.html in the folder)")
+    p.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+                   help="the same as --output (rbs compare and rbs run spell it --html); "
+                        "alone: the default file")
     p.add_argument("--metric", default=None,
                    help=f"(default: the metric an --until-decided session decided on, else "
                         f"{DEFAULT_METRIC})")
@@ -98,7 +101,18 @@ def write_html(data: Any, path: Path) -> Path:
         raise UsageError(str(path), exc.strerror or str(exc)) from None
 
 
+def _html_flag(args: argparse.Namespace) -> None:
+    """``--html [FILE]`` is ``--output FILE`` (the page is HTML either way)."""
+    if args.html is None:
+        return
+    if args.output is not None and args.html:
+        raise UsageError(f"--html {args.html}", "give --html FILE or --output FILE, not both")
+    if args.html:
+        args.output = Path(args.html)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    _html_flag(args)
     metric = args.metric or DEFAULT_METRIC
     options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
                              metric=metric)

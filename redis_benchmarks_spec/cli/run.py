@@ -39,6 +39,7 @@ from redis_benchmarks_spec.cli.run_checks import (
     check_test_names,
     check_topology,
     parse_cpus,
+    server_env_arg,
 )
 from redis_benchmarks_spec.cli.run_plan import print_plan
 from redis_benchmarks_spec.cli.sweep import (
@@ -100,6 +101,9 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
                    help="what this host offers for suites' required-runner-capabilities "
                         f"(repeatable; default: {', '.join(LOCAL_CAPABILITIES)}: a server "
                         "directory on local disk)")
+    g.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                   help="environment of every redis-server started (repeatable), e.g. "
+                        "LD_LIBRARY_PATH=/opt/lib; servers otherwise get none of ours")
     g.add_argument("--test-time", type=int, default=None,
                    help="seconds per test, overriding each suite's duration (quick runs)")
     g.add_argument("--launcher", choices=["process", "docker"], default="process",
@@ -238,7 +242,8 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                                else args.capability),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct),
-        window=window_options(args), client_host=client_host_from_args(args))
+        window=window_options(args), client_host=client_host_from_args(args),
+        server_env=server_env_arg(args))
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.runner.cpus import host_cpus
+from redis_benchmarks_spec.runner.server_env import ServerEnvError, parse_pairs
 from redis_benchmarks_spec.suites.validate import ValidatedCatalog
 
 BINARY_FLAGS = (("--redis-server", "redis_server"),
@@ -40,8 +41,20 @@ def check_run_args(args: argparse.Namespace) -> None:
     if args.test_time is not None and args.test_time <= 0:
         raise UsageError(f"--test-time {args.test_time}", "must be a positive number of seconds")
     parse_cpus(args.cpus)
+    if server_env_arg(args) and args.launcher != "process":
+        raise UsageError("--server-env", "applies to servers started as processes",
+                         "drop it, or use --launcher process")
     if args.datasink_data_dir is not None:
         checks.writable_dir("--datasink-data-dir", args.datasink_data_dir)
+
+
+def server_env_arg(args: argparse.Namespace) -> dict[str, str]:
+    """``--server-env KEY=VALUE ...`` as a dict."""
+    try:
+        return parse_pairs(getattr(args, "server_env", None) or [])
+    except ServerEnvError as exc:
+        raise UsageError("--server-env", str(exc), "e.g. --server-env LD_LIBRARY_PATH=/opt/lib") \
+            from None
 
 
 RESULTS_ROOT = Path("results")

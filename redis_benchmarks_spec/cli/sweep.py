@@ -92,7 +92,10 @@ def curve_table(curve: SweepCurve) -> Table:
     extra = ("conns", "req/conn", "run s", "wall s") if timed else ()
     # the percentiles the tool reported (redis-benchmark has no p90, p99.9 or p99.99)
     shown = [p for p in SWEEP_PERCENTILES if any(p in pt.latency_ms for pt in curve.points)]
-    for col in (curve.param, *extra, "ops/sec", *(f"{p} ms" for p in shown), ""):
+    has_max = any(p.max_ms is not None for p in curve.points)
+    columns = (curve.param, *extra, "ops/sec", *(f"{p} ms" for p in shown),
+               *(("max ms",) if has_max else ()), "note")
+    for col in columns:
         table.add_column(col, justify="right")
     for i, point in enumerate(curve.points):
         mark = "<- knee" if curve.knee.index == i else ""
@@ -101,7 +104,8 @@ def curve_table(curve: SweepCurve) -> Table:
         cells = (_opt(point.connections), _opt(point.requests_per_connection),
                  _opt(point.duration_s), _opt(point.wall_s)) if timed else ()
         table.add_row(point.label or plain(point.value), *cells, f"{point.ops_per_sec:,.0f}",
-                      *(_ms(point.latency_ms.get(p)) for p in shown), mark)
+                      *(_ms(point.latency_ms.get(p)) for p in shown),
+                      *((_ms(point.max_ms),) if has_max else ()), mark)
     return table
 
 

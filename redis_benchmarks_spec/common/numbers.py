@@ -20,3 +20,15 @@ def plain(value: float, digits: int = 3) -> str:
     decimals = max(0, digits - 1 - magnitude)
     text = f"{value:,.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+#: below this a p-value is shown as "< 0.0001": more digits say nothing more
+P_FLOOR = 0.0001
+
+
+def plain_p(value: float) -> str:
+    """A p-value in plain notation: ``0.0312``, ``1``, and ``< 0.0001`` for anything
+    smaller (``1.78e-09`` would be the only exponent in a table of plain numbers)."""
+    if math.isfinite(value) and 0 <= value < P_FLOOR:
+        return f"< {P_FLOOR:g}"
+    return plain(value, 3)

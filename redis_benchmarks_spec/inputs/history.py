@@ -12,10 +12,12 @@ from redis_benchmarks_spec.analysis.branch_changes import BranchQuery, SeriesCha
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
 from redis_benchmarks_spec.analysis.history import History, HistoryError, HistoryPoint, HistoryQuery
 from redis_benchmarks_spec.datasink import keys, reader, run_reader
+from redis_benchmarks_spec.results.document import RunResult
 
 
 def _selector(query: HistoryQuery) -> reader.SeriesSelector:
-    return reader.SeriesSelector(metric=query.metric, side=keys.Side("branch", query.branch),
+    kind, value = query.side
+    return reader.SeriesSelector(metric=query.metric, side=keys.Side(kind, value),  # type: ignore[arg-type]
                                  test_name=query.test, platform=query.platform,
                                  topology=query.topology, build_variant=query.build_variant,
                                  last_n=query.last_n)
@@ -31,12 +33,12 @@ def _annotate(client: redis.Redis, history: History) -> None:
     series = keys.parse_key(history.series_key, query.metric)
     per_point = run_reader.run_ids_at(client, series.scope, query.test, [p.ts_ms for p in points])
     docs = run_reader.result_documents(client, sorted({r for ids in per_point for r in ids}))
-    wanted = (query.branch, series.build_variant, series.platform)
+    wanted = (series.build_variant, series.platform)
     for point, ids in zip(points, per_point):
         for run_id in (r for r in ids if r in docs):
             doc = docs[run_id]
             ctx = doc.context
-            if (ctx.git.branch, ctx.build_variant, ctx.platform) == wanted:
+            if (ctx.build_variant, ctx.platform) == wanted and _on_side(query, doc):
                 point.commit = ctx.git.hash or doc.redis_git_sha
                 point.version = ctx.git.version or doc.redis_version
                 point.run_id = run_id
@@ -44,12 +46,19 @@ def _annotate(client: redis.Redis, history: History) -> None:
                 break
 
 
+def _on_side(query: HistoryQuery, doc: RunResult) -> bool:
+    """The run was filed on the series' side (its branch, release version or commit)."""
+    kind, value = query.side
+    if kind == "branch":
+        return doc.context.git.branch == value
+    return keys.Side(kind, value) in keys.sides_of(doc)  # type: ignore[arg-type]
+
+
 def read_history(client: redis.Redis, query: HistoryQuery) -> History:
     """The last ``query.last_n`` points, oldest first, each with its commit and version."""
     found = reader.read_series(client, _selector(query))
     if not found:
-        raise HistoryError(f"no series of {query.test} {query.metric} on branch "
-                           f"{query.branch}")
+        raise HistoryError(f"no series of {query.test} {query.metric} on {query.where}")
     if len(found) > 1:
         raise HistoryError(f"{len(found)} series match; narrow with --platform, --topology "
                            f"or --build-variant: {', '.join(s.key for s in found[:4])}")

@@ -20,6 +20,17 @@ class ClientTarget:
     cluster: bool = False
 
 
+#: what a warm-up's files add to the client's prefix: ``client-0.warmup.out`` (and
+#: ``client-0.warmup.json``) in runs and sweeps alike
+WARMUP = ".warmup"
+
+
+def out_file(prefix: Path, ext: str) -> Path:
+    """A client's output file: ``prefix`` plus ``ext`` (never ``with_suffix``, which would
+    eat a dotted prefix such as ``client-0.warmup``)."""
+    return prefix.with_name(prefix.name + ext)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """One client process to start, with where its output goes."""

@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redis_benchmarks_spec.loadgen import redis_benchmark, registry
-from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.base import (
+    WARMUP,
+    ClientDriver,
+    ClientTarget,
+    Invocation,
+    out_file,
+)
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
@@ -34,7 +40,7 @@ class RedisBenchmarkDriver:
         if test_time is None:
             return None  # a full-length run needs no sizing
         argv = redis_benchmark.warmup_argv(self.binary, cfg, self._target(target))
-        return Invocation(argv, out_prefix.with_suffix(".warmup.out"), None, 1.0)
+        return Invocation(argv, out_file(out_prefix, WARMUP + ".out"), None, 1.0)
 
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                    test_time: int | None, rate: float | None = None) -> Invocation:
@@ -43,7 +49,7 @@ class RedisBenchmarkDriver:
         n = redis_benchmark.requests_in(argv)
         expected = n / (rate or redis_benchmark.ASSUMED_RPS_PER_STREAM *
                         redis_benchmark._pipeline(argv))
-        return Invocation(argv, out_prefix.with_suffix(".out"), None, expected)
+        return Invocation(argv, out_file(out_prefix, ".out"), None, expected)
 
     def parse(self, inv: Invocation, returncode: int) -> ToolResult:
         text = redis_benchmark.read_output(inv.stdout_path)

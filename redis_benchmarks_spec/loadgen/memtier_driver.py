@@ -6,7 +6,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.loadgen import memtier_argv as memtier
 from redis_benchmarks_spec.loadgen import memtier_audit, memtier_json
-from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.base import ClientTarget, Invocation, out_file
 from redis_benchmarks_spec.loadgen.registry import DriverEntry
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.suite import ToolConfig
@@ -28,12 +28,12 @@ class MemtierDriver:
 
     def invocation(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                    test_time: int | None, rate: float | None = None) -> Invocation:
-        json_out = out_prefix.with_suffix(".json")
+        json_out = out_file(out_prefix, ".json")
         mt = memtier.MemtierTarget(target.host, target.port, target.password, target.user,
                                    tls=target.tls, cluster_mode=target.cluster)
         argv = memtier.memtier_argv(self.binary, cfg, mt, json_out, test_time)
         expected = memtier.expected_duration(argv) or DEFAULT_EXPECTED_S
-        return Invocation(argv, out_prefix.with_suffix(".out"), json_out, expected)
+        return Invocation(argv, out_file(out_prefix, ".out"), json_out, expected)
 
     def parse(self, inv: Invocation, returncode: int) -> ToolResult:
         assert inv.result_path is not None

@@ -16,12 +16,11 @@ from redis_benchmarks_spec.analysis.compare import (
 )
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.report import (
+    by_decided,
     footnote,
-    instructions_markdown,
     markdown_header,
-    markdown_verdicts,
     md_code,
-    summary_markdown,
+    metrics_markdown,
 )
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
@@ -82,11 +81,8 @@ def _section_lines(section: Section) -> list[str]:
     if section.state != "completed" or section.report is None:
         return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
     report = ComparisonReport.from_dict(section.report)
-    lines += [*markdown_header(report.context), summary_markdown(report), ""]
-    lines += _sequential_lines(section, report)
-    lines += markdown_verdicts(report, level="####")
-    if report.instructions is not None:
-        lines += instructions_markdown(report.instructions, level="####")
+    lines += [*markdown_header(report.context), *_sequential_lines(section, report)]
+    lines += metrics_markdown(report, level="####")  # the most decided metric first
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
@@ -97,16 +93,19 @@ def _section_lines(section: Section) -> list[str]:
 
 
 def _counts_table(sections: list[Section]) -> list[str]:
+    """Verdict counts per platform, build variant and judged metric (the most decided
+    metric first)."""
     out = [("| Platform | Build variant | Regressions | Improvements | Unknown | Busy | "
-            "No change |"), "| --- | --- | --- | --- | --- | --- | --- |"]
+            "No change | Metric |"), "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in sections:
         if s.report is None:
-            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | |")
+            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | | |")
             continue
-        c = s.report["summary"]
-        out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
-                   f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(BUSY, 0)} | "
-                   f"{c.get(NO_CHANGE, 0)} |")
+        for report in by_decided(ComparisonReport.from_dict(s.report)):
+            c = report.summary
+            out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
+                       f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(BUSY, 0)} | "
+                       f"{c.get(NO_CHANGE, 0)} | `{report.options.metric}` |")
     return out + [""]
 
 

@@ -47,6 +47,27 @@ class Side:
 
 
 @dataclass
+class Pace:
+    """How long pairs took, so that no pair starts that would end after a deadline (a
+    budget is a promise). Shared by the sessions of one bisection prober."""
+
+    seconds: list[float] = field(default_factory=list)
+
+    def estimate(self) -> float | None:
+        """The slowest of the last few pairs (a promise errs long); None before any."""
+        return max(self.seconds[-4:]) if self.seconds else None
+
+
+def out_of_time(config: ABConfig) -> bool:
+    """The deadline passed, or the next pair (at the pace so far) would end after it."""
+    if config.deadline is None:
+        return False
+    now = time.monotonic()
+    pair = config.pace.estimate() if config.pace is not None else None
+    return now >= config.deadline or (pair is not None and now + pair > config.deadline)
+
+
+@dataclass
 class ABConfig:
     session: SessionConfig  # tools, pinning, test time, context shared by both sides
     baseline: Side
@@ -54,6 +75,7 @@ class ABConfig:
     repetitions: int = 10
     first_repetition: int = 0  # later rounds of --until-decided continue the numbering
     deadline: float | None = None  # time.monotonic() after which no new pair starts
+    pace: Pace | None = None  # with a deadline: no pair starts that would end after it
     # both sides are unmodified builds of their own commits (no extra server arguments): each
     # run is a point of its commit's history, labelled with its side, instead of an A/B run
     history: bool = False
@@ -86,7 +108,8 @@ def run_ab(config: ABConfig, suites: list[Suite],
     """Every suite ``repetitions`` times per side, interleaved; returns every run.
 
     ``on_start(side, repetition, suite)`` is called before each run (progress displays).
-    A pair that started before ``config.deadline`` is finished; no pair starts after it.
+    A pair that started before ``config.deadline`` is finished; no pair starts after it, nor
+    (with ``config.pace``) one that would end after it at the pace of the pairs so far.
     """
     sides = {BASELINE: config.baseline, COMPARISON: config.comparison}
     registry = ProcessRegistry()
@@ -94,8 +117,9 @@ def run_ab(config: ABConfig, suites: list[Suite],
     for suite in suites:
         for rep in range(config.first_repetition,
                          config.first_repetition + config.repetitions):
-            if config.deadline is not None and time.monotonic() >= config.deadline:
+            if out_of_time(config):
                 break
+            started = time.monotonic()
             for side_name in order(rep):
                 if stop is not None and stop.is_set():
                     return runs
@@ -107,6 +131,8 @@ def run_ab(config: ABConfig, suites: list[Suite],
                     runs.append(run)
                     if on_run:
                         on_run(run)
+            if config.pace is not None:
+                config.pace.seconds.append(time.monotonic() - started)
     return runs
 
 
@@ -176,7 +202,7 @@ def run_ab_replacing(config: ABConfig, tests: list[ABTest], metric: str, max_rep
         return runs
     wanted, done = config.repetitions, config.first_repetition + config.repetitions
     while done < config.first_repetition + max_repetitions:
-        if config.deadline is not None and time.monotonic() >= config.deadline:
+        if out_of_time(config):
             break
         sets = pair_runs(runs, metric, keys_of(runs))
         short = [t for t in tests if not t.skipped and t.key in sets and

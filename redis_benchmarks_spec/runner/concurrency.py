@@ -36,7 +36,12 @@ from redis_benchmarks_spec.common.limits import (
     process_nofile,
 )
 from redis_benchmarks_spec.loadgen import redis_benchmark
-from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
+from redis_benchmarks_spec.loadgen.base import (
+    WARMUP,
+    ClientDriver,
+    ClientTarget,
+    Invocation,
+)
 from redis_benchmarks_spec.loadgen.fixed_requests import (
     MEMTIER_DEFAULT_CLIENTS,
     MEMTIER_DEFAULT_THREADS,
@@ -190,7 +195,7 @@ class PointDriver:
 
     def warmup(self, cfg: ToolConfig, target: ClientTarget, out_prefix: Path,
                test_time: int | None) -> Invocation | None:
-        prefix = out_prefix.with_name(out_prefix.name + "-warmup")
+        prefix = out_prefix.with_name(out_prefix.name + WARMUP)
         if cfg.tool == "redis-benchmark":
             # no duration flag: by count, never sized from an assumed 100,000 ops/sec (a
             # 1-connection "2 s" warm-up then ran 200,000 requests, 16 s at 12,800 ops/sec)

@@ -14,7 +14,14 @@ from typing import Any, Protocol
 import redis
 
 from redis_benchmarks_spec.common.credentials import split_server_secrets
-from redis_benchmarks_spec.common.process import ProcessRegistry, free_port, tail, wait_for
+from redis_benchmarks_spec.common.process import (
+    ProcessRegistry,
+    free_port,
+    minimal_env,
+    tail,
+    wait_for,
+)
+from redis_benchmarks_spec.runner.server_env import server_env
 from redis_benchmarks_spec.suites.auth import Credentials
 
 log = logging.getLogger(__name__)
@@ -127,8 +134,9 @@ class ServerLauncher(Protocol):
 class ProcessLauncher:
     """redis-server as a local child process, pinned, on a free port, in its own directory."""
 
-    def __init__(self, registry: ProcessRegistry) -> None:
+    def __init__(self, registry: ProcessRegistry, env: dict[str, str] | None = None) -> None:
         self.registry = registry
+        self.env = dict(env or {})  # --server-env, over what the binary needs (server_env)
 
     def start(self, spec: ServerSpec) -> ServerHandle:
         spec.workdir.mkdir(parents=True, exist_ok=True)
@@ -140,9 +148,10 @@ class ProcessLauncher:
                 "--logfile", "",
                 # keep a test server from dumping a stale RDB into the test directory
                 "--save", "", *args]
+        env = minimal_env(server_env(spec.binary, self.env))
         try:
             proc = self.registry.spawn(argv, log_path, cpus=spec.cpus, cwd=spec.workdir,
-                                       nofile=spec.nofile)
+                                       env=env, nofile=spec.nofile)
             handle = ServerHandle(spec.bind, port, [proc.pid], log_path, [proc],
                                   auth=spec.auth)
             up = wait_for(lambda: self._answers(handle, proc), spec.start_timeout)

@@ -49,6 +49,7 @@ class SessionConfig:
     cpus: list[int] | None = None
     thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
     server_args: list[str] = field(default_factory=list)
+    server_env: dict[str, str] = field(default_factory=dict)  # --server-env KEY=VALUE
     preload_timeout_s: float = 600.0
     launcher: str = "process"  # or "docker"
     # capabilities this host offers; suites requiring others are skipped (None: not checked)
@@ -166,7 +167,7 @@ def make_launcher(config: SessionConfig, registry: ProcessRegistry) -> ServerLau
         return DockerLauncher()
     if config.launcher != "process":
         raise ValueError(f"unknown launcher {config.launcher!r} (process or docker)")
-    return ProcessLauncher(registry)
+    return ProcessLauncher(registry, config.server_env)
 
 
 def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:

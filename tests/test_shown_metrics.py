@@ -1,0 +1,168 @@
+"""Show what was decided: on a session that counted instructions, every surface (the A/B run
+table, ``rbs compare`` of its two folders, ``rbs report`` HTML, the pull-request comment)
+shows each metric the session was judged on, instructions per op and throughput, the metric
+with more decided tests first, and names a measured metric it hides. One real instructions
+A/B (callgrind, 5 pairs of 5,000 requests; the comparison side does Redis 7's per-command
+latency tracking, which the baseline has switched off), then each surface."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, Comparison, ComparisonReport
+from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.report import by_decided, metrics_markdown, rich_tables
+from redis_benchmarks_spec.inputs.session_folder import load_session
+from redis_benchmarks_spec.notify.pr_body import results_body
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
+
+RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
+THROUGHPUT = "ALL_STATS.Totals.Ops/sec"
+INSTRUCTIONS = "instructions_per_op"
+SUITE = """
+version: 0.4
+name: shown-set
+dbconfig:
+  configuration-parameters:
+    save: '""'
+tested-commands: [set]
+redis-topologies: [oss-standalone]
+clientconfig:
+  tool: redis-benchmark
+  arguments: -t set -n 20000 -r 100 -c 10 -d 100
+exporter:
+  redistimeseries:
+    metrics: ['$."ALL STATS".Totals."Ops/sec"']
+"""
+
+
+def _rbs(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=1200,
+                          check=False)
+
+
+def _json(stdout: str) -> dict[str, Any]:
+    return json.loads(stdout[stdout.index("{"):stdout.rindex("}") + 1])
+
+
+def _order(report: dict[str, Any]) -> list[str]:
+    """The metrics in the order every surface must show them."""
+    return [r.options.metric for r in by_decided(ComparisonReport.from_dict(report))]
+
+
+def _first_positions(text: str, needles: list[str]) -> list[int]:
+    return [text.index(n) for n in needles]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, Any]]:
+    """The session root, the A/B's table output, and ``rbs compare --format json`` of it."""
+    tmp = tmp_path_factory.mktemp("shown")
+    suites = tmp / "suites"
+    suites.mkdir()
+    (suites / "shown-set.yml").write_text(SUITE)
+    server = shutil.which("redis-server") or "redis-server"
+    done = _rbs("run", "--suites-dir", str(suites), "--profilers", "instructions",
+                "--instructions-method", "callgrind", "--profile-requests", "5000",
+                "--repetitions", "5", "--baseline-server", server, "--comparison-server",
+                server, "--baseline-server-args", "--latency-tracking no", "--results-dir",
+                str(tmp / "out"), "--no-datasink")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (root,) = list((tmp / "out").iterdir())
+    compared = _rbs("compare", "--baseline-dir", str(root / "baseline"), "--comparison-dir",
+                    str(root / "comparison"), "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    report = _json(compared.stdout)
+    # the extra work per command is decided on instructions, whatever the host's noise
+    assert report["instructions"]["rows"][0]["verdict"] == "REGRESSION", report
+    return root, done.stdout, report
+
+
+def test_the_ab_run_table_shows_both_metrics_decided_first(
+        session: tuple[Path, str, dict[str, Any]]) -> None:
+    _, table, report = session
+    order = _order(report)
+    assert set(order) == {THROUGHPUT, INSTRUCTIONS}
+    heads = [f"`{m}` (" for m in order]  # each table's title names its metric
+    positions = _first_positions(table, heads)
+    assert positions == sorted(positions), (order, table[:3000])
+    assert "REGRESSION" in table
+
+
+def test_compare_of_the_session_folders_shows_both_and_says_what_it_hides(
+        session: tuple[Path, str, dict[str, Any]]) -> None:
+    root, _, report = session
+    folders = ["--baseline-dir", str(root / "baseline"), "--comparison-dir",
+               str(root / "comparison")]
+    table = _rbs("compare", *folders)
+    assert table.returncode == 0, table.stderr
+    order = _order(report)
+    positions = _first_positions(table.stdout, [f"`{m}` (" for m in order])
+    assert positions == sorted(positions), table.stdout[:3000]
+    # one metric asked for: the other one measured is named, with the flag that shows it
+    only = _rbs("compare", *folders, "--metric", INSTRUCTIONS)
+    assert only.returncode == 0, only.stderr
+    assert f"`{THROUGHPUT}` (" not in only.stdout
+    assert re.search(rf"also measured, not shown here: {re.escape(THROUGHPUT)}", only.stdout)
+    markdown = _rbs("compare", *folders, "--format", "markdown").stdout
+    assert all(f"`{m}`" in markdown for m in order)
+    assert markdown.index(f"`{order[0]}`") < markdown.index(f"`{order[1]}`")
+
+
+def test_the_html_report_shows_every_judged_metric_decided_first(
+        session: tuple[Path, str, dict[str, Any]], tmp_path: Path) -> None:
+    root, _, report = session
+    page = tmp_path / "page.html"
+    made = _rbs("report", str(root), "--html", str(page))
+    assert made.returncode == 0, made.stderr
+    text = page.read_text()
+    shown = re.findall(r'<table id="verdicts[^"]*" data-metric="([^"]+)"', text)
+    assert shown == _order(report), shown
+    assert "REGRESSION" in text
+
+
+def test_the_pr_comment_shows_every_judged_metric_decided_first(
+        session: tuple[Path, str, dict[str, Any]]) -> None:
+    root, _, report = session
+    found = load_session(root)
+    judged = judge(found.runs, Judging(CompareOptions(metric=THROUGHPUT), priors=found.priors))
+    info = PrInfo(org="redis", repo="redis", number=11552, head_sha="a" * 40,
+                  base_sha="b" * 40, head_ref="topic", base_ref="unstable")
+    body = results_body(info, [Section("local", "local", "completed",
+                                       report=judged.to_dict())], [])
+    order = _order(judged.to_dict())
+    assert order == _order(report)  # the agent's engine and rbs compare agree
+    counts = [line for line in body.splitlines() if line.startswith("| `local` |")]
+    assert [line.split("|")[-2].strip() for line in counts] == [f"`{m}`" for m in order]
+    assert "Instructions per op" in body or order[0] == INSTRUCTIONS
+    assert "REGRESSION" in body or "Regressions (1)" in body
+
+
+def _row(test: str, metric: str, verdict: str) -> Comparison:
+    return Comparison(test=test, metric=metric, n_baseline=5, n_comparison=5,
+                      change_pct=3.0, verdict=verdict)
+
+
+def test_the_decided_metric_comes_first_in_every_renderer() -> None:
+    """Throughput left BUSY, instructions decided: instructions first everywhere."""
+    busy = ComparisonReport([_row("t", THROUGHPUT, "BUSY")], {"BUSY": 1},
+                            CompareOptions(metric=THROUGHPUT))
+    busy.instructions = ComparisonReport([_row("t", INSTRUCTIONS, "REGRESSION")],
+                                         {"REGRESSION": 1},
+                                         CompareOptions(metric=INSTRUCTIONS))
+    assert [r.options.metric for r in by_decided(busy)] == [INSTRUCTIONS, THROUGHPUT]
+    titles = [str(t.title) for t in rich_tables(busy)]
+    assert INSTRUCTIONS in titles[0] and THROUGHPUT in titles[1]
+    md = "\n".join(metrics_markdown(busy))
+    assert md.index(INSTRUCTIONS) < md.index(THROUGHPUT)
+    body = results_body(PrInfo(org="o", repo="r", number=1, head_sha="a" * 40,
+                               base_sha="b" * 40), [Section("p", "v", "completed",
+                                                            report=busy.to_dict())], [])
+    assert body.index(f"| `{INSTRUCTIONS}` |") < body.index(f"| `{THROUGHPUT}` |")
