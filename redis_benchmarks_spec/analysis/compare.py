@@ -102,6 +102,8 @@ class ComparisonReport:
     context: CompareContext | None = None  # what was compared (the reports' header)
     # the same runs judged on instructions per op, when they were counted (analysis.engine)
     instructions: ComparisonReport | None = None
+    # the same runs judged on each memory figure after the preload (analysis.engine)
+    memory: ComparisonReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
@@ -111,14 +113,15 @@ class ComparisonReport:
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
         """The report :meth:`to_dict` wrote."""
         context = raw.get("context")
-        instructions = raw.get("instructions")
+        instructions, memory = raw.get("instructions"), raw.get("memory")
         return cls(rows=[Comparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
                    problems=list(raw.get("problems", [])),
                    method=raw.get("method", UNPAIRED_METHOD),
                    context=CompareContext.from_dict(context) if context else None,
-                   instructions=cls.from_dict(instructions) if instructions else None)
+                   instructions=cls.from_dict(instructions) if instructions else None,
+                   memory=cls.from_dict(memory) if memory else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""

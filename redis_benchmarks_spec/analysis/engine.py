@@ -16,7 +16,12 @@ What it does, in order:
    and decide it after one Benjamini-Hochberg step (``analysis.compare``);
 4. a test left UNKNOWN with disturbed pairs becomes ``BUSY: k of n pairs disturbed``;
 5. when the runs counted instructions and the metric is another, the same runs are judged on
-   instructions per op too (``report.instructions``), so every format carries both.
+   instructions per op too (``report.instructions``), so every format carries both;
+6. when the runs measured memory after their preload (``results.memory``), the same runs are
+   judged on each memory figure (``report.memory``: a row per test and figure, named as INFO
+   names it), as deterministic as instruction counts: every pair kept, the test's A/A noise
+   pooled, a noise floor of its own. With the metric :data:`MEMORY_METRIC`
+   (``rbs run --memory-only``) that table is the report.
 """
 
 from __future__ import annotations
@@ -45,8 +50,14 @@ from redis_benchmarks_spec.analysis.session_runs import (
     sample_runs,
 )
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 INSTRUCTIONS_METRIC = "instructions_per_op"
+#: the metric of a memory-only session: every memory figure, a row per test and figure
+MEMORY_METRIC = "memory"
+#: a dataset's bytes repeat to well under 0.1 % for one build (an A/A's spread, measured in
+#: docs/memory.md): half a percent is a change the build made
+MEMORY_NOISE_FLOOR_PCT = 0.5
 
 #: metric -> test label -> the noise known before the session (analysis.noise)
 SessionPriors = dict[str, dict[str, NoisePrior]]
@@ -62,6 +73,7 @@ class Judging:
     priors: SessionPriors = field(default_factory=dict)
     tests: list[str] = field(default_factory=list)  # labels that get a row even without runs
     instructions_floor_pct: float | None = None  # None: the metric's default (0.5 %)
+    memory_floor_pct: float | None = None  # None: MEMORY_NOISE_FLOOR_PCT
 
 
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
@@ -131,9 +143,41 @@ def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
     return _judge_unpaired(runs, options, how, problems)
 
 
+def judge_memory(runs: list[ABRun], how: Judging,
+                 problems: Iterable[str] = ()) -> ComparisonReport | None:
+    """Every memory figure the runs measured after their preload, judged like instruction
+    counts; one Benjamini-Hochberg family per figure, the rows of all figures in one report
+    (None when no run measured memory)."""
+    present = metrics_present(runs)
+    floor = MEMORY_NOISE_FLOOR_PCT if how.memory_floor_pct is None else how.memory_floor_pct
+    parts = [_judge_metric(runs, replace(how.options, metric=m, noise_floor_pct=floor),
+                           replace(how, record=None), []) for m in MEMORY_METRICS if m in present]
+    if not parts:
+        return None
+    order = {m: i for i, m in enumerate(MEMORY_METRICS)}
+    rows = sorted((r for p in parts for r in p.rows), key=lambda r: (r.test, order[r.metric]))
+    report = ComparisonReport(rows, {}, replace(how.options, metric=MEMORY_METRIC,
+                                                noise_floor_pct=floor),
+                              list(problems), parts[0].method)
+    report.recount()
+    return report
+
+
+def judged_deterministic(report: ComparisonReport) -> list[str]:
+    """The deterministic metrics a report judged (its own, instructions, memory figures):
+    those whose A/A spread is the test's and goes into the noise book."""
+    out = [r.metric for sub in (report, report.instructions, report.memory)
+           if sub is not None for r in sub.rows if deterministic(r.metric)]
+    return list(dict.fromkeys(out))
+
+
 def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> ComparisonReport:
     """The verdict of every test of these runs (module doc)."""
+    if how.options.metric == MEMORY_METRIC:
+        memory = judge_memory(runs, how, problems)
+        return memory or _judge_metric(runs, how.options, how, list(problems))
     report = _judge_metric(runs, how.options, how, list(problems))
+    report.memory = judge_memory(runs, how)
     if how.options.metric != INSTRUCTIONS_METRIC and \
             INSTRUCTIONS_METRIC in metrics_present(runs):
         floor = how.instructions_floor_pct

@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
 from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
                  UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
@@ -189,7 +190,7 @@ def to_rich_table(report: ComparisonReport) -> Table:
     for row in _ordered(report):
         style = VERDICT_STYLE.get(row.verdict, "")
         why = "" if row.verdict == NO_CHANGE else escape(row.reason)
-        table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
+        table.add_row(escape(label(row)), _n(row), _num(row.baseline_median),
                       _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
                       _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
                       _needed(row) if row.verdict in (UNKNOWN, BUSY) else "", why)
@@ -209,9 +210,14 @@ def hosts_rich_table(context: CompareContext | None) -> Table | None:
     return table
 
 
+def label(row: Comparison) -> str:
+    """The row's test, and its figure when the row is one of a memory table's."""
+    return f"{row.test}: {row.metric}" if row.metric in MEMORY_METRICS else row.test
+
+
 def _ordered(report: ComparisonReport) -> list[Comparison]:
     rank = {REGRESSION: 0, IMPROVEMENT: 1, BUSY: 2, UNKNOWN: 3, NO_CHANGE: 4}
-    return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
+    return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), label(r)))
 
 
 # --- markdown ------------------------------------------------------------------------------
@@ -251,7 +257,7 @@ MD_HEADER = ["Test", "n b / c", "Baseline median", "Comparison median", "Median 
 
 
 def _md_row(row: Comparison) -> list[str]:
-    return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
+    return [f"`{label(row)}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
             _ratio(row), _change(row), _ci(row), _p(row), _cv(row), row.verdict]
 
 
@@ -346,7 +352,17 @@ def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -
     lines += [f"<sub>{_footnote(report)}</sub>", ""]
     if report.instructions is not None:
         lines += instructions_markdown(report.instructions)
+    if report.memory is not None:
+        lines += memory_markdown(report.memory)
     return "\n".join(lines)
+
+
+def memory_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
+    """The same runs judged on the memory each figure took after the preload."""
+    title = (f"{level} Memory after the preload (noise floor "
+             f"±{report.options.noise_floor_pct:g}%)")
+    return [title, "", summary_markdown(report), "",
+            *markdown_verdicts(report, level + "#"), f"<sub>{_footnote(report)}</sub>", ""]
 
 
 def instructions_markdown(report: ComparisonReport, level: str = "###") -> list[str]:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
-from redis_benchmarks_spec.analysis.engine import SessionPriors
+from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors, judged_deterministic
 from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
@@ -23,7 +23,7 @@ from redis_benchmarks_spec.analysis.sequential import (
     SequentialPlan,
 )
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
-from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
+from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
@@ -47,6 +47,7 @@ DEFAULT_REPETITIONS = 10
 #: first round of --until-decided: the t interval needs 5 pairs, 6 leave a spare
 DEFAULT_FIRST_ROUND = 6
 DEFAULT_MAX_PAIRS = 40
+MEMORY_REPETITIONS = 5
 
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
@@ -149,11 +150,10 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
         return
     platform = ab.session.context.platform
     recorded = 0
-    for sub in [result.report, result.report.instructions]:
-        if sub is None or not deterministic(sub.options.metric):
-            continue  # a timed metric's noise is the moment's, not the test's
-        for test, pairs in pair_runs(result.runs, sub.options.metric).items():
-            recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
+    # a timed metric's noise is the moment's, not the test's: deterministic metrics only
+    for metric in judged_deterministic(result.report):
+        for test, pairs in pair_runs(result.runs, metric).items():
+            recorded += book.record(test, metric, platform, pairs.pairs) is not None
     if recorded:
         noise_file.save(book)
         console.print(f"noise: an A/A session (the same binary on both sides): {recorded} "
@@ -164,6 +164,8 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
           priors: SessionPriors) -> ABSessionPlan:
     default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
+    if config.memory_only:  # deterministic: the t interval's 5 pairs decide
+        default = MEMORY_REPETITIONS
     repetitions = args.repetitions or default
     ab = ABConfig(
         session=config,
@@ -171,8 +173,10 @@ def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
         comparison=Side("comparison", args.comparison_server,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
+    metric = MEMORY_METRIC if config.memory_only else \
+        args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC)
     plan = ABSessionPlan(
-        ab, suites, metric=args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
+        ab, suites, metric=metric,
         alpha=args.alpha, noise_floor_pct=args.noise_floor,
         instructions_floor_pct=args.instructions_noise_floor,
         max_pairs=max_pairs(args, repetitions), priors=priors,
@@ -235,6 +239,8 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     _record_aa(console, book, plan.config, result)
     write_report(report, args.format, None)
     out = make_console(stderr=args.format != "table")  # results on stdout, as rbs run
+    if report.memory is not None and args.format == "table":
+        write_report(report.memory, "table", None)
     _profiles(out, config, result)
     out.print(f"results: {escape(str(config.results_dir))}", highlight=False, soft_wrap=True)
     if args.html:

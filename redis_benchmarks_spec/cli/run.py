@@ -102,6 +102,10 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
                         "directory on local disk)")
     g.add_argument("--test-time", type=int, default=None,
                    help="seconds per test, overriding each suite's duration (quick runs)")
+    g.add_argument("--memory-only", action="store_true",
+                   help="run each suite's preload and measure memory (INFO memory, MEMORY "
+                        "STATS), without the load; with --baseline-server/--comparison-server "
+                        "an A/B of memory")
     g.add_argument("--launcher", choices=["process", "docker"], default="process",
                    help="start redis-server as a local process or in a Docker container")
     g.add_argument("--cpus", default=None,
@@ -238,7 +242,8 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                                else args.capability),
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct),
-        window=window_options(args), client_host=client_host_from_args(args))
+        window=window_options(args), client_host=client_host_from_args(args),
+        memory_only=args.memory_only)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -40,8 +40,21 @@ def check_run_args(args: argparse.Namespace) -> None:
     if args.test_time is not None and args.test_time <= 0:
         raise UsageError(f"--test-time {args.test_time}", "must be a positive number of seconds")
     parse_cpus(args.cpus)
+    _check_memory_only(args)
     if args.datasink_data_dir is not None:
         checks.writable_dir("--datasink-data-dir", args.datasink_data_dir)
+
+
+def _check_memory_only(args: argparse.Namespace) -> None:
+    """``--memory-only`` runs no load: flags about the load make no sense with it."""
+    if not args.memory_only:
+        return
+    for flag, given in (("--sweep", args.sweep), ("--profilers", args.profilers),
+                        ("--metric", args.metric), ("--until-decided", args.until_decided),
+                        ("--client-host", args.client_host)):
+        if given:
+            raise UsageError(flag, "not used with --memory-only (no load runs)",
+                             "leave one of them out")
 
 
 RESULTS_ROOT = Path("results")

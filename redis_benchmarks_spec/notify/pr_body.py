@@ -21,6 +21,7 @@ from redis_benchmarks_spec.analysis.report import (
     markdown_header,
     markdown_verdicts,
     md_code,
+    memory_markdown,
     summary_markdown,
 )
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
@@ -87,6 +88,8 @@ def _section_lines(section: Section) -> list[str]:
     lines += markdown_verdicts(report, level="####")
     if report.instructions is not None:
         lines += instructions_markdown(report.instructions, level="####")
+    if report.memory is not None:
+        lines += memory_markdown(report.memory, level="####")
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"

@@ -191,6 +191,10 @@ class RunResult:
     # a two-host run: both hosts, addresses, interfaces, transport and the measured round
     # trip (runner/client_side.py); empty for the default loopback run
     network: dict[str, Any] = field(default_factory=dict)
+    # the deployment's memory after the preload and after the run: each moment's primaries'
+    # totals and every node's figures (results/memory.py); the after-preload totals are
+    # also metrics under INFO's names
+    memory: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

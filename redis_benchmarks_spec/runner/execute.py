@@ -108,6 +108,7 @@ class RunEnv:
     point: PointSetup | None = None  # a concurrency point's rule and limits (its record)
     # the platform's client host: tools run there over SSH; None: here, over loopback
     client_host: ClientHostConfig | None = None
+    memory_only: bool = False  # preload and memory only: no warm-up, no client run
 
     @property
     def timing(self) -> ClientTiming:
@@ -195,7 +196,7 @@ class SuiteRun:
 
     def _execute(self) -> None:
         suite, env, result = self.suite, self.env, self.result
-        drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
+        drivers = [] if env.memory_only else [env.drivers[c.tool] for c in suite.clientconfigs]
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
         topo = self.topology
@@ -211,6 +212,12 @@ class SuiteRun:
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
         result.network = self.clients.network(server.host, server.port)
         result.preload_duration_s = self._prepare_deployment(plan)
+        memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
+        stages.add_memory(result, memory)  # a run that fails later keeps it
+        if env.memory_only:
+            before = node_stats.snapshot(deployment)
+            result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
+            return
         persistence = PersistenceChecks(server.client(), suite.dbconfig,
                                         topo.node_count == 1 and not topo.is_cluster)
         persistence.before_run()
@@ -231,6 +238,7 @@ class SuiteRun:
         # replicas apply the run's writes asynchronously: their deltas count once caught up
         deployment.wait_in_sync()
         after = node_stats.snapshot(deployment)
+        memory.after_run = node_stats.memory_snapshot(deployment)
         stages.add_server_stats(result, node_stats.server_stats(deployment, before, after,
                                                                 result.deployment))
         totals = node_stats.replication_metrics(deployment, before, after)
@@ -238,6 +246,7 @@ class SuiteRun:
         persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
+        stages.add_memory(result, memory)
         if env.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
             stages.add_concurrency(result, *env.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.results import memory
 from redis_benchmarks_spec.results.document import DeploymentRecord
 from redis_benchmarks_spec.results.stages import ServerStats
 from redis_benchmarks_spec.runner.deployment import Deployment
 from redis_benchmarks_spec.runner.node import PRIMARY
 from redis_benchmarks_spec.telemetry import info as info_mod
+from redis_benchmarks_spec.telemetry.memory import node_memory
 
 # gauges that add up over nodes; other gauges (ratios) are averaged
 _SUMMED_GAUGES = ("used_memory", "used_memory_rss", "connected_clients")
@@ -101,4 +103,18 @@ def replication_metrics(deployment: Deployment, before: NodeSnapshots,
     out = {FULL_SYNC_COUNT_METRIC: float(during)}
     if deployment.full_sync_s:
         out[FULL_SYNC_METRIC] = max(deployment.full_sync_s)
+    return out
+
+
+def memory_snapshot(deployment: Deployment) -> memory.MemorySnapshot:
+    """Every node's memory (with its index, role and port) and the primaries' totals."""
+    out = memory.MemorySnapshot()
+    primaries = []
+    for node in deployment.nodes:
+        figures = node_memory(node.stats_client())
+        out.nodes.append({"index": node.index, "role": node.role, "port": node.port,
+                          **figures})
+        if node.role == PRIMARY:
+            primaries.append(figures)
+    out.totals = memory.total(primaries)
     return out
