@@ -126,12 +126,12 @@ def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
     assert snap["totals"]["used_memory"] == sum(n["used_memory"] for n in snap["nodes"])
 
 
-def _ab(tmp_path: Path, comparison_args: str) -> dict:  # type: ignore[type-arg]
+def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ignore[type-arg]
     server = shutil.which("redis-server") or "redis-server"
     out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
                "--memory-only", "--baseline-server", server, "--comparison-server", server,
                "--comparison-server-args", comparison_args, "--repetitions", "5",
-               "--no-noise-prior", "--format", "json")
+               "--no-noise-prior", "--format", "json", *extra)
     assert out.returncode == 0, out.stdout + out.stderr
     report = _json(out.stdout)
     assert isinstance(report, dict)
@@ -146,8 +146,11 @@ def test_memory_ab_of_the_same_server_flags_nothing(tmp_path: Path) -> None:
 
 
 def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None:
-    rows = _ab(tmp_path, "--hash-max-listpack-entries 4")  # hash tables, not listpacks
+    page = tmp_path / "report.html"
+    rows = _ab(tmp_path, "--hash-max-listpack-entries 4", "--html", str(page))
     for name in ("used_memory", "used_memory_dataset", "bytes_per_key"):
         row = rows[name]
         assert row["verdict"] == "REGRESSION", row
         assert row["change_pct"] > 20 and row["ci_low_pct"] > 0, row
+    html = page.read_text()
+    assert 'id="memory-figures"' in html and "mem-hashes: used_memory" in html

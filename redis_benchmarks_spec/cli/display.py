@@ -48,9 +48,12 @@ def _num(value: float | None, fmt: str) -> str:
 def _columns(rows: list[Row]) -> list[tuple[str, str, str]]:
     """(header, Row attribute, format) shown for these rows: a latency column only when
     some tool measured it (redis-benchmark has p95 and max, memtier p99.9)."""
-    cols = [("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
+    cols = [("offered/sec", "offered_rps", ",.0f"),
+            ("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
             ("p95 ms", "p95_ms", ".3f"), ("p99 ms", "p99_ms", ".3f"),
-            ("p99.9 ms", "p999_ms", ".3f"), ("max ms", "max_ms", ".3f")]
+            ("p99 corrected ms", "p99_corrected_ms", ".3f"),
+            ("p99.9 ms", "p999_ms", ".3f"),
+            ("p99.9 corrected ms", "p999_corrected_ms", ".3f"), ("max ms", "max_ms", ".3f")]
     always = {"ops_per_sec", "p50_ms", "p99_ms"}
     if rows and all(r.ops_per_sec is None and r.used_memory is not None for r in rows):
         return _MEMORY_COLUMNS  # rbs run --memory-only: no load ran

@@ -45,6 +45,7 @@ from redis_benchmarks_spec.cli.sweep import (
     add_sweep_args,
     check_sweep,
     check_sweep_points,
+    paced_suites,
     report_sweep,
 )
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -330,6 +331,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     out = make_console(stderr=args.format != "table")
     suites, skipped = select_suites(args, console)
+    suites = paced_suites(args, suites)
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
     say_first_topology(console, config, suites)

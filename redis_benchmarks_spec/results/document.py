@@ -195,6 +195,10 @@ class RunResult:
     # totals and every node's figures (results/memory.py); the after-preload totals are
     # also metrics under INFO's names
     memory: dict[str, Any] = field(default_factory=dict)
+    # a paced run (--rate, --sweep rate=...): offered_rps, achieved_rps, connections,
+    # saturated, and latency percentiles uncorrected (the tool's) and corrected for
+    # coordinated omission (loadgen/pacing.py); empty for a closed-loop run
+    rate: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

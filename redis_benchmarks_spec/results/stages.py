@@ -79,6 +79,18 @@ def add_memory(result: RunResult, record: MemoryRecord) -> None:
             result.metrics.setdefault(name, value)
 
 
+def add_rate(result: RunResult, record: dict[str, Any], note: str) -> None:
+    """A paced run's record (``loadgen/pacing.py``); its offered and achieved rates become
+    metrics too, and a saturated point is flagged with ``note`` saying why."""
+    if not record:
+        return
+    result.rate = record
+    for name in ("offered_rps", "achieved_rps"):
+        result.metrics.setdefault(name, float(record[name]))
+    if record.get("saturated"):
+        add_findings(result, Findings(["saturated"], [note]))
+
+
 def add_server_stats(result: RunResult, stats: ServerStats) -> None:
     result.deployment = stats.deployment
     result.info_delta = stats.info_delta

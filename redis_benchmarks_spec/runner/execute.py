@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
+from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
@@ -247,6 +248,8 @@ class SuiteRun:
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
         stages.add_memory(result, memory)
+        paced = pacing.rate_record(result.argv, tool_result)
+        stages.add_rate(result, paced, pacing.saturation_note(paced))
         if env.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
             stages.add_concurrency(result, *env.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))
