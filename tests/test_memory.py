@@ -154,3 +154,22 @@ def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None
         assert row["change_pct"] > 20 and row["ci_low_pct"] > 0, row
     html = page.read_text()
     assert 'id="memory-figures"' in html and "mem-hashes: used_memory" in html
+
+
+def test_replica_topology_times_a_full_sync_of_the_preloaded_dataset(tmp_path: Path) -> None:
+    out = _rbs("--suites-dir", str(_suites(tmp_path, "oss-standalone-01-replicas")),
+               "--results-dir", str(tmp_path / "r"), "--format", "json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    (doc_path,) = find_result_files(tmp_path / "r")
+    doc = RunResult.read(doc_path)
+    assert doc.deployment is not None and len(doc.deployment.preloaded_sync_s) == 1
+    synced = doc.metrics["ALL_STATS.Totals.ReplicationFullSyncPreloadedSeconds"]
+    assert synced == doc.deployment.preloaded_sync_s[0] > 0
+    # the primary forked for that sync: its fork time is kept, and both go to history
+    assert doc.metrics["latest_fork_usec"] > 0
+    assert {"latest_fork_usec", "ALL_STATS.Totals.ReplicationFullSyncPreloadedSeconds"} <= \
+        {s.metric for s in series_ids(doc)}
+    # the replica's memory is listed, the totals are the primary's
+    nodes = doc.memory["after_preload"]["nodes"]
+    assert [n["role"] for n in nodes] == ["primary", "replica"]
+    assert doc.memory["after_preload"]["totals"]["keys"] == 2000 == nodes[1]["keys"]

@@ -132,6 +132,8 @@ class DeploymentRecord:
     io_threads: int | None = None
     setup_s: float | None = None  # nodes up, cluster formed (replica sync not included)
     full_sync_s: list[float] = field(default_factory=list)  # per replica, REPLICAOF to link up
+    # per replica, a full sync of the preloaded dataset (runner/replication.resync)
+    preloaded_sync_s: list[float] = field(default_factory=list)
     nodes: list[NodeRecord] = field(default_factory=list)
 
     @classmethod

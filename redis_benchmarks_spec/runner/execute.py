@@ -254,6 +254,7 @@ class SuiteRun:
             stages.add_concurrency(result, *env.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))
         stages.add_derived(result, server_cpu(result.info_delta))
+        stages.add_derived(result, stages.DerivedMetrics(node_stats.persistence_metrics(after)))
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
         stages.add_findings(result, weigh_tool_notes(

@@ -22,6 +22,8 @@ from redis_benchmarks_spec.telemetry.memory import node_memory
 _SUMMED_GAUGES = ("used_memory", "used_memory_rss", "connected_clients")
 FULL_SYNC_METRIC = "ReplicationFullSyncSecondsV2"
 FULL_SYNC_COUNT_METRIC = "ReplicationFullSyncCountDuringBench"
+#: the slowest replica's full sync of the preloaded dataset (before the run)
+PRELOADED_SYNC_METRIC = "ReplicationFullSyncPreloadedSeconds"
 
 
 @dataclass
@@ -103,6 +105,21 @@ def replication_metrics(deployment: Deployment, before: NodeSnapshots,
     out = {FULL_SYNC_COUNT_METRIC: float(during)}
     if deployment.full_sync_s:
         out[FULL_SYNC_METRIC] = max(deployment.full_sync_s)
+    if deployment.preloaded_sync_s:
+        out[PRELOADED_SYNC_METRIC] = max(deployment.preloaded_sync_s)
+    return out
+
+
+def persistence_metrics(after: NodeSnapshots) -> dict[str, float]:
+    """The entry node's latest fork and save or rewrite times (INFO persistence and stats)
+    when it forked during the test (a persistent topology, a BGSAVE suite); else {}."""
+    info = after.entry.info
+    if int(info.get("latest_fork_usec", 0) or 0) <= 0:
+        return {}
+    out = {"latest_fork_usec": float(info["latest_fork_usec"])}
+    for name in ("rdb_last_bgsave_time_sec", "aof_last_rewrite_time_sec"):
+        if int(info.get(name, -1)) >= 0:
+            out[name] = float(info[name])
     return out
 
 
