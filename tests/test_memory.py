@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from redis_benchmarks_spec.analysis.session_runs import deterministic
+from redis_benchmarks_spec.analysis.verdict import metric_direction
 from redis_benchmarks_spec.datasink.keys import series_ids
 from redis_benchmarks_spec.results import memory
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
@@ -68,6 +70,12 @@ def test_totals_add_primaries_and_per_key_is_dataset_over_keys() -> None:
     assert memory.is_dataset_memory("used_memory")
     assert not memory.is_dataset_memory("used_memory.after_run")
     assert memory.is_memory_metric("bytes_per_key.after_run")
+    # less memory, a shorter sync or fork is better; memory figures are deterministic
+    for name in (*memory.MEMORY_METRICS, "used_memory.after_run", "latest_fork_usec",
+                 "ALL_STATS.Totals.ReplicationFullSyncPreloadedSeconds"):
+        assert metric_direction(name) == -1, name
+    assert deterministic("used_memory") and deterministic("memory")
+    assert not deterministic("used_memory.after_run")
 
 
 def test_node_memory_reads_a_real_server_once_settled(redis_server) -> None:  # type: ignore[no-untyped-def]

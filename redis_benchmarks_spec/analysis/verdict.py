@@ -48,10 +48,12 @@ MIN_POINTS_FOR_SINGLE_POINT_RULE = 3
 SINGLE_POINT_ROBUST_SDS = 3.0
 
 # latency-like names: Latency, Percentile_Latencies, p50.00, p99_latency_ms, usec, msec;
-# and work counts: instructions_per_op, instructions_per_call.SET; and memory (used_memory,
-# bytes_per_key, allocator_frag_ratio, allocator_resident)
+# and work counts: instructions_per_op, instructions_per_call.SET; memory (used_memory,
+# bytes_per_key, allocator_frag_ratio, allocator_resident); and server timings
+# (ReplicationFullSync...Seconds, rdb_last_bgsave_time_sec, aof_last_rewrite_time_sec)
 _LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions|"
-                              r"memory|bytes_per_key|frag_ratio|allocator_", re.IGNORECASE)
+                              r"memory|bytes_per_key|frag_ratio|allocator_|FullSync.*Seconds|"
+                              r"_time_sec$", re.IGNORECASE)
 _INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
 DEFAULT_NOISE_FLOOR_PCT = 2.0
 #: instruction counts repeat to ~0.2 % (callgrind, serverCron left out): a 1 % change is real
