@@ -139,7 +139,7 @@ def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ign
     out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
                "--memory-only", "--baseline-server", server, "--comparison-server", server,
                "--comparison-server-args", comparison_args, "--repetitions", "5",
-               "--no-noise-prior", "--format", "json", *extra)
+               "--format", "json", *(extra or ("--no-noise-prior",)))
     assert out.returncode == 0, out.stdout + out.stderr
     report = _json(out.stdout)
     assert isinstance(report, dict)
@@ -147,15 +147,20 @@ def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ign
 
 
 def test_memory_ab_of_the_same_server_flags_nothing(tmp_path: Path) -> None:
-    rows = _ab(tmp_path, "")
+    book = tmp_path / "noise.json"
+    rows = _ab(tmp_path, "", "--noise-file", str(book))
     assert set(rows) == set(memory.MEMORY_METRICS)
+    # an A/A records each figure's spread in entries of its own
+    recorded = {e["metric"] for e in json.loads(book.read_text())["entries"]}
+    assert recorded == set(memory.MEMORY_METRICS)
     assert {r["verdict"] for r in rows.values()} <= {"NO CHANGE", "UNKNOWN"}, rows
     assert rows["used_memory"]["verdict"] == "NO CHANGE"
 
 
 def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    rows = _ab(tmp_path, "--hash-max-listpack-entries 4", "--html", str(page))
+    rows = _ab(tmp_path, "--hash-max-listpack-entries 4", "--html", str(page),
+               "--no-noise-prior")
     for name in ("used_memory", "used_memory_dataset", "bytes_per_key"):
         row = rows[name]
         assert row["verdict"] == "REGRESSION", row
