@@ -151,3 +151,31 @@ def test_rate_sweep_draws_the_curve_and_marks_saturation(tmp_path: Path) -> None
     assert 'data-plot="rate-curve"' in html
     assert 'data-saturated-from="400%"' in html
     assert "p99 corrected ms" in html
+
+
+def test_a_percentage_too_low_for_the_connections_is_skipped_with_the_reason(
+        tmp_path: Path) -> None:
+    from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+    from redis_benchmarks_spec.results.tool_result import CommandResult, LatencySummary, ToolResult
+    from redis_benchmarks_spec.runner.rate_sweep import run_percent_sweep
+    from redis_benchmarks_spec.runner.session import SessionConfig
+    from redis_benchmarks_spec.suites.catalog import load_catalog
+
+    (suite,) = load_catalog(_suites(tmp_path)).suites  # 4 connections
+    ran: list[tuple[str, list[str]]] = []
+
+    def run(cfg: SessionConfig, suites: list) -> list[RunResult]:  # type: ignore[type-arg]
+        ran.append((cfg.sweep["value"], [s.clientconfigs[0].arguments for s in suites]))
+        if cfg.sweep["value"] != "max":
+            return []
+        return [RunResult(suite.name, "x", "ok", sweep=dict(cfg.sweep),
+                          result=ToolResult("memtier_benchmark",
+                                            CommandResult(20.0, LatencySummary())))]
+
+    config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "r")
+    results = run_percent_sweep(config, [suite], ("10%", "100%"), run)
+    # 10 % of 20/s is 2/s over 4 connections: below memtier's 1 per connection
+    skipped = [r for r in results if r.status == "skipped"]
+    assert [r.sweep["value"] for r in skipped] == ["10%"]
+    assert "less than 1 per connection" in skipped[0].reason
+    assert ran[-1][0] == "100%" and ran[-1][1][0].endswith("--rate-limiting=5")

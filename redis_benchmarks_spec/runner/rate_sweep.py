@@ -13,22 +13,23 @@ saturated side of the curve.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from redis_benchmarks_spec.loadgen.pacing import PacingError, paced_arguments
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import STATUS_SKIPPED, RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
-from redis_benchmarks_spec.suites.topology import load_topologies
+from redis_benchmarks_spec.suites.topology import Topology, load_topologies
 
 MAX_RATE = 100_000_000
 MAX_PERCENT = 1000
 MAX_POINT = "max"
 
 
-def pacing_problem(suite: Suite, topologies: dict | None = None) -> str:  # type: ignore[type-arg]
+def pacing_problem(suite: Suite, topologies: Mapping[str, Topology] | None = None) -> str:
     """Why ``suite`` cannot be paced, or ''."""
     tools = sorted({c.tool for c in suite.clientconfigs if c.tool != "memtier_benchmark"})
     if tools:
@@ -90,7 +91,20 @@ def run_percent_sweep(config: SessionConfig, suites: list[Suite], values: tuple[
     maxima = {r.test_name: r.result.totals.ops_per_sec for r in results
               if r.ok and r.result is not None}
     for value in values:
-        share = float(value[:-1]) / 100
-        paced = [paced_suite(s, share * maxima[s.name]) for s in suites if s.name in maxima]
-        results += run(_point_config(config, value), paced)
+        share, cfg = float(value[:-1]) / 100, _point_config(config, value)
+        paced = []
+        for suite in (s for s in suites if s.name in maxima):
+            try:
+                paced.append(paced_suite(suite, share * maxima[suite.name]))
+            except PacingError as exc:  # too few requests for its connections: said, not run
+                results.append(_not_paced(cfg, suite, str(exc)))
+        results += run(cfg, paced)
     return results
+
+
+def _not_paced(config: SessionConfig, suite: Suite, reason: str) -> RunResult:
+    now = int(time.time() * 1000)
+    return RunResult(test_name=suite.name, run_id=f"{suite.name}:{now}:not-paced",
+                     status=STATUS_SKIPPED, reason=reason, context=config.context,
+                     suite_file=str(suite.path), tool=",".join(suite.tools),
+                     start_ms=now, end_ms=now, sweep=dict(config.sweep))
