@@ -177,10 +177,12 @@ def paced_suites(args: argparse.Namespace, suites: list[Suite]) -> list[Suite]:
     :class:`UsageError` naming a suite that cannot be paced."""
     if args.rate is None:
         return suites
-    if not 0 < args.rate <= rate_sweep.MAX_RATE or args.sweep:
+    if args.sweep:
+        raise UsageError(f"--rate {args.rate:g}", "not with --sweep",
+                         "sweep the rate itself: --sweep rate=N1,N2,...")
+    if not 0 < args.rate <= rate_sweep.MAX_RATE:
         raise UsageError(f"--rate {args.rate:g}", "must be above 0 and at most "
-                         f"{rate_sweep.MAX_RATE:,}, without --sweep" if not args.sweep else
-                         "not with --sweep (sweep rate=N1,N2,... instead)")
+                         f"{rate_sweep.MAX_RATE:,} requests/s")
     for suite in suites:
         problem = rate_sweep.pacing_problem(suite)
         if problem:
