@@ -109,6 +109,8 @@ class ComparisonReport:
     # verdict metrics the runs measured that this report does not judge (analysis.engine):
     # every surface says they were hidden, and how to see them
     hidden: list[str] = field(default_factory=list)
+    # the same runs judged on each memory figure after the preload (analysis.engine)
+    memory: ComparisonReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
@@ -118,7 +120,7 @@ class ComparisonReport:
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
         """The report :meth:`to_dict` wrote."""
         context = raw.get("context")
-        instructions = raw.get("instructions")
+        instructions, memory = raw.get("instructions"), raw.get("memory")
         return cls(rows=[Comparison(**r) for r in raw["rows"]],
                    summary=dict(raw["summary"]),
                    options=CompareOptions(**raw["options"]),
@@ -126,7 +128,8 @@ class ComparisonReport:
                    method=raw.get("method", UNPAIRED_METHOD),
                    context=CompareContext.from_dict(context) if context else None,
                    instructions=cls.from_dict(instructions) if instructions else None,
-                   hidden=list(raw.get("hidden", [])))
+                   hidden=list(raw.get("hidden", [])),
+                   memory=cls.from_dict(memory) if memory else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
         """Rows with ``verdict``, in report order."""

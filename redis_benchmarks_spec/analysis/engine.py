@@ -21,7 +21,12 @@ What it does, in order:
    ``--metric instructions_per_op``) is named in ``report.hidden``;
 6. a timed verdict of the opposite sign to the decided instruction count of the same test is
    SUSPECT (both numbers in its reason): evidence that contradicts itself is not a verdict,
-   and it never sets an exit code (issue 28).
+   and it never sets an exit code (issue 28);
+7. when the runs measured memory after their preload (``results.memory``), the same runs are
+   judged on each memory figure (``report.memory``: a row per test and figure, named as INFO
+   names it), as deterministic as instruction counts: every pair kept, the test's A/A noise
+   pooled, a noise floor of its own. With the metric :data:`MEMORY_METRIC`
+   (``rbs run --memory-only``) that table is the report.
 
 Timed metrics are judged against each test's noise floor from this host's calibration
 and its least pair spread (``HostNoise``, :meth:`analysis.noise.NoiseBook.host_noise`), or
@@ -60,10 +65,16 @@ from redis_benchmarks_spec.analysis.session_runs import (
     sample_runs,
 )
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
+from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 INSTRUCTIONS_METRIC = "instructions_per_op"
 #: the metrics a session is judged on by default, when its runs measured them
 VERDICT_METRICS = (DEFAULT_METRIC, INSTRUCTIONS_METRIC)
+#: the metric of a memory-only session: every memory figure, a row per test and figure
+MEMORY_METRIC = "memory"
+#: a dataset's bytes repeat to well under 0.1 % for one build (an A/A's spread, measured in
+#: docs/memory.md): half a percent is a change the build made
+MEMORY_NOISE_FLOOR_PCT = 0.5
 
 #: metric -> test label -> the noise known before the session (analysis.noise)
 SessionPriors = dict[str, dict[str, NoisePrior]]
@@ -80,8 +91,9 @@ class Judging:
     tests: list[str] = field(default_factory=list)  # labels that get a row even without runs
     instructions_floor_pct: float | None = None  # None: the metric's default (0.5 %)
     # per timed metric, the host's noise a session was judged with (a session folder's
-    # noise-floors.json); applied when the options carry none
+    # host-noise.json); applied when the options carry none
     host_noise: dict[str, HostNoise] = field(default_factory=dict)
+    memory_floor_pct: float | None = None  # None: MEMORY_NOISE_FLOOR_PCT
 
 
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
@@ -155,16 +167,46 @@ def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
     return _judge_unpaired(runs, options, how, problems)
 
 
+def judge_memory(runs: list[ABRun], how: Judging,
+                 problems: Iterable[str] = ()) -> ComparisonReport | None:
+    """Every memory figure the runs measured after their preload, judged like instruction
+    counts; one Benjamini-Hochberg family per figure, the rows of all figures in one report
+    (None when no run measured memory)."""
+    present = metrics_present(runs)
+    floor = MEMORY_NOISE_FLOOR_PCT if how.memory_floor_pct is None else how.memory_floor_pct
+    parts = [_judge_metric(runs, how.options.for_deterministic(m, floor),
+                           replace(how, record=None), []) for m in MEMORY_METRICS if m in present]
+    if not parts:
+        return None
+    order = {m: i for i, m in enumerate(MEMORY_METRICS)}
+    rows = sorted((r for p in parts for r in p.rows), key=lambda r: (r.test, order[r.metric]))
+    report = ComparisonReport(rows, {}, how.options.for_deterministic(MEMORY_METRIC, floor),
+                              list(problems), parts[0].method)
+    report.recount()
+    return report
+
+
+def judged_deterministic(report: ComparisonReport) -> list[str]:
+    """The deterministic metrics a report judged (its own, instructions, memory figures):
+    those whose A/A spread is the test's and goes into the noise book."""
+    out = [r.metric for sub in (report, report.instructions, report.memory)
+           if sub is not None for r in sub.rows if deterministic(r.metric)]
+    return list(dict.fromkeys(out))
+
+
 def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> ComparisonReport:
     """The verdict of every test of these runs (module doc)."""
+    if how.options.metric == MEMORY_METRIC:
+        memory = judge_memory(runs, how, problems)
+        return memory or _judge_metric(runs, how.options, how, list(problems))
     report = _judge_metric(runs, how.options, how, list(problems))
+    report.memory = judge_memory(runs, how)
     if how.options.metric != INSTRUCTIONS_METRIC and \
             INSTRUCTIONS_METRIC in metrics_present(runs):
         floor = how.instructions_floor_pct
-        options = replace(how.options, metric=INSTRUCTIONS_METRIC,
-                          noise_floor_pct=default_noise_floor(INSTRUCTIONS_METRIC)
-                          if floor is None else floor, floors={}, spreads={},
-                          default_spread=0.0, floor_note="")
+        options = how.options.for_deterministic(
+            INSTRUCTIONS_METRIC, default_noise_floor(INSTRUCTIONS_METRIC) if floor is None
+            else floor)
         report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
         mark_suspect(report)
     judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if report.instructions else [])}

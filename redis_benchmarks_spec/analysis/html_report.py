@@ -17,7 +17,9 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report
 from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
+from redis_benchmarks_spec.analysis.memory_report import section_memory
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
+from redis_benchmarks_spec.analysis.rate_curve import section_rate_curves
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
@@ -67,7 +69,7 @@ def _verdict_row(row: Comparison) -> str:
     p = "–" if row.p_adjusted is None else plain_p(row.p_adjusted)
     verdict = f'<span class="{esc(row.verdict)}">{esc(row.verdict)}</span>'
     needed = "" if row.runs_needed is None else str(row.runs_needed)
-    cells = [f'<a href="#t-{esc(row.test)}">{esc(row.test)}</a>',
+    cells = [f'<a href="#t-{esc(row.test)}">{esc(report.label(row))}</a>',
              f"{row.n_baseline} / {row.n_comparison}", _pct(row.median_ratio_pct),
              esc(report.change_cell(row)), ci, p, verdict, needed, esc(row.reason)]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
@@ -225,7 +227,8 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
 
 
 SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_sweeps,
-                           section_tests, section_history, section_problems]
+                           section_rate_curves, section_memory, section_tests, section_history,
+                           section_problems]
 
 
 def render(data: ReportData, out_dir: Path, sections: list[Section] | None = None) -> str:

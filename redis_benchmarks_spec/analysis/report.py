@@ -29,6 +29,7 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, sho
 from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
 from redis_benchmarks_spec.common.numbers import plain, plain_p
+from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green", SUSPECT: "bold yellow",
                  UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
@@ -260,7 +261,7 @@ def _rich_table(report: ComparisonReport, context: CompareContext | None) -> Tab
     for row in _ordered(report):
         style = VERDICT_STYLE.get(row.verdict, "")
         why = "" if row.verdict == NO_CHANGE else escape(row.reason)
-        table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
+        table.add_row(escape(label(row)), _n(row), _num(row.baseline_median),
                       _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
                       _p(row), _cv(row), _spread(row), f"[{style}]{row.verdict}[/]",
                       _needed(row) if row.verdict in (UNKNOWN, BUSY) else "", why)
@@ -280,9 +281,14 @@ def hosts_rich_table(context: CompareContext | None) -> Table | None:
     return table
 
 
+def label(row: Comparison) -> str:
+    """The row's test, and its figure when the row is one of a memory table's."""
+    return f"{row.test}: {row.metric}" if row.metric in MEMORY_METRICS else row.test
+
+
 def _ordered(report: ComparisonReport) -> list[Comparison]:
     rank = {REGRESSION: 0, IMPROVEMENT: 1, SUSPECT: 2, BUSY: 3, UNKNOWN: 4, NO_CHANGE: 5}
-    return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
+    return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), label(r)))
 
 
 # --- markdown ------------------------------------------------------------------------------
@@ -322,7 +328,7 @@ MD_HEADER = ["Test", "n b / c", "Baseline median", "Comparison median", "Median 
 
 
 def _md_row(row: Comparison) -> list[str]:
-    return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
+    return [f"`{label(row)}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
             _ratio(row), _change(row), _ci(row), _p(row), _cv(row), _spread(row), row.verdict]
 
 
@@ -418,6 +424,8 @@ def to_markdown(report: ComparisonReport, title: str = "Benchmark comparison") -
     first) with its summary, regressions, improvements, unknowns; a hidden metric is said."""
     lines = [f"## {title}", "", *markdown_header(report.context)]
     lines += metrics_markdown(report)
+    if report.memory is not None:
+        lines += memory_markdown(report.memory)
     return "\n".join(lines)
 
 
@@ -435,6 +443,14 @@ def metrics_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
         lines += metric_markdown(other, level)
     note = hidden_note(report)
     return lines + ([f"> {note}", ""] if note else [])
+
+
+def memory_markdown(report: ComparisonReport, level: str = "###") -> list[str]:
+    """The same runs judged on the memory each figure took after the preload."""
+    title = (f"{level} Memory after the preload (noise floor "
+             f"±{report.options.noise_floor_pct:g}%)")
+    return [title, "", summary_markdown(report), "",
+            *markdown_verdicts(report, level + "#"), f"<sub>{_footnote(report)}</sub>", ""]
 
 
 def metric_markdown(report: ComparisonReport, level: str = "###") -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
+from redis_benchmarks_spec.results.memory import is_dataset_memory
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
@@ -41,8 +42,10 @@ class ABRun:
 
 
 def deterministic(metric: str) -> bool:
-    """Instruction counts: foreign load on the host does not move them."""
-    return bool(_DETERMINISTIC.search(metric))
+    """Instruction counts and the memory a preloaded dataset takes (``results.memory``;
+    ``memory``: all of those figures): foreign load on the host does not move them."""
+    return bool(_DETERMINISTIC.search(metric)) or is_dataset_memory(metric) or \
+        metric == "memory"
 
 
 def disturbed(doc: RunResult) -> bool:

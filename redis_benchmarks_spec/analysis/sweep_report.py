@@ -145,7 +145,8 @@ def section_sweeps(data: ReportData, out_dir: Path) -> str:
     """Every swept test of the report's runs; empty when nothing was swept."""
     runs = [r for side in data.sides for group in side.runs.values() for r in group]
     runs += [r for side in data.sides for r in side.failed]
-    curves = [c for c in sweep_curves(runs) if c.points]
+    # a rate sweep is drawn against its achieved rate (analysis/rate_curve.py)
+    curves = [c for c in sweep_curves(runs) if c.points and c.param != "rate"]
     if not curves:
         return ""
     parts = ['<section id="sweeps"><h2>Sweeps</h2>']

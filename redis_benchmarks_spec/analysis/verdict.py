@@ -51,9 +51,12 @@ MIN_POINTS_FOR_SINGLE_POINT_RULE = 3
 SINGLE_POINT_ROBUST_SDS = 3.0
 
 # latency-like names: Latency, Percentile_Latencies, p50.00, p99_latency_ms, usec, msec;
-# and work counts: instructions_per_op, instructions_per_call.SET
-_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions",
-                              re.IGNORECASE)
+# and work counts: instructions_per_op, instructions_per_call.SET; memory (used_memory,
+# bytes_per_key, allocator_frag_ratio, allocator_resident); and server timings
+# (ReplicationFullSync...Seconds, rdb_last_bgsave_time_sec, aof_last_rewrite_time_sec)
+_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions|"
+                              r"memory|bytes_per_key|frag_ratio|allocator_|FullSync.*Seconds|"
+                              r"_time_sec$", re.IGNORECASE)
 _INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
 #: a timed metric's floor on a host without a calibration of that test (or its family):
 #: real A/A sessions on quiet cloud guests moved by up to 5 % (issue 28), so less is not safe
@@ -118,6 +121,12 @@ class CompareOptions:
                        floor_note=(noise.note if noise and noise.note else
                                    "no calibration of this host: the uncalibrated floor and "
                                    f"an assumed pair spread of {100 * UNCALIBRATED_PAIR_SD:g} %"))
+
+    def for_deterministic(self, metric: str, floor_pct: float) -> CompareOptions:
+        """These options judging a deterministic metric (instruction counts, dataset
+        memory): its own floor, and none of a timed metric's host noise."""
+        return replace(self, metric=metric, noise_floor_pct=floor_pct, floors={}, spreads={},
+                       default_spread=0.0, floor_note="")
 
     def floor_of(self, test: str) -> float:
         """The noise floor that judges ``test``."""

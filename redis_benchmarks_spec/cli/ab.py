@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
-from redis_benchmarks_spec.analysis.engine import SessionPriors
+from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors, judged_deterministic
 from redis_benchmarks_spec.analysis.noise import (
     NoiseBook,
     families_of_runs,
@@ -54,6 +54,7 @@ DEFAULT_REPETITIONS = 10
 #: first round of --until-decided: the t interval needs 5 pairs, 6 leave a spare
 DEFAULT_FIRST_ROUND = 6
 DEFAULT_MAX_PAIRS = 40
+MEMORY_REPETITIONS = 5
 
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
@@ -157,13 +158,13 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
     platform = ab.session.context.platform
     recorded = 0
     families = families_of_runs(result.runs)
-    # instruction counts pool as priors; a timed metric's offsets set its floors (noise.py)
-    for sub in [result.report, result.report.instructions]:
-        if sub is None:
-            continue
-        for test, pairs in pair_runs(result.runs, sub.options.metric,
-                                         keep_disturbed=True).items():
-            recorded += book.record(test, sub.options.metric, platform, pairs.pairs,
+    # deterministic metrics (instructions, memory figures) pool as priors; a timed metric's
+    # offsets and spread set its floor and least spread on this host (analysis/noise.py)
+    timed = [] if result.report.options.metric == MEMORY_METRIC else \
+        [result.report.options.metric]
+    for metric in dict.fromkeys([*timed, *judged_deterministic(result.report)]):
+        for test, pairs in pair_runs(result.runs, metric, keep_disturbed=True).items():
+            recorded += book.record(test, metric, platform, pairs.pairs,
                                     families.get(test, "")) is not None
     if recorded:
         noise_file.save(book)
@@ -175,6 +176,8 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
           priors: SessionPriors) -> ABSessionPlan:
     default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
+    if config.memory_only:  # deterministic: the t interval's 5 pairs decide
+        default = MEMORY_REPETITIONS
     repetitions = args.repetitions or default
     ab = ABConfig(
         session=config,
@@ -182,8 +185,10 @@ def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
         comparison=Side("comparison", args.comparison_server,
                         shlex.split(args.comparison_server_args)),
         repetitions=repetitions)
+    metric = MEMORY_METRIC if config.memory_only else \
+        args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC)
     plan = ABSessionPlan(
-        ab, suites, metric=args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC),
+        ab, suites, metric=metric,
         alpha=args.alpha, noise_floor_pct=args.noise_floor,
         instructions_floor_pct=args.instructions_noise_floor,
         max_pairs=max_pairs(args, repetitions), priors=priors,
@@ -254,6 +259,8 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     _record_aa(console, book, plan.config, result)
     write_report(report, args.format, None)
     out = make_console(stderr=args.format != "table")  # results on stdout, as rbs run
+    if report.memory is not None and args.format == "table":
+        write_report(report.memory, "table", None)
     _profiles(out, config, result)
     out.print(f"results: {escape(str(config.results_dir))}", highlight=False, soft_wrap=True)
     if args.html:

@@ -48,13 +48,25 @@ def _num(value: float | None, fmt: str) -> str:
 def _columns(rows: list[Row]) -> list[tuple[str, str, str]]:
     """(header, Row attribute, format) shown for these rows: a latency column only when
     some tool measured it (redis-benchmark has p95 and max, memtier p99.9)."""
-    cols = [("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
+    cols = [("offered/sec", "offered_rps", ",.0f"),
+            ("ops/sec", "ops_per_sec", ",.0f"), ("p50 ms", "p50_ms", ".3f"),
             ("p95 ms", "p95_ms", ".3f"), ("p99 ms", "p99_ms", ".3f"),
-            ("p99.9 ms", "p999_ms", ".3f"), ("max ms", "max_ms", ".3f")]
+            ("p99 corrected ms", "p99_corrected_ms", ".3f"),
+            ("p99.9 ms", "p999_ms", ".3f"),
+            ("p99.9 corrected ms", "p999_corrected_ms", ".3f"), ("max ms", "max_ms", ".3f")]
     always = {"ops_per_sec", "p50_ms", "p99_ms"}
+    if rows and all(r.ops_per_sec is None and r.used_memory is not None for r in rows):
+        return _MEMORY_COLUMNS  # rbs run --memory-only: no load ran
     cols = [c for c in cols if c[1] in always or any(getattr(r, c[1]) is not None for r in rows)]
     return cols + [("client cpu %", "client_cpu_pct", ".0f"),
                    ("server cpu %", "server_cpu_pct", ".0f")]
+
+
+_MEMORY_COLUMNS = [("used_memory", "used_memory", ",.0f"),
+                   ("dataset", "used_memory_dataset", ",.0f"),
+                   ("overhead", "used_memory_overhead", ",.0f"),
+                   ("bytes/key", "bytes_per_key", ",.1f"),
+                   ("allocator frag", "allocator_frag_ratio", ".3f")]
 
 
 def _which(rows: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:

@@ -46,6 +46,7 @@ from redis_benchmarks_spec.cli.sweep import (
     add_sweep_args,
     check_sweep,
     check_sweep_points,
+    paced_suites,
     report_sweep,
 )
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -106,6 +107,10 @@ def add_tool_args(p: argparse.ArgumentParser) -> None:
                         "LD_LIBRARY_PATH=/opt/lib; servers otherwise get none of ours")
     g.add_argument("--test-time", type=int, default=None,
                    help="seconds per test, overriding each suite's duration (quick runs)")
+    g.add_argument("--memory-only", action="store_true",
+                   help="run each suite's preload and measure memory (INFO memory, MEMORY "
+                        "STATS), without the load; with --baseline-server/--comparison-server "
+                        "an A/B of memory")
     g.add_argument("--launcher", choices=["process", "docker"], default="process",
                    help="start redis-server as a local process or in a Docker container")
     g.add_argument("--cpus", default=None,
@@ -243,7 +248,8 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
         thresholds=SaturationThresholds(args.client_bound_client_pct,
                                         args.client_bound_server_pct),
         window=window_options(args), client_host=client_host_from_args(args),
-        server_env=server_env_arg(args))
+        server_env=server_env_arg(args),
+        memory_only=args.memory_only)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -330,6 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     out = make_console(stderr=args.format != "table")
     suites, skipped = select_suites(args, console)
+    suites = paced_suites(args, suites)
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
     say_first_topology(console, config, suites)

@@ -44,6 +44,7 @@ def check_run_args(args: argparse.Namespace) -> None:
     if server_env_arg(args) and args.launcher != "process":
         raise UsageError("--server-env", "applies to servers started as processes",
                          "drop it, or use --launcher process")
+    _check_memory_only(args)
     if args.datasink_data_dir is not None:
         checks.writable_dir("--datasink-data-dir", args.datasink_data_dir)
 
@@ -55,6 +56,16 @@ def server_env_arg(args: argparse.Namespace) -> dict[str, str]:
     except ServerEnvError as exc:
         raise UsageError("--server-env", str(exc), "e.g. --server-env LD_LIBRARY_PATH=/opt/lib") \
             from None
+def _check_memory_only(args: argparse.Namespace) -> None:
+    """``--memory-only`` runs no load: flags about the load make no sense with it."""
+    if not args.memory_only:
+        return
+    for flag, given in (("--sweep", args.sweep), ("--profilers", args.profilers),
+                        ("--metric", args.metric), ("--until-decided", args.until_decided),
+                        ("--client-host", args.client_host)):
+        if given:
+            raise UsageError(flag, "not used with --memory-only (no load runs)",
+                             "leave one of them out")
 
 
 RESULTS_ROOT = Path("results")

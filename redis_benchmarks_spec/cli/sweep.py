@@ -10,11 +10,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from redis_benchmarks_spec.analysis.rate_curve import RatePoint, rate_curves
 from redis_benchmarks_spec.analysis.sweep import SWEEP_PERCENTILES, SweepCurve, sweep_curves
 from redis_benchmarks_spec.cli.console import print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.loadgen.pacing import PacingError
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.runner import rate_sweep
 from redis_benchmarks_spec.runner.concurrency import PointRule
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.runner.sweep import PARAMS, Sweep, SweepError, parse_sweep, plan_points
@@ -29,6 +32,10 @@ def add_sweep_args(p: argparse.ArgumentParser) -> None:
                    help=f"run the selection once per value of one parameter "
                         f"({', '.join(PARAMS)}), e.g. connections=1,64,1000,10000; prints "
                         f"throughput and latency per value and names the knee")
+    g.add_argument("--rate", type=float, default=None, metavar="N",
+                   help="offer N requests/s in all (memtier suites: --rate-limiting N / "
+                        "connections each) and record offered and achieved rates; latency "
+                        "at that load instead of at saturation")
     g.add_argument("--min-requests-per-connection", type=int, metavar="M",
                    default=RULE.min_requests_per_connection,
                    help="clients/connections sweeps: each point runs until every connection "
@@ -109,6 +116,22 @@ def curve_table(curve: SweepCurve) -> Table:
     return table
 
 
+def rate_table(test: str, points: list[RatePoint]) -> Table:
+    """A rate sweep's points: offered and achieved rate, measured and corrected latency."""
+    table = Table(title=f"{escape(test)}: latency at fixed rates (corrected: for "
+                        "coordinated omission)")
+    for col in ("rate", "offered/s", "achieved/s", "achieved %", "p50 ms", "p99 ms",
+                "p99.9 ms", "p99 corrected ms", "p99.9 corrected ms", ""):
+        table.add_column(col, justify="right")
+    for p in points:
+        share = f"{p.achieved / p.offered * 100:.0f}%" if p.offered else "–"
+        table.add_row(escape(p.label), f"{p.offered:,.0f}", f"{p.achieved:,.0f}", share,
+                      *(_ms(p.uncorrected.get(q)) for q in ("p50.00", "p99.00", "p99.90")),
+                      *(_ms(p.corrected.get(q)) for q in ("p99.00", "p99.90")),
+                      "saturated" if p.saturated else "")
+    return table
+
+
 def limits_lines(results: list[RunResult]) -> list[str]:
     """One line per point of a clients/connections sweep: what was raised for it."""
     lines, seen = [], set()
@@ -133,7 +156,11 @@ def report_sweep(console: Console, config: SessionConfig, results: list[RunResul
     """A table per swept test with its knee, the limits raised; ``sweep.json`` in the
     session folder."""
     curves = sweep_curves(results)
+    for test, points in rate_curves(results).items():
+        print_table(console, rate_table(test, points))
     for curve in curves:
+        if curve.param == "rate":
+            continue  # the rate table above: against the achieved rate, no knee
         print_table(console, curve_table(curve))
         knee = f"{curve.param}={plain(curve.knee.value)}" if curve.knee.value is not None \
             else "none"
@@ -147,3 +174,25 @@ def report_sweep(console: Console, config: SessionConfig, results: list[RunResul
         console.print(escape(line), highlight=False, soft_wrap=True)
     (config.results_dir / "sweep.json").write_text(
         json.dumps([c.to_dict() for c in curves], indent=2))
+
+
+def paced_suites(args: argparse.Namespace, suites: list[Suite]) -> list[Suite]:
+    """The selection paced to ``--rate`` (unchanged without it); raises
+    :class:`UsageError` naming a suite that cannot be paced."""
+    if args.rate is None:
+        return suites
+    if args.sweep:
+        raise UsageError(f"--rate {args.rate:g}", "not with --sweep",
+                         "sweep the rate itself: --sweep rate=N1,N2,...")
+    if not 0 < args.rate <= rate_sweep.MAX_RATE:
+        raise UsageError(f"--rate {args.rate:g}", "must be above 0 and at most "
+                         f"{rate_sweep.MAX_RATE:,} requests/s")
+    for suite in suites:
+        problem = rate_sweep.pacing_problem(suite)
+        if problem:
+            raise UsageError(f"--rate {args.rate:g}", problem, "select memtier suites")
+    try:
+        return [rate_sweep.paced_suite(s, args.rate) for s in suites]
+    except PacingError as exc:
+        raise UsageError(f"--rate {args.rate:g}", str(exc), "offer more, or use fewer "
+                         "connections") from None

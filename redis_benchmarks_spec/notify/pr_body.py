@@ -20,6 +20,7 @@ from redis_benchmarks_spec.analysis.report import (
     footnote,
     markdown_header,
     md_code,
+    memory_markdown,
     metrics_markdown,
 )
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
@@ -83,6 +84,8 @@ def _section_lines(section: Section) -> list[str]:
     report = ComparisonReport.from_dict(section.report)
     lines += [*markdown_header(report.context), *_sequential_lines(section, report)]
     lines += metrics_markdown(report, level="####")  # the most decided metric first
+    if report.memory is not None:
+        lines += memory_markdown(report.memory, level="####")
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"

@@ -135,6 +135,8 @@ class DeploymentRecord:
     io_threads: int | None = None
     setup_s: float | None = None  # nodes up, cluster formed (replica sync not included)
     full_sync_s: list[float] = field(default_factory=list)  # per replica, REPLICAOF to link up
+    # per replica, a full sync of the preloaded dataset (runner/replication.resync)
+    preloaded_sync_s: list[float] = field(default_factory=list)
     nodes: list[NodeRecord] = field(default_factory=list)
 
     @classmethod
@@ -199,6 +201,14 @@ class RunResult:
     # how the client tools authenticated when the server needed a password: the throwaway
     # ACL user made for the run (runner/run_user.py), or why the suite's password was used
     client_credential: str = ""
+    # the deployment's memory after the preload and after the run: each moment's primaries'
+    # totals and every node's figures (results/memory.py); the after-preload totals are
+    # also metrics under INFO's names
+    memory: dict[str, Any] = field(default_factory=dict)
+    # a paced run (--rate, --sweep rate=...): offered_rps, achieved_rps, connections,
+    # saturated, and latency percentiles uncorrected (the tool's) and corrected for
+    # coordinated omission (loadgen/pacing.py); empty for a closed-loop run
+    rate: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis_benchmarks_spec.results import memory as memory_mod
 from redis_benchmarks_spec.results.document import DeploymentRecord, RunResult
 from redis_benchmarks_spec.results.profile import ProfileSummary, RunTelemetry
 
@@ -54,6 +55,40 @@ class DerivedMetrics:
 
     values: dict[str, float] = field(default_factory=dict)
     paths: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MemoryRecord:
+    """The deployment's memory after the preload and, when the load ran, after the run."""
+
+    after_preload: memory_mod.MemorySnapshot | None = None
+    after_run: memory_mod.MemorySnapshot | None = None
+
+
+def add_memory(result: RunResult, record: MemoryRecord) -> None:
+    """Both moments into ``result.memory``, their totals into the metrics (never over a
+    metric the exporter found); calling it again after the exporter's metrics are set adds
+    them back."""
+    moments = ((memory_mod.AFTER_PRELOAD, record.after_preload, ""),
+               (memory_mod.AFTER_RUN, record.after_run, memory_mod.AFTER_RUN_SUFFIX))
+    for moment, snapshot, suffix in moments:
+        if snapshot is None:
+            continue
+        result.memory[moment] = snapshot.to_dict()
+        for name, value in snapshot.metrics(suffix).items():
+            result.metrics.setdefault(name, value)
+
+
+def add_rate(result: RunResult, record: dict[str, Any], note: str) -> None:
+    """A paced run's record (``loadgen/pacing.py``); its offered and achieved rates become
+    metrics too, and a saturated point is flagged with ``note`` saying why."""
+    if not record:
+        return
+    result.rate = record
+    for name in ("offered_rps", "achieved_rps"):
+        result.metrics.setdefault(name, float(record[name]))
+    if record.get("saturated"):
+        add_findings(result, Findings(["saturated"], [note]))
 
 
 def add_server_stats(result: RunResult, stats: ServerStats) -> None:

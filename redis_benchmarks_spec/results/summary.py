@@ -9,10 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redis_benchmarks_spec.results.document import STATUS_OK, RunResult
+from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p95_ms", "p99_ms",
                "p999_ms", "max_ms", "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
-               "preload_duration_s", "reason", "repetition", "sweep_param", "sweep_value"]
+               "preload_duration_s", "reason", "repetition", "sweep_param", "sweep_value",
+               *MEMORY_METRICS, "offered_rps", "achieved_rps", "p99_corrected_ms",
+               "p999_corrected_ms"]
 
 
 def session_dir(results_root: Path) -> Path:
@@ -48,6 +51,19 @@ class Row:
     repetition: int | None = None  # round of `rbs run --repetitions` (rep-NN folder)
     sweep_param: str = ""  # `rbs run --sweep clients=...`: the parameter and this run's value
     sweep_value: str = ""
+    # memory after the preload (results/memory.py), named as INFO names it
+    used_memory: float | None = None
+    used_memory_dataset: float | None = None
+    used_memory_overhead: float | None = None
+    allocator_frag_ratio: float | None = None
+    allocator_resident: float | None = None
+    bytes_per_key: float | None = None
+    # a paced run (--rate): the rate offered and achieved, and p99 / p99.9 corrected for
+    # coordinated omission (loadgen/pacing.py)
+    offered_rps: float | None = None
+    achieved_rps: float | None = None
+    p99_corrected_ms: float | None = None
+    p999_corrected_ms: float | None = None
 
 
 def row(result: RunResult) -> Row:
@@ -66,7 +82,16 @@ def row(result: RunResult) -> Row:
         preload_duration_s=result.preload_duration_s,
         reason=result.reason.splitlines()[0] if result.reason else "",
         repetition=result.context.repetition, sweep_param=result.sweep.get("param", ""),
-        sweep_value=result.sweep.get("value", ""))
+        sweep_value=result.sweep.get("value", ""),
+        **{name: result.metrics.get(name) for name in MEMORY_METRICS}, **_rate(result))
+
+
+def _rate(result: RunResult) -> dict[str, float | None]:
+    rate = result.rate
+    corrected = rate.get("latency_ms_corrected", {})
+    return {"offered_rps": rate.get("offered_rps"), "achieved_rps": rate.get("achieved_rps"),
+            "p99_corrected_ms": corrected.get("p99.00"),
+            "p999_corrected_ms": corrected.get("p99.90")}
 
 
 def write_summary(results: list[RunResult], directory: Path) -> tuple[Path, Path]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import context_from_results, side_from_results
-from redis_benchmarks_spec.analysis.engine import Judging, SessionPriors, judge
+from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, Judging, SessionPriors, judge
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
@@ -144,7 +144,8 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
               for r in runs if not r.result.ok]
     how = Judging(plan.options(metric), paired=True, record=record, priors=plan.priors,
                   tests=[t.key for t in tests],
-                  instructions_floor_pct=plan.instructions_floor_pct)
+                  instructions_floor_pct=plan.instructions_floor_pct,
+                  memory_floor_pct=plan.noise_floor_pct if metric == MEMORY_METRIC else None)
     report = judge(runs, how, [*failed, *disturbed_problems([r.result for r in runs], metric)])
     if choice.why and plan.rounds is None:
         report.method = f"{report.method}; metric {metric}: {choice.why}"

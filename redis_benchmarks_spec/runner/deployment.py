@@ -64,6 +64,7 @@ class Deployment:
         self.nodes: list[Node] = []
         self.setup_s: float | None = None
         self.full_sync_s: list[float] = []
+        self.preloaded_sync_s: list[float] = []  # full syncs of the preloaded dataset
         self.linked = False
         self.scratch: Node | None = None
 
@@ -167,6 +168,17 @@ class Deployment:
         self.linked = True
         return self.full_sync_s
 
+    def resync_replicas(self, timeout_s: float = 600.0) -> list[float]:
+        """A timed full sync of the preloaded dataset to each replica
+        (:func:`replication.resync`)."""
+        from redis_benchmarks_spec.runner import replication
+
+        for replica in self.replicas:
+            assert replica.primary is not None
+            self.preloaded_sync_s.append(
+                replication.resync(replica, self.nodes[replica.primary], timeout_s))
+        return self.preloaded_sync_s
+
     def wait_in_sync(self, timeout_s: float = 120.0) -> None:
         """Every replica has applied everything its primary wrote so far."""
         from redis_benchmarks_spec.runner import replication
@@ -196,7 +208,8 @@ class Deployment:
             name=topo.name, type=topo.type, launcher=self.spec.launcher_name,
             primaries=topo.primaries, replicas=topo.replicas,
             io_threads=topo.io_threads, setup_s=self.setup_s,
-            full_sync_s=list(self.full_sync_s), nodes=[n.record() for n in self.nodes])
+            full_sync_s=list(self.full_sync_s), preloaded_sync_s=list(self.preloaded_sync_s),
+            nodes=[n.record() for n in self.nodes])
 
 
 def _quiesce(node: Node, timeout_s: float = 30.0) -> None:

@@ -38,9 +38,13 @@ def prepare(deployment: Deployment, db: DbConfig, on_node: Prepare,
         duration = on_node(deployment.entry)
     if deployment.replicas:
         if before_replica:
-            deployment.link_replicas()
+            deployment.link_replicas()  # that sync carried the dataset: its time is the one
+            deployment.preloaded_sync_s = list(deployment.full_sync_s)
         deployment.wait_in_sync()
         _check_replica_keyspace(deployment, db.keyspacelen)
+        if not before_replica:
+            deployment.resync_replicas()
+            deployment.wait_in_sync()
     return duration
 
 

@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
+from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
@@ -108,6 +109,7 @@ class RunEnv:
     point: PointSetup | None = None  # a concurrency point's rule and limits (its record)
     # the platform's client host: tools run there over SSH; None: here, over loopback
     client_host: ClientHostConfig | None = None
+    memory_only: bool = False  # preload and memory only: no warm-up, no client run
 
     @property
     def timing(self) -> ClientTiming:
@@ -198,7 +200,7 @@ class SuiteRun:
 
     def _execute(self) -> None:
         suite, env, result = self.suite, self.env, self.result
-        drivers = [env.drivers[c.tool] for c in suite.clientconfigs]
+        drivers = [] if env.memory_only else [env.drivers[c.tool] for c in suite.clientconfigs]
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
         topo = self.topology
@@ -215,6 +217,12 @@ class SuiteRun:
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
         result.network = self.clients.network(server.host, server.port)
         result.preload_duration_s = self._prepare_deployment(plan)
+        memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
+        stages.add_memory(result, memory)  # a run that fails later keeps it
+        if env.memory_only:
+            before = node_stats.snapshot(deployment)
+            result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
+            return
         # the tools take a password only in argv: a throwaway user's (runner/run_user.py)
         target, self.run_user, result.client_credential = run_user.for_tools(
             [n.client() for n in deployment.primaries], target)
@@ -238,6 +246,7 @@ class SuiteRun:
         # replicas apply the run's writes asynchronously: their deltas count once caught up
         deployment.wait_in_sync()
         after = node_stats.snapshot(deployment)
+        memory.after_run = node_stats.memory_snapshot(deployment)
         stages.add_server_stats(result, node_stats.server_stats(deployment, before, after,
                                                                 result.deployment))
         totals = node_stats.replication_metrics(deployment, before, after)
@@ -245,10 +254,14 @@ class SuiteRun:
         persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
         _finish_result(self.suite, result, tool_result)
+        stages.add_memory(result, memory)
+        paced = pacing.rate_record(result.argv, tool_result)
+        stages.add_rate(result, paced, pacing.saturation_note(paced))
         if env.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
             stages.add_concurrency(result, *env.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))
         stages.add_derived(result, server_cpu(result.info_delta))
+        stages.add_derived(result, stages.DerivedMetrics(node_stats.persistence_metrics(after)))
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
         stages.add_findings(result, weigh_tool_notes(

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.results import memory
 from redis_benchmarks_spec.results.document import DeploymentRecord
 from redis_benchmarks_spec.results.stages import ServerStats
 from redis_benchmarks_spec.runner.deployment import Deployment
 from redis_benchmarks_spec.runner.node import PRIMARY
 from redis_benchmarks_spec.telemetry import info as info_mod
+from redis_benchmarks_spec.telemetry.memory import node_memory
 
 # gauges that add up over nodes; other gauges (ratios) are averaged
 _SUMMED_GAUGES = ("used_memory", "used_memory_rss", "connected_clients")
 FULL_SYNC_METRIC = "ReplicationFullSyncSecondsV2"
 FULL_SYNC_COUNT_METRIC = "ReplicationFullSyncCountDuringBench"
+#: the slowest replica's full sync of the preloaded dataset (before the run)
+PRELOADED_SYNC_METRIC = "ReplicationFullSyncPreloadedSeconds"
 
 
 @dataclass
@@ -101,4 +105,33 @@ def replication_metrics(deployment: Deployment, before: NodeSnapshots,
     out = {FULL_SYNC_COUNT_METRIC: float(during)}
     if deployment.full_sync_s:
         out[FULL_SYNC_METRIC] = max(deployment.full_sync_s)
+    if deployment.preloaded_sync_s:
+        out[PRELOADED_SYNC_METRIC] = max(deployment.preloaded_sync_s)
+    return out
+
+
+def persistence_metrics(after: NodeSnapshots) -> dict[str, float]:
+    """The entry node's latest fork and save or rewrite times (INFO persistence and stats)
+    when it forked during the test (a persistent topology, a BGSAVE suite); else {}."""
+    info = after.entry.info
+    if int(info.get("latest_fork_usec", 0) or 0) <= 0:
+        return {}
+    out = {"latest_fork_usec": float(info["latest_fork_usec"])}
+    for name in ("rdb_last_bgsave_time_sec", "aof_last_rewrite_time_sec"):
+        if int(info.get(name, -1)) >= 0:
+            out[name] = float(info[name])
+    return out
+
+
+def memory_snapshot(deployment: Deployment) -> memory.MemorySnapshot:
+    """Every node's memory (with its index, role and port) and the primaries' totals."""
+    out = memory.MemorySnapshot()
+    primaries = []
+    for node in deployment.nodes:
+        figures = node_memory(node.stats_client())
+        out.nodes.append({"index": node.index, "role": node.role, "port": node.port,
+                          **figures})
+        if node.role == PRIMARY:
+            primaries.append(figures)
+    out.totals = memory.total(primaries)
     return out

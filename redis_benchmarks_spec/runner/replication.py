@@ -84,3 +84,20 @@ def full_syncs(primary: Node) -> int:
     """``sync_full`` of a primary: full syncs it served so far."""
     with primary.client(timeout=10) as client:
         return int(client.info("stats").get("sync_full", 0))
+
+
+def resync(replica: Node, primary: Node, timeout_s: float) -> float:
+    """A full sync of the primary's current dataset to ``replica``, timed as :func:`link`:
+    ``REPLICAOF NO ONE`` gives the replica a replication id of its own, so the primary
+    cannot serve it a partial resync (checked on the primary's ``sync_full``)."""
+    served = full_syncs(primary)
+    try:
+        with replica.client(timeout=10) as client:
+            client.execute_command("REPLICAOF", "NO", "ONE")
+    except redis.RedisError as exc:
+        raise ReplicationError(f"{replica.name}: REPLICAOF NO ONE failed: {exc}") from exc
+    seconds = link(replica, primary, timeout_s)
+    if full_syncs(primary) <= served:
+        raise ReplicationError(f"{replica.name} resynced from {primary.name} without a full "
+                               "sync (sync_full did not grow): its time is not a full sync's")
+    return seconds

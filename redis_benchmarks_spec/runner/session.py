@@ -65,6 +65,8 @@ class SessionConfig:
     sweep: dict[str, str] = field(default_factory=dict)
     # the tools run on this host over SSH (runner/client_host.py); None: here, loopback
     client_host: ClientHostConfig | None = None
+    # preload and measure memory only: no warm-up, no client run (``rbs run --memory-only``)
+    memory_only: bool = False
 
 
 @dataclass
@@ -91,7 +93,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
         for name in names:
             topo = catalogue.get(name)
             reason = _capability_skip_reason(suite, config.capabilities) or \
-                _skip_reason(suite, topo, name, tools) or \
+                _skip_reason(suite, topo, name, tools, config.memory_only) or \
                 _cpu_skip_reason(suite, topo, allocator, remote)
             planned.append(PlannedTest(suite, topo, reason, name))
     return planned
@@ -122,14 +124,15 @@ def _capability_skip_reason(suite: Suite, offered: frozenset[str] | None) -> str
            f"(offered: {', '.join(sorted(offered or ())) or 'none'}; --capability)"
 
 
-def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPaths) -> str:
+def _skip_reason(suite: Suite, topo: Topology | None, name: str, tools: ToolPaths,
+                 memory_only: bool = False) -> str:
     if topo is None:
         return f"topology {name!r} is not in the topologies catalogue"
     unsupported = topo.unsupported_reason()
     if unsupported:
         return unsupported
     # clientconfigs run together: every one of their tools must be present
-    for tool in suite.tools:
+    for tool in () if memory_only else suite.tools:
         reason = tools.unavailable(tool)
         if reason:
             return reason
@@ -190,7 +193,7 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         preload_timeout_s=config.preload_timeout_s,
         dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
         launcher_kind=config.launcher, sweep=config.sweep, point=config.point,
-        client_host=config.client_host)
+        client_host=config.client_host, memory_only=config.memory_only)
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],

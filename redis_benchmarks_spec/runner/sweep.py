@@ -20,9 +20,10 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from redis_benchmarks_spec.loadgen.pacing import PacingError
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
-from redis_benchmarks_spec.runner import knobs
+from redis_benchmarks_spec.runner import knobs, rate_sweep
 from redis_benchmarks_spec.runner.concurrency import (
     ConcurrencyError,
     PointLimits,
@@ -43,7 +44,7 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
     "datasize": {"redis-benchmark": ("-d",), "memtier_benchmark": ("-d", "--data-size")},
 }
 CONCURRENCY = ("clients", "connections")
-PARAMS = (*FLAGS, "connections", *knobs.KNOBS)
+PARAMS = (*FLAGS, "connections", "rate", *knobs.KNOBS)
 ALIASES = {"data-size": "datasize", "data_size": "datasize", "conns": "connections",
            "server_cpus": "server-cpus", "io_threads": "io-threads"}
 MAX_VALUE = 1_000_000
@@ -61,7 +62,11 @@ class Sweep:
 
 
 def parse_sweep(text: str, rule: PointRule | None = None) -> Sweep:
-    """``clients=1,8,64`` (positive increasing integers), or ``governor=NAME,NAME``."""
+    """``clients=1,8,64`` (positive increasing integers), ``governor=NAME,NAME``, or
+    ``rate=5000,10000`` / ``rate=10%,50%`` (:mod:`runner.rate_sweep`)."""
+    head, _, rest = text.partition("=")
+    if head.strip().lower() == "rate":
+        return _rate_sweep(rest, rule)
     match = re.fullmatch(r"\s*([A-Za-z_-]+)\s*=\s*([A-Za-z0-9,\s_-]+)", text)
     if not match:
         raise SweepError("expected PARAM=V1,V2,... e.g. clients=1,8,64")
@@ -79,6 +84,16 @@ def parse_sweep(text: str, rule: PointRule | None = None) -> Sweep:
         if reason:
             raise SweepError(f"{param}={value} is not available on this host: {reason}")
     return Sweep(param, values, rule or PointRule())
+
+
+def _rate_sweep(text: str, rule: PointRule | None) -> Sweep:
+    words = text.replace(" ", "").split(",")
+    if len(words) < 2:
+        raise SweepError("give at least 2 values")
+    try:
+        return Sweep("rate", rate_sweep.parse_rates(words), rule or PointRule())
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def _numbers(words: list[str]) -> tuple[int, ...]:
@@ -142,6 +157,9 @@ def swept_suite(suite: Suite, param: str, value: int | str) -> Suite:
     """The suite with every clientconfig's ``param`` set to ``value`` (knobs: unchanged)."""
     if param in knobs.KNOBS:
         return suite
+    if param == "rate":
+        return suite if rate_sweep.is_percent(str(value)) else \
+            rate_sweep.paced_suite(suite, float(value))
     number = int(value)
     if param == "connections":
         configs = [replace(c, arguments=memtier_connections(c.arguments, number)
@@ -171,7 +189,14 @@ def plan_point(config: SessionConfig, suites: list[Suite], sweep: Sweep,
     place = RunPlace(sweep_param=sweep.param, sweep_value=str(value))
     cfg = replace(config, results_dir=run_folder(config.results_dir, place),
                   sweep={"param": sweep.param, "value": str(value)})
-    swept = [swept_suite(s, sweep.param, value) for s in suites]
+    problems = [rate_sweep.pacing_problem(s, config.topologies) for s in suites] \
+        if sweep.param == "rate" else []
+    if any(problems):
+        raise SweepError(next(p for p in problems if p))
+    try:
+        swept = [swept_suite(s, sweep.param, value) for s in suites]
+    except PacingError as exc:
+        raise SweepError(str(exc)) from None
     if sweep.param in CONCURRENCY:
         return _concurrency_point(cfg, swept, sweep.rule)
     if sweep.param in ("server-cpus", "io-threads"):
@@ -235,6 +260,11 @@ def run_sweep(config: SessionConfig, suites: list[Suite], sweep: Sweep,
               stop: threading.Event | None = None) -> list[RunResult]:
     """Every suite at every value, values in the order given."""
     results: list[RunResult] = []
+    if sweep.param == "rate" and rate_sweep.is_percent(str(sweep.values[0])):
+        return rate_sweep.run_percent_sweep(
+            config, suites, tuple(str(v) for v in sweep.values),
+            lambda cfg, batch: run_suites(cfg, batch, on_result=on_result, stop=stop,
+                                          on_start=on_start))
     for value, point in zip(sweep.values, plan_points(config, suites, sweep)):
         if stop is not None and stop.is_set():
             break

@@ -1,0 +1,94 @@
+"""The memory a deployment holds: one definition of the memory figures, their metric names,
+and how the figures of several nodes add up.
+
+Two moments are kept: **after the preload** (the dataset as the build stores it: the same
+build and dataset give the same bytes, so an A/B judges it like instruction counts) and
+**after the run** (the dataset plus what the load allocated: buffers, new keys, fragmentation
+the workload left). The first moment's figures are the run's metrics under INFO's own names
+(``used_memory``, ``used_memory_dataset``, ...); the second's carry :data:`AFTER_RUN_SUFFIX`.
+
+Figures come from ``INFO memory`` (``used_memory``, ``used_memory_dataset``,
+``used_memory_overhead``, ``allocator_frag_ratio``, ``allocator_resident``,
+``allocator_allocated``, ``allocator_active``) and ``MEMORY STATS`` (``keys.count``,
+``dataset.bytes``); ``bytes_per_key`` is dataset bytes over keys. A deployment's totals add
+up its primaries (a replica holds a copy of its primary's dataset); the fragmentation ratio
+of several primaries is their summed active bytes over their summed allocated bytes, as
+jemalloc computes it for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+USED_MEMORY = "used_memory"
+DATASET = "used_memory_dataset"
+OVERHEAD = "used_memory_overhead"
+FRAG_RATIO = "allocator_frag_ratio"
+RESIDENT = "allocator_resident"
+BYTES_PER_KEY = "bytes_per_key"
+KEYS = "keys"
+#: the metrics an A/B judges (after the preload), in report order
+MEMORY_METRICS = (USED_MEMORY, DATASET, OVERHEAD, FRAG_RATIO, RESIDENT, BYTES_PER_KEY)
+#: INFO memory fields kept per node (besides the metrics): what the ratio is made of
+_RAW_FIELDS = (USED_MEMORY, DATASET, OVERHEAD, RESIDENT, "allocator_allocated",
+               "allocator_active", "used_memory_rss")
+_SUMMED = (*_RAW_FIELDS, KEYS)
+AFTER_PRELOAD = "after_preload"
+AFTER_RUN = "after_run"
+AFTER_RUN_SUFFIX = ".after_run"
+
+
+def is_memory_metric(metric: str) -> bool:
+    """A memory metric of either moment (``used_memory``, ``bytes_per_key.after_run``)."""
+    return metric.removesuffix(AFTER_RUN_SUFFIX) in MEMORY_METRICS
+
+
+def is_dataset_memory(metric: str) -> bool:
+    """A memory metric taken after the preload: fixed by the build and the dataset."""
+    return metric in MEMORY_METRICS
+
+
+def node_figures(info: Mapping[str, Any], stats: Mapping[str, Any]) -> dict[str, float]:
+    """One node's figures from its ``INFO memory`` and ``MEMORY STATS`` (parsed by
+    redis-py); fields a server does not report are left out."""
+    out = {name: float(info[name]) for name in (*_RAW_FIELDS, FRAG_RATIO) if name in info}
+    if "keys.count" in stats:
+        out[KEYS] = float(stats["keys.count"])
+    if "dataset.bytes" in stats:  # the same number as INFO's, read at the same moment
+        out[DATASET] = float(stats["dataset.bytes"])
+    return _with_per_key(out)
+
+
+def _with_per_key(figures: dict[str, float]) -> dict[str, float]:
+    if figures.get(KEYS) and DATASET in figures:
+        figures[BYTES_PER_KEY] = figures[DATASET] / figures[KEYS]
+    return figures
+
+
+def total(nodes: list[dict[str, float]]) -> dict[str, float]:
+    """The primaries' figures added up (module doc); one node gives its own figures."""
+    if len(nodes) == 1:
+        return dict(nodes[0])
+    out = {name: sum(n[name] for n in nodes) for name in _SUMMED if all(name in n for n in nodes)}
+    if out.get("allocator_allocated") and "allocator_active" in out:
+        out[FRAG_RATIO] = out["allocator_active"] / out["allocator_allocated"]
+    return _with_per_key(out)
+
+
+@dataclass
+class MemorySnapshot:
+    """The memory at one moment: every node's figures (deployment order, with its role) and
+    the primaries' totals."""
+
+    totals: dict[str, float] = field(default_factory=dict)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+
+    def metrics(self, suffix: str = "") -> dict[str, float]:
+        """The totals under their metric names (``suffix`` for the after-run moment)."""
+        return {f"{name}{suffix}": self.totals[name] for name in MEMORY_METRICS
+                if name in self.totals}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"totals": self.totals, "nodes": self.nodes}
