@@ -83,7 +83,7 @@ def test_t_interval_matches_scipy() -> None:
     assert shift.p_value == pytest.approx(sps.ttest_1samp(r, 0.0).pvalue)
 
 
-def test_an_outlying_pair_widens_the_interval_and_two_pairs_use_signed_rank() -> None:
+def test_an_outlying_pair_widens_the_interval_and_few_pairs_use_signed_rank() -> None:
     clean = [(100.0, 90.0 + d) for d in (0.1, -0.3, 0.4, -0.2, 0.2, 0.0)]
     assert paired.best_paired_shift(clean).method == paired.T_METHOD
     disturbed = [*clean, (100.0, 40.0)]
@@ -97,8 +97,11 @@ def test_an_outlying_pair_widens_the_interval_and_two_pairs_use_signed_rank() ->
     # the trimmed mean (the old pick) would have been narrower than the t interval
     trimmed = paired.trimmed_shift(paired.log_ratios(disturbed))
     assert trimmed.high - trimmed.low < wide.high - wide.low
-    assert paired.best_paired_shift(clean[:3]).method == paired.T_METHOD
-    assert not paired.best_paired_shift(clean[:2]).bounded  # signed rank: no interval
+    # 3-4 pairs: the t interval only with something known of the noise (a host's spread)
+    assert not paired.best_paired_shift(clean[:4]).bounded  # signed rank: no interval
+    host = paired.NoisePrior(0.15, 1, "assumed")
+    assert paired.best_paired_shift(clean[:3], least=host).method.startswith(paired.T_METHOD)
+    assert not paired.best_paired_shift(clean[:2], least=host).bounded
 
 
 # --- simulations ---------------------------------------------------------------------------

@@ -56,10 +56,11 @@ __all__ = [
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
                    "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
                    "on log values)")
-PAIRED_METHOD = ("per-pair log ratios: Student t interval and p from 3 pairs (an outlying pair "
-                 "stays in and widens it; for instruction counts with a recorded A/A noise "
-                 "prior, the spread pooled with it), Hodges-Lehmann (Walsh averages) with the "
-                 "exact Wilcoxon signed-rank interval below 3 pairs; each row names its method")
+PAIRED_METHOD = ("per-pair log ratios: Student t interval and p from 5 pairs, or from 3 with "
+                 "a recorded A/A prior (instruction counts, pooled) or the host's spread "
+                 "(timed metrics, never narrower than it); an outlying pair stays in and "
+                 "widens it; below that Hodges-Lehmann (Walsh averages) with the exact "
+                 "Wilcoxon signed-rank interval; each row names its method")
 
 
 @dataclass
