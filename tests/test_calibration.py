@@ -68,14 +68,17 @@ def test_floors_come_from_the_largest_a_a_offset_of_the_test_or_its_family(
 def test_a_row_is_judged_against_its_host_noise_and_says_which() -> None:
     """A quiet calibrated host decides a -3 % change in 4 pairs; the same pairs of a test the
     host never calibrated are judged on the assumed 15 % pair spread and 5 % floor."""
-    pairs = {"a": _pairs(0.965, 0.97, 0.968, 0.966), "b": _pairs(0.965, 0.97, 0.968, 0.966)}
+    four = _pairs(0.965, 0.97, 0.968, 0.966)
+    pairs = {"a": four, "b": [*four, *_pairs(0.967)], "c": four}
     host = HostNoise(floors={"a": 2.0}, spreads={"a": 0.01}, note="from a test")
     rows = {r.test: r for r in compare_paired(pairs, CompareOptions().with_host(host)).rows}
     assert rows["a"].verdict == "REGRESSION" and rows["a"].noise_floor_pct == 2.0
     assert "host's spread (calibrated on this host: 1.0 %)" in rows["a"].method
     assert rows["b"].noise_floor_pct == DEFAULT_NOISE_FLOOR_PCT
     assert rows["b"].verdict == "UNKNOWN" and "assumed: no calibration" in rows["b"].method
-    assert rows["b"].ci_low_pct is not None and rows["b"].ci_low_pct < -20
+    assert rows["b"].ci_low_pct is not None and rows["b"].ci_low_pct < -15
+    # an assumed spread does not let 4 pairs decide: the signed-rank interval, unbounded
+    assert rows["c"].verdict == "UNKNOWN" and rows["c"].ci_low_pct is None
     assert rows["a"].pair_sd_pct is not None and rows["a"].pair_sd_pct < 1.0
     # a session noisier than its host's spread keeps its own, wider interval
     noisy = {"a": _pairs(0.80, 1.1, 0.9, 1.05)}

@@ -92,7 +92,8 @@ def test_a_timed_verdict_against_decided_instructions_is_suspect() -> None:
     base = 100_000.0
     ops = compare_paired({"xadd": [(base, base * r) for r in (0.84, 0.83, 0.85, 0.84, 0.86)]},
                          CompareOptions(noise_floor_pct=2.0))
-    instr = compare_paired({"xadd": [(1000.0, 1000.0 * r) for r in (0.765, 0.766, 0.764)]},
+    instr = compare_paired({"xadd": [(1000.0, 1000.0 * r)
+                                     for r in (0.765, 0.766, 0.764, 0.765, 0.7655)]},
                            CompareOptions(noise_floor_pct=0.5, metric="instructions_per_op"))
     assert ops.rows[0].verdict == REGRESSION and instr.rows[0].verdict == IMPROVEMENT
     ops.instructions = instr

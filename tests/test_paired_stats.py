@@ -99,9 +99,12 @@ def test_an_outlying_pair_widens_the_interval_and_few_pairs_use_signed_rank() ->
     assert trimmed.high - trimmed.low < wide.high - wide.low
     # 3-4 pairs: the t interval only with something known of the noise (a host's spread)
     assert not paired.best_paired_shift(clean[:4]).bounded  # signed rank: no interval
-    host = paired.NoisePrior(0.15, 1, "assumed")
+    host = paired.NoisePrior(0.15, 1, "calibrated")
     assert paired.best_paired_shift(clean[:3], least=host).method.startswith(paired.T_METHOD)
     assert not paired.best_paired_shift(clean[:2], least=host).bounded
+    # a spread only assumed (no calibration) widens but does not let 3-4 pairs decide
+    assumed = paired.NoisePrior(0.15, 1, "assumed", measured=False)
+    assert not paired.best_paired_shift(clean[:4], least=assumed).bounded
 
 
 # --- simulations ---------------------------------------------------------------------------

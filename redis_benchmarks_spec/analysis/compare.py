@@ -247,7 +247,7 @@ def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
     sd, source = options.spread_of(test)
     if sd <= 0:
         return None
-    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %")
+    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=test in options.spreads)
 
 
 def _evidence(pending: PendingRow) -> Evidence:

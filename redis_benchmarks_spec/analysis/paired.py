@@ -86,6 +86,9 @@ class NoisePrior:
     sd: float
     df: int
     source: str = "a calibration A/A"
+    # False for a spread assumed, not measured (a host never calibrated): it may widen an
+    # interval but does not let fewer than MIN_T_PAIRS pairs decide
+    measured: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.sd) and self.sd >= 0 and self.df >= 1):
@@ -215,7 +218,7 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     host shows) the interval is never narrower than that spread allows: a few pairs that
     happen to agree on a noisy host do not decide."""
     ratios = log_ratios(pairs)
-    known = prior is not None or least is not None
+    known = prior is not None or (least is not None and least.measured)
     if ratios.size < (MIN_KNOWN_SPREAD_PAIRS if known else MIN_T_PAIRS):
         return paired_shift(pairs, confidence)
     outlying = t_assumptions(ratios).startswith("Shapiro")
