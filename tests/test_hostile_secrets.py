@@ -175,7 +175,8 @@ def test_stored_documents_mask_every_password_form() -> None:
 PLANTED = {"requirepass": "req-pw-7101", "masterauth": "master-pw-7102",
            "user": "user-pw-7103", "hash": hashlib.sha256(b"hash-pw-7104").hexdigest(),
            "acl setuser": "init-pw-7105", "config set": "req2-pw-7106",
-           "tool -a": "tool-pw-7107", "tool -u": "uri-pw-7108", "preload -a": "pre-pw-7109"}
+           "tool -a": "tool-pw-7107", "tool -u": "uri-pw-7108",
+           "preload --authenticate": "pre-pw-7109"}
 ACL_SUITE = f"""
 name: secret-acl
 dbconfig:
@@ -188,8 +189,8 @@ dbconfig:
     - ACL SETUSER loader on >{PLANTED['acl setuser']} ~* &* +@all
     - CONFIG SET requirepass {PLANTED['config set']}
   preload_tool:
-    tool: redis-benchmark
-    arguments: -n 3000 -t set -r 1000 -a {PLANTED['preload -a']}
+    tool: memtier_benchmark
+    arguments: --ratio 1:0 --key-pattern P:P --key-maximum 1000 -n allkeys -c 1 -t 1 --authenticate {PLANTED['preload --authenticate']}
 tested-commands: [set]
 clientconfig:
   tool: redis-benchmark
@@ -253,6 +254,8 @@ def test_planted_secrets_reach_no_stored_byte_and_no_child_argv(tmp_path: Path) 
     tools = [c for c in seen.get("cmdline", []) if "redis-benchmark" in c and " -p " in c]
     servers = [c for c in seen.get("cmdline", []) if "redis-server" in c]
     assert tools and all("--user rbs-run-" in c for c in tools), tools[:3]
+    memtier = [c for c in seen.get("cmdline", []) if "memtier_benchmark" in c and "--port" in c]
+    assert memtier and all("--authenticate rbs-run-" in c for c in memtier), memtier[:3]
     assert servers, seen.get("cmdline", [])[:5]
     assert "--user" in result["server_args"] and ">***" in result["server_args"]
     assert "#***" in result["server_args"], result["server_args"]
