@@ -123,7 +123,7 @@ def test_the_html_report_shows_every_judged_metric_decided_first(
     made = _rbs("report", str(root), "--html", str(page))
     assert made.returncode == 0, made.stderr
     text = page.read_text()
-    shown = re.findall(r'<table id="verdicts[^"]*" data-metric="([^"]+)"', text)
+    shown = re.findall(r'<section class="metric" data-metric="([^"]+)"', text)
     assert shown == _order(report), shown
     assert "REGRESSION" in text
 

@@ -93,10 +93,11 @@ def _verdict_table(r: ComparisonReport, table_id: str) -> str:
     rows = "".join(_verdict_row(row) for row in r.rows)
     counts = ", ".join(f"{n} {v.lower()}" for v, n in r.summary.items())
     name = report.metric_name(r.options.metric)
-    return (f'<h3>{esc(name)} <code>{esc(r.options.metric)}</code></h3><p>{esc(counts)}</p>'
-            f'<table id="{table_id}" data-metric="{esc(r.options.metric)}"><tr>'
+    return (f'<section class="metric" data-metric="{esc(r.options.metric)}">'
+            f'<h3>{esc(name)} <code>{esc(r.options.metric)}</code></h3><p>{esc(counts)}</p>'
+            f'<table id="{table_id}"><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{rows}</table>"
-            f'<p class="note">{esc(footnote(r))}</p>')
+            f'<p class="note">{esc(footnote(r))}</p></section>')
 
 
 def section_results_table(data: ReportData, out_dir: Path) -> str:
