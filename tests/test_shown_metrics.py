@@ -18,7 +18,8 @@ import pytest
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, Comparison, ComparisonReport
 from redis_benchmarks_spec.analysis.engine import Judging, judge
-from redis_benchmarks_spec.analysis.report import by_decided, metrics_markdown, rich_tables
+from redis_benchmarks_spec.analysis.report import metrics_markdown, rich_tables
+from redis_benchmarks_spec.analysis.shown import by_decided
 from redis_benchmarks_spec.inputs.session_folder import load_session
 from redis_benchmarks_spec.notify.pr_body import results_body
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
