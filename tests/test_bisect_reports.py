@@ -84,19 +84,19 @@ def test_bisect_reports_each_step_and_names_the_pull_request(tmp_path: Path) -> 
          str(tmp_path / "work"), "--repetitions", "3", "--metric", "throughput",
          "--format", "json"], capture_output=True, text=True, timeout=900, check=False)
     progress = done.stderr
+    # a line per step (which commit) and per pair (values and the running estimate)
+    assert "step 1: bad end" in progress and f"{shas[-1][:12]} pair 1/6:" in progress
+    assert "running estimate" in progress and "building" in progress, progress
     if done.returncode == 4:  # other engineers' load left too few undisturbed pairs
         answer = json.loads(done.stdout)
-        assert answer["busy"] and "busy" in answer["reason"], answer
+        assert answer["busy"] and "BUSY" in answer["reason"] and answer["range_left"], answer
         return
     assert done.returncode == 0, done.stdout[-3000:] + progress[-3000:]
     answer = json.loads(done.stdout)
     assert answer["first_bad"] == shas[2], answer
     assert answer["pull_request"] == 11552 and "AOF" in answer["subject"]
     assert answer["change_pct"] < -2  # fsync on every SET: ops/sec down
-    # a line per step (which commit) and per pair (values and the running estimate)
-    assert "step 1: bad end" in progress and f"step 2: {shas[1][:12]}" in progress, progress
-    assert f"{shas[-1][:12]} pair 1/6:" in progress and "running estimate" in progress
-    assert "building" in progress
+    assert f"step 2: {shas[1][:12]}" in progress, progress
 
 
 def _args(repo: Path) -> argparse.Namespace:
@@ -142,7 +142,9 @@ def test_a_busy_host_is_its_own_outcome_not_a_usage_error(
 
     outcome = search([Busy()], "0" * 40, ["1" * 40], Budget())
     assert outcome.busy and outcome.first_bad is None
-    assert "host busy" in outcome.reason and "12 of 12" in outcome.reason
+    assert "12 of 12" in outcome.reason
+    line = bisect_cli._answer_line(bisect_cli._answer(_args(tmp_path), outcome), outcome)
+    assert line.startswith("host busy: at the bad end 111111111111: BUSY"), line
     # the command's exit code for it: 4, never 2 (a usage error)
     monkeypatch.setattr(bisect_cli.local, "bisect", lambda plan, say: outcome)
     monkeypatch.setattr(bisect_cli, "_local_plan", lambda args: None)

@@ -18,7 +18,8 @@ import pytest
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, Comparison, ComparisonReport
 from redis_benchmarks_spec.analysis.engine import Judging, judge
-from redis_benchmarks_spec.analysis.report import by_decided, metrics_markdown, rich_tables
+from redis_benchmarks_spec.analysis.report import metrics_markdown, rich_tables
+from redis_benchmarks_spec.analysis.shown import by_decided
 from redis_benchmarks_spec.inputs.session_folder import load_session
 from redis_benchmarks_spec.notify.pr_body import results_body
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
@@ -123,7 +124,7 @@ def test_the_html_report_shows_every_judged_metric_decided_first(
     made = _rbs("report", str(root), "--html", str(page))
     assert made.returncode == 0, made.stderr
     text = page.read_text()
-    shown = re.findall(r'<table id="verdicts[^"]*" data-metric="([^"]+)"', text)
+    shown = re.findall(r'<section class="metric" data-metric="([^"]+)"', text)
     assert shown == _order(report), shown
     assert "REGRESSION" in text
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from redis_benchmarks_spec.analysis import plots, report
+from redis_benchmarks_spec.analysis import plots, report, shown
 from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
 from redis_benchmarks_spec.analysis.memory_report import section_memory
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
@@ -81,9 +81,9 @@ def section_verdicts(data: ReportData, out_dir: Path) -> str:
     if data.report is None:
         return section_results_table(data, out_dir)
     parts = ["<h2>Verdicts</h2>"]
-    for i, r in enumerate(report.by_decided(data.report)):
+    for i, r in enumerate(shown.by_decided(data.report)):
         parts.append(_verdict_table(r, "verdicts" if i == 0 else f"verdicts-{i}"))
-    note = report.hidden_note(data.report)
+    note = shown.hidden_note(data.report)
     if note:
         parts.append(f'<p class="note hidden-metrics">{esc(note)}</p>')
     return "".join(parts)
@@ -94,11 +94,12 @@ def _verdict_table(r: ComparisonReport, table_id: str) -> str:
             "95% CI", "p (adj)", "verdict", "runs needed", "why"]
     rows = "".join(_verdict_row(row) for row in r.rows)
     counts = ", ".join(f"{n} {v.lower()}" for v, n in r.summary.items())
-    name = report.metric_name(r.options.metric)
-    return (f'<h3>{esc(name)} <code>{esc(r.options.metric)}</code></h3><p>{esc(counts)}</p>'
-            f'<table id="{table_id}" data-metric="{esc(r.options.metric)}"><tr>'
+    name = shown.metric_name(r.options.metric)
+    return (f'<section class="metric" data-metric="{esc(r.options.metric)}">'
+            f'<h3>{esc(name)} <code>{esc(r.options.metric)}</code></h3><p>{esc(counts)}</p>'
+            f'<table id="{table_id}"><tr>'
             + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{rows}</table>"
-            f'<p class="note">{esc(footnote(r))}</p>')
+            f'<p class="note">{esc(footnote(r))}</p></section>')
 
 
 def section_results_table(data: ReportData, out_dir: Path) -> str:

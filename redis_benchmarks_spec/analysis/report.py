@@ -15,7 +15,6 @@ from rich.table import Table
 
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
-    DEFAULT_METRIC,
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
@@ -26,8 +25,8 @@ from redis_benchmarks_spec.analysis.compare import (
     metric_direction,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, short
-from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
+from redis_benchmarks_spec.analysis.shown import by_decided, hidden_note, metric_name
 from redis_benchmarks_spec.common.numbers import plain, plain_p
 from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
@@ -196,42 +195,6 @@ def _floor_note(note: str) -> str:
 
 
 # --- rich ----------------------------------------------------------------------------------
-
-
-# --- which metrics, in which order ---------------------------------------------------------
-
-DECIDED = (REGRESSION, IMPROVEMENT, NO_CHANGE)
-
-
-def decided(report: ComparisonReport) -> int:
-    """How many of the report's tests have a decided verdict."""
-    return sum(1 for row in report.rows if row.verdict in DECIDED)
-
-
-def by_decided(report: ComparisonReport) -> list[ComparisonReport]:
-    """Every metric the report judged (its own, and instructions per op when the runs
-    counted them), the one with more decided tests first; on a tie the report's own."""
-    reports = [report, *([report.instructions] if report.instructions is not None else [])]
-    return sorted(reports, key=lambda r: -decided(r))
-
-
-def metric_name(metric: str) -> str:
-    """A metric as a heading names it."""
-    if metric == INSTRUCTIONS_METRIC:
-        return "Instructions per op"
-    if metric == DEFAULT_METRIC:
-        return "Throughput"
-    return metric
-
-
-def hidden_note(report: ComparisonReport) -> str:
-    """The line saying which measured verdict metrics this report does not show ('' when
-    none): a metric left out is said, never silently dropped."""
-    if not report.hidden:
-        return ""
-    names = ", ".join(report.hidden)
-    return (f"also measured, not shown here: {names} (judged on {report.options.metric} "
-            f"as asked; --metric {report.hidden[0]} shows its verdicts)")
 
 
 def to_rich_table(report: ComparisonReport) -> Table:

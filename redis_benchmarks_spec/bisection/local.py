@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import BUSY, CompareOptions
-from redis_benchmarks_spec.analysis.session_runs import ABRun
+from redis_benchmarks_spec.analysis.session_runs import ABRun, deterministic
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.gitrange import commit_range, git
 from redis_benchmarks_spec.bisection.search import (
@@ -194,12 +194,18 @@ class PairProgress:
         if len(pair) < 2:
             return
         base, comp = pair["baseline"], pair["comparison"]
-        disturbed = rep in self.disturbed
-        self.ratios.append(math.log(comp / base))
-        estimate = (math.exp(sum(self.ratios) / len(self.ratios)) - 1) * 100
-        self.say(f"  {self.sha[:12]} pair {rep + 1}/{self.pairs}: good {plain(base, 5)}, "
-                 f"probe {plain(comp, 5)} {self.metric}; running estimate {estimate:+.2f}%"
-                 + (" (disturbed by other processes)" if disturbed else ""))
+        # the engine leaves a disturbed pair of a timed metric out: so does the estimate
+        left_out = rep in self.disturbed and not deterministic(self.metric)
+        if not left_out:
+            self.ratios.append(math.log(comp / base))
+        estimate = "none yet" if not self.ratios else \
+            f"{(math.exp(sum(self.ratios) / len(self.ratios)) - 1) * 100:+.2f}%"
+        which = f"{rep + 1}/{self.pairs}" if rep < self.pairs else \
+            f"{rep + 1} (replacing a disturbed one)"
+        self.say(f"  {self.sha[:12]} pair {which}: good {plain(base, 5)}, probe "
+                 f"{plain(comp, 5)} {self.metric}; running estimate {estimate} from "
+                 f"{len(self.ratios)} pair(s)"
+                 + (" (disturbed by other processes: left out)" if left_out else ""))
 
 
 def instructions_unavailable(requests: int) -> str:

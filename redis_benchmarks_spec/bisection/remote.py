@@ -83,9 +83,14 @@ class RemoteProber:
         self.shas: set[str] = set()
         self.metric = plan.metric  # fixed to a metric name at the bad-end check
         self.requests: list[str] = []  # every request id published (for the report)
+        self.pace: list[float] = []  # seconds a pair took, per probe (the budget's estimate)
 
     def built(self) -> int:
         return len(self.shas)
+
+    def pair_seconds(self) -> float | None:
+        """The slowest recent probe's seconds per pair (builds and queueing included)."""
+        return max(self.pace[-3:]) if self.pace else None
 
     # -- publishing ---------------------------------------------------------------------
 
@@ -183,4 +188,6 @@ class RemoteProber:
         options = replace(self.plan.options, metric=self.metric,
                           noise_floor_pct=default_noise_floor(self.metric))
         row = judge_pairs({self.plan.test: got}, options).rows[0]
-        return Measurement(row.change_pct, row.verdict, len(got), time.monotonic() - started)
+        self.pace.append((time.monotonic() - started) / max(pairs, 1))
+        # the builder's compile is inside the probe's time, which the pace already counts
+        return Measurement(row.change_pct, row.verdict, len(got), 0.0, row.reason)

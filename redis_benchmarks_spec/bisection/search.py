@@ -198,10 +198,12 @@ def search(probers: list[Prober], good: str, commits: list[str], budget: Budget,
     except BudgetSpent:
         outcome.reason = "budget spent before the bad end was measured"
         outcome.builds = max(p.built() for p in probers)
+        outcome.range_left = (good, commits[-1])  # nothing narrowed: the whole range
         return outcome
     except HostBusy as exc:
-        outcome.reason, outcome.busy = f"host busy at the bad end: {exc}", True
+        outcome.reason, outcome.busy = f"at the bad end {exc}", True
         outcome.builds = max(p.built() for p in probers)
+        outcome.range_left = (good, commits[-1])
         return outcome
     if prober is None:
         outcome.builds = max(p.built() for p in probers)
@@ -239,7 +241,7 @@ def _midpoints(prober: Prober, commits: list[str], budget: Budget, outcome: Bise
             outcome.reason = "budget spent"
             break
         except HostBusy as exc:
-            outcome.reason, outcome.busy = f"host busy: {exc}", True
+            outcome.reason, outcome.busy = f"at {exc}", True
             break
         bad = is_bad(m.change_pct, effect)
         outcome.probes.append(Probe(commits[mid], m.change_pct, m.verdict, bad, m.build_s,

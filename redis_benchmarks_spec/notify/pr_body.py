@@ -16,13 +16,13 @@ from redis_benchmarks_spec.analysis.compare import (
 )
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.report import (
-    by_decided,
     footnote,
     markdown_header,
     md_code,
     memory_markdown,
     metrics_markdown,
 )
+from redis_benchmarks_spec.analysis.shown import by_decided
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
