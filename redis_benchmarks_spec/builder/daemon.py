@@ -29,6 +29,7 @@ import redis
 from redis.client import Pipeline
 
 from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.builder.sandbox import Sandbox
 from redis_benchmarks_spec.builder.source import (
@@ -36,6 +37,8 @@ from redis_benchmarks_spec.builder.source import (
     ProvenanceError,
     SourceError,
     fetch_source,
+    git,
+    update_mirror,
 )
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
@@ -47,6 +50,7 @@ from redis_benchmarks_spec.events.consumer import (
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
     DEAD_LETTERED,
+    SOURCE_GIT,
     ArtifactRef,
     BuildEvent,
     BuildFailure,
@@ -90,6 +94,10 @@ class BuilderConfig:
     max_deliveries: int = 5
     # where pull-request code is compiled (see builder/sandbox.py)
     sandbox: Sandbox = field(default_factory=Sandbox)
+    # one source tree per build variant kept across builds here (its object files too), so
+    # the next commit recompiles only what changed: a lab of trusted pull requests only, as
+    # one request's build output is the next one's input (docs/lab.md)
+    keep_trees: Path | None = None
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -197,6 +205,7 @@ class Builder:
             self.consumer.ack(entry.id)
             return
         done = {v.decode() for v in self.client.smembers(self._published_key(request.id))}  # type: ignore[union-attr]
+        self._store_change(request)
         with self.consumer.keepalive(entry.id) as lost:
             for variant_id in self._variants(request):
                 if variant_id in done:
@@ -214,6 +223,24 @@ class Builder:
                 if isinstance(outcome, BuildFailure):
                     self._build_ended(request, variant_id, "failed", outcome.reason)
         self.consumer.ack(entry.id)
+
+    def _store_change(self, request: BuildRequest) -> None:
+        """What a pull request changes (base..head), for the agents' suite selection; a
+        request without a base or a git mirror gets none (the agents then run every suite)."""
+        if request.base_sha is None or request.source.kind != SOURCE_GIT \
+                or self.config.git.mirror_dir is None:
+            return
+        try:
+            remote = self.config.git.remote or request.source.location
+            update_mirror(remote, request.base_sha, self.config.git)
+            mirror = update_mirror(remote, request.sha, self.config.git)
+            text = git("-C", str(mirror), "diff", "-U0", "--no-color", "--end-of-options",
+                       request.base_sha, request.sha, timeout_s=self.config.git.timeout_s)
+        except SourceError as exc:
+            log.warning("request %s: no change record: %s", request.id, exc)
+            return
+        change_mod.save(self.client, self.config.names.prefix,
+                        change_mod.parse_diff(text, request.base_sha, request.sha))
 
     def _variants(self, request: BuildRequest) -> list[str]:
         return request.build_variants or self.config.default_variants or \
@@ -277,6 +304,8 @@ class Builder:
         path.write_text(json.dumps(meta))
 
     def _build(self, request: BuildRequest, variant: BuildVariant) -> Artifact:
+        if self.config.keep_trees is not None:
+            return self._build_kept(request, variant, self.config.keep_trees)
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
@@ -288,6 +317,27 @@ class Builder:
             return artifact
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _build_kept(self, request: BuildRequest, variant: BuildVariant,
+                    root: Path) -> Artifact:
+        """Build in the variant's kept tree: checkout over the last build, incremental make.
+        A tree whose checkout fails is removed and the build starts from a fresh one."""
+        tree = root / variant.id.replace(":", "_").replace("/", "_")
+        tree.mkdir(parents=True, exist_ok=True)
+        options = replace(self.config.git, reuse_tree=True)
+        try:
+            source = fetch_source(self.client, request, tree / "src", options)
+        except ProvenanceError:
+            raise
+        except SourceError as exc:
+            log.warning("kept tree %s unusable (%s); starting it afresh", tree, exc)
+            shutil.rmtree(tree / "src", ignore_errors=True)
+            source = fetch_source(self.client, request, tree / "src", options)
+        artifact = replace(build(source.root, variant, tree / "build.log",
+                                 self.config.build_timeout_s, self.config.sandbox),
+                           source_sha=source.sha)
+        self._save_cache(request, variant, artifact)
+        return artifact
 
     def _publish(self, request: BuildRequest, outcome: Message) -> None:
         names = self.config.names
