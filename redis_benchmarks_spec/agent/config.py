@@ -46,6 +46,8 @@ class AgentConfig:
     until_decided: UntilDecidedBudget | None = None
     # the platform's client host (agent/platform_config.py); None: tools run here
     client_host: ClientHostConfig | None = None
+    # most suites a pull-request event runs (platform config ``selection.max_suites``)
+    max_suites: int | None = None
 
 
 def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:

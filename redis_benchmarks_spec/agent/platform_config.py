@@ -14,6 +14,12 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       metric: auto             # or a metric name; auto: server CPU per command when the
                                # client was the bottleneck, else Ops/sec (runner.metric_choice)
 
+A ``selection`` section caps the suites a pull request runs (those that execute its
+changed code, most exercised first; see ``analysis/suite_selection.py``)::
+
+    selection:
+      max_suites: 12
+
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. A ``client_host`` section runs the client tools on another host over SSH (see
 ``runner/client_host.py`` and README "Two hosts")::
@@ -46,7 +52,7 @@ DEFAULT_METRIC = "auto"
 MAX_BUDGET_S = 24 * 3600
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 _METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")
-_KNOWN = {"until_decided", "client_host"}
+_KNOWN = {"until_decided", "client_host", "selection"}
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
                  "alpha", "spending", "noise_floor", "metric"}
 
@@ -76,6 +82,9 @@ class PlatformConfig:
     until_decided: UntilDecidedBudget | None = None
     # the load generator's host: tools run there over SSH (runner/client_host.py)
     client_host: ClientHostConfig | None = None
+    # most suites a pull request runs (those executing its changed code, most exercised
+    # first: analysis/suite_selection.py); None: no cap
+    max_suites: int | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -161,7 +170,20 @@ def parse(raw: Any) -> PlatformConfig:
         raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KNOWN))})")
     section = raw.get("until_decided")
     return PlatformConfig(until_decided=None if section is None else parse_budget(section),
-                          client_host=_client_host(raw.get("client_host")))
+                          client_host=_client_host(raw.get("client_host")),
+                          max_suites=_max_suites(raw.get("selection")))
+
+
+def _max_suites(raw: Any) -> int | None:
+    """``selection: {max_suites: N}`` (1..10000), the pull-request suite budget."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"max_suites"}:
+        raise ValueError("selection: expected a mapping with the one key max_suites")
+    try:
+        return _int(raw, "max_suites", 1, 10_000, 10_000)
+    except ValueError as exc:
+        raise ValueError(f"selection.{exc}") from None
 
 
 def _client_host(raw: Any) -> ClientHostConfig | None:

@@ -239,7 +239,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
-        client_host=platform.client_host if platform else None)
+        client_host=platform.client_host if platform else None,
+        max_suites=platform.max_suites if platform else None)
 
 
 def _say_client_host(config: ClientHostConfig) -> None:
@@ -292,7 +293,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: {exc}", file=sys.stderr)
         return 2
     agent = Agent(broker, config, pusher,
-                  on_event_done=notifier.platform_done if notifier else None)
+                  on_event_done=notifier.platform_done if notifier else None,
+                  datasink=datasink)
 
     def stop() -> None:
         pusher.stop.set()

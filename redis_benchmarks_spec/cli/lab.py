@@ -55,6 +55,12 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
                    help="comma list of platforms, one agent each, the CPUs split among them")
     p.add_argument("--max-pairs", type=int, default=6,
                    help="most base/head pairs per test of a pull request (platform budget)")
+    p.add_argument("--max-suites", type=int, default=None,
+                   help="most suites a pull request runs on a platform (those that execute "
+                        "its changed code, most exercised first)")
+    p.add_argument("--build-cache", type=Path, default=None, metavar="DIR",
+                   help="kept build trees and artifacts (default: in the lab folder); one "
+                        "that outlives the lab makes later builds incremental")
     p.add_argument("--agent-args", default="--profilers instructions", metavar="ARGS",
                    help="more flags for every agent, e.g. '--profilers instructions "
                         "--test-time 5'")
@@ -77,7 +83,8 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
     return services.LabOptions(
         root=args.lab_dir, source=source.resolve(), suites_dir=suites.resolve(),
         platforms=platforms, agent_args=tuple(shlex.split(args.agent_args)),
-        max_pairs=args.max_pairs, first_round=min(3, args.max_pairs))
+        max_pairs=args.max_pairs, first_round=min(3, args.max_pairs),
+        max_suites=args.max_suites, build_cache=args.build_cache)
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -157,7 +157,7 @@ def summarize(state: LabState, client: redis.Redis, tracked: dict[str, Tracked],
         body, seconds = copy_comments(state, t, out)
         head_events = events.get(t.head_request.id, []) if t.head_request else []
         entry = outcome.pr_outcome(client, StreamNames(state.prefix), head_events,
-                                   list(state.platforms), state.folder)
+                                   list(state.platforms))
         prs.append({"name": t.pr.name, "base": t.pr.base, "head": t.pr.head,
                     "pr": t.pr.number, **entry,
                     "minutes": None if seconds is None else round(seconds / 60, 2),

@@ -41,6 +41,11 @@ until_decided:
   round_repetitions: {round_pairs}
   time_budget: {time_budget}
 """
+SELECTION = """\
+# pull requests run the suites that execute their changed code, at most this many
+selection:
+  max_suites: {max_suites}
+"""
 
 
 class LabError(RuntimeError):
@@ -63,6 +68,10 @@ class LabOptions:
     time_budget: str = "30m"
     prefix: str = "rbs"
     extra_env: dict[str, str] = field(default_factory=dict)
+    # kept build trees and built artifacts (default: in the lab folder); a folder that
+    # outlives the lab makes the next lab's builds incremental or free
+    build_cache: Path | None = None
+    max_suites: int | None = None  # the platforms' pull-request suite budget
 
 
 def rbs_argv() -> list[str]:
@@ -118,6 +127,7 @@ def _server(root: Path, name: str) -> str:
 def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tuple[str, list[str]]]:
     """(name, argv) of the api, the builder and each agent, as docs/services.md runs them."""
     root, rbs = options.root, rbs_argv()
+    cache = (options.build_cache or root).resolve()
     common = ["--broker", state.broker_url, "--stream-prefix", options.prefix]
     port = state.api_url.rsplit(":", 1)[1]
     specs = [
@@ -128,8 +138,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
                  "--build-variants", options.variant]),
         ("builder", [*rbs, "builder", *common, "--consumer", "builder-lab",
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
-                     "--cache-dir", str(root / "cache" / "builds"),
-                     "--keep-trees", str(root / "trees"),
+                     "--cache-dir", str(cache / "cache" / "builds"),
+                     "--keep-trees", str(cache / "trees"),
                      "--build-timeout", "1800", "--idle-claim-ms", "300000",
                      "--build-variants", options.variant])]
     for platform, cpus in state.platforms.items():
@@ -148,11 +158,13 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
 def _write_platform_configs(options: LabOptions) -> None:
     folder = options.root / "platforms"
     folder.mkdir(parents=True, exist_ok=True)
+    text = PLATFORM_CONFIG.format(max_pairs=options.max_pairs, first_round=options.first_round,
+                                  round_pairs=options.round_pairs,
+                                  time_budget=options.time_budget)
+    if options.max_suites is not None:
+        text += SELECTION.format(max_suites=options.max_suites)
     for platform in options.platforms:
-        (folder / f"{platform}.yml").write_text(PLATFORM_CONFIG.format(
-            max_pairs=options.max_pairs, first_round=options.first_round,
-            round_pairs=options.round_pairs,
-            time_budget=options.time_budget))
+        (folder / f"{platform}.yml").write_text(text)
 
 
 def up(options: LabOptions) -> LabState:

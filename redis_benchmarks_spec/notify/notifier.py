@@ -28,6 +28,7 @@ import redis
 import requests
 from github import GithubException
 
+from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
@@ -168,9 +169,22 @@ class PrNotifier:
         section.report = ab.report
         section.sequential = {t: asdict(p) for t, p in ab.progress.items()}
         section.flags = {t: f for t, f in ab.flags.items() if f}
+        section.movers = ab.movers
+        section.changed_files = self._changed_files(info)
         self._html(section, event, lambda pr_report, sink: pr_report.write_ab_report(
             sink, event, section.platform, info, ab, self.reports_dir))
         return section
+
+    def _changed_files(self, info: PrInfo) -> list[str]:
+        """The files base..head changes, as the builder stored them (none when unknown)."""
+        if not info.base_sha:
+            return []
+        try:
+            change = change_mod.load(self.broker, self.names.prefix, info.base_sha,
+                                     info.head_sha)
+        except ValueError:
+            return []
+        return change.files if change is not None else []
 
     def _html(self, section: Section, event: BuildEvent,
               write: Callable[[ModuleType, redis.Redis], Path]) -> None:

@@ -23,6 +23,7 @@ from redis_benchmarks_spec.analysis.report import (
     md_code,
     summary_markdown,
 )
+from redis_benchmarks_spec.notify.pr_summary import FALSE_ALARMS, headline, movers_lines
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
@@ -38,10 +39,11 @@ def _what(info: PrInfo) -> str:
     return f"Pull request #{info.number}: {head} compared with {base}."
 
 
-def queued_body(info: PrInfo, platforms: list[str]) -> str:
+def queued_body(info: PrInfo, platforms: list[str], eta: str = "") -> str:
     """The comment as soon as the trigger is accepted."""
     where = ", ".join(f"`{p}`" for p in platforms) if platforms else "every platform"
-    return "\n".join([info.marker, f"## {TITLE}", "", _what(info), "",
+    return "\n".join([info.marker, f"**Queued**: benchmarks queued on {where}{eta}.", "",
+                      f"## {TITLE}", "", _what(info), "",
                       f":hourglass: Build started; benchmarks queued on {where}.", ""])
 
 
@@ -87,6 +89,7 @@ def _section_lines(section: Section) -> list[str]:
     lines += markdown_verdicts(report, level="####")
     if report.instructions is not None:
         lines += instructions_markdown(report.instructions, level="####")
+    lines += movers_lines(section.movers, section.changed_files)
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
@@ -112,7 +115,7 @@ def _counts_table(sections: list[Section]) -> list[str]:
 
 def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> str:
     """The comment with every finished section; ``pending`` platforms still running."""
-    lines = [info.marker, f"## {TITLE}", "", _what(info), ""]
+    lines = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), ""]
     lines += _counts_table(sections)
     if pending:
         lines += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
@@ -122,4 +125,6 @@ def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> s
     reports = [ComparisonReport.from_dict(s.report) for s in sections if s.report]
     if reports:
         lines += [f"<sub>{footnote(reports[0])}</sub>", ""]
+    if any(s.sequential for s in sections):
+        lines += [f"<sub>{FALSE_ALARMS}</sub>", ""]
     return "\n".join(lines)
