@@ -68,8 +68,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     try:
         client = redis.Redis.from_url(state.broker_url, socket_timeout=30)
         tracked = replay.send(state, client, deliveries.pr_deliveries(
-            prs, services.TRIGGER_LABEL), say)
-        progress = replay.follow(state, client, tracked, args.timeout, say)
+            prs, services.TRIGGER_LABEL), say, args.timeout)
+        progress = replay.follow(state, client, [r for t in tracked.values()
+                                                 for r in t.requests], args.timeout, say)
         bad = replay.ended_done(progress, list(state.platforms))
         summary = replay.summarize(state, client, tracked, progress, args.out)
     except (replay.ReplayError, OSError, redis.RedisError) as exc:

@@ -52,8 +52,10 @@ def _request_of(client: redis.Redis, names: StreamNames, entry_id: str) -> Build
 
 
 def send(state: LabState, client: redis.Redis, items: list[Delivery],
-         say: Callable[[str], None]) -> dict[str, Tracked]:
-    """Post every delivery in order; what each pull request's deliveries enqueued."""
+         say: Callable[[str], None], timeout_s: float) -> dict[str, Tracked]:
+    """Post every delivery in order; what each pull request's deliveries enqueued. A push
+    (the base landing on the branch) is followed to its end before the next delivery: the
+    lab benchmarks and profiles a base when it lands, not while its PR waits."""
     names = StreamNames(state.prefix)
     secret = (state.folder / "secrets" / "webhook-secret").read_bytes().strip()
     tracked: dict[str, Tracked] = {}
@@ -72,18 +74,19 @@ def send(state: LabState, client: redis.Redis, items: list[Delivery],
         if status != 201:
             raise ReplayError(f"{item.name}: the webhook answered {status} to the "
                               f"{item.event} delivery: {answer}")
-        request = _request_of(client, names, str(answer["entry_id"]))
-        entry.requests.append((request, str(answer["entry_id"])))
+        request = (_request_of(client, names, str(answer["entry_id"])), str(answer["entry_id"]))
+        entry.requests.append(request)
         if item.event == "pull_request":
-            entry.head_request = request
+            entry.head_request = request[0]
+        else:
+            follow(state, client, [request], timeout_s, say)
     return tracked
 
 
-def follow(state: LabState, client: redis.Redis, tracked: dict[str, Tracked],
+def follow(state: LabState, client: redis.Redis, requests: list[tuple[BuildRequest, str]],
            timeout_s: float, say: Callable[[str], None]) -> list[RequestProgress]:
     """Wait until every request's builds and events ended (or ``timeout_s``)."""
-    follower = Follower(client, StreamNames(state.prefix),
-                        [r for t in tracked.values() for r in t.requests])
+    follower = Follower(client, StreamNames(state.prefix), requests)
     seen: dict[str, str] = {}
 
     def progress(items: list[RequestProgress]) -> None:

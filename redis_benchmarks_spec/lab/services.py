@@ -16,6 +16,7 @@ the process the lab started (its argv), then the two servers by their pidfiles.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -246,10 +247,14 @@ def _stop(service: Service, timeout: float) -> str:
     os.kill(service.pid, signal.SIGTERM)
     if wait_for(lambda: not _alive(service), timeout=timeout, interval=0.2):
         return "stopped"
-    try:
+    try:  # its children too: a test's servers run in sessions of their own
+        children = psutil.Process(service.pid).children(recursive=True)
         os.killpg(service.pid, signal.SIGKILL)  # its own session: the group is its pid
-    except ProcessLookupError:
+    except (ProcessLookupError, psutil.NoSuchProcess):
         return "stopped"
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
     wait_for(lambda: not _alive(service), timeout=10, interval=0.2)
     return f"killed after {timeout:.0f}s"
 
