@@ -36,7 +36,8 @@ def _diff(pair: tuple[str, str]) -> change_mod.ChangeSet:
 
 
 def _as_change(found: change_mod.ChangeSet) -> Change:
-    return Change(tuple(found.files), tuple(found.functions), tuple(found.everything))
+    return Change(tuple(found.files), tuple(found.functions), tuple(found.everything),
+                  tuple(found.added))
 
 
 def test_geodist_pr_changes_addreplydoubledistance_and_adds_fixedpoint() -> None:
@@ -67,12 +68,27 @@ def test_build_file_and_allocator_reach_everything() -> None:
 def test_profiles_pick_the_suite_that_executes_the_changed_function() -> None:
     profiles = {GEO: [("geodistCommand", "geo.c", 2100.0),
                       ("addReplyDoubleDistance", "geo.c", 1200.0)],
-                GET: [("getCommand", "t_string.c", 300.0), ("addReplyBulk", "networking.c", 90.0)]}
+                GET: [("getCommand", "t_string.c", 300.0), ("string2ll", "util.c", 90.0)]}
     chosen = select(_as_change(_diff(GEODIST)), profiles, CANDIDATES)
     assert chosen.method == BY_PROFILE and chosen.suites == [GEO]
     assert chosen.scores == {GEO: 1200.0}
     assert chosen.reason.startswith("1 of 2 suites execute functions in geo.c that this PR "
                                     "changes")
+
+
+def test_a_changed_function_inlined_into_its_caller_selects_by_its_file() -> None:
+    # what callgrind saw of the base commit of #11552: gcc inlined addReplyDoubleDistance
+    # into geodistCommand; util.c's string2ll runs in every suite, but the PR's util.c
+    # changes are a new function and test code, so they select nothing by themselves
+    profiles = {GEO: [("geodistCommand", "/t/src/geo.c", 9222.0), ("string2ll", "util.c", 183.0)],
+                GET: [("getCommand", "t_string.c", 300.0), ("string2ll", "util.c", 183.0)]}
+    found = _diff(GEODIST)
+    assert ("src/util.c", "fixedpoint_d2string") in found.added
+    chosen = select(_as_change(found), profiles, CANDIDATES)
+    assert chosen.suites == [GEO] and chosen.scores == {GEO: 9222.0}
+    assert chosen.reason == ("1 of 2 suites execute code in geo.c that this PR changes "
+                             "(callgrind profiles of the base commit; addReplyDoubleDistance "
+                             "runs inlined in callers there)")
 
 
 def test_most_exercised_first_within_the_budget() -> None:
@@ -113,6 +129,7 @@ def test_change_record_round_trips_and_refuses_bad_names(redis_server) -> None: 
     change_mod.save(client, "t", found)
     back = change_mod.load(client, "t", *GEODIST)
     assert back is not None and back.functions == found.functions and back.files == found.files
+    assert back.added == found.added
     client.set(change_mod.change_key("t", "a" * 40, "b" * 40),
                '{"files": ["../../etc/passwd;"], "functions": []}')
     with pytest.raises(ValueError, match="not one"):

@@ -29,7 +29,8 @@ def _change(broker: redis.Redis, names: StreamNames, base: str, head: str) -> Ch
         return None
     if found is None:
         return None
-    return Change(tuple(found.files), tuple(found.functions), tuple(found.everything))
+    return Change(tuple(found.files), tuple(found.functions), tuple(found.everything),
+                  tuple(found.added))
 
 
 def _profiles(datasink: redis.Redis | None, event: BuildEvent,

@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 
 FULL, BY_PROFILE, BY_COMMAND, NONE = "full list", "profile", "command names", "none"
 _COMMAND_FN = re.compile(r"^([a-z]+)(?:Generic)?Command$")
+_TEST_FN = re.compile(r"(^test|Test$)")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Change:
     files: tuple[str, ...]
     functions: tuple[tuple[str, str], ...]  # (file, function)
     everything: tuple[str, ...] = ()
+    added: tuple[tuple[str, str], ...] = ()  # new in the head (reached through changed code)
 
 
 @dataclass
@@ -69,11 +71,29 @@ def _files_text(files: list[str]) -> str:
     return ", ".join(shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
 
 
+def unresolved(change: Change, profiles: dict[str, list[tuple[str, str, float]]]) -> list[str]:
+    """Files of changed functions that existed in the base and that no profile names: the
+    compiler inlined them into callers of the same file (``addReplyDoubleDistance`` into
+    ``geodistCommand``). Test code (``utilTest``, ``test_*``) and new functions (reached
+    only through changed callers) are left out."""
+    seen = {(_base(file), fn) for costs in profiles.values() for fn, file, _ in costs}
+    files = []
+    for path, fn in change.functions:
+        if (path, fn) in change.added or _TEST_FN.search(fn) or (_base(path), fn) in seen:
+            continue
+        if _base(path) not in files:
+            files.append(_base(path))
+    return files
+
+
 def by_profile(change: Change, profiles: dict[str, list[tuple[str, str, float]]],
                candidates: list[Candidate]) -> dict[str, float]:
     """Per candidate with a profile: summed inclusive instructions per op of the changed
-    functions it executes (of the changed files, when no function is known)."""
+    functions it executes, plus, per file of a changed function no profile names (inlined),
+    the costliest function of that file it executes; of the changed files when no function
+    is known."""
     wanted = {(_base(f), n) for f, n in change.functions}
+    inlined = set(unresolved(change, profiles))
     code_files = {_base(f) for f in change.files if f.endswith((".c", ".cc", ".cpp"))}
     scores = {}
     for c in candidates:
@@ -82,6 +102,8 @@ def by_profile(change: Change, profiles: dict[str, list[tuple[str, str, float]]]
             continue
         if wanted:
             score = sum(cost for fn, file, cost in costs if (_base(file), fn) in wanted)
+            score += sum(max((cost for _, file, cost in costs if _base(file) == f), default=0.0)
+                         for f in inlined)
         else:
             score = max((cost for _, file, cost in costs if _base(file) in code_files),
                         default=0.0)
@@ -109,19 +131,7 @@ def select(change: Change | None, profiles: dict[str, list[tuple[str, str, float
     files = _files_text(list(change.files))
     mapped = [c for c in candidates if profiles.get(c.name)]
     if mapped:
-        scores = by_profile(change, profiles, candidates)
-        ordered = sorted(scores, key=lambda n: (-scores[n], n))
-        kept, cut = _capped(ordered, budget)
-        what = "functions" if change.functions else "code"
-        hit = {fn for n in kept for fn, _, _ in profiles.get(n, [])}
-        hit_files = [f for f, fn in change.functions if fn in hit]
-        files = _files_text(hit_files) if hit_files else files
-        if not kept:
-            return Selection([], NONE, f"none of the {len(mapped)} profiled suites executes "
-                                       f"the {what} in {files} that this PR changes")
-        return Selection(kept, BY_PROFILE, f"{len(kept)} of {total} suites execute {what} in "
-                                           f"{files} that this PR changes (callgrind "
-                                           f"profiles of the base commit){cut}", scores)
+        return _by_profile(change, profiles, candidates, budget)
     matched, _ = _capped(by_command(change, candidates), budget)
     if matched:
         return Selection(matched, BY_COMMAND, f"{len(matched)} of {total} suites test a "
@@ -131,3 +141,28 @@ def select(change: Change | None, profiles: dict[str, list[tuple[str, str, float
     kept, cut = _capped(names, budget)
     return Selection(kept, FULL, f"all {total} suites run: no profile of the base commit "
                                  f"and no changed command function in {files}{cut}")
+
+
+def _by_profile(change: Change, profiles: dict[str, list[tuple[str, str, float]]],
+                candidates: list[Candidate], budget: int | None) -> Selection:
+    """Rule 2 of the module docstring, with the sentence that explains it."""
+    scores = by_profile(change, profiles, candidates)
+    kept, cut = _capped(sorted(scores, key=lambda n: (-scores[n], n)), budget)
+    hit = {fn for n in kept for fn, _, _ in profiles.get(n, [])}
+    inlined = unresolved(change, profiles)
+    hit_files = [f for f, fn in change.functions if fn in hit] + inlined
+    files = _files_text(hit_files or list(change.files))
+    what = "functions" if change.functions else "code"
+    note = ""
+    if inlined:
+        names = sorted({fn for f, fn in change.functions if _base(f) in inlined
+                        and (f, fn) not in change.added and not _TEST_FN.search(fn)})
+        note = f"; {', '.join(names[:3])} runs inlined in callers there"
+        what = "code"
+    mapped = sum(1 for c in candidates if profiles.get(c.name))
+    if not kept:
+        return Selection([], NONE, f"none of the {mapped} profiled suites executes the "
+                                   f"{what} in {files} that this PR changes{note}")
+    return Selection(kept, BY_PROFILE, f"{len(kept)} of {len(candidates)} suites execute "
+                                       f"{what} in {files} that this PR changes (callgrind "
+                                       f"profiles of the base commit{note}){cut}", scores)

@@ -49,6 +49,8 @@ class ChangeSet:
     files: list[str] = field(default_factory=list)
     functions: list[tuple[str, str]] = field(default_factory=list)  # (file, function)
     everything: list[str] = field(default_factory=list)
+    # functions whose definition the diff adds (new in the head: no base profile has them)
+    added: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def code_files(self) -> list[str]:
@@ -92,6 +94,8 @@ def parse_diff(text: str, base: str = "", head: str = "") -> ChangeSet:
             body = line[1:]
             if path.endswith(".c") and line[0] == "+" and (name := _function_of(body)):
                 _add(change, path, name)
+                if (path, name) not in change.added:
+                    change.added.append((path, name))
             if path.endswith(".h") and not header_code and not _DECLARATION.match(body):
                 header_code = True
                 change.everything.append(f"{path} changes more than declarations")
@@ -131,5 +135,8 @@ def load(client: redis.Redis, prefix: str, base: str, head: str) -> ChangeSet | 
     if not all(_PATH.match(f) for f in files) or \
             not all(_PATH.match(f) and _NAME.match(n) for f, n in functions):
         raise ValueError("change record holds a file or function name that is not one")
+    added = [(str(f), str(n)) for f, n in data.get("added", [])][:MAX_ITEMS]
+    if not all((f, n) in functions for f, n in added):
+        raise ValueError("change record adds a function it does not list as changed")
     return ChangeSet(base, head, files, functions,
-                     [str(e)[:300] for e in data.get("everything", [])][:50])
+                     [str(e)[:300] for e in data.get("everything", [])][:50], added)
