@@ -321,23 +321,33 @@ class Builder:
     def _build_kept(self, request: BuildRequest, variant: BuildVariant,
                     root: Path) -> Artifact:
         """Build in the variant's kept tree: checkout over the last build, incremental make.
-        A tree whose checkout fails is removed and the build starts from a fresh one."""
+        A tree whose last build did not finish (a half-written object file would look up
+        to date), whose checkout fails or whose build fails is built afresh once."""
         tree = root / variant.id.replace(":", "_").replace("/", "_")
+        marker = tree / "building"
+        if marker.exists():
+            log.warning("kept tree %s: its last build did not finish; starting afresh", tree)
+            shutil.rmtree(tree / "src", ignore_errors=True)
         tree.mkdir(parents=True, exist_ok=True)
-        options = replace(self.config.git, reuse_tree=True)
+        marker.write_text(request.sha)
         try:
-            source = fetch_source(self.client, request, tree / "src", options)
+            artifact = self._build_in(request, variant, tree)
         except ProvenanceError:
             raise
-        except SourceError as exc:
-            log.warning("kept tree %s unusable (%s); starting it afresh", tree, exc)
+        except (SourceError, BuildError) as exc:
+            log.warning("kept tree %s: %s; building afresh", tree, str(exc)[:200])
             shutil.rmtree(tree / "src", ignore_errors=True)
-            source = fetch_source(self.client, request, tree / "src", options)
-        artifact = replace(build(source.root, variant, tree / "build.log",
-                                 self.config.build_timeout_s, self.config.sandbox),
-                           source_sha=source.sha)
+            artifact = self._build_in(request, variant, tree)
+        marker.unlink()
         self._save_cache(request, variant, artifact)
         return artifact
+
+    def _build_in(self, request: BuildRequest, variant: BuildVariant, tree: Path) -> Artifact:
+        source = fetch_source(self.client, request, tree / "src",
+                              replace(self.config.git, reuse_tree=True))
+        return replace(build(source.root, variant, tree / "build.log",
+                             self.config.build_timeout_s, self.config.sandbox),
+                       source_sha=source.sha)
 
     def _publish(self, request: BuildRequest, outcome: Message) -> None:
         names = self.config.names
