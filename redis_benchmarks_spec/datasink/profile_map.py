@@ -65,7 +65,7 @@ def record_results(client: redis.Redis, results: list[RunResult]) -> int:
     stored = 0
     for result in results:
         path = result.paths.get("instructions_functions")
-        git = result.git
+        git = result.context.git
         if not path or not result.ok or git.hash is None or not _SHA.match(git.hash):
             continue
         try:
