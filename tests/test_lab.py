@@ -107,7 +107,8 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     for row in instr:  # the PR made GEODIST's replies cheaper (it claims ~35 % more ops/s)
         assert row["verdict"] == "IMPROVEMENT" and row["change_pct"] < -3, row
         assert row["high_pct"] < 0 and row["pairs"] >= 2
-    assert {m["file"].rsplit("/", 1)[-1] for m in pr["movers"][:3]} & {"geo.c", "util.c"}
+    moved = {(m["file"] or "").rsplit("/", 1)[-1] for m in pr["movers"]}
+    assert moved & {"geo.c", "util.c"}, pr["movers"]
     assert isinstance(pr["minutes"], float) and pr["minutes"] > 0
     bodies = sorted((out / "comments").glob("pr11552.*.md"))
     assert len(bodies) >= 3  # queued at label time, then one edit per platform
@@ -115,4 +116,4 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     final = (out / "comments" / "pr11552.md").read_text()
     assert final == bodies[-1].read_text()
     assert final.splitlines()[1].startswith("**Improvement**")
-    assert "execute functions in geo.c" in final and "| Function | File |" in final
+    assert "in geo.c that this PR changes" in final and "| Function | File |" in final
