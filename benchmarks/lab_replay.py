@@ -61,6 +61,7 @@ def main() -> int:
     p.add_argument("--suites-regexp", default=".*", help="the agents' --tests-regexp")
     p.add_argument("--profile-requests", type=int, default=3000)
     p.add_argument("--max-pairs", type=int, default=4)
+    p.add_argument("--max-suites", type=int, default=None, help="the platforms' PR budget")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="rbs-lab-bench-") as tmp:
@@ -72,7 +73,9 @@ def main() -> int:
              "--source", str(history.bare_repo()), "--prs",
              str(prs_file(args.pr or sorted(PRS), folder)), "--out", str(out),
              "--build-cache", str(ROOT / ".cache" / "lab-builds"),
-             "--max-pairs", str(args.max_pairs), "--agent-args",
+             "--max-pairs", str(args.max_pairs),
+             *(["--max-suites", str(args.max_suites)] if args.max_suites else []),
+             "--agent-args",
              (f"--profilers instructions --profile-requests {args.profile_requests} "
              f"--test-time 5 --tests-regexp {args.suites_regexp}")],
             text=True, timeout=6 * 3600, check=False)
