@@ -81,3 +81,22 @@ def test_the_body_opens_with_the_headline_and_states_the_false_alarm_control() -
     assert lines[0] == info.marker and lines[1].startswith("**Improvement** in 1 of 1 tests")
     assert "Suites: 1 of 2 suites execute code in geo.c" in body
     assert "one Benjamini-Hochberg family" in body
+
+
+def test_a_platform_that_chose_its_suites_shows_them_and_its_eta() -> None:
+    from redis_benchmarks_spec.agent.code_selection import queued_line
+    from redis_benchmarks_spec.analysis.suite_selection import BY_PROFILE, Selection
+    chosen = Selection([GEO], BY_PROFILE, "1 of 2 suites execute code in geo.c that this PR "
+                                          "changes")
+    line = queued_line(chosen, 3, [20.0, 30.0, 25.0])
+    assert line == ("Queued: 1 suite (1 of 2 suites execute code in geo.c that this PR "
+                    "changes); ETA at most 2 min (1 x 3 pairs x 2 runs x 25 s per run "
+                    "measured on this platform).")
+    assert queued_line(chosen, 3, []).endswith("this PR changes).")  # no run measured yet
+    info = PrInfo(org="redis", repo="redis", number=1, head_sha="6" * 40, base_sha="1" * 40)
+    running = Section(platform="lab-b", build_variant="v", state="running", notes=[line])
+    body = results_body(info, [_section("lab-a", [(GEO, IMPROVEMENT, -23.5)]), running],
+                        ["lab-b"])
+    assert body.splitlines()[1].startswith("**Partial: Improvement**")
+    assert line in body and ":hourglass: Running." in body
+    assert ":hourglass: Still running on `lab-b`." in body

@@ -77,6 +77,8 @@ Pusher = Callable[[list[RunResult]], None]
 # update the pull-request comment, with the A/B record when the platform ran one; it must not
 # raise for an outside service's failure
 EventDone = Callable[[BuildEvent, str, ABRecord | None], None]
+# a pull-request event's suites were chosen: (event, platform, the comment's line about it)
+Selected = Callable[[BuildEvent, str, str], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
@@ -93,9 +95,12 @@ class Agent:
 
     def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
                  runner: Runner = _default_runner, on_event_done: EventDone | None = None,
-                 datasink: redis.Redis | None = None) -> None:
+                 datasink: redis.Redis | None = None, on_selected: Selected | None = None
+                 ) -> None:
         self.client = client
         self.datasink = datasink  # read for the suite selection's profile map
+        self.on_selected = on_selected
+        self.run_seconds: list[float] = []  # of this agent's recent runs: the comment's ETA
         self.config = config
         self.push = push
         self.runner = runner
@@ -225,6 +230,14 @@ class Agent:
             self._selected[event.id] = f"Suites: {selection.reason}."
             if not chosen:
                 self._save_record(event, ABRecord(note=""))
+            elif self.on_selected is not None:
+                budget = self.config.until_decided
+                line = code_selection.queued_line(
+                    selection, budget.max_repetitions if budget else 1, self.run_seconds)
+                try:
+                    self.on_selected(event, self.config.platform, line)
+                except Exception:  # a comment that cannot be edited never stops the event
+                    log.exception("event %s: the selection hook failed", event.id)
         return chosen
 
     def _rejected(self, event: BuildEvent, rejected: list[Rejected]) -> None:
@@ -400,6 +413,7 @@ class Agent:
             return
         log.info("event %s: %s ran %d test(s) in %.1fs", event.id, suite.name, len(results),
                  time.monotonic() - started)
+        self.run_seconds = [*self.run_seconds[-19:], time.monotonic() - started]
         if lost.is_set():
             log.warning("event %s was claimed by another agent; dropping %s", event.id,
                         suite.name)

@@ -6,6 +6,7 @@ request changes (``analysis.suite_selection``), from what the builder stored of 
 from __future__ import annotations
 
 import logging
+import statistics
 
 import redis
 
@@ -70,3 +71,17 @@ def record(broker: redis.Redis, names: StreamNames, event: BuildEvent, platform:
     selection_record.save(broker, names, event.id, platform, selection_record.SelectionRecord(
         selection.suites, selection.method, selection.reason,
         {k: round(v, 1) for k, v in selection.scores.items()}, candidates))
+
+
+def queued_line(selection: Selection, pairs: int, run_seconds: list[float]) -> str:
+    """The comment's line when the suites are chosen: how many, why, and when the platform
+    should be done: suites x pairs x 2 runs x this agent's median seconds per run so far
+    (the budget's most pairs: an upper bound; no estimate before the agent's first run)."""
+    n = len(selection.suites)
+    line = f"Queued: {n} suite{'s' if n != 1 else ''} ({selection.reason})"
+    if not run_seconds:
+        return line + "."
+    per_run = statistics.median(run_seconds)
+    minutes = n * pairs * 2 * per_run / 60
+    return (f"{line}; ETA at most {minutes:.0f} min ({n} x {pairs} pairs x 2 runs x "
+            f"{per_run:.0f} s per run measured on this platform).")

@@ -294,7 +294,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         return 2
     agent = Agent(broker, config, pusher,
                   on_event_done=notifier.platform_done if notifier else None,
-                  datasink=datasink)
+                  datasink=datasink, on_selected=notifier.selected if notifier else None)
 
     def stop() -> None:
         pusher.stop.set()

@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.report import (
 from redis_benchmarks_spec.notify.pr_summary import FALSE_ALARMS, headline, movers_lines
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
+RUNNING = "running"  # a platform chose its suites and runs them (its section's state)
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
 TITLE = "Benchmark results"
 
@@ -81,6 +82,8 @@ def _section_lines(section: Section) -> list[str]:
     lines = [f"### `{section.platform}` · `{section.build_variant}`", ""]
     lines += [f":information_source: {note}" for note in section.notes]
     lines += [""] if section.notes else []
+    if section.state == RUNNING:
+        return lines + [":hourglass: Running.", ""]
     if section.state != "completed" or section.report is None:
         return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
     report = ComparisonReport.from_dict(section.report)
