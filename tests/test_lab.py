@@ -94,7 +94,7 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     # the agents only know these two suites; pull requests run what executes their change
     done = _rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
                 "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
-                "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "3",
+                "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "5",
                 "--agent-args", "--profilers instructions --profile-requests 3000 "
                                 "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}

@@ -80,10 +80,15 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
         raise UsageError(f"--platforms {args.platforms}", "give distinct platform names")
     if not 2 <= args.max_pairs <= 1000:
         raise UsageError(f"--max-pairs {args.max_pairs}", "must be from 2 to 1000")
+    agent_args = tuple(shlex.split(args.agent_args))
+    # instruction counts decide when measured: deterministic, so the pairs stop early; 5
+    # pairs is the fewest the t interval of a per-pair log ratio uses (docs/statistics.md)
+    counted = any("instructions" in a for a in agent_args)
     return services.LabOptions(
         root=args.lab_dir, source=source.resolve(), suites_dir=suites.resolve(),
-        platforms=platforms, agent_args=tuple(shlex.split(args.agent_args)),
-        max_pairs=args.max_pairs, first_round=min(3, args.max_pairs),
+        platforms=platforms, agent_args=agent_args,
+        metric="instructions_per_op" if counted else "auto",
+        max_pairs=args.max_pairs, first_round=min(5, args.max_pairs),
         max_suites=args.max_suites, build_cache=args.build_cache)
 
 

@@ -126,8 +126,13 @@ def _bodies(state: LabState, number: int) -> list[Path]:
     return sorted(folder.glob("*.md"), key=lambda p: int(p.stem)) if folder.is_dir() else []
 
 
+# what a body says while some platform has not finished (notify/pr_body.py)
+NOT_FINAL = (":hourglass: Build started", ":hourglass: Still running", ":hourglass: Running.")
+
+
 def _final(path: Path) -> bool:
-    return ":hourglass:" not in path.read_text()
+    text = path.read_text()
+    return not any(mark in text for mark in NOT_FINAL)
 
 
 def copy_comments(state: LabState, t: Tracked, out: Path) -> tuple[str, float | None]:
@@ -164,7 +169,7 @@ def summarize(state: LabState, client: redis.Redis, tracked: dict[str, Tracked],
         prs.append({"name": t.pr.name, "base": t.pr.base, "head": t.pr.head,
                     "pr": t.pr.number, **entry,
                     "minutes": None if seconds is None else round(seconds / 60, 2),
-                    "comment_final": bool(body) and ":hourglass:" not in body})
+                    "comment_final": bool(body) and not any(m in body for m in NOT_FINAL)})
     summary = {"prs": prs}
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

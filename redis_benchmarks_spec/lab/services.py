@@ -41,6 +41,7 @@ until_decided:
   first_round: {first_round}
   round_repetitions: {round_pairs}
   time_budget: {time_budget}
+  metric: {metric}
 """
 SELECTION = """\
 # pull requests run the suites that execute their changed code, at most this many
@@ -73,6 +74,7 @@ class LabOptions:
     # outlives the lab makes the next lab's builds incremental or free
     build_cache: Path | None = None
     max_suites: int | None = None  # the platforms' pull-request suite budget
+    metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
 
 
 def rbs_argv() -> list[str]:
@@ -161,7 +163,7 @@ def _write_platform_configs(options: LabOptions) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     text = PLATFORM_CONFIG.format(max_pairs=options.max_pairs, first_round=options.first_round,
                                   round_pairs=options.round_pairs,
-                                  time_budget=options.time_budget)
+                                  time_budget=options.time_budget, metric=options.metric)
     if options.max_suites is not None:
         text += SELECTION.format(max_suites=options.max_suites)
     for platform in options.platforms:
