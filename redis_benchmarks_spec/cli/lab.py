@@ -61,7 +61,9 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--build-cache", type=Path, default=None, metavar="DIR",
                    help="kept build trees and artifacts (default: in the lab folder); one "
                         "that outlives the lab makes later builds incremental")
-    p.add_argument("--agent-args", default="--profilers instructions", metavar="ARGS",
+    # 3,000 requests: more do not steady the per-op count (docs/lab.md, "Measured")
+    p.add_argument("--agent-args", default="--profilers instructions --profile-requests 3000",
+                   metavar="ARGS",
                    help="more flags for every agent, e.g. '--profilers instructions "
                         "--test-time 5'")
 
