@@ -23,6 +23,7 @@ import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
@@ -163,12 +164,13 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
 def movers_of(result: ABSessionResult) -> dict[str, list[dict[str, Any]]]:
     """Per test measured in instructions: the functions whose self instructions per op
     moved most between the base and the head runs (``analysis.function_movers``)."""
-    instructions = result.report.instructions
-    if instructions is None:
-        return {}
+    report = result.report
+    # the instruction rows: their own section, or the main rows when they decided the pairs
+    rows = report.instructions.rows if report.instructions is not None else \
+        [r for r in report.rows if r.metric == INSTRUCTIONS_METRIC]
     keys = keys_of(result.runs)
     out = {}
-    for row in instructions.rows:
+    for row in rows:
         sides = {side: [read_functions(Path(r.result.paths[PATH_KEY])) for r in result.runs
                         if r.side == side and r.result.ok and keys(r.result) == row.test
                         and PATH_KEY in r.result.paths] for side in (BASELINE, COMPARISON)}
