@@ -98,6 +98,8 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
                 "--agent-args", "--profilers instructions --profile-requests 3000 "
                                 "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
+    if out.is_dir():  # the last replay's comments and summary, to read after the test
+        shutil.copytree(out, ROOT / ".cache" / "lab-last-replay", dirs_exist_ok=True)
     assert done.returncode == 0, (done.stdout, done.stderr, logs)
     (pr,) = json.loads((out / "summary.json").read_text())["prs"]
     assert pr["name"] == "pr11552" and pr["selected"] == [GEO]
