@@ -17,11 +17,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
+from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.noise import family_of, timed_metrics
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
@@ -31,6 +34,7 @@ from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs import noise_file
+from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord, TestProgress
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
@@ -171,7 +175,27 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
         if run.side == COMPARISON:
             flags.setdefault(keys(run.result), set()).update(run.result.flags)
     return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress,
-                    flags={t: sorted(f) for t, f in flags.items() if f})
+                    flags={t: sorted(f) for t, f in flags.items() if f},
+                    movers=movers_of(result))
+
+
+def movers_of(result: ABSessionResult) -> dict[str, list[dict[str, Any]]]:
+    """Per test measured in instructions: the functions whose self instructions per op
+    moved most between the base and the head runs (``analysis.function_movers``)."""
+    report = result.report
+    # the instruction rows: their own section, or the main rows when they decided the pairs
+    rows = report.instructions.rows if report.instructions is not None else \
+        [r for r in report.rows if r.metric == INSTRUCTIONS_METRIC]
+    keys = keys_of(result.runs)
+    out = {}
+    for row in rows:
+        sides = {side: [read_functions(Path(r.result.paths[PATH_KEY])) for r in result.runs
+                        if r.side == side and r.result.ok and keys(r.result) == row.test
+                        and PATH_KEY in r.result.paths] for side in (BASELINE, COMPARISON)}
+        moves = function_movers(sides[BASELINE], sides[COMPARISON], row.baseline_median or 0.0)
+        if moves:
+            out[row.test] = [m.to_dict() for m in moves]
+    return out
 
 
 def results_by_suite(runs: list[ABRun], suites: list[Suite]) -> dict[str, list[RunResult]]:

@@ -25,13 +25,14 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import redis
 from redis.client import Pipeline
 
-from redis_benchmarks_spec.agent import ab_event
+from redis_benchmarks_spec.agent import ab_event, code_selection
 from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_if_due
 from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
 from redis_benchmarks_spec.agent.ledger import Ledger
@@ -78,6 +79,8 @@ Pusher = Callable[[list[RunResult]], None]
 # update the pull-request comment, with the A/B record when the platform ran one; it must not
 # raise for an outside service's failure
 EventDone = Callable[[BuildEvent, str, ABRecord | None], None]
+# a pull-request event's suites were chosen: (event, platform, the comment's line about it)
+Selected = Callable[[BuildEvent, str, str], None]
 Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
@@ -95,9 +98,13 @@ class Agent:
     """One lab-host agent: a consumer of its platform's group (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
-                 runner: Runner = _default_runner, on_event_done: EventDone | None = None
+                 runner: Runner = _default_runner, on_event_done: EventDone | None = None,
+                 datasink: redis.Redis | None = None, on_selected: Selected | None = None
                  ) -> None:
         self.client = client
+        self.datasink = datasink  # read for the suite selection's profile map
+        self.on_selected = on_selected
+        self.run_seconds: list[float] = []  # of this agent's recent runs: the comment's ETA
         self.config = config
         self.push = push
         self.runner = runner
@@ -113,6 +120,7 @@ class Agent:
         self._ended: list[BuildEvent] = []  # dead-lettered, event-done hook not yet run
         self._records: dict[str, ABRecord] = {}  # per event: the A/B record, for the hook
         self._calibration_checked = -CALIBRATION_CHECK_S  # monotonic time of the last check
+        self._selected: dict[str, str] = {}  # per PR event: which suites run and why
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""
@@ -227,6 +235,7 @@ class Agent:
         self._push_unconfirmed(event, ledger)
         suites, rejected = select_valid(event, self.config.suite_filter, self.config.suites_dir)
         self._rejected(event, rejected)
+        suites = self._select_by_code(event, suites)
         todo = [s for s in suites if s.name not in ledger.done()]
         for suite in todo:
             self._status(event, suite.name, "pending")
@@ -236,6 +245,29 @@ class Agent:
         self.consumer.ack(entry.id)
         self._event_done(event)
         return True
+
+    def _select_by_code(self, event: BuildEvent, suites: list[Suite]) -> list[Suite]:
+        """A pull request runs the suites that execute the code it changes (recorded, and
+        said in the comment: the record's note); a branch event runs every suite."""
+        chosen, selection = self.consumer.call(lambda: code_selection.choose(
+            self.client, self.datasink, self.config.names, event, suites,
+            self.config.max_suites))
+        if selection is not None:
+            self.consumer.call(lambda: code_selection.record(
+                self.client, self.config.names, event, self.config.platform, selection,
+                len(suites)))
+            self._selected[event.id] = f"Suites: {selection.reason}."
+            if not chosen:
+                self._save_record(event, ABRecord(note=""))
+            elif self.on_selected is not None:
+                budget = self.config.until_decided
+                line = code_selection.queued_line(
+                    selection, budget.max_repetitions if budget else 1, self.run_seconds)
+                try:
+                    self.on_selected(event, self.config.platform, line)
+                except Exception:  # a comment that cannot be edited never stops the event
+                    log.exception("event %s: the selection hook failed", event.id)
+        return chosen
 
     def _rejected(self, event: BuildEvent, rejected: list[Rejected]) -> None:
         """A selected suite file the validator rejects is a failed test with the reason
@@ -367,6 +399,9 @@ class Agent:
 
     def _save_record(self, event: BuildEvent, record: ABRecord) -> None:
         """Stored (merged with a previous holder's), and kept for the event-done hook."""
+        why = self._selected.get(event.id, "")
+        if why and why not in record.note:
+            record = replace(record, note=f"{why} {record.note}".strip())
         self._records[event.id] = self.consumer.call(lambda: ab_record.save(
             self.client, self.config.names, event.id, self.config.platform, record))
 
@@ -407,6 +442,7 @@ class Agent:
             return
         log.info("event %s: %s ran %d test(s) in %.1fs", event.id, suite.name, len(results),
                  time.monotonic() - started)
+        self.run_seconds = [*self.run_seconds[-19:], time.monotonic() - started]
         if lost.is_set():
             log.warning("event %s was claimed by another agent; dropping %s", event.id,
                         suite.name)

@@ -48,6 +48,8 @@ class AgentConfig:
     client_host: ClientHostConfig | None = None
     # calibration A/A sessions of this platform (agent/calibration.py); None: none
     calibration: CalibrationConfig | None = None
+    # most suites a pull-request event runs (platform config ``selection.max_suites``)
+    max_suites: int | None = None
 
 
 def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:

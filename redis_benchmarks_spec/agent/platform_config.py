@@ -26,6 +26,11 @@ offsets set each test's timed noise floor on this host (analysis/noise.py)::
       every: 168h              # recalibrate after this long (at most 90 days)
       test_time: 2             # seconds per run (1..600)
       server: /usr/bin/redis-server   # optional: the agent's redis-server otherwise
+A ``selection`` section caps the suites a pull request runs (those that execute its
+changed code, most exercised first; see ``analysis/suite_selection.py``)::
+
+    selection:
+      max_suites: 12
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. A ``client_host`` section runs the client tools on another host over SSH (see
@@ -59,7 +64,7 @@ DEFAULT_METRIC = "auto"
 MAX_BUDGET_S = 24 * 3600
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 _METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")
-_KNOWN = {"until_decided", "client_host", "calibration"}
+_KNOWN = {"until_decided", "client_host", "calibration", "selection"}
 _KNOWN_CALIBRATION = {"tests", "pairs", "every", "test_time", "server"}
 _SUITE_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 MAX_CALIBRATION_EVERY_S = 90 * 24 * 3600
@@ -105,6 +110,9 @@ class PlatformConfig:
     # the load generator's host: tools run there over SSH (runner/client_host.py)
     client_host: ClientHostConfig | None = None
     calibration: CalibrationConfig | None = None
+    # most suites a pull request runs (those executing its changed code, most exercised
+    # first: analysis/suite_selection.py); None: no cap
+    max_suites: int | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -194,7 +202,8 @@ def parse(raw: Any) -> PlatformConfig:
     return PlatformConfig(until_decided=None if section is None else parse_budget(section),
                           client_host=_client_host(raw.get("client_host")),
                           calibration=None if calibration is None
-                          else parse_calibration(calibration))
+                          else parse_calibration(calibration),
+                          max_suites=_max_suites(raw.get("selection")))
 
 
 def parse_calibration(raw: Any) -> CalibrationConfig:
@@ -222,6 +231,18 @@ def parse_calibration(raw: Any) -> CalibrationConfig:
                                  _int(raw, "test_time", 1, 600, 2), server)
     except (ValueError, TypeError) as exc:
         raise type(exc)(f"calibration.{exc}") from None
+
+
+def _max_suites(raw: Any) -> int | None:
+    """``selection: {max_suites: N}`` (1..10000), the pull-request suite budget."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"max_suites"}:
+        raise ValueError("selection: expected a mapping with the one key max_suites")
+    try:
+        return _int(raw, "max_suites", 1, 10_000, 10_000)
+    except ValueError as exc:
+        raise ValueError(f"selection.{exc}") from None
 
 
 def _client_host(raw: Any) -> ClientHostConfig | None:

@@ -8,6 +8,7 @@ import threading
 
 import redis
 
+from redis_benchmarks_spec.datasink import profile_map
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.consumer import Backoff
 from redis_benchmarks_spec.results.document import RunResult
@@ -39,4 +40,12 @@ class DatasinkPusher:
             self.backoff.reset()
             for run_id, why in report.failed.items():
                 log.error("datasink refused %s: %s (result kept on disk)", run_id, why)
+            self._record_profiles(results)
             return
+
+    def _record_profiles(self, results: list[RunResult]) -> None:
+        """The functions each test executed, for the suite selection of later PRs."""
+        try:
+            profile_map.record_results(self.client, results)
+        except (redis.RedisError, ValueError) as exc:
+            log.warning("profile map not stored: %s", exc)

@@ -86,9 +86,17 @@ def _pull_request(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:
         # the payload has no commit time; the builder knows the real one from git
         commit_time_ms=_iso_ms(pr.get("updated_at")),
         source=_source(policy, _get(head_repo, "clone_url", str)),
-        pr=_get(pr, "number", int), **_common(policy),
+        pr=_get(pr, "number", int), base_sha=_base_sha(pr),
+        **_common(policy),
     )
     return Decision(request, f"pull request #{request.pr} {action}")
+
+
+def _base_sha(pr: dict[str, Any]) -> str | None:
+    """The base commit when the delivery names one (GitHub always does)."""
+    base = pr.get("base")
+    sha = base.get("sha") if isinstance(base, dict) else None
+    return _sha(sha) if isinstance(sha, str) else None
 
 
 def _push(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:

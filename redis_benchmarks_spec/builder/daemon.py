@@ -28,6 +28,7 @@ from redis.client import Pipeline
 
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder import cache as build_cache
+from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
 from redis_benchmarks_spec.builder.sandbox import Sandbox
 from redis_benchmarks_spec.builder.source import (
@@ -35,6 +36,8 @@ from redis_benchmarks_spec.builder.source import (
     ProvenanceError,
     SourceError,
     fetch_source,
+    git,
+    update_mirror,
 )
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.consumer import (
@@ -46,6 +49,7 @@ from redis_benchmarks_spec.events.consumer import (
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import (
     DEAD_LETTERED,
+    SOURCE_GIT,
     ArtifactRef,
     BuildEvent,
     BuildFailure,
@@ -89,6 +93,10 @@ class BuilderConfig:
     max_deliveries: int = 5
     # where pull-request code is compiled (see builder/sandbox.py)
     sandbox: Sandbox = field(default_factory=Sandbox)
+    # one source tree per build variant kept across builds here (its object files too), so
+    # the next commit recompiles only what changed: a lab of trusted pull requests only, as
+    # one request's build output is the next one's input (docs/lab.md)
+    keep_trees: Path | None = None
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -196,6 +204,7 @@ class Builder:
             self.consumer.ack(entry.id)
             return
         done = {v.decode() for v in self.client.smembers(self._published_key(request.id))}  # type: ignore[union-attr]
+        self._store_change(request)
         with self.consumer.keepalive(entry.id) as lost:
             for variant_id in self._variants(request):
                 if variant_id in done:
@@ -213,6 +222,24 @@ class Builder:
                 if isinstance(outcome, BuildFailure):
                     self._build_ended(request, variant_id, "failed", outcome.reason)
         self.consumer.ack(entry.id)
+
+    def _store_change(self, request: BuildRequest) -> None:
+        """What a pull request changes (base..head), for the agents' suite selection; a
+        request without a base or a git mirror gets none (the agents then run every suite)."""
+        if request.base_sha is None or request.source.kind != SOURCE_GIT \
+                or self.config.git.mirror_dir is None:
+            return
+        try:
+            remote = self.config.git.remote or request.source.location
+            update_mirror(remote, request.base_sha, self.config.git)
+            mirror = update_mirror(remote, request.sha, self.config.git)
+            text = git("-C", str(mirror), "diff", "-U0", "--no-color", "--end-of-options",
+                       request.base_sha, request.sha, timeout_s=self.config.git.timeout_s)
+        except SourceError as exc:
+            log.warning("request %s: no change record: %s", request.id, exc)
+            return
+        change_mod.save(self.client, self.config.names.prefix,
+                        change_mod.parse_diff(text, request.base_sha, request.sha))
 
     def _variants(self, request: BuildRequest) -> list[str]:
         return request.build_variants or self.config.default_variants or \
@@ -269,6 +296,8 @@ class Builder:
                 self.config.artifact_key, request.sha, variant.id), artifact)
 
     def _build(self, request: BuildRequest, variant: BuildVariant) -> Artifact:
+        if self.config.keep_trees is not None:
+            return self._build_kept(request, variant, self.config.keep_trees)
         self.config.work_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix=f"{request.sha[:12]}-", dir=self.config.work_dir))
         try:
@@ -280,6 +309,37 @@ class Builder:
             return artifact
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _build_kept(self, request: BuildRequest, variant: BuildVariant,
+                    root: Path) -> Artifact:
+        """Build in the variant's kept tree: checkout over the last build, incremental make.
+        A tree whose last build did not finish (a half-written object file would look up
+        to date), whose checkout fails or whose build fails is built afresh once."""
+        tree = root / variant.id.replace(":", "_").replace("/", "_")
+        marker = tree / "building"
+        if marker.exists():
+            log.warning("kept tree %s: its last build did not finish; starting afresh", tree)
+            shutil.rmtree(tree / "src", ignore_errors=True)
+        tree.mkdir(parents=True, exist_ok=True)
+        marker.write_text(request.sha)
+        try:
+            artifact = self._build_in(request, variant, tree)
+        except ProvenanceError:
+            raise
+        except (SourceError, BuildError) as exc:
+            log.warning("kept tree %s: %s; building afresh", tree, str(exc)[:200])
+            shutil.rmtree(tree / "src", ignore_errors=True)
+            artifact = self._build_in(request, variant, tree)
+        marker.unlink()
+        self._save_cache(request, variant, artifact)
+        return artifact
+
+    def _build_in(self, request: BuildRequest, variant: BuildVariant, tree: Path) -> Artifact:
+        source = fetch_source(self.client, request, tree / "src",
+                              replace(self.config.git, reuse_tree=True))
+        return replace(build(source.root, variant, tree / "build.log",
+                             self.config.build_timeout_s, self.config.sandbox),
+                       source_sha=source.sha)
 
     def _publish(self, request: BuildRequest, outcome: Message) -> None:
         names = self.config.names

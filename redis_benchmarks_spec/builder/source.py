@@ -80,6 +80,10 @@ class GitOptions:
     remote: str | None = None
     mirror_dir: Path | None = None
     timeout_s: float = GIT_TIMEOUT_S
+    # True: ``dest`` is a tree kept from an earlier build (builder ``--keep-trees``); the
+    # checkout is forced over it so only the files that differ get new mtimes and make
+    # recompiles only what they touch
+    reuse_tree: bool = False
 
 
 def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
@@ -228,7 +232,8 @@ def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> str:
     _fetch_commit(remote, request.sha, dest, options.timeout_s)
     # checkout refuses --end-of-options with --detach; the sha is validated hex and the
     # trailing "--" makes it a revision, never a path or an option
-    git("-C", str(dest), "checkout", "-q", "--detach", request.sha, "--",
+    force = ["-f"] if options.reuse_tree else []
+    git("-C", str(dest), "checkout", "-q", *force, "--detach", request.sha, "--",
         timeout_s=options.timeout_s)
     head = git("-C", str(dest), "rev-parse", "HEAD", timeout_s=options.timeout_s).strip()
     if head != request.sha:

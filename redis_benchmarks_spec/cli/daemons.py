@@ -82,6 +82,10 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                    help="fetch every git source from this URL instead of the request's")
     b.add_argument("--git-mirror", type=Path, default=None, metavar="DIR",
                    help="keep local bare mirrors of git remotes here")
+    b.add_argument("--keep-trees", type=Path, default=None, metavar="DIR",
+                   help="keep one source tree per build variant here and build each commit "
+                        "over the last one (incremental make); for a lab of trusted pull "
+                        "requests only: a build's output is the next one's input")
     b.add_argument("--artifacts-s3", default=None, metavar="s3://BUCKET/PREFIX",
                    help="store artifacts in S3 (needs boto3) instead of Redis chunks")
     add_github_args(b)  # a failed or dead-lettered build ends the pull-request comment
@@ -201,7 +205,8 @@ def cmd_builder(args: argparse.Namespace) -> int:
         git=GitOptions(remote=args.git_remote, mirror_dir=args.git_mirror),
         s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
-        sandbox=Sandbox(engine=args.build_sandbox), max_deliveries=args.max_deliveries)
+        sandbox=Sandbox(engine=args.build_sandbox), max_deliveries=args.max_deliveries,
+        keep_trees=args.keep_trees)
     broker = _broker(args)
     try:
         notifier = notifier_from_args(args, broker, config.names)
@@ -235,7 +240,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
         client_host=platform.client_host if platform else None,
-        calibration=platform.calibration if platform else None)
+        calibration=platform.calibration if platform else None,
+        max_suites=platform.max_suites if platform else None)
 
 
 def _say_client_host(config: ClientHostConfig) -> None:
@@ -288,7 +294,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
         print(f"rbs agent: {exc}", file=sys.stderr)
         return 2
     agent = Agent(broker, config, pusher,
-                  on_event_done=notifier.platform_done if notifier else None)
+                  on_event_done=notifier.platform_done if notifier else None,
+                  datasink=datasink, on_selected=notifier.selected if notifier else None)
 
     def stop() -> None:
         pusher.stop.set()

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.datasink",
     "redis_benchmarks_spec.cli.platform",
     "redis_benchmarks_spec.cli.daemons",
+    "redis_benchmarks_spec.cli.lab",
 ]
 
 
@@ -52,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _command(args: argparse.Namespace) -> str:
     parts = ["rbs", getattr(args, "command", "") or ""]
-    for attr in ("suites_command", "datasink_command", "admin_command", "platform_command"):
+    for attr in ("suites_command", "datasink_command", "admin_command", "platform_command",
+                 "lab_command"):
         if getattr(args, attr, None):
             parts.append(getattr(args, attr))
     return " ".join(p for p in parts if p)

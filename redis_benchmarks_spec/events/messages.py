@@ -178,7 +178,7 @@ class BuildRequest(Message):
     """A request to build one commit in some build variants (trigger/webhook -> builders)."""
 
     KIND: ClassVar[str] = "build-request"
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2  # v2: base_sha
 
     org: str
     repo: str
@@ -195,10 +195,14 @@ class BuildRequest(Message):
     build_variants: list[str] = field(default_factory=list)  # empty = builder's defaults
     triggering_env: str = "ci"
     requested_at_ms: int = field(default_factory=now_ms)
+    # a pull request's base commit (webhook): the builder stores what base..sha changes
+    base_sha: str | None = None
 
     def __post_init__(self) -> None:
         check.ident("id", self.id)
         _check_origin(self)
+        if self.base_sha is not None:
+            check.sha("base_sha", self.base_sha)
         check.names("platforms", self.platforms)
         check.names("build_variants", self.build_variants)
         check.integer("requested_at_ms", self.requested_at_ms)

@@ -28,6 +28,7 @@ import redis
 import requests
 from github import GithubException
 
+from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
@@ -37,7 +38,7 @@ from redis_benchmarks_spec.notify.github_comments import (
     Upserted,
     upsert_comment,
 )
-from redis_benchmarks_spec.notify.pr_body import queued_body, results_body
+from redis_benchmarks_spec.notify.pr_body import RUNNING, queued_body, results_body
 from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions, compare_platform
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
@@ -98,6 +99,25 @@ class PrNotifier:
                 sections = pr_state.load_sections(self.broker, self.names, info)
                 body = results_body(info, sections, self._pending(event, sections))
                 return self._upsert(info, body)
+        except NOTIFY_ERRORS as exc:
+            log.error("PR comment on %s/%s#%s (event %s, %s) not updated: %s", event.org,
+                      event.repo, event.pr, event.id, platform, exc)
+            return None
+
+    def selected(self, event: BuildEvent, platform: str, line: str) -> Upserted | None:
+        """The platform chose its suites: its section says so (and when it should be done)
+        until its results replace it."""
+        if event.pr is None:
+            return None
+        try:
+            info = self._info(event)
+            pr_state.save_section(self.broker, self.names, info, Section(
+                platform=platform, build_variant=event.build_variant, state=RUNNING,
+                notes=[line]))
+            with self._lock(info):
+                sections = pr_state.load_sections(self.broker, self.names, info)
+                return self._upsert(info, results_body(info, sections,
+                                                       self._pending(event, sections)))
         except NOTIFY_ERRORS as exc:
             log.error("PR comment on %s/%s#%s (event %s, %s) not updated: %s", event.org,
                       event.repo, event.pr, event.id, platform, exc)
@@ -168,9 +188,22 @@ class PrNotifier:
         section.report = ab.report
         section.sequential = {t: asdict(p) for t, p in ab.progress.items()}
         section.flags = {t: f for t, f in ab.flags.items() if f}
+        section.movers = ab.movers
+        section.changed_files = self._changed_files(info)
         self._html(section, event, lambda pr_report, sink: pr_report.write_ab_report(
             sink, event, section.platform, info, ab, self.reports_dir))
         return section
+
+    def _changed_files(self, info: PrInfo) -> list[str]:
+        """The files base..head changes, as the builder stored them (none when unknown)."""
+        if not info.base_sha:
+            return []
+        try:
+            change = change_mod.load(self.broker, self.names.prefix, info.base_sha,
+                                     info.head_sha)
+        except ValueError:
+            return []
+        return change.files if change is not None else []
 
     def _html(self, section: Section, event: BuildEvent,
               write: Callable[[ModuleType, redis.Redis], Path]) -> None:
@@ -201,7 +234,8 @@ class PrNotifier:
         return links
 
     def _pending(self, event: BuildEvent, sections: list[Section]) -> list[str]:
-        done = {s.platform for s in sections if s.build_variant == event.build_variant}
+        done = {s.platform for s in sections if s.build_variant == event.build_variant
+                and s.state != RUNNING}
         return [p for p in event.platforms if p not in done]
 
     def _lock(self, info: PrInfo) -> redis.lock.Lock:

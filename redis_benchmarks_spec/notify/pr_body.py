@@ -23,8 +23,10 @@ from redis_benchmarks_spec.analysis.report import (
     metrics_markdown,
 )
 from redis_benchmarks_spec.analysis.shown import by_decided
+from redis_benchmarks_spec.notify.pr_summary import FALSE_ALARMS, headline, movers_lines
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
+RUNNING = "running"  # a platform chose its suites and runs them (its section's state)
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
 TITLE = "Benchmark results"
 
@@ -38,10 +40,11 @@ def _what(info: PrInfo) -> str:
     return f"Pull request #{info.number}: {head} compared with {base}."
 
 
-def queued_body(info: PrInfo, platforms: list[str]) -> str:
+def queued_body(info: PrInfo, platforms: list[str], eta: str = "") -> str:
     """The comment as soon as the trigger is accepted."""
     where = ", ".join(f"`{p}`" for p in platforms) if platforms else "every platform"
-    return "\n".join([info.marker, f"## {TITLE}", "", _what(info), "",
+    return "\n".join([info.marker, f"**Queued**: benchmarks queued on {where}{eta}.", "",
+                      f"## {TITLE}", "", _what(info), "",
                       f":hourglass: Build started; benchmarks queued on {where}.", ""])
 
 
@@ -79,6 +82,8 @@ def _section_lines(section: Section) -> list[str]:
     lines = [f"### `{section.platform}` · `{section.build_variant}`", ""]
     lines += [f":information_source: {note}" for note in section.notes]
     lines += [""] if section.notes else []
+    if section.state == RUNNING:
+        return lines + [":hourglass: Running.", ""]
     if section.state != "completed" or section.report is None:
         return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
     report = ComparisonReport.from_dict(section.report)
@@ -86,6 +91,7 @@ def _section_lines(section: Section) -> list[str]:
     lines += metrics_markdown(report, level="####")  # the most decided metric first
     if report.memory is not None:
         lines += memory_markdown(report.memory, level="####")
+    lines += movers_lines(section.movers, section.changed_files)
     flags = _flags(section, report)
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
@@ -114,7 +120,7 @@ def _counts_table(sections: list[Section]) -> list[str]:
 
 def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> str:
     """The comment with every finished section; ``pending`` platforms still running."""
-    lines = [info.marker, f"## {TITLE}", "", _what(info), ""]
+    lines = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), ""]
     lines += _counts_table(sections)
     if pending:
         lines += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
@@ -124,4 +130,6 @@ def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> s
     reports = [ComparisonReport.from_dict(s.report) for s in sections if s.report]
     if reports:
         lines += [f"<sub>{footnote(reports[0])}</sub>", ""]
+    if any(s.sequential for s in sections):
+        lines += [f"<sub>{FALSE_ALARMS}</sub>", ""]
     return "\n".join(lines)

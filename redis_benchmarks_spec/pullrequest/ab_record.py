@@ -51,6 +51,8 @@ class ABRecord:
     report: dict[str, Any] | None = None  # ComparisonReport.to_dict()
     progress: dict[str, TestProgress] = field(default_factory=dict)
     flags: dict[str, list[str]] = field(default_factory=dict)  # per test, the PR side's runs
+    # per test, the functions whose instructions per op moved most (FunctionMove.to_dict)
+    movers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def comparison(self) -> ComparisonReport | None:
         return ComparisonReport.from_dict(self.report) if self.report else None
@@ -74,7 +76,8 @@ def merge(old: ABRecord | None, new: ABRecord) -> ABRecord:
     report["summary"] = summary
     progress = {t: p for t, p in old.progress.items() if t not in fresh} | new.progress
     flags = {t: f for t, f in old.flags.items() if t not in fresh} | new.flags
-    return ABRecord(new.base_sha, new.note, report, progress, flags)
+    movers = {t: m for t, m in old.movers.items() if t not in fresh} | new.movers
+    return ABRecord(new.base_sha, new.note, report, progress, flags, movers)
 
 
 def save(client: redis.Redis, names: StreamNames, event_id: str, platform: str,
@@ -101,9 +104,24 @@ def load(client: redis.Redis, names: StreamNames, event_id: str,
                     for t, p in data.get("progress", {}).items()}
         flags = {str(t): [str(f) for f in fs] for t, fs in data.get("flags", {}).items()}
         record = ABRecord(str(data.get("base_sha", "")), str(data.get("note", "")),
-                          data.get("report"), progress, flags)
+                          data.get("report"), progress, flags,
+                          _movers(data.get("movers", {})))
         record.comparison()  # the report must read back
         return record
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return ABRecord(note=f"the A/B record {key(names, event_id, platform)} is unreadable "
                              f"({type(exc).__name__}); not shown")
+
+
+def _movers(raw: Any) -> dict[str, list[dict[str, Any]]]:
+    """The stored movers, each field checked for its type (untrusted)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for test, moves in dict(raw).items():
+        out[str(test)] = [{
+            "function": str(m["function"])[:200],
+            "file": None if m.get("file") is None else str(m["file"])[:300],
+            "baseline_per_op": float(m["baseline_per_op"]),
+            "comparison_per_op": float(m["comparison_per_op"]),
+            "delta_per_op": float(m["delta_per_op"]),
+            "share_of_total_pct": float(m["share_of_total_pct"])} for m in list(moves)[:50]]
+    return out

@@ -158,6 +158,10 @@ class Section:
     # interleaved A/B of the agent (pullrequest/ab_record.py): per test {pairs, looks, stopped}
     sequential: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. why no A/B was run
+    # per test, the functions that moved most (pullrequest/ab_record.py), and the files the
+    # pull request changes (builder/change.py), to say whether the movers lie in them
+    movers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    changed_files: list[str] = field(default_factory=list)
 
     @property
     def field_name(self) -> str:

@@ -321,7 +321,9 @@ def merged_functions(profiles: Any, total_ops: float, total: int) -> list[dict[s
             entry["inclusive"] += f.inclusive_ir
     out = []
     for entry in sorted(merged.values(), key=lambda e: -e["self"]):
-        if entry["self"] < FUNCTION_FLOOR_SHARE * total:
+        # kept when it does a share of the work itself or through its callees: the suite
+        # selection asks which functions a suite runs through (inclusive), movers use self
+        if max(entry["self"], entry["inclusive"]) < FUNCTION_FLOOR_SHARE * total:
             continue
         entry["self_per_op"] = round(entry["self"] / total_ops, 3)
         entry["inclusive_per_op"] = round(entry["inclusive"] / total_ops, 3)

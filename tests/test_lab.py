@@ -1,0 +1,121 @@
+"""`rbs lab up` / `status` / `down` and `rbs lab replay` as a user runs them.
+
+Up/down: every service starts as its own process (pid in lab.json), the two agents each
+pinned to their own CPU, the webhook answers, the GitHub stand-in refuses a wrong token, and
+`down` stops exactly those pids. Replay: a real merged Redis pull request (#11552, GEODIST:
+its parent and its squash commit from the vendored history) goes through the lab as a
+labelled delivery: real builds of both commits (kept trees in .cache/lab-builds, so a second
+run reuses them), the suite selection from the base commit's callgrind profiles picks the
+GEODIST suite and not the GET one, the instruction verdict is an improvement, the movers
+name code the PR changed, and the comment was posted at label time and edited after."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from benchmarks import redis_history as history
+from tests.pipeline_fixtures import tiny_redis_repo
+
+ROOT = Path(__file__).resolve().parents[1]
+RBS = str(ROOT / ".venv" / "bin" / "rbs")
+GEO, GET = "redis-benchmark-1Kkeys-geo-geodist", "redis-benchmark-1Kkeys-string-get-100B"
+BASE, HEAD = "155acef51ac7826ed294a4b61d891f1c7a9a40ac", "61c85a2b2081dffaf45eb8c6b7754b8d9a80c60d"
+
+
+def _rbs(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
+    repo = tiny_redis_repo(tmp_path / "redis")
+    lab = tmp_path / "lab"
+    up = _rbs("lab", "up", "--dir", str(lab), "--source", str(repo), "--platforms", "p1,p2",
+              "--agent-args", "--noise-seconds 0")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        state = json.loads((lab / "lab.json").read_text())
+        names = [s["name"] for s in state["services"]]
+        assert names == ["github", "api", "builder", "agent-p1", "agent-p2"]
+        pids = [s["pid"] for s in state["services"]]
+        assert all(_alive(pid) for pid in pids)
+        cpus = state["platforms"]
+        assert set(cpus) == {"p1", "p2"} and not set(cpus["p1"]) & set(cpus["p2"])
+        for s in state["services"][3:]:  # each agent runs with its own --cpus
+            argv = psutil.Process(s["pid"]).cmdline()
+            platform = s["name"].removeprefix("agent-")
+            assert argv[argv.index("--cpus") + 1] == ",".join(map(str, cpus[platform]))
+        with urllib.request.urlopen(state["api_url"] + "/healthz", timeout=10) as resp:
+            assert resp.status == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(state["github_url"] + "/repos/redis/redis/issues/1/comments",
+                                   timeout=10)
+        assert refused.value.code == 401
+        status = _rbs("lab", "status", "--dir", str(lab))
+        assert status.returncode == 0 and status.stdout.count(": running") == 5
+    finally:
+        down = _rbs("lab", "down", "--dir", str(lab))
+    assert down.returncode == 0, down.stderr
+    assert "agent-p1: stopped" in down.stdout and "broker: stopped" in down.stdout
+    assert not any(_alive(pid) for pid in pids)
+    assert not (lab / "lab.json").exists()
+    again = _rbs("lab", "status", "--dir", str(lab))
+    assert again.returncode == 2 and "no lab was started" in again.stderr
+
+
+def _suites(folder: Path) -> Path:
+    folder.mkdir()
+    for name in (GEO, GET, "defaults"):
+        shutil.copy(ROOT / "test-suites" / f"{name}.yml", folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
+    source = history.bare_repo()
+    prs = tmp_path / "prs.txt"
+    prs.write_text(f"{BASE} {HEAD} pr11552\n")
+    out = tmp_path / "out"
+    # the agents only know these two suites; pull requests run what executes their change
+    done = _rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
+                "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
+                "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "5",
+                "--agent-args", "--profilers instructions --profile-requests 3000 "
+                                "--test-time 2 --noise-seconds 0", timeout=3000)
+    logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
+    if out.is_dir():  # the last replay's comments and summary, to read after the test
+        shutil.copytree(out, ROOT / ".cache" / "lab-last-replay", dirs_exist_ok=True)
+    assert done.returncode == 0, (done.stdout, done.stderr, logs)
+    (pr,) = json.loads((out / "summary.json").read_text())["prs"]
+    assert pr["name"] == "pr11552" and pr["selected"] == [GEO]
+    assert "geo.c" in pr["selection_reason"] and "of 2 suites" in pr["selection_reason"]
+    instr = [t for t in pr["tests"] if t["metric"] == "instructions_per_op"]
+    assert {t["platform"] for t in instr} == {"lab-a", "lab-b"}
+    for row in instr:  # the PR made GEODIST's replies cheaper (it claims ~35 % more ops/s)
+        assert row["verdict"] == "IMPROVEMENT" and row["change_pct"] < -3, row
+        assert row["high_pct"] < 0 and row["pairs"] >= 2
+    moved = {(m["file"] or "").rsplit("/", 1)[-1] for m in pr["movers"]}
+    assert moved & {"geo.c", "util.c"}, pr["movers"]
+    assert isinstance(pr["minutes"], float) and pr["minutes"] > 0
+    bodies = sorted((out / "comments").glob("pr11552.*.md"))
+    assert len(bodies) >= 3  # queued at label time, then one edit per platform
+    assert "**Queued**" in bodies[0].read_text()
+    final = (out / "comments" / "pr11552.md").read_text()
+    assert final == bodies[-1].read_text()
+    assert final.splitlines()[1].startswith("**Improvement**")
+    assert "in geo.c that this PR changes" in final and "| Function | File |" in final

@@ -1,0 +1,102 @@
+"""The comment's first line and its "why" table, from sections as the notifier stores them:
+the instruction verdict decides the headline when it was measured (a throughput row that
+says UNKNOWN under valgrind does not), the largest effects are named with their interval,
+pending platforms make it partial, and the movers table says which functions lie in the
+files the pull request changes."""
+
+from __future__ import annotations
+
+from redis_benchmarks_spec.analysis.compare import (
+    IMPROVEMENT,
+    NO_CHANGE,
+    REGRESSION,
+    UNKNOWN,
+    CompareOptions,
+    Comparison,
+    ComparisonReport,
+)
+from redis_benchmarks_spec.notify.pr_body import results_body
+from redis_benchmarks_spec.notify.pr_summary import headline, movers_lines
+from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
+
+GEO = "redis-benchmark-1Kkeys-geo-geodist"
+
+
+def _report(metric: str, rows: list[tuple[str, str, float]]) -> ComparisonReport:
+    made = [Comparison(test=t, metric=metric, n_baseline=3, n_comparison=3, change_pct=c,
+                       ci_low_pct=c - 0.2, ci_high_pct=c + 0.2, verdict=v, paired=True)
+            for t, v, c in rows]
+    report = ComparisonReport(rows=made, summary={}, options=CompareOptions(metric=metric))
+    report.recount()
+    return report
+
+
+def _section(platform: str, instr: list[tuple[str, str, float]]) -> Section:
+    report = _report("Ops/sec", [(t, UNKNOWN, 3.0) for t, _, _ in instr])
+    report.instructions = _report("instructions_per_op", instr)
+    return Section(platform=platform, build_variant="v", state="completed",
+                   report=report.to_dict(), sequential={GEO: {"pairs": 3, "looks": [3]}})
+
+
+def test_the_instruction_verdict_makes_the_first_line() -> None:
+    sections = [_section("lab-a", [(GEO, IMPROVEMENT, -23.5), ("t2", NO_CHANGE, 0.01)]),
+                _section("lab-b", [(GEO, IMPROVEMENT, -23.4), ("t2", NO_CHANGE, 0.0)])]
+    line = headline(sections, [])
+    assert line == ("**Improvement** in 2 of 4 tests: `redis-benchmark-1Kkeys-geo-geodist` "
+                    "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a`; "
+                    "`redis-benchmark-1Kkeys-geo-geodist` instructions per operation -23.4 % "
+                    "[-23.6 %, -23.2 %] on `lab-b`.")
+    assert headline(sections[:1], ["lab-b"]).startswith("**Partial: Improvement**")
+    worse = [_section("lab-a", [(GEO, REGRESSION, 4.0), ("t2", IMPROVEMENT, -9.0)])]
+    assert headline(worse, []).startswith("**Regression** in 1 of 2 tests")
+    same = [_section("lab-a", [(GEO, NO_CHANGE, 0.02)])]
+    assert headline(same, []) == ("**No change** in any of the 1 tests (each interval lies "
+                                  "within the noise floor).")
+    open_ = [_section("lab-a", [(GEO, UNKNOWN, 0.5)])]
+    assert headline(open_, []).startswith("**Not decided**: 1 of 1 tests need more pairs")
+
+
+def test_movers_table_says_whether_they_lie_in_the_changed_files() -> None:
+    movers = {GEO: [
+        {"function": "fixedpoint_d2string", "file": "/b/src/util.c", "baseline_per_op": 0.0,
+         "comparison_per_op": 154.0, "delta_per_op": 154.0, "share_of_total_pct": 1.5},
+        {"function": "__printf_fp_l", "file": None, "baseline_per_op": 2100.0,
+         "comparison_per_op": 0.0, "delta_per_op": -2100.0, "share_of_total_pct": -20.7}]}
+    lines = movers_lines(movers, ["src/geo.c", "src/util.c"])
+    text = "\n".join(lines)
+    assert "1 of the top 2 lie in the files this pull request changes" in text
+    assert "| `fixedpoint_d2string` | `util.c` | 0.0 | 154.0 | +154.0 (+1.50 % of all) | yes |" \
+        in text
+    assert "| `__printf_fp_l` | `?` | 2,100.0 | 0.0 | -2,100.0 (-20.70 % of all) | unknown |" \
+        in text
+
+
+def test_the_body_opens_with_the_headline_and_states_the_false_alarm_control() -> None:
+    info = PrInfo(org="redis", repo="redis", number=11552, head_sha="6" * 40,
+                  head_ref="pr", base_ref="unstable", base_sha="1" * 40)
+    section = _section("lab-a", [(GEO, IMPROVEMENT, -23.5)])
+    section.notes = ["Suites: 1 of 2 suites execute code in geo.c that this PR changes."]
+    body = results_body(info, [section], [])
+    lines = body.splitlines()
+    assert lines[0] == info.marker and lines[1].startswith("**Improvement** in 1 of 1 tests")
+    assert "Suites: 1 of 2 suites execute code in geo.c" in body
+    assert "one Benjamini-Hochberg family" in body
+
+
+def test_a_platform_that_chose_its_suites_shows_them_and_its_eta() -> None:
+    from redis_benchmarks_spec.agent.code_selection import queued_line
+    from redis_benchmarks_spec.analysis.suite_selection import BY_PROFILE, Selection
+    chosen = Selection([GEO], BY_PROFILE, "1 of 2 suites execute code in geo.c that this PR "
+                                          "changes")
+    line = queued_line(chosen, 3, [20.0, 30.0, 25.0])
+    assert line == ("Queued: 1 suite (1 of 2 suites execute code in geo.c that this PR "
+                    "changes); ETA at most 2 min (1 x 3 pairs x 2 runs x 25 s per run "
+                    "measured on this platform).")
+    assert queued_line(chosen, 3, []).endswith("this PR changes).")  # no run measured yet
+    info = PrInfo(org="redis", repo="redis", number=1, head_sha="6" * 40, base_sha="1" * 40)
+    running = Section(platform="lab-b", build_variant="v", state="running", notes=[line])
+    body = results_body(info, [_section("lab-a", [(GEO, IMPROVEMENT, -23.5)]), running],
+                        ["lab-b"])
+    assert body.splitlines()[1].startswith("**Partial: Improvement**")
+    assert line in body and ":hourglass: Running." in body
+    assert ":hourglass: Still running on `lab-b`." in body
