@@ -130,8 +130,8 @@ def test_labelled_pr_gets_one_comment_edited_per_platform(redis_server, tmp_path
     assert "benchmarks queued" in gh.calls("POST")[0].body["body"]  # type: ignore[index]
     (body,) = [c["body"] for c in gh.comments.values()]
     assert head[:10] in body and base[:10] in body
-    assert ("| Platform | Build variant | Regressions | Improvements | Unknown | Busy | "
-            "No change |") in body
+    assert ("| Platform | Build variant | Regressions | Improvements | Suspect | Unknown | "
+            "Busy | No change |") in body
     assert f"`{test}`" in body and "branch unstable (last 10 points)" in body
     # each platform's HTML report is linked, and renders with its plots in Chromium
     pages = sorted((tmp_path / "reports").iterdir())

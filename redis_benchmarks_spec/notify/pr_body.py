@@ -11,6 +11,7 @@ from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
+    SUSPECT,
     UNKNOWN,
     ComparisonReport,
 )
@@ -104,17 +105,18 @@ def _section_lines(section: Section) -> list[str]:
 def _counts_table(sections: list[Section]) -> list[str]:
     """Verdict counts per platform, build variant and judged metric (the most decided
     metric first)."""
-    out = [("| Platform | Build variant | Regressions | Improvements | Unknown | Busy | "
-            "No change | Metric |"), "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = [("| Platform | Build variant | Regressions | Improvements | Suspect | Unknown | "
+            "Busy | No change | Metric |"),
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in sections:
         if s.report is None:
-            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | | |")
+            out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | | | |")
             continue
         for report in by_decided(ComparisonReport.from_dict(s.report)):
             c = report.summary
             out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
-                       f"{c.get(IMPROVEMENT, 0)} | {c.get(UNKNOWN, 0)} | {c.get(BUSY, 0)} | "
-                       f"{c.get(NO_CHANGE, 0)} | `{report.options.metric}` |")
+                       f"{c.get(IMPROVEMENT, 0)} | {c.get(SUSPECT, 0)} | {c.get(UNKNOWN, 0)} | "
+                       f"{c.get(BUSY, 0)} | {c.get(NO_CHANGE, 0)} | `{report.options.metric}` |")
     return out + [""]
 
 
