@@ -248,7 +248,7 @@ def test_dir_round_to_report(tmp_path: Path) -> None:
     rep = judge(found.runs, Judging(CompareOptions(metric=OPS), paired=False))
     assert rep.rows[0].verdict == REGRESSION
     assert rep.has_regression
-    assert cmp.VERDICTS == (REGRESSION, IMPROVEMENT, UNKNOWN, cmp.BUSY, NO_CHANGE)
+    assert cmp.VERDICTS == (REGRESSION, IMPROVEMENT, cmp.SUSPECT, UNKNOWN, cmp.BUSY, NO_CHANGE)
 
 
 # --- rendering -----------------------------------------------------------------------------
@@ -494,7 +494,7 @@ def _evidence(**kw: object) -> verdict.Evidence:
 
 
 def test_decide_each_condition_is_required() -> None:
-    opts = CompareOptions()
+    opts = CompareOptions(noise_floor_pct=2.0)
     assert verdict.decide(_evidence(), opts).verdict == REGRESSION
     assert verdict.decide(_evidence(metric=P50), opts).verdict == IMPROVEMENT
     # interval touches 0, change within the floor, adjusted p too large: each alone -> UNKNOWN
@@ -510,7 +510,7 @@ def test_decide_each_condition_is_required() -> None:
 
 
 def test_runs_needed_from_interval_and_from_sd() -> None:
-    opts = CompareOptions()
+    opts = CompareOptions(noise_floor_pct=2.0)
     # half-width 4 % must shrink below |change| 3 %: 10 * (4/3)^2 = 17.8 -> 18
     ev = _evidence(change_pct=3.0, ci_low_pct=-1.0, ci_high_pct=7.0, p_adjusted=0.3)
     assert verdict.runs_needed(ev, opts) == 18

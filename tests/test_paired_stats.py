@@ -83,14 +83,22 @@ def test_t_interval_matches_scipy() -> None:
     assert shift.p_value == pytest.approx(sps.ttest_1samp(r, 0.0).pvalue)
 
 
-def test_outlying_pair_or_few_pairs_use_signed_rank() -> None:
+def test_an_outlying_pair_widens_the_interval_and_two_pairs_use_signed_rank() -> None:
     clean = [(100.0, 90.0 + d) for d in (0.1, -0.3, 0.4, -0.2, 0.2, 0.0)]
     assert paired.best_paired_shift(clean).method == paired.T_METHOD
     disturbed = [*clean, (100.0, 40.0)]
     reason = paired.t_assumptions(paired.log_ratios(disturbed))
     assert "Shapiro-Wilk" in reason
-    assert paired.best_paired_shift(disturbed).method != paired.T_METHOD
-    assert paired.best_paired_shift(clean[:4]).method != paired.T_METHOD
+    wide = paired.best_paired_shift(disturbed)
+    narrow = paired.best_paired_shift(clean)
+    # the far pair stays in: the interval is the t interval, named, and wider than without it
+    assert wide.method == paired.T_METHOD + paired.OUTLYING
+    assert wide.high - wide.low > narrow.high - narrow.low
+    # the trimmed mean (the old pick) would have been narrower than the t interval
+    trimmed = paired.trimmed_shift(paired.log_ratios(disturbed))
+    assert trimmed.high - trimmed.low < wide.high - wide.low
+    assert paired.best_paired_shift(clean[:3]).method == paired.T_METHOD
+    assert not paired.best_paired_shift(clean[:2]).bounded  # signed rank: no interval
 
 
 # --- simulations ---------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
     argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
             "--instructions-method", "callgrind", "--profile-requests", "5000",
             # 5 pairs: the command path's count repeats to ~0.1 %, and a pair that drew an
-            # unlucky hash seed goes to the trimmed-mean interval (analysis/paired.py)
+            # unlucky hash seed widens the t interval (analysis/paired.py)
             "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
             "--baseline-server-args", "--latency-tracking no", "--results-dir",
             str(tmp_path / "results"), "--no-datasink", "--format", "json"]

@@ -20,7 +20,7 @@ from redis_benchmarks_spec.results.document import (
     STATUS_SKIPPED,
     RunResult,
 )
-from redis_benchmarks_spec.runner.cpus import CpuAllocator
+from redis_benchmarks_spec.runner.cpus import CpuAllocator, device_interrupts, placement
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
@@ -163,13 +163,40 @@ def test_test_time_maps_onto_requests(tmp_path: Path) -> None:
     assert Path(r.paths["client_0_output"]).with_suffix(".warmup.out").exists()
 
 
+def _quiet(cpus: list[int]) -> CpuAllocator:
+    """An allocator whose CPUs take no device interrupts, one physical core each."""
+    return CpuAllocator(cpus, where=placement(cpus, {}, {c: ("0", str(c)) for c in cpus}))
+
+
 def test_cpu_allocator_disjoint_and_warning() -> None:
-    plan = CpuAllocator([0, 1, 2, 3]).plan(1, 2)
-    assert plan.server == [0] and plan.client == [1, 2] and plan.disjoint and not plan.warning
-    small = CpuAllocator([0, 1]).plan(2, 1)
+    plan = _quiet([0, 1, 2, 3]).plan(1, 2)
+    # CPU 0 is handed out last: server on 1, client on 2 and 3
+    assert plan.server == [1] and plan.client == [2, 3] and plan.disjoint and not plan.warning
+    small = _quiet([0, 1]).plan(2, 1)
     assert small.warning and "share cores" in small.warning
-    single = CpuAllocator([0]).plan(1, 1)
+    single = _quiet([0]).plan(1, 1)
     assert single.server == single.client == [0] and not single.disjoint
+
+
+def test_placement_avoids_cpu0_interrupt_cpus_and_hyperthread_siblings() -> None:
+    text = ("           CPU0       CPU1       CPU2       CPU3\n"
+            " 24:       5000          0          0        10  IO-APIC  ACPI\n"
+            " 36:          0          3     900000          0  PCI-MSIX virtio1-input.0\n"
+            "LOC:     231410     232844     230000     230001  Local timer interrupts\n")
+    irqs = device_interrupts(text)
+    assert irqs == {0: 5000, 1: 3, 2: 900000, 3: 10}
+    # CPUs 1 and 3 are two threads of one core; 0 and 2 the other core's
+    cores = {0: ("0", "0"), 2: ("0", "0"), 1: ("0", "1"), 3: ("0", "1")}
+    where = placement([0, 1, 2, 3], irqs, cores)
+    assert where.order[0] == 1 and where.order[-1] == 0 and "handed out last" in where.why
+    plan = CpuAllocator([0, 1, 2, 3], where=where).plan(1, 1)
+    # the client is not the server's sibling (3) when another core is free
+    assert plan.server == [1] and plan.client == [2]
+    # the same allocator gives the same cores every time (every run of a session)
+    assert CpuAllocator([0, 1, 2, 3], where=where).plan(1, 1) == plan
+    # on a 2-CPU guest the server never gets CPU 0
+    two = CpuAllocator([0, 1], where=placement([0, 1], {0: 10, 1: 10}, {})).plan(1, 1)
+    assert two.server == [1] and two.client == [0]
 
 
 def _our_children(pid: int) -> list[str]:

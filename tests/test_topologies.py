@@ -13,7 +13,7 @@ import redis
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
 from redis_benchmarks_spec.runner.cluster import SLOTS, slot_ranges
-from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuShortage
+from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuShortage, placement
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.topology import load_topologies
@@ -198,8 +198,10 @@ def test_catalogue_matches_the_issue_and_unstartable_entries_skip(tmp_path: Path
 
 
 def test_cpu_plan_per_node_shares_with_a_warning_or_refuses_when_strict(tmp_path: Path) -> None:
-    plan = CpuAllocator(list(range(8))).plan_nodes([1, 1, 1], 2)
-    assert plan.nodes == [[0], [1], [2]] and plan.client == [3, 4] and plan.disjoint
+    cpus = list(range(8))
+    quiet = placement(cpus, {}, {c: ("0", str(c)) for c in cpus})
+    plan = CpuAllocator(cpus, where=quiet).plan_nodes([1, 1, 1], 2)
+    assert plan.nodes == [[1], [2], [3]] and plan.client == [4, 5] and plan.disjoint
     small = CpuAllocator([0, 1]).plan_nodes([1, 1, 1], 1)
     assert "share cores" in small.warning and {c for n in small.nodes for c in n} == {0, 1}
     with pytest.raises(CpuShortage, match="strict-cpus"):

@@ -24,9 +24,11 @@ import redis
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
+from redis_benchmarks_spec.analysis.noise import family_of, timed_metrics
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.session_runs import keys_of
+from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
@@ -41,6 +43,7 @@ from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ABRun,
     Side,
+    ab_tests,
 )
 from redis_benchmarks_spec.runner.ab_session import (
     ABSessionPlan,
@@ -115,9 +118,23 @@ def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
     return book.session_priors(platform, tests)
 
 
+def platform_noise(job: PairedRun, suites: list[Suite], metric: str
+                   ) -> dict[str, HostNoise]:
+    """Timed metrics' per-test floors from this platform's calibration A/A sessions (the
+    noise book); an unreadable book leaves the uncalibrated floor, and says so."""
+    try:
+        book = noise_file.load()
+    except noise_file.NoiseBookError as exc:
+        log.warning("calibrated noise floors not used: %s", exc)
+        return {}
+    families = {t.key: family_of(t.suite.tested_groups) for t in ab_tests(job.session, suites)}
+    return book.session_noise(job.session.context.platform, families, timed_metrics(metric))
+
+
 def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     """The event's A/B: base build against the PR build, in rounds within the budget."""
     budget = job.budget
+    noise = platform_noise(job, suites, budget.metric)
     config = ABConfig(session=job.session,
                       baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
@@ -125,6 +142,7 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,
                          noise_floor_pct=budget.noise_floor_pct,
                          max_pairs=budget.max_repetitions, priors=job.priors,
+                         host_noise=noise,
                          side_labels=("base commit (interleaved pairs)",
                                       "head commit (interleaved pairs)"))
     design = SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending)

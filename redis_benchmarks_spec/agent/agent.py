@@ -33,7 +33,8 @@ import redis
 from redis.client import Pipeline
 
 from redis_benchmarks_spec.agent import ab_event, code_selection
-from redis_benchmarks_spec.agent.config import AgentConfig, event_session
+from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_if_due
+from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
 from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.agent.selection import for_platform, select_valid
 from redis_benchmarks_spec.builder import artifacts
@@ -63,12 +64,13 @@ from redis_benchmarks_spec.events.status import (
     stage_event_end,
 )
 from redis_benchmarks_spec.events.validation import MAX_TEXT
+from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.pullrequest import ab_record
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
-from redis_benchmarks_spec.suites.validate import Rejected
+from redis_benchmarks_spec.suites.validate import Rejected, validate_catalog
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ Runner = Callable[[SessionConfig, list[Suite]], list[RunResult]]
 # what a runner may raise for one suite (a binary that will not start, a bad suite file);
 # the suite is recorded as failed and the event goes on instead of crash-looping the agent
 SUITE_ERRORS = (OSError, RuntimeError, ValueError)
+#: whether a calibration is due is checked at most this often (between events)
+CALIBRATION_CHECK_S = 60.0
 
 
 def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
@@ -116,17 +120,42 @@ class Agent:
         self._ended: list[BuildEvent] = []  # dead-lettered, event-done hook not yet run
         self._records: dict[str, ABRecord] = {}  # per event: the A/B record, for the hook
         self._selected: dict[str, str] = {}  # per PR event: which suites run and why
+        self._calibration_checked = -CALIBRATION_CHECK_S  # monotonic time of the last check
 
     def stop(self) -> None:
         """Finish the current test, then return from :meth:`run` (signal-safe)."""
         self.stop_event.set()
         self.consumer.stop()
 
+    def calibrate(self) -> CalibrationOutcome | None:
+        """Calibration A/A sessions when due (agent/calibration.py); a failure is logged
+        and the agent goes on with the floors it has."""
+        plan = self.config.calibration
+        if plan is None or time.monotonic() < self._calibration_checked + CALIBRATION_CHECK_S:
+            return None
+        self._calibration_checked = time.monotonic()
+        self.heartbeat.info = "calibrating"
+        try:
+            catalog = validate_catalog(self.config.suites_dir)
+            suites = [s for s in catalog.suites if s.name in plan.tests]
+            missing = sorted(set(plan.tests) - {s.name for s in suites})
+            if missing:
+                log.error("calibration: no valid suite %s in %s", missing[0],
+                          self.config.suites_dir)
+            if not suites:
+                return None
+            return calibrate_if_due(calibration_session(self.config), suites, plan)
+        except (*SUITE_ERRORS, noise_file.NoiseBookError) as exc:
+            log.error("calibration of %s did not run: %s", self.config.platform, exc)
+            return None
+
     def run(self, max_events: int | None = None) -> int:
-        """Serve build events until stopped; returns how many were completed."""
+        """Serve build events until stopped, calibrating when due between them; returns
+        how many were completed."""
         completed = 0
         with self.heartbeat:
             while not self.stop_event.is_set():
+                self.calibrate()
                 if max_events is not None and completed >= max_events:
                     break
                 self.heartbeat.info = "idle"

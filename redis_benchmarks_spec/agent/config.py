@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.agent.platform_config import CalibrationConfig, UntilDecidedBudget
 from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.common.paths import inside
 from redis_benchmarks_spec.events.messages import BuildEvent
@@ -48,6 +48,8 @@ class AgentConfig:
     client_host: ClientHostConfig | None = None
     # most suites a pull-request event runs (platform config ``selection.max_suites``)
     max_suites: int | None = None
+    # calibration A/A sessions of this platform (agent/calibration.py); None: none
+    calibration: CalibrationConfig | None = None
 
 
 def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:
@@ -65,3 +67,13 @@ def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) ->
         launcher=config.launcher, topology_filter=config.suite_filter.topology,
         strict_cpus=config.strict_cpus, window=config.window,
         client_host=config.client_host)
+
+
+def calibration_session(config: AgentConfig) -> SessionConfig:
+    """The session calibration A/A sessions run in: this agent's pinning and tools, results
+    under ``results_dir/calibration``, no build context (nothing of it is pushed)."""
+    context = RunContext(triggering_env="calibration", platform=config.platform)
+    return SessionConfig(
+        tools=config.tools, results_dir=inside(config.results_dir, "calibration"),
+        context=context, cpus=config.cpus, launcher=config.launcher,
+        topology_filter=config.suite_filter.topology, strict_cpus=config.strict_cpus)

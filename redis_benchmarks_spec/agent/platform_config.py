@@ -10,7 +10,9 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       first_round: 6           # pairs of the first round (2..max_repetitions; default 6)
       alpha: 0.05              # total false-positive rate over every look (0 < alpha < 0.5)
       spending: obrien-fleming # or pocock (Lan-DeMets spending function)
-      noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100)
+      noise_floor: 2           # percent: smaller changes are NO CHANGE (0..100); without
+                               # it, each test's floor from this host's calibration A/A
+                               # sessions (analysis/noise.py), else 5 % for timed metrics
       metric: auto             # or a metric name; auto: server CPU per command when the
                                # client was the bottleneck, else Ops/sec (runner.metric_choice)
 
@@ -19,6 +21,17 @@ changed code, most exercised first; see ``analysis/suite_selection.py``)::
 
     selection:
       max_suites: 12
+
+A ``calibration`` section runs A/A sessions (the same redis-server on both sides) of a few
+suites at agent start, every ``every``, and when the host fingerprint changed; their
+offsets set each test's timed noise floor on this host (analysis/noise.py)::
+
+    calibration:
+      tests: [redis-benchmark-1Kkeys-string-get-100B, memtier_benchmark-1Mkeys-string-get-10B]
+      pairs: 8                 # pairs per calibration session (3..100)
+      every: 168h              # recalibrate after this long (at most 90 days)
+      test_time: 2             # seconds per run (1..600)
+      server: /usr/bin/redis-server   # optional: the agent's redis-server otherwise
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. A ``client_host`` section runs the client tools on another host over SSH (see
@@ -52,7 +65,10 @@ DEFAULT_METRIC = "auto"
 MAX_BUDGET_S = 24 * 3600
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smh]?)$")
 _METRIC = re.compile(r"^[A-Za-z0-9._/:%-]{1,200}$")
-_KNOWN = {"until_decided", "client_host", "selection"}
+_KNOWN = {"until_decided", "client_host", "selection", "calibration"}
+_KNOWN_CALIBRATION = {"tests", "pairs", "every", "test_time", "server"}
+_SUITE_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
+MAX_CALIBRATION_EVERY_S = 90 * 24 * 3600
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
                  "alpha", "spending", "noise_floor", "metric"}
 
@@ -71,8 +87,20 @@ class UntilDecidedBudget:
     first_round: int = 6
     alpha: float = 0.05
     spending: str = OBRIEN_FLEMING
-    noise_floor_pct: float = 2.0
+    noise_floor_pct: float | None = None  # None: calibrated per test, else the default
     metric: str = DEFAULT_METRIC
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """A/A sessions that set this platform's timed noise floors (agent/calibration.py): at
+    agent start, every ``every_s``, and when the host fingerprint changes."""
+
+    tests: tuple[str, ...]
+    pairs: int = 8
+    every_s: float = 7 * 24 * 3600
+    test_time: int = 2
+    server: str | None = None  # None: the agent's redis-server
 
 
 @dataclass(frozen=True)
@@ -85,6 +113,7 @@ class PlatformConfig:
     # most suites a pull request runs (those executing its changed code, most exercised
     # first: analysis/suite_selection.py); None: no cap
     max_suites: int | None = None
+    calibration: CalibrationConfig | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -155,7 +184,8 @@ def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
         first_round=_int(raw, "first_round", 2, most, min(6, most)),
         alpha=_float(raw, "alpha", 1e-6, 0.499, 0.05),
         spending=_choice(raw, "spending", None, SPENDING_FUNCTIONS, OBRIEN_FLEMING),
-        noise_floor_pct=_float(raw, "noise_floor", 0.0, 100.0, 2.0),
+        noise_floor_pct=None if raw.get("noise_floor") is None
+        else _float(raw, "noise_floor", 0.0, 100.0, 0.0),
         metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC))
 
 
@@ -169,9 +199,12 @@ def parse(raw: Any) -> PlatformConfig:
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KNOWN))})")
     section = raw.get("until_decided")
+    calibration = raw.get("calibration")
     return PlatformConfig(until_decided=None if section is None else parse_budget(section),
                           client_host=_client_host(raw.get("client_host")),
-                          max_suites=_max_suites(raw.get("selection")))
+                          max_suites=_max_suites(raw.get("selection")),
+                          calibration=None if calibration is None
+                          else parse_calibration(calibration))
 
 
 def _max_suites(raw: Any) -> int | None:
@@ -184,6 +217,33 @@ def _max_suites(raw: Any) -> int | None:
         return _int(raw, "max_suites", 1, 10_000, 10_000)
     except ValueError as exc:
         raise ValueError(f"selection.{exc}") from None
+
+
+def parse_calibration(raw: Any) -> CalibrationConfig:
+    """The ``calibration`` section, checked; errors name ``calibration.<key>``."""
+    if not isinstance(raw, dict):
+        raise TypeError("calibration: expected a mapping of settings")
+    unknown = sorted(str(k) for k in raw if k not in _KNOWN_CALIBRATION)
+    if unknown:
+        raise ValueError(f"calibration: unknown key {unknown[0]!r} "
+                         f"(known: {', '.join(sorted(_KNOWN_CALIBRATION))})")
+    try:
+        tests = raw.get("tests")
+        if not isinstance(tests, list) or not 1 <= len(tests) <= 50 or \
+                not all(isinstance(t, str) and _SUITE_NAME.match(t) for t in tests):
+            raise ValueError(f"tests: {tests!r} is not a list of 1 to 50 suite names")
+        every = raw.get("every", "168h")
+        every_s = float(every) if isinstance(every, (int, float)) and \
+            not isinstance(every, bool) else parse_duration(str(every))
+        if not 0 < every_s <= MAX_CALIBRATION_EVERY_S:
+            raise ValueError(f"every: {every!r} must be more than 0 and at most 90 days")
+        server = raw.get("server")
+        if server is not None and (not isinstance(server, str) or not server.startswith("/")):
+            raise ValueError(f"server: {server!r} is not an absolute path")
+        return CalibrationConfig(tuple(tests), _int(raw, "pairs", 3, 100, 8), every_s,
+                                 _int(raw, "test_time", 1, 600, 2), server)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"calibration.{exc}") from None
 
 
 def _client_host(raw: Any) -> ClientHostConfig | None:

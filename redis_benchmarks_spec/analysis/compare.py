@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
+    SUSPECT,
     UNKNOWN,
     VERDICTS,
     CompareOptions,
@@ -41,6 +42,7 @@ __all__ = [
     "IMPROVEMENT",
     "NO_CHANGE",
     "REGRESSION",
+    "SUSPECT",
     "UNKNOWN",
     "VERDICTS",
     "CompareOptions",
@@ -54,11 +56,10 @@ __all__ = [
 UNPAIRED_METHOD = ("Hodges-Lehmann shift of log values with the exact Mann-Whitney interval; "
                    "p: two-sided Mann-Whitney U (one point on a side: Student-t prediction p "
                    "on log values)")
-PAIRED_METHOD = ("per-pair log ratios: Student t interval and p (5+ pairs passing a "
-                 "Shapiro-Wilk check; from 3 pairs for instruction counts with a recorded "
-                 "A/A noise prior, pooled), a 20 % trimmed-mean Tukey-McLaughlin interval "
-                 "when a pair is outlying, else Hodges-Lehmann (Walsh averages) with the "
-                 "exact Wilcoxon signed-rank interval; each row names its method")
+PAIRED_METHOD = ("per-pair log ratios: Student t interval and p from 3 pairs (an outlying pair "
+                 "stays in and widens it; for instruction counts with a recorded A/A noise "
+                 "prior, the spread pooled with it), Hodges-Lehmann (Walsh averages) with the "
+                 "exact Wilcoxon signed-rank interval below 3 pairs; each row names its method")
 
 
 @dataclass
@@ -88,6 +89,9 @@ class Comparison:
     method: str = ""  # the interval method of this row (paired rows choose per test)
     # pairs (runs, unpaired) left out because other processes disturbed them (time metrics)
     n_disturbed: int = 0
+    # the measured run-to-run spread: SD of the per-pair log ratios in % (paired rows)
+    pair_sd_pct: float | None = None
+    noise_floor_pct: float | None = None  # the floor this row was judged against
 
 
 @dataclass
@@ -199,7 +203,7 @@ def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence
         row.reason = str(exc)
         return PendingRow(row, False)
     fill_shift(row, shift)
-    single = single_point_check(baseline, comparison, options.noise_floor_pct)
+    single = single_point_check(baseline, comparison, options.floor_of(test))
     if single is not None and math.isfinite(single.p_value):
         # a rank test cannot resolve one point; the prediction p joins the BH family instead
         row.p_value = single.p_value
@@ -215,7 +219,7 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
         row.reason = "no complete pairs"
         return PendingRow(row, False)
     try:
-        shift = best_paired_shift(pairs, options.confidence, prior)
+        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options))
     except ValueError as exc:
         row.reason = str(exc)
         return PendingRow(row, False)
@@ -224,9 +228,18 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
+    row.pair_sd_pct = _finite(100 * float(np.std(ratios, ddof=1))) if len(pairs) >= 2 else None
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
     return PendingRow(row, True, single, log_sd)
+
+
+def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
+    """The least spread a timed test's interval may assume (None: its own decides)."""
+    sd, source = options.spread_of(test)
+    if sd <= 0:
+        return None
+    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %")
 
 
 def _evidence(pending: PendingRow) -> Evidence:
@@ -247,8 +260,10 @@ def finish_report(pending: list[PendingRow], options: CompareOptions, problems: 
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
     for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True):
         item.row.p_adjusted = _finite(adjusted)
+        row_options = replace(options, noise_floor_pct=options.floor_of(item.row.test))
+        item.row.noise_floor_pct = row_options.noise_floor_pct
         if item.measured:  # rows without data keep UNKNOWN and the reason they already have
-            decision = decide(_evidence(item), options)
+            decision = decide(_evidence(item), row_options)
             item.row.verdict, item.row.reason = decision.verdict, decision.reason
             item.row.runs_needed = decision.runs_needed
     rows = [p.row for p in pending]

@@ -16,7 +16,15 @@ What it does, in order:
    and decide it after one Benjamini-Hochberg step (``analysis.compare``);
 4. a test left UNKNOWN with disturbed pairs becomes ``BUSY: k of n pairs disturbed``;
 5. when the runs counted instructions and the metric is another, the same runs are judged on
-   instructions per op too (``report.instructions``), so every format carries both.
+   instructions per op too (``report.instructions``), so every format carries both;
+6. a timed verdict of the opposite sign to the decided instruction count of the same test is
+   SUSPECT (both numbers in its reason): evidence that contradicts itself is not a verdict,
+   and it never sets an exit code (issue 28).
+
+Timed metrics are judged against each test's noise floor from this host's calibration
+and its least pair spread (``HostNoise``, :meth:`analysis.noise.NoiseBook.host_noise`), or
+against the uncalibrated :data:`~analysis.verdict.DEFAULT_NOISE_FLOOR_PCT` and
+:data:`~analysis.verdict.UNCALIBRATED_PAIR_SD`; the report's ``floor_note`` says which.
 """
 
 from __future__ import annotations
@@ -26,8 +34,12 @@ from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
+    IMPROVEMENT,
+    REGRESSION,
+    SUSPECT,
     UNKNOWN,
     CompareOptions,
+    Comparison,
     ComparisonReport,
     compare_paired,
     compare_samples,
@@ -44,7 +56,7 @@ from redis_benchmarks_spec.analysis.session_runs import (
     pair_runs,
     sample_runs,
 )
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 
 INSTRUCTIONS_METRIC = "instructions_per_op"
 
@@ -62,6 +74,9 @@ class Judging:
     priors: SessionPriors = field(default_factory=dict)
     tests: list[str] = field(default_factory=list)  # labels that get a row even without runs
     instructions_floor_pct: float | None = None  # None: the metric's default (0.5 %)
+    # per timed metric, the host's noise a session was judged with (a session folder's
+    # noise-floors.json); applied when the options carry none
+    host_noise: dict[str, HostNoise] = field(default_factory=dict)
 
 
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
@@ -126,6 +141,10 @@ def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
 
 def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
+    if how.paired and not options.floor_note and not deterministic(options.metric):
+        # a timed metric's pairs are judged with the host's noise: what the session
+        # recorded, else the uncalibrated floor and spread (as the session itself judged)
+        options = options.with_host(how.host_noise.get(options.metric))
     if how.paired:
         return _judge_paired(runs, options, how, problems)
     return _judge_unpaired(runs, options, how, problems)
@@ -139,7 +158,36 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
         floor = how.instructions_floor_pct
         options = replace(how.options, metric=INSTRUCTIONS_METRIC,
                           noise_floor_pct=default_noise_floor(INSTRUCTIONS_METRIC)
-                          if floor is None else floor)
+                          if floor is None else floor, floors={}, spreads={},
+                          default_spread=0.0, floor_note="")
         report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
+        mark_suspect(report)
     return report
+
+
+def mark_suspect(report: ComparisonReport) -> None:
+    """A decided timed row whose sign contradicts the decided instruction count of the same
+    test becomes SUSPECT, with both numbers (module doc, step 6)."""
+    if report.instructions is None:
+        return
+    decided = {r.test: r for r in report.instructions.rows
+               if r.verdict in (REGRESSION, IMPROVEMENT)}
+    for row in report.rows:
+        other = decided.get(row.test)
+        if other is None or row.verdict not in (REGRESSION, IMPROVEMENT) or \
+                row.verdict == other.verdict:
+            continue
+        row.reason = (f"SUSPECT: {row.metric} says {row.verdict} {_pct(row)} but "
+                      f"instructions per op, decided, say {other.verdict} {_pct(other)}; "
+                      "the timed result contradicts the deterministic one and is not a "
+                      "verdict (host noise, a saturated client, or a change that is not "
+                      "CPU work)")
+        row.verdict = SUSPECT
+    report.recount()
+
+
+def _pct(row: Comparison) -> str:
+    if row.change_pct is None or row.ci_low_pct is None or row.ci_high_pct is None:
+        return "(no interval)"
+    return f"{row.change_pct:+.1f} % [{row.ci_low_pct:+.1f}, {row.ci_high_pct:+.1f}]"
 

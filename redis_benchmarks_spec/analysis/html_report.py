@@ -32,7 +32,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
 td:first-child,th:first-child{text-align:left}
 .REGRESSION{color:#b00;font-weight:bold}.IMPROVEMENT{color:#070;font-weight:bold}
-.UNKNOWN{color:#a60}.BUSY{color:#a0a}.flag{background:#fec;padding:0 4px;border-radius:3px;margin-right:4px}
+.UNKNOWN{color:#a60}.BUSY{color:#a0a}.SUSPECT{color:#b80;font-weight:bold}.flag{background:#fec;padding:0 4px;border-radius:3px;margin-right:4px}
 figure{margin:.5em 0}figure svg{max-width:100%;height:auto}
 .note{color:#666;font-size:13px}
 """

@@ -18,6 +18,7 @@ from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
     NO_CHANGE,
     REGRESSION,
+    SUSPECT,
     UNKNOWN,
     Comparison,
     ComparisonReport,
@@ -27,10 +28,11 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, sho
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
 from redis_benchmarks_spec.common.numbers import plain
 
-VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green",
+VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green", SUSPECT: "bold yellow",
                  UNKNOWN: "yellow", BUSY: "bold magenta", NO_CHANGE: "dim"}
 VERDICT_ICON = {REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:",
-                UNKNOWN: ":grey_question:", BUSY: ":hourglass:", NO_CHANGE: ":white_circle:"}
+                SUSPECT: ":warning:", UNKNOWN: ":grey_question:", BUSY: ":hourglass:",
+                NO_CHANGE: ":white_circle:"}
 NA = "–"
 
 
@@ -101,11 +103,20 @@ def _n(row: Comparison) -> str:
     return f"{row.n_baseline} / {row.n_comparison}"
 
 
+def _spread(row: Comparison) -> str:
+    """The measured run-to-run spread (SD of the per-pair log ratios) and the floor the row
+    was judged against."""
+    sd = NA if row.pair_sd_pct is None else f"{row.pair_sd_pct:.1f}%"
+    floor = NA if row.noise_floor_pct is None else f"±{row.noise_floor_pct:g}%"
+    return f"{sd} / {floor}"
+
+
 def _summary_line(report: ComparisonReport) -> str:
     s = report.summary
     busy = f", {s[BUSY]} busy" if s.get(BUSY) else ""
-    return (f"{s.get(REGRESSION, 0)} regression(s), {s.get(IMPROVEMENT, 0)} improvement(s), "
-            f"{s.get(UNKNOWN, 0)} unknown{busy}, {s.get(NO_CHANGE, 0)} no change "
+    suspect = f", {s[SUSPECT]} suspect" if s.get(SUSPECT) else ""
+    return (f"{s.get(REGRESSION, 0)} regression(s), {s.get(IMPROVEMENT, 0)} improvement(s)"
+            f"{suspect}, {s.get(UNKNOWN, 0)} unknown{busy}, {s.get(NO_CHANGE, 0)} no change "
             f"({len(report.rows)} test(s))")
 
 
@@ -167,8 +178,15 @@ def _footnote(report: ComparisonReport) -> str:
             f"is below alpha={o.alpha:g}; NO CHANGE when the CI lies inside the noise floor; "
             "otherwise UNKNOWN with the estimated runs per side that would likely decide it "
             "(runs needed), or BUSY when pairs were left out because other processes disturbed "
-            "them. p (adj) = raw p-value (BH-adjusted). n b / c = points per side (pairs "
-            "used, when paired).")
+            "them; SUSPECT when a timed change has the opposite sign to the decided "
+            "instruction count of the same runs. p (adj) = raw p-value (BH-adjusted). "
+            "n b / c = points per side (pairs used, when paired). Spread / floor = the "
+            "measured SD of the per-pair log ratios and the noise floor that row was judged "
+            f"against{_floor_note(o.floor_note)}.")
+
+
+def _floor_note(note: str) -> str:
+    return f" ({note})" if note else ""
 
 
 # --- rich ----------------------------------------------------------------------------------
@@ -183,7 +201,8 @@ def to_rich_table(report: ComparisonReport) -> Table:
                          ("comparison median", "right"), ("median ratio", "right"),
                          ("c" + change_header(report)[1:], "right"), ("95% CI", "right"),
                          ("p (adj)", "right"),
-                         ("CV b / c", "right"), ("verdict", "left"), ("runs needed", "right"),
+                         ("CV b / c", "right"), ("spread / floor", "right"),
+                         ("verdict", "left"), ("runs needed", "right"),
                          ("why", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for row in _ordered(report):
@@ -191,7 +210,7 @@ def to_rich_table(report: ComparisonReport) -> Table:
         why = "" if row.verdict == NO_CHANGE else escape(row.reason)
         table.add_row(escape(row.test), _n(row), _num(row.baseline_median),
                       _num(row.comparison_median), _ratio(row), _change(row), _ci(row),
-                      _p(row), _cv(row), f"[{style}]{row.verdict}[/]",
+                      _p(row), _cv(row), _spread(row), f"[{style}]{row.verdict}[/]",
                       _needed(row) if row.verdict in (UNKNOWN, BUSY) else "", why)
     return table
 
@@ -210,7 +229,7 @@ def hosts_rich_table(context: CompareContext | None) -> Table | None:
 
 
 def _ordered(report: ComparisonReport) -> list[Comparison]:
-    rank = {REGRESSION: 0, IMPROVEMENT: 1, BUSY: 2, UNKNOWN: 3, NO_CHANGE: 4}
+    rank = {REGRESSION: 0, IMPROVEMENT: 1, SUSPECT: 2, BUSY: 3, UNKNOWN: 4, NO_CHANGE: 5}
     return sorted(report.rows, key=lambda r: (rank.get(r.verdict, 9), r.test))
 
 
@@ -247,12 +266,12 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 MD_HEADER = ["Test", "n b / c", "Baseline median", "Comparison median", "Median ratio",
-             "Change (HL)", "95% CI", "p (adj)", "CV b / c", "Verdict"]
+             "Change (HL)", "95% CI", "p (adj)", "CV b / c", "Spread / floor", "Verdict"]
 
 
 def _md_row(row: Comparison) -> list[str]:
     return [f"`{row.test}`", _n(row), _num(row.baseline_median), _num(row.comparison_median),
-            _ratio(row), _change(row), _ci(row), _p(row), _cv(row), row.verdict]
+            _ratio(row), _change(row), _ci(row), _p(row), _cv(row), _spread(row), row.verdict]
 
 
 def _md_flagged_row(row: Comparison) -> list[str]:
@@ -315,6 +334,9 @@ def markdown_verdicts(report: ComparisonReport, level: str = "###") -> list[str]
                          report.by_verdict(IMPROVEMENT), _md_flagged_row, [*header, "Why"],
                          level)
     unknown_header = [*header[:-1], "Runs/side needed", "Why"]
+    lines += _md_section(f"{VERDICT_ICON[SUSPECT]} Suspect (timed change against the decided "
+                         "instruction count)", report.by_verdict(SUSPECT), _md_flagged_row,
+                         [*header, "Why"], level)
     lines += _md_section(f"{VERDICT_ICON[BUSY]} Busy (pairs disturbed by other processes)",
                          report.by_verdict(BUSY), _md_unknown_row, unknown_header, level)
     lines += _md_section(f"{VERDICT_ICON[UNKNOWN]} Unknown", report.by_verdict(UNKNOWN),

@@ -16,6 +16,7 @@ from redis_benchmarks_spec.analysis.compare import (
     base_row,
     fill_shift,
     finish_report,
+    least_spread,
 )
 from redis_benchmarks_spec.analysis.paired import NoisePrior, best_paired_shift, log_ratios
 from redis_benchmarks_spec.analysis.sequential import (
@@ -41,12 +42,14 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
     if not looks:
         row.reason = "fewer than 2 complete pairs"
         return PendingRow(row, False)
+    least = least_spread(test, options)
     try:
-        p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior).p_value),
+        p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior,
+                                                          least=least).p_value),
                                plan.fractions(looks[:j + 1]), plan.spending)
                     for j, n in enumerate(looks)]
         level = nominal_level(plan.fractions(looks), plan.alpha, plan.spending)
-        shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level, prior)
+        shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level, prior, least)
     except ValueError as exc:
         row.reason = str(exc)
         return PendingRow(row, False)

@@ -73,10 +73,11 @@ def keys_of(runs: Iterable[ABRun]) -> ComparisonKeys:
 
 
 def pair_runs(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None,
-              tests: Iterable[str] = ()) -> dict[str, PairSet]:
+              tests: Iterable[str] = (), keep_disturbed: bool = False) -> dict[str, PairSet]:
     """Per test (a suite in one topology, labelled by ``keys``), the (baseline, comparison)
     values of ``metric`` of every repetition where both sides have a usable run; ``tests``
-    are present even without a pair (so their rows say why)."""
+    are present even without a pair (so their rows say why). ``keep_disturbed`` keeps the
+    disturbed pairs of a timed metric too (a calibration measures the host as it is)."""
     keys = keys or keys_of(runs)
     found: dict[tuple[str, int, str], RunResult] = {}
     for run in runs:
@@ -89,7 +90,8 @@ def pair_runs(runs: list[ABRun], metric: str, keys: ComparisonKeys | None = None
         other = found.get((test, rep, COMPARISON))
         if side != BASELINE or other is None:
             continue
-        if not deterministic(metric) and (disturbed(doc) or disturbed(other)):
+        if not keep_disturbed and not deterministic(metric) and \
+                (disturbed(doc) or disturbed(other)):
             out[test].disturbed += 1
             continue
         out[test].pairs.append((doc.metrics[metric], other.metrics[metric]))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,10 @@ NO_CHANGE = "NO CHANGE"
 UNKNOWN = "UNKNOWN"
 #: undecided because other processes disturbed the pairs that would have decided it
 BUSY = "BUSY"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNKNOWN, BUSY, NO_CHANGE)
+#: a timed verdict of the opposite sign to the decided instruction count of the same runs:
+#: shown with both numbers, never a verdict, never an exit code (analysis.engine)
+SUSPECT = "SUSPECT"
+VERDICTS = (REGRESSION, IMPROVEMENT, SUSPECT, UNKNOWN, BUSY, NO_CHANGE)
 
 DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
 #: the other side needs this many points before a single point can be judged against it
@@ -52,7 +55,13 @@ SINGLE_POINT_ROBUST_SDS = 3.0
 _LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions",
                               re.IGNORECASE)
 _INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
-DEFAULT_NOISE_FLOOR_PCT = 2.0
+#: a timed metric's floor on a host without a calibration of that test (or its family):
+#: real A/A sessions on quiet cloud guests moved by up to 5 % (issue 28), so less is not safe
+DEFAULT_NOISE_FLOOR_PCT = 5.0
+#: the spread of a timed metric's per-pair log ratios assumed on a host never calibrated:
+#: A/A pairs spread 11-14 % on a quiet 2-core VM, 14-24 % on a quiet 16-vCPU guest and 21-36 %
+#: on a busy one (docs/statistics.md); a few pairs that agree by chance must not decide
+UNCALIBRATED_PAIR_SD = 0.15
 #: instruction counts repeat to ~0.2 % (callgrind, serverCron left out): a 1 % change is real
 INSTRUCTIONS_NOISE_FLOOR_PCT = 0.5
 
@@ -64,22 +73,61 @@ def metric_direction(metric: str) -> int:
 
 
 def default_noise_floor(metric: str) -> float:
-    """The noise floor a metric gets unless the user gives one: 0.5 % for instruction
-    counts, 2 % for everything timed."""
+    """The noise floor a metric gets unless the user or a calibration gives one: 0.5 % for
+    instruction counts, 5 % for everything timed (:data:`DEFAULT_NOISE_FLOOR_PCT`)."""
     if _INSTRUCTION_METRIC.search(metric):
         return INSTRUCTIONS_NOISE_FLOOR_PCT
     return DEFAULT_NOISE_FLOOR_PCT
 
 
+@dataclass(frozen=True)
+class HostNoise:
+    """A timed metric's noise on one host, from its calibration A/A sessions: per test, the
+    noise floor (%) and the least spread of per-pair log ratios, and where they came from
+    (:meth:`analysis.noise.NoiseBook.host_noise`)."""
+
+    floors: dict[str, float] = field(default_factory=dict)
+    spreads: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+
 @dataclass
 class CompareOptions:
-    """Decision thresholds of a comparison."""
+    """Decision thresholds of a comparison; ``floors`` are tests' own noise floors (a
+    host's calibration, :meth:`analysis.noise.NoiseBook.floors`), ``noise_floor_pct`` the
+    floor of every other test, ``floor_note`` says where the floors came from."""
 
-    noise_floor_pct: float = 2.0
+    noise_floor_pct: float = DEFAULT_NOISE_FLOOR_PCT
     alpha: float = 0.05
     confidence: float = 0.95
     metric: str = DEFAULT_METRIC
     max_runs: int = 200
+    floors: dict[str, float] = field(default_factory=dict)
+    floor_note: str = ""
+    # a timed metric's least spread of per-pair log ratios per test (the host's, from its
+    # calibration), and the one assumed for other tests (0: none; deterministic metrics)
+    spreads: dict[str, float] = field(default_factory=dict)
+    default_spread: float = 0.0
+
+    def with_host(self, noise: HostNoise | None) -> CompareOptions:
+        """These options judging a timed metric with the host's noise (the uncalibrated
+        floor and spread for tests it does not know)."""
+        return replace(self, floors=dict(noise.floors) if noise else {},
+                       spreads=dict(noise.spreads) if noise else {},
+                       default_spread=UNCALIBRATED_PAIR_SD,
+                       floor_note=(noise.note if noise and noise.note else
+                                   "no calibration of this host: the uncalibrated floor and "
+                                   f"an assumed pair spread of {100 * UNCALIBRATED_PAIR_SD:g} %"))
+
+    def floor_of(self, test: str) -> float:
+        """The noise floor that judges ``test``."""
+        return self.floors.get(test, self.noise_floor_pct)
+
+    def spread_of(self, test: str) -> tuple[float, str]:
+        """The least spread ``test``'s interval may assume, and where it comes from."""
+        if test in self.spreads:
+            return self.spreads[test], "calibrated on this host"
+        return self.default_spread, "assumed: no calibration of this host"
 
 
 @dataclass(frozen=True)

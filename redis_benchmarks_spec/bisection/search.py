@@ -25,14 +25,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from redis_benchmarks_spec.analysis.compare import REGRESSION
-from redis_benchmarks_spec.analysis.paired import MIN_T_PAIRS
 
 #: --metric values besides an exporter metric path
 METRIC_AUTO = "auto"
 METRIC_INSTRUCTIONS = "instructions"
 METRIC_THROUGHPUT = "throughput"
-#: pairs of the bad-vs-good check (the paired t interval decides from 5, one spare)
-BAD_END_PAIRS = MIN_T_PAIRS + 1
+#: pairs of the bad-vs-good check (6: the signed-rank interval is bounded from 6 as well)
+BAD_END_PAIRS = 6
 
 
 class BisectError(RuntimeError):

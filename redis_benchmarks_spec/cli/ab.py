@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -16,20 +17,25 @@ from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.engine import SessionPriors
-from redis_benchmarks_spec.analysis.noise import NoiseBook
+from redis_benchmarks_spec.analysis.noise import (
+    NoiseBook,
+    families_of_runs,
+    family_of,
+    timed_metrics,
+)
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
     SequentialPlan,
 )
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
-from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
+from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.inputs import noise_file
-from redis_benchmarks_spec.inputs.session_folder import write_priors
+from redis_benchmarks_spec.inputs.session_folder import write_host_noise, write_priors
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
@@ -149,11 +155,15 @@ def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
         return
     platform = ab.session.context.platform
     recorded = 0
+    families = families_of_runs(result.runs)
+    # instruction counts pool as priors; a timed metric's offsets set its floors (noise.py)
     for sub in [result.report, result.report.instructions]:
-        if sub is None or not deterministic(sub.options.metric):
-            continue  # a timed metric's noise is the moment's, not the test's
-        for test, pairs in pair_runs(result.runs, sub.options.metric).items():
-            recorded += book.record(test, sub.options.metric, platform, pairs.pairs) is not None
+        if sub is None:
+            continue
+        for test, pairs in pair_runs(result.runs, sub.options.metric,
+                                         keep_disturbed=True).items():
+            recorded += book.record(test, sub.options.metric, platform, pairs.pairs,
+                                    families.get(test, "")) is not None
     if recorded:
         noise_file.save(book)
         console.print(f"noise: an A/A session (the same binary on both sides): {recorded} "
@@ -215,11 +225,18 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     ``console`` (stderr) takes progress and notes; the report and result paths go to
     stdout."""
     book = _noise_book(args)
-    labels = [t.key for t in ab_tests(config, suites)]
+    tests = ab_tests(config, suites)
+    labels = [t.key for t in tests]
     priors = book.session_priors(config.context.platform, labels) if book else {}
     config.results_dir.mkdir(parents=True, exist_ok=True)
     write_priors(config.results_dir, priors)
     plan = _plan(args, config, suites, priors)
+    if book is not None:
+        noise = book.session_noise(
+            config.context.platform, {t.key: family_of(t.suite.tested_groups) for t in tests},
+            timed_metrics(plan.metric))
+        plan = replace(plan, host_noise=noise)
+        write_host_noise(config.results_dir, noise)
     result = _run(console, plan)
     if result.record is not None:
         (config.results_dir / SEQUENTIAL_RECORD).write_text(result.record.to_json())

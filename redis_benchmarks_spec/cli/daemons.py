@@ -240,7 +240,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
         client_host=platform.client_host if platform else None,
-        max_suites=platform.max_suites if platform else None)
+        max_suites=platform.max_suites if platform else None,
+        calibration=platform.calibration if platform else None)
 
 
 def _say_client_host(config: ClientHostConfig) -> None:

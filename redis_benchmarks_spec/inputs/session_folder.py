@@ -18,11 +18,13 @@ from redis_benchmarks_spec.analysis.engine import SessionPriors
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
+from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.results.layout import repetition_of, session_documents
 
 PRIORS_FILE = "noise-priors.json"
+HOST_NOISE_FILE = "host-noise.json"
 
 
 class SessionFolderError(ValueError):
@@ -39,6 +41,8 @@ class RunsOnDisk:
     priors: SessionPriors = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     root: Path | None = None  # the session's folder, when the runs are one session's
+    # per timed metric, the host's noise the session was judged with (host-noise.json)
+    host_noise: dict[str, HostNoise] = field(default_factory=dict)
 
     def side(self, name: str) -> list[RunResult]:
         return [r.result for r in self.runs if r.side == name]
@@ -86,6 +90,26 @@ def read_priors(root: Path) -> SessionPriors:
         raise SessionFolderError(f"{path}: not a noise-priors file ({exc})") from None
 
 
+def write_host_noise(root: Path, noise: dict[str, HostNoise]) -> None:
+    """The host's noise a session judged its timed metrics with (floors, spreads)."""
+    doc = {metric: {"floors": n.floors, "spreads": n.spreads, "note": n.note}
+           for metric, n in noise.items()}
+    (root / HOST_NOISE_FILE).write_text(json.dumps(doc, indent=1))
+
+
+def read_host_noise(root: Path) -> dict[str, HostNoise]:
+    path = root / HOST_NOISE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+        return {str(m): HostNoise({str(t): float(v) for t, v in n["floors"].items()},
+                                  {str(t): float(v) for t, v in n["spreads"].items()},
+                                  str(n["note"])) for m, n in raw.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SessionFolderError(f"{path}: not a host-noise file ({exc})") from None
+
+
 def read_record(root: Path) -> SequentialRecord | None:
     path = root / SEQUENTIAL_RECORD
     if not path.is_file():
@@ -105,7 +129,8 @@ def load_session(root: Path, keep: NameFilter | None = None) -> RunsOnDisk:
     problems: list[str] = []
     runs = [*_read_side(root / BASELINE, BASELINE, keep, problems),
             *_read_side(root / COMPARISON, COMPARISON, keep, problems)]
-    return RunsOnDisk(runs, True, read_record(root), read_priors(root), problems, root)
+    return RunsOnDisk(runs, True, read_record(root), read_priors(root), problems, root,
+                      read_host_noise(root))
 
 
 def _session_root(baseline: Path, comparison: Path) -> Path | None:

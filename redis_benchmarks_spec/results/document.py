@@ -162,6 +162,8 @@ class RunResult:
     redis_server: str = ""
     server_args: list[str] = field(default_factory=list)  # suite + topology + run extras
     cpus: dict[str, list[int]] = field(default_factory=dict)
+    # how the CPUs were chosen (runner.cpus): which were handed out last and why
+    cpu_placement: str = ""
     start_ms: int = 0
     end_ms: int = 0
     preload_duration_s: float | None = None

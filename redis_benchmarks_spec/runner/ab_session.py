@@ -18,8 +18,8 @@ from redis_benchmarks_spec.analysis.context import context_from_results, side_fr
 from redis_benchmarks_spec.analysis.engine import Judging, SessionPriors, judge
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
-from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
+from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import (
@@ -62,11 +62,20 @@ class ABSessionPlan:
     replace_disturbed: bool = True
     priors: SessionPriors = field(default_factory=dict)
     side_labels: tuple[str, str] | None = None  # the report header's (default: binaries)
+    # timed metrics' noise on this host from its calibration (analysis.noise), per metric;
+    # a floor given by the user (noise_floor_pct) replaces the calibrated floors
+    host_noise: dict[str, HostNoise] = field(default_factory=dict)
 
     def options(self, metric: str) -> CompareOptions:
-        floor = self.noise_floor_pct if self.noise_floor_pct is not None \
-            else default_noise_floor(metric)
-        return CompareOptions(noise_floor_pct=floor, alpha=self.alpha, metric=metric)
+        base = CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=self.alpha,
+                              metric=metric)
+        if deterministic(metric):
+            return base if self.noise_floor_pct is None else \
+                replace(base, noise_floor_pct=self.noise_floor_pct)
+        options = base.with_host(self.host_noise.get(metric))
+        if self.noise_floor_pct is not None:
+            options = replace(options, noise_floor_pct=self.noise_floor_pct, floors={})
+        return options
 
 
 @dataclass

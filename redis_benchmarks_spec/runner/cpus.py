@@ -1,10 +1,20 @@
-"""Hand out disjoint CPU sets to the server node(s) and the client of a test run."""
+"""Hand out disjoint CPU sets to the server node(s) and the client of a test run.
+
+Placement must not add noise (issue 28): CPU 0 and the CPUs that take the host's device
+interrupts (``/proc/interrupts``) are handed out last, server and client get distinct
+physical cores when the host has enough (``/sys/devices/system/cpu/cpuN/topology``), and the
+order is fixed once per allocator, so every run of a session uses the same cores. On a
+cloud guest CPU 0 usually takes the timer and most device interrupts; a server pinned there
+was measured by whatever the guest's devices did during its run.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +41,86 @@ def host_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+#: a CPU taking more than this share of the device interrupts is an interrupt CPU
+IRQ_SHARE = 0.25
+
+
+def device_interrupts(text: str) -> dict[int, int]:
+    """Per CPU, the device interrupts counted in ``/proc/interrupts`` text (numbered lines
+    only: the local timer, rescheduling and TLB lines are every CPU's)."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    cpus = [int(h[3:]) for h in lines[0].split() if h.startswith("CPU") and h[3:].isdigit()]
+    counts = dict.fromkeys(cpus, 0)
+    for line in lines[1:]:
+        name, _, rest = line.partition(":")
+        if not name.strip().isdigit():
+            continue
+        for cpu, value in zip(cpus, rest.split(), strict=False):
+            if value.isdigit():
+                counts[cpu] += int(value)
+    return counts
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def core_of(cpu: int, sysfs: Path = Path("/sys/devices/system/cpu")) -> tuple[str, str]:
+    """(package, core) of a CPU; its own number when the topology is not readable."""
+    topo = sysfs / f"cpu{cpu}" / "topology"
+    package = _read(topo / "physical_package_id").strip() or "?"
+    core = _read(topo / "core_id").strip() or f"cpu{cpu}"
+    return package, core
+
+
+@dataclass(frozen=True)
+class Placement:
+    """CPUs in the order they are handed out, the physical core of each, and why."""
+
+    order: list[int]
+    cores: dict[int, tuple[str, str]]
+    why: str
+
+
+def placement(cpus: list[int], interrupts: Mapping[int, int],
+              cores: Mapping[int, tuple[str, str]]) -> Placement:
+    """Quiet CPUs first: not CPU 0 and not an interrupt CPU, fewest device interrupts,
+    one thread of each physical core before any second thread (module doc)."""
+    total = sum(interrupts.get(c, 0) for c in cpus) or 1
+    busy = {c for c in cpus if interrupts.get(c, 0) / total > IRQ_SHARE and len(cpus) > 1}
+    ranked = sorted(cpus, key=lambda c: (c == 0, c in busy, interrupts.get(c, 0), c))
+    seen: set[tuple[str, str]] = set()
+    first: list[int] = []
+    second: list[int] = []
+    for cpu in ranked:
+        core = cores.get(cpu, ("?", f"cpu{cpu}"))
+        (second if core in seen else first).append(cpu)
+        seen.add(core)
+    order = first + second
+    avoided = [c for c in cpus if c == 0 or c in busy]
+    why = "" if not avoided else (
+        f"CPUs {avoided} (CPU 0, or >{IRQ_SHARE:.0%} of device interrupts) handed out last")
+    return Placement(order, dict(cores), why)
+
+
+#: ``as-given`` hands CPUs out in the order given (only to measure placement itself:
+#: benchmarks/pair_design.py --placement)
+PLACEMENT_ENV = "RBS_CPU_PLACEMENT"
+
+
+def host_placement(cpus: list[int]) -> Placement:
+    """:func:`placement` of these CPUs on this host."""
+    cores = {c: core_of(c) for c in cpus}
+    if os.environ.get(PLACEMENT_ENV) == "as-given":
+        return Placement(list(cpus), cores, f"CPUs in the order given ({PLACEMENT_ENV})")
+    return placement(cpus, device_interrupts(_read(Path("/proc/interrupts"))), cores)
+
+
 class CpuAllocator:
     """Server cores come first, client cores after them, never shared when there are enough.
 
@@ -39,11 +129,15 @@ class CpuAllocator:
     allocator refuses instead (:class:`CpuShortage`).
     """
 
-    def __init__(self, cpus: list[int] | None = None, strict: bool = False) -> None:
-        self.cpus = cpus if cpus is not None else host_cpus()
-        self.strict = strict
-        if not self.cpus:
+    def __init__(self, cpus: list[int] | None = None, strict: bool = False,
+                 where: Placement | None = None) -> None:
+        given = cpus if cpus is not None else host_cpus()
+        if not given:
             raise ValueError("no CPUs available to allocate")
+        self.placement = where or host_placement(given)
+        self.cpus = self.placement.order
+        self.cores = self.placement.cores
+        self.strict = strict
 
     def needed(self, node_cpus: list[int], client_cpus: int) -> int:
         """CPUs of this host a plan takes; ``client_cpus`` 0 when the client runs on
@@ -68,7 +162,8 @@ class CpuAllocator:
             for count in node_cpus:
                 nodes.append(self.cpus[pos:pos + count])
                 pos += count
-            return CpuPlan(self.cpus[:pos], self.cpus[pos:pos + client_cpus], True, "", nodes)
+            client = self._client_cores(self.cpus[:pos], self.cpus[pos:], client_cpus)
+            return CpuPlan(self.cpus[:pos], client, True, "", nodes)
         what = (f"only {n} CPU(s) for {sum(node_cpus)} server CPU(s) on {len(node_cpus)} "
                 f"node(s) + {client_cpus} client CPU(s)")
         if self.strict:
@@ -84,3 +179,10 @@ class CpuAllocator:
             f"the server nodes on {server}"
         warning = f"{what}: {who} share cores; results will be noisier"
         return CpuPlan(server, client, not set(server) & set(client), warning, nodes)
+
+    def _client_cores(self, server: list[int], rest: list[int], count: int) -> list[int]:
+        """``count`` of ``rest`` for the client, CPUs on a physical core no server CPU uses
+        first (a hyper-thread sibling of the server's core last)."""
+        taken = {self.cores.get(c, ("?", f"cpu{c}")) for c in server}
+        apart = [c for c in rest if self.cores.get(c, ("?", f"cpu{c}")) not in taken]
+        return (apart + [c for c in rest if c not in apart])[:count]

@@ -206,6 +206,7 @@ class SuiteRun:
         self.clients = open_client_side(env.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
         _record_cpus(result, plan, self.client_cpus)
+        result.cpu_placement = env.allocator.placement.why
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
