@@ -168,5 +168,5 @@ class WatchingPusher:
         self.push(results)
         try:
             self.watch.arrived(results)
-        except (redis.RedisError, ValueError) as exc:
+        except (redis.RedisError, ValueError, TypeError) as exc:
             log.warning("watch: points not judged: %s", exc)

@@ -65,7 +65,7 @@ class SeriesStep:
 
     @property
     def field(self) -> str:
-        return "|".join((self.test, self.platform, self.build_variant, self.metric))
+        return f"{self.test}|{self.platform}|{self.build_variant}|{self.metric}"
 
 
 @dataclass
@@ -84,7 +84,7 @@ class Candidate:
 
 def _from(cls: type, raw: Any) -> Any:
     if not isinstance(raw, dict):
-        raise ValueError(f"watch: expected an object, got {type(raw).__name__}")
+        raise TypeError(f"watch: expected an object, got {type(raw).__name__}")
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in raw.items() if k in names})
 
