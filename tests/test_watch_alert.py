@@ -41,7 +41,7 @@ class Receiver:
         posts = self.posts
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 posts.append(json.loads(self.rfile.read(length)))
                 self.send_response(200)

@@ -83,6 +83,18 @@ def create_issue(config: GitHubConfig, repo: tuple[str, str], title: str,
     return CreatedIssue(issue.number, issue.html_url)
 
 
-__all__ = ["CreatedIssue", "create_issue", "DEFAULT_API_URL", "ENV_API_URL", "ENV_TOKEN", "ENV_TOKEN_FILE", "GitHubConfig",
-           "GitHubConfigError", "GithubException", "PullRequestRef", "Upserted",
-           "load_config", "upsert_comment"]
+__all__ = [
+    "DEFAULT_API_URL",
+    "ENV_API_URL",
+    "ENV_TOKEN",
+    "ENV_TOKEN_FILE",
+    "CreatedIssue",
+    "GitHubConfig",
+    "GitHubConfigError",
+    "GithubException",
+    "PullRequestRef",
+    "Upserted",
+    "create_issue",
+    "load_config",
+    "upsert_comment",
+]

@@ -98,8 +98,8 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
                   for m in alert.movers]
     else:
         lines.append("No function profile of both commits was found for the movers.")
-    lines += ["", "Found on arrival by the lab's change-point watch and confirmed by re-runs "
-              "of both commits (docs/watch.md)."]
+    lines += ["", ("Found on arrival by the lab's change-point watch and confirmed by "
+                   "re-runs of both commits (docs/watch.md).")]
     return "\n".join(lines) + "\n"
 
 

@@ -81,7 +81,7 @@ class BrokerReruns:
     def ended(self, refs: list[str]) -> bool:
         requests = []
         for ref in refs:
-            request_id, _, entry = ref.partition("@")
+            entry = ref.partition("@")[2]
             rows: Any = self.broker.xrange(self.names.build_requests, min=entry, max=entry)
             if not rows:
                 return True  # trimmed away: nothing more will come of it
