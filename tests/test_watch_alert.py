@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.agent.watch import BranchWatch, WatchConfig
+from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -159,3 +160,28 @@ def test_the_pull_request_comes_from_the_subject() -> None:
     assert pr_of("Optimize ZRANGE (#11552)") == 11552
     assert pr_of("Merge branch 'x' into unstable") is None
     assert pr_of("Fix (#12) in the middle of text") is None
+
+
+def test_rbs_history_shows_the_alert_and_the_host_boundary(
+        client: redis.Redis, datasink: Any, tmp_path: Path, targets: Any,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    where_to, _receiver, _issues = targets
+    history(client, tmp_path / "p", 10, ["lab-a"])
+    reruns = LabReruns(client, {sha(10): 10_000.0, sha(11): 10_400.0}, tmp_path / "p")
+    step(context(client, reruns, where_to))
+    watch = BranchWatch(client, WatchConfig(host_id="h", change_at=sha(13)))
+    for n in (12, 13):
+        r = result(n, 10_400.0, "lab-a", "t-get", tmp_path / "p")
+        push_results(client, [r])
+        watch.arrived([r])
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["history", "--test", "t-get", "--metric", COUNT, "--platform", "lab-a",
+                 "--datasink", datasink.url, "--last", "30"]) == 0
+    out = capsys.readouterr().out
+    # rows in time order: commits 1..14 (points 0..13), then the two re-runs
+    rows = [line for line in out.splitlines() if line.count("│") > 5]
+    assert len(rows) == 16
+    marked = {i: row for i, row in enumerate(rows) if "ALERT" in row or "HOST" in row}
+    assert sorted(marked) == [10, 12]  # commits 11 (the step) and 13 (the new host)
+    assert "ALERT Regression +4.00% instructions_per_op" in marked[10]
+    assert "HOST CHANGED" in marked[12]
