@@ -5,13 +5,19 @@ lab is benchmarks/watch_replay.py (minutes per commit)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+from redis_benchmarks_spec.events.consumer import publish
+from redis_benchmarks_spec.events.messages import BuildRequest, SourceLocation
+from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.lab.deliveries import DeliveryError, range_deliveries
 from redis_benchmarks_spec.lab.watch_replay import WebhookLog, parent_of, subject_of
 from redis_benchmarks_spec.notify.watch_alert import Alert, post_webhook
+from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns
 from tests.pipeline_fixtures import commit_all, tiny_redis_repo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,3 +88,28 @@ def test_the_command_refuses_bad_flags_in_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2 and words in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
     assert not (tmp_path / "lab").exists()  # nothing was started
+
+
+def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> None:
+    broker = redis_server.client()
+    names = StreamNames("rbs")
+    sha, other = "a" * 40, "b" * 40
+    for s, pr in ((other, None), (sha, None), (sha, 77)):
+        publish(broker, names.build_requests, BuildRequest(
+            org="redis", repo="redis", branch="unstable", sha=s, commit_time_ms=1,
+            source=SourceLocation("git", "https://github.com/redis/redis.git"), pr=pr,
+            build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"]))
+    reruns = BrokerReruns(broker, names)
+    ref = reruns.request(sha, ["t-1", "t.2"], ["lab-b"])
+    request_id, _, entry = ref.partition("@")
+    (row,) = broker.xrange(names.build_requests, min=entry, max=entry)
+    copy = BuildRequest.decode(row[1], entry)
+    assert (copy.id, copy.sha, copy.pr, copy.platforms) == (request_id, sha, None, ["lab-b"])
+    assert re.fullmatch(copy.filters.tests_regexp, "t.2")
+    assert not re.fullmatch(copy.filters.tests_regexp, "t-2")  # names, not patterns
+    assert reruns.ended([ref]) is False  # nothing was built yet
+    try:
+        reruns.request("c" * 40, ["t-1"], ["lab-b"])
+        raise AssertionError("a commit never requested was re-run")
+    except LookupError as exc:
+        assert "cccccccccc" in str(exc)
