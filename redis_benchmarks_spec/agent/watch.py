@@ -25,22 +25,26 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import redis
 
 from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, Judgement, judge
+from redis_benchmarks_spec.analysis.function_movers import PATH_KEY
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery
-from redis_benchmarks_spec.datasink import keys, watch_store
+from redis_benchmarks_spec.datasink import keys, lab_profile, watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch, SeriesStep
 from redis_benchmarks_spec.datasink.writer import PushOptions, timestamp_of
 from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
 
 log = logging.getLogger(__name__)
 
 ENV_CHANGE_AT = "RBS_FINGERPRINT_CHANGE_AT"
-WATCHED_METRICS = ("instructions_per_op", "ALL_STATS.Totals.Ops/sec")
+COUNT_METRIC = "instructions_per_op"
+WATCHED_METRICS = (COUNT_METRIC, "ALL_STATS.Totals.Ops/sec")
 HISTORY_POINTS = 200
 
 
@@ -101,6 +105,7 @@ class BranchWatch:
                 continue
             fp = point_fingerprint(self._host_id(git.hash), result.context.build_variant)
             where = Branch(git.org, git.repo, git.branch)
+            self._record_profile(result)
             ts = timestamp_of(result, PushOptions())
             for series in keys.series_ids(result):
                 if series.side.kind != "branch" or series.metric not in self.config.metrics:
@@ -108,6 +113,19 @@ class BranchWatch:
                 watch_store.record_fingerprint(self.client, where, series.key, ts, fp)
                 seen.append(self._judge(where, result, series))
         return seen
+
+    def _record_profile(self, result: RunResult) -> None:
+        """The run's self counts per function, for the lab-wide instruction table."""
+        path = result.paths.get(PATH_KEY)
+        functions = read_functions(Path(path)) if path else []
+        rows = [(str(f["function"]), str(f.get("file") or ""), float(f.get("self_per_op", 0)))
+                for f in functions]
+        if not rows:
+            return
+        git = result.context.git
+        total = float(result.metrics.get(COUNT_METRIC) or sum(r[2] for r in rows))
+        lab_profile.record(self.client, (git.org, git.repo, str(git.branch)), str(git.hash),
+                           result.test_name, (total, rows))
 
     def _points(self, where: Branch, result: RunResult,
                 series: keys.SeriesId) -> list[ArrivalPoint]:

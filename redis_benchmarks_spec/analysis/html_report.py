@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report
 from redis_benchmarks_spec.analysis.compare import Comparison
+from redis_benchmarks_spec.analysis.lab_table_report import section_lab_instructions
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
@@ -212,7 +213,8 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
 
 
 SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_sweeps,
-                           section_tests, section_history, section_problems]
+                           section_tests, section_history, section_lab_instructions,
+                           section_problems]
 
 
 def render(data: ReportData, out_dir: Path, sections: list[Section] | None = None) -> str:
