@@ -183,5 +183,5 @@ def test_rbs_history_shows_the_alert_and_the_host_boundary(
     assert len(rows) == 16
     marked = {i: row for i, row in enumerate(rows) if "ALERT" in row or "HOST" in row}
     assert sorted(marked) == [10, 12]  # commits 11 (the step) and 13 (the new host)
-    assert "ALERT Regression +4.00% instructions_per_op" in marked[10]
+    assert "ALERT Regression +4.00% instructions per operation" in marked[10]
     assert "HOST CHANGED" in marked[12]

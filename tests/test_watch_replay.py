@@ -72,7 +72,7 @@ def test_the_receiver_writes_each_post_as_a_line(tmp_path: Path) -> None:
         log.close()
     lines = [json.loads(x) for x in (tmp_path / "out" / "webhook.jsonl").read_text().splitlines()]
     assert len(lines) == 2 and lines[0]["rbs"]["pr"] == 11552
-    assert "Improvement -8.50% instructions_per_op" in lines[0]["text"]
+    assert "Improvement -8.50% instructions per operation" in lines[0]["text"]
 
 
 def test_the_command_refuses_bad_flags_in_one_line(tmp_path: Path) -> None:

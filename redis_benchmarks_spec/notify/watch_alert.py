@@ -74,9 +74,15 @@ def _interval(alert: Alert) -> str:
     return f"95% interval [{alert.low_pct:+.2f}%, {alert.high_pct:+.2f}%]"
 
 
+#: what a reader sees for a metric's series name
+METRIC_WORDS = {"instructions_per_op": "instructions per operation",
+                "ALL_STATS.Totals.Ops/sec": "operations per second"}
+
+
 def title(alert: Alert) -> str:
     pr = f" (#{alert.pr})" if alert.pr else ""
-    return (f"{alert.direction.capitalize()} {alert.change_pct:+.2f}% {alert.metric} at "
+    metric = METRIC_WORDS.get(alert.metric, alert.metric)
+    return (f"{alert.direction.capitalize()} {alert.change_pct:+.2f}% {metric} at "
             f"{alert.sha[:10]}{pr}")
 
 
@@ -87,7 +93,8 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
     lines = [f"**{title(alert)}**", "",
              f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
              f"Previous commit `{alert.before[:10]}`; {alert.placed}.", "",
-             f"- Size: **{alert.change_pct:+.2f}%** {alert.metric}, {_interval(alert)}",
+             (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
+              f"(`{alert.metric}`), {_interval(alert)}"),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
              f"- Platforms: {', '.join(alert.platforms)}", ""]
     if alert.movers:
