@@ -64,7 +64,10 @@ def test_a_changed_fingerprint_is_a_boundary_not_a_candidate() -> None:
 
 
 def test_confirmation_needs_the_same_sign_and_a_clear_gap() -> None:
-    assert confirm([1e6, 1.001e6], [1.03e6, 1.031e6], COUNT, 3.0)[0]
+    ok, change, low, high = confirm([1e6, 1.001e6], [1.03e6, 1.031e6], COUNT, 3.0)
+    assert ok and low is not None and high is not None  # Welch's t: 2 runs a side
+    assert 2.0 < low < change < high < 4.0
+    assert not confirm([1e6], [1.03e6], COUNT, 3.0)[0]  # one run a side bounds nothing
     assert not confirm([1e6, 1.001e6], [1.0005e6, 1.002e6], COUNT, 3.0)[0]
     assert not confirm([1e6, 1.001e6], [0.97e6, 0.971e6], COUNT, 3.0)[0]
     ok, change, low, high = confirm([1e5] * 5 + [1.01e5] * 5, [0.8e5] * 5 + [0.81e5] * 5,

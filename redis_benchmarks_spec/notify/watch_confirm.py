@@ -150,8 +150,8 @@ def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
             if functions:
                 sides[p.commit].append(functions)
     moves = function_movers(sides[c.before], sides[c.after], base, top=TOP_MOVERS)
-    return [{"function": m.function, "file": m.file, "change_pct": round(m.share_of_total_pct, 3)}
-            for m in moves]
+    return [{"function": m.function, "file": Path(m.file).name if m.file else None,
+             "change_pct": round(m.share_of_total_pct, 3)} for m in moves]
 
 
 def _judge(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> tuple[Any, ...] | None:
