@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report, shown
 from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
+from redis_benchmarks_spec.analysis.lab_table_report import section_lab_instructions
 from redis_benchmarks_spec.analysis.memory_report import section_memory
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
 from redis_benchmarks_spec.analysis.rate_curve import section_rate_curves
@@ -229,6 +230,7 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
 
 SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_sweeps,
                            section_rate_curves, section_memory, section_tests, section_history,
+                           section_lab_instructions,
                            section_problems]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
+from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult
@@ -53,6 +54,8 @@ class ReportData:
     report: ComparisonReport | None = None
     history: History | None = None
     problems: list[str] = field(default_factory=list)
+    # the lab-wide instruction table of the branch's last profiled commit (docs/watch.md)
+    lab_table: LabTable | None = None
 
     @property
     def tests(self) -> list[str]:

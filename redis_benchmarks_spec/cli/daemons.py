@@ -20,6 +20,7 @@ from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.host_record import NoiseOptions, record_host
 from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
+from redis_benchmarks_spec.agent.watch import BranchWatch, WatchConfig, WatchingPusher
 from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.builder.artifacts import S3Target
 from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
@@ -124,6 +125,9 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
                    help="this platform's settings (YAML): an until_decided budget lets "
                         "pull-request events run as interleaved base/PR pairs until decided "
                         "(README, 'Agents: A/B of pull requests')")
+    a.add_argument("--watch-branch", action="append", default=[], metavar="BRANCH",
+                   help="judge each pushed point of this tracked branch on arrival and store "
+                        "change candidates for confirmation (repeatable; docs/watch.md)")
     add_github_args(a, agent=True)
     add_noise_args(a)  # the host's intrinsic latency, measured at startup
     a.set_defaults(func=cmd_agent)
@@ -283,6 +287,12 @@ def cmd_agent(args: argparse.Namespace) -> int:
         # a daemon keeps going: results stay in its ledger until the datasink is fixed
         logging.getLogger(__name__).warning("%s; results will not be pushed", exc.line())
     pusher = DatasinkPusher(datasink)
+    try:
+        push = pusher if not args.watch_branch else WatchingPusher(pusher, BranchWatch(
+            datasink, WatchConfig(branches=tuple(args.watch_branch))))
+    except ValueError as exc:
+        print(f"rbs agent: {exc}", file=sys.stderr)
+        return 2
     broker, config = _broker(args), _agent_config(args, key, platform)
     # measured where the first server runs (the CPU allocator hands out server cores first)
     cpu = args.noise_cpu if args.noise_cpu is not None else \
@@ -293,7 +303,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     except GitHubConfigError as exc:
         print(f"rbs agent: {exc}", file=sys.stderr)
         return 2
-    agent = Agent(broker, config, pusher,
+    agent = Agent(broker, config, push,
                   on_event_done=notifier.platform_done if notifier else None,
                   datasink=datasink, on_selected=notifier.selected if notifier else None)
 

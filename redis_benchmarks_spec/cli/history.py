@@ -31,6 +31,7 @@ from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.datasink import keys, watch_store
 from redis_benchmarks_spec.inputs.history import read_history
 
 
@@ -65,23 +66,49 @@ def _heading(history: History) -> str:
             f"(min {plain(min(values), 4)}, max {plain(max(values), 4)})")
 
 
-def _table(history: History, reps: dict[str, int | None]) -> Table:
-    """The columns of :func:`analysis.history.rows` (CSV and JSON carry the same)."""
+def _table(history: History, reps: dict[str, int | None],
+           watch: dict[str, list[str]] | None = None) -> Table:
+    """The columns of :func:`analysis.history.rows` (CSV and JSON carry the same), and the
+    branch's alerts and host boundaries (``watch``) on each commit's first point."""
     table = Table()
-    for col in ("time (UTC)", "value", "commit", "version", "repetition"):
+    cols = ["time (UTC)", "value", "commit", "version", "repetition"]
+    for col in cols + (["watch"] if watch else []):
         table.add_column(col, justify="right" if col in ("value", "repetition") else "left")
+    marked: set[str] = set()
     for row in rows(history):
         rep = reps.get(row["run_id"]) if row["run_id"] else None
         commit = row["commit"] if row["commit"] == NA else short(row["commit"])
-        table.add_row(row["time_utc"], plain(row["value"], 4), commit, row["version"],
-                      NA if rep is None else str(rep))
+        cells = [row["time_utc"], plain(row["value"], 4), commit, row["version"],
+                 NA if rep is None else str(rep)]
+        if watch:  # a commit's alert or host boundary is shown on its first point
+            sha = row["commit"]
+            cells.append(escape("; ".join(watch.get(sha, []))) if sha not in marked else "")
+            marked.add(sha)
+        table.add_row(*cells)
     return table
 
 
-def _print(console: Console, history: History, reps: dict[str, int | None]) -> None:
+def _watch_lines(client: redis.Redis, history: History) -> dict[str, list[str]]:
+    """The branch's confirmed-change alerts and host-changed boundaries, by commit
+    (``datasink.watch_store``; docs/watch.md)."""
+    series = keys.parse_key(history.series_key, history.query.metric)
+    where = watch_store.Branch(series.scope.github_org, series.scope.github_repo,
+                               history.query.branch)
+    out: dict[str, list[str]] = {}
+    for line in watch_store.log_lines(client, where):
+        if line["kind"] == "alert" or line["text"].startswith(
+                f"host changed on {series.platform} "):
+            out.setdefault(line["sha"], []).append(
+                "HOST CHANGED (boundary)" if line["kind"] == "host-changed"
+                else f"ALERT {line['text']}")
+    return out
+
+
+def _print(console: Console, history: History, reps: dict[str, int | None],
+           watch: dict[str, list[str]] | None = None) -> None:
     """Heading, table and series key, each line whole (the key is never folded)."""
     console.print(_heading(history), style="bold", soft_wrap=True)
-    print_table(console, _table(history, reps))
+    print_table(console, _table(history, reps, watch))
     console.print(escape(history.series_key), style="dim", soft_wrap=True)
 
 
@@ -142,10 +169,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         histories, reps = _histories(client, query, args.format == "table")
         also = _also_swept(client, query) if args.format == "table" and \
             histories[0].query.test == query.test else ""
+        watch = [_watch_lines(client, h) for h in histories] if args.format == "table" else []
     if args.format == "table":
         console = make_console()
-        for history in histories:
-            _print(console, history, reps)
+        for history, marks in zip(histories, watch):
+            _print(console, history, reps, marks)
         if also:
             console.print(escape(also), style="yellow", soft_wrap=True)
         return 0

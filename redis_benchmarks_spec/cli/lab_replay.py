@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli import checks, lab_watch
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.lab import deliveries, replay, services
@@ -25,14 +25,20 @@ def register(lab_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dir", type=Path, default=Path(".cache") / "lab", dest="lab_dir",
                    help="the lab folder: a lab running there is used, else one is started "
                         "there and stopped at the end")
-    p.add_argument("--prs", type=Path, required=True, metavar="FILE",
-                   help="one pull request a line: <base-sha> <head-sha> <name>")
+    mode = p.add_mutually_exclusive_group(required=True)  # a delivery source per mode
+    mode.add_argument("--prs", type=Path, metavar="FILE",
+                      help="one pull request a line: <base-sha> <head-sha> <name>")
+    mode.add_argument("--range", metavar="A..B",
+                      help="tracked-branch mode: one push per first-parent commit of A..B, "
+                           "change points judged on arrival, confirmed, alerted "
+                           "(docs/watch.md); alerts/<n>.md, webhook.jsonl, summary.json")
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help="comments/<name>.md (final), comments/<name>.N.md (each body sent, "
                         "in order), summary.json")
     p.add_argument("--timeout", type=float, default=4 * 3600,
                    help="seconds to wait for every event to end")
     add_lab_options(p)
+    lab_watch.add_range_options(p)
     p.set_defaults(func=cmd_replay)
 
 
@@ -55,6 +61,8 @@ def _lab(args: argparse.Namespace) -> tuple[LabState, bool]:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Send, follow, collect; exit 0 only when every event ended done."""
+    if args.range is not None:
+        return lab_watch.cmd_replay_range(args)
     try:
         prs = deliveries.read_prs(args.prs)
     except deliveries.DeliveryError as exc:

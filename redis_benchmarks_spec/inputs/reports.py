@@ -16,6 +16,7 @@ import redis
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import context_from_results, side_from_results
 from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.lab_table import LabTable, lab_table
 from redis_benchmarks_spec.analysis.report_data import (
     History,
     ReportData,
@@ -25,7 +26,7 @@ from redis_benchmarks_spec.analysis.report_data import (
     side_of,
 )
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON
-from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.datasink import keys, lab_profile, reader
 from redis_benchmarks_spec.inputs.session_folder import (
     RunsOnDisk,
     SessionFolderError,
@@ -134,6 +135,18 @@ def _series_label(series: reader.Series) -> str:
     return f"{parsed.platform}/{parsed.topology}"
 
 
+def read_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:
+    """The lab-wide instruction table of the branch's last profiled commit against the
+    one before it (None when the lab profiled no commit of the branch)."""
+    commits = lab_profile.profiled_commits(client, where, 2)
+    if not commits:
+        return None
+    org, repo, _ = where
+    now = lab_profile.load(client, org, repo, commits[-1])
+    before = lab_profile.load(client, org, repo, commits[0]) if len(commits) > 1 else None
+    return lab_table(commits[-1], now, commits[0] if before else None, before)
+
+
 def attach_history(data: ReportData, client: redis.Redis, branch: str,
                    platform: str | None = None) -> None:
     """The metric's history on ``branch`` for every test, with the compared commits marked
@@ -157,3 +170,4 @@ def attach_history(data: ReportData, client: redis.Redis, branch: str,
     if not any(history.lines.values()):
         history.note = f"no points on branch {branch} in the datasink for these tests"
     data.history = history
+    data.lab_table = read_lab_table(client, ("redis", "redis", branch))

@@ -2,7 +2,8 @@
 
 A *delivery source* turns what the operator gives (a file of pull requests today; a range of
 a tracked branch later) into an ordered list of :class:`Delivery`: the GitHub event name,
-the JSON payload GitHub would send, and the name the replay files its outputs under. The
+the JSON payload GitHub would send, and the name the replay files its outputs under
+(``pr_deliveries`` for ``--prs``; ``range_deliveries`` for ``--range A..B``). The
 replay posts each one signed with the webhook secret, exactly as GitHub does
 (``X-Hub-Signature-256`` over the raw body, ``X-GitHub-Delivery``, ``X-GitHub-Event``).
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from redis_benchmarks_spec.api.webhook import signature_for
+from redis_benchmarks_spec.intake import gitsource
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
@@ -109,6 +111,40 @@ def pr_deliveries(prs: list[PullRequest], label: str) -> list[Delivery]:
     for pr in prs:
         out.append(Delivery("push", push_payload("0" * 40, pr.base), pr.name, pr))
         out.append(Delivery("pull_request", labeled_payload(pr, label), pr.name, pr))
+    return out
+
+
+_RANGE = re.compile(r"^([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})$")
+
+
+def first_parent_commits(git_dir: Path, spec: str) -> list[str]:
+    """The first-parent commits of ``A..B`` (abbreviated or full shas), oldest first."""
+    m = _RANGE.match(spec)
+    if not m:
+        raise DeliveryError(f"{spec!r}: expected A..B, two commits as 7 to 40 hex digits")
+    try:
+        out = gitsource.git(git_dir, "rev-list", "--first-parent", "--reverse",
+                            "--end-of-options", f"{m[1]}..{m[2]}").decode().split()
+    except gitsource.GitError as exc:
+        raise DeliveryError(f"{spec}: {exc}") from None
+    if not out or not all(SHA.match(s) for s in out):
+        raise DeliveryError(f"{spec}: no first-parent commit in the range")
+    return out
+
+
+def range_deliveries(git_dir: Path, spec: str) -> list[Delivery]:
+    """Tracked-branch mode (``--range A..B``): one ``push`` per first-parent commit of
+    ``A..B``, in order, each naming the commit before it as ``before``."""
+    commits = first_parent_commits(git_dir, spec)
+    try:
+        before = gitsource.git(git_dir, "rev-parse", "--verify", "--end-of-options",
+                               f"{commits[0]}^").decode().strip()
+    except gitsource.GitError:
+        before = "0" * 40  # the range starts at a root commit
+    out = []
+    for n, sha in enumerate(commits, 1):
+        out.append(Delivery("push", push_payload(before, sha), f"{n:03d}-{sha[:10]}"))
+        before = sha
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 _LIST = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues/(\d+)/comments$")
 _ONE = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues/comments/(\d+)$")
+_ISSUES = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues$")
 MAX_BODY = 1024 * 1024  # GitHub refuses comments over 65,536 characters; this bounds reads
 
 
@@ -47,6 +48,17 @@ class CommentStore:
         self.comments[cid] = comment
         self._record(issue, cid, "created", body)
         return _public(comment)
+
+    def open_issue(self, repo: tuple[str, str], title: str, body: str) -> dict[str, Any]:
+        """An issue (the watch's alerts): ``<record-dir>/<org>/<repo>/issues/<n>.md``."""
+        folder = self.record_dir / repo[0] / repo[1] / "issues"
+        folder.mkdir(parents=True, exist_ok=True)
+        number = len(list(folder.glob("*.md"))) + 1
+        (folder / f"{number}.md").write_text(body)
+        (folder / f"{number}.json").write_text(json.dumps({"title": title, "at": time.time()}))
+        return {"number": number, "title": title, "body": body, "state": "open",
+                "url": f"{self.base_url}/repos/{repo[0]}/{repo[1]}/issues/{number}",
+                "html_url": f"{self.base_url}/{repo[0]}/{repo[1]}/issues/{number}"}
 
     def edit(self, cid: int, body: str) -> dict[str, Any] | None:
         comment = self.comments.get(cid)
@@ -85,6 +97,8 @@ def answer(store: CommentStore, token: str, request: tuple[str, str, Any, str]) 
             return 200, store.listing((m[1], m[2], int(m[3])))
         if (m := _LIST.match(path)) and method == "POST" and isinstance(text, str):
             return 201, store.create((m[1], m[2], int(m[3])), text)
+        if (m := _ISSUES.match(path)) and method == "POST" and isinstance(text, str):
+            return 201, store.open_issue((m[1], m[2]), str(body.get("title", ""))[:300], text)
         if (m := _ONE.match(path)) and method == "PATCH" and isinstance(text, str):
             edited = store.edit(int(m[3]), text)
             return (404, {"message": "Not Found"}) if edited is None else (200, edited)

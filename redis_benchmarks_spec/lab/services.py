@@ -75,6 +75,8 @@ class LabOptions:
     build_cache: Path | None = None
     max_suites: int | None = None  # the platforms' pull-request suite budget
     metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
+    # more environment for one platform's agent (the watch's RBS_FINGERPRINT_CHANGE_AT)
+    platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def rbs_argv() -> list[str]:
@@ -154,6 +156,7 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
             "--idle-claim-ms", "300000", "--heartbeat-ttl", "60",
             "--datasink", state.datasink_url, "--cpus", ",".join(map(str, cpus)),
             "--platform-config", str(root / "platforms" / f"{platform}.yml"),
+            "--watch-branch", "unstable",  # docs/watch.md
             *options.agent_args]))
     return specs
 
@@ -207,7 +210,8 @@ def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path) 
         sys.executable, "-m", "redis_benchmarks_spec.lab.github_local", "--port", str(gh_port),
         "--record-dir", str(root / "github"), "--token-file", str(token)], env))
     for name, argv in _daemon_specs(options, state, secret):
-        state.services.append(_spawn(root, name, argv, env))
+        more = options.platform_env.get(name[6:], {}) if name.startswith("agent-") else {}
+        state.services.append(_spawn(root, name, argv, {**env, **more}))
     save(state)
     if not wait_for(lambda: _healthy(state.api_url) or _any_exited(state), timeout=120,
                     interval=0.5) or _any_exited(state):

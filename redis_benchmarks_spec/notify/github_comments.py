@@ -66,6 +66,35 @@ def upsert_comment(config: GitHubConfig, pr: PullRequestRef, marker: str,
     return Upserted(created.id, True, created.html_url)
 
 
-__all__ = ["DEFAULT_API_URL", "ENV_API_URL", "ENV_TOKEN", "ENV_TOKEN_FILE", "GitHubConfig",
-           "GitHubConfigError", "GithubException", "PullRequestRef", "Upserted",
-           "load_config", "upsert_comment"]
+@dataclass(frozen=True)
+class CreatedIssue:
+    """What :func:`create_issue` made."""
+
+    number: int
+    url: str
+
+
+def create_issue(config: GitHubConfig, repo: tuple[str, str], title: str,
+                 body: str) -> CreatedIssue:
+    """Open an issue on ``org/repo`` (the tracked branch's alerts, ``notify.watch_alert``).
+    Raises ``GithubException`` on API errors."""
+    issue = _client(config).get_repo(f"{repo[0]}/{repo[1]}").create_issue(title=title,
+                                                                        body=body)
+    return CreatedIssue(issue.number, issue.html_url)
+
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "ENV_API_URL",
+    "ENV_TOKEN",
+    "ENV_TOKEN_FILE",
+    "CreatedIssue",
+    "GitHubConfig",
+    "GitHubConfigError",
+    "GithubException",
+    "PullRequestRef",
+    "Upserted",
+    "create_issue",
+    "load_config",
+    "upsert_comment",
+]

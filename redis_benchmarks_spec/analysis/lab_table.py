@@ -1,0 +1,76 @@
+"""Where Redis spends its instructions across every suite the lab ran for a commit.
+
+The per-suite self instruction counts of one tracked commit (``datasink.lab_profile``) folded
+into one table: each function's share of all the instructions per operation of all suites
+(the sum of its self counts over the sum of the suites' whole counts), how many suites it
+takes at least ``DOMINANT_PCT`` of, and the change of its share against the previous
+profiled commit, in percentage points. The top of it is the "biggest win" list: functions
+that cost much in many suites. Measured, not estimated: the counts are the runs' callgrind
+counts. Nothing here reads or prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SuiteProfile = tuple[float, list[tuple[str, str, float]]]
+DOMINANT_PCT = 5.0
+TOP = 25
+
+
+@dataclass(frozen=True)
+class LabRow:
+    """One function across the lab's suites."""
+
+    function: str
+    file: str
+    share_pct: float  # of all suites' instructions per op, this commit
+    suites: int  # suites where it takes at least DOMINANT_PCT
+    previous_share_pct: float | None  # the previous profiled commit's share
+    change_pp: float | None  # share_pct - previous_share_pct
+
+
+@dataclass(frozen=True)
+class LabTable:
+    commit: str
+    previous: str | None
+    suites: int
+    rows: list[LabRow]
+
+
+def _shares(profiles: dict[str, SuiteProfile]) -> tuple[dict[str, float], dict[str, int],
+                                                          dict[str, str]]:
+    total = sum(t for t, _ in profiles.values() if t > 0)
+    cost: dict[str, float] = {}
+    dominant: dict[str, int] = {}
+    files: dict[str, str] = {}
+    for suite_total, functions in profiles.values():
+        if suite_total <= 0:
+            continue
+        for function, file, per_op in functions:
+            cost[function] = cost.get(function, 0.0) + per_op
+            files.setdefault(function, file)
+            if 100.0 * per_op / suite_total >= DOMINANT_PCT:
+                dominant[function] = dominant.get(function, 0) + 1
+    shares = {f: 100.0 * c / total for f, c in cost.items()} if total > 0 else {}
+    return shares, dominant, files
+
+
+def lab_table(commit: str, profiles: dict[str, SuiteProfile], previous: str | None = None,
+              previous_profiles: dict[str, SuiteProfile] | None = None,
+              top: int = TOP) -> LabTable:
+    """The ``top`` functions of ``commit`` by share of all suites' instructions; changes are
+    measured on the suites both commits ran (so a suite added later moves nothing)."""
+    shares, dominant, files = _shares(profiles)
+    before: dict[str, float] | None = None
+    if previous_profiles:
+        common = set(profiles) & set(previous_profiles)
+        before = _shares({s: previous_profiles[s] for s in common})[0]
+        now_common = _shares({s: profiles[s] for s in common})[0]
+    rows = []
+    for function, share in sorted(shares.items(), key=lambda kv: -kv[1])[:top]:
+        was = None if before is None else before.get(function, 0.0)
+        change = None if was is None else now_common.get(function, 0.0) - was
+        rows.append(LabRow(function, files.get(function, ""), share,
+                           dominant.get(function, 0), was, change))
+    return LabTable(commit, previous if previous_profiles else None, len(profiles), rows)

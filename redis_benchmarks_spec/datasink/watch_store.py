@@ -1,0 +1,185 @@
+"""What the lab's watch of a tracked branch keeps in the datasink (this module owns the key
+family ``ci.benchmarks.redis/watch/{org}/{repo}/{branch}/...``).
+
+- ``.../fingerprint/{series key}``: hash, point timestamp -> the host fingerprint id (with
+  the build's compiler) the point was taken under; the arrival gate compares these.
+- ``.../candidates``: hash, candidate id -> JSON of a :class:`Candidate` (one per commit
+  the change lands on, whatever the number of tests and platforms that saw it).
+- ``.../candidate-series/{id}``: hash, ``test|platform|variant|metric`` -> JSON of the
+  step that series showed (two agents add theirs without a read-modify-write race).
+- ``.../alerted``: set of candidate ids already alerted: the first to add one sends it.
+- ``.../log``: list of JSON lines (alerts and host-changed notes) ``rbs history`` shows.
+
+Everything read back is untrusted (anyone with datasink write access): bounded JSON, shas
+checked, unknown fields dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.common.safejson import loads as bounded_loads
+
+PREFIX = "ci.benchmarks.redis/watch"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_NAME = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
+MAX_LOG = 10_000
+STATES = ("candidate", "confirming", "confirmed", "rejected")
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Which tracked branch: ``org/repo`` and the branch name."""
+
+    org: str
+    repo: str
+    branch: str
+
+    def __post_init__(self) -> None:
+        for name in (self.org, self.repo, self.branch):
+            if not _NAME.match(name):
+                raise ValueError(f"watch: invalid name {name!r}")
+
+    def key(self, *parts: str) -> str:
+        return "/".join((PREFIX, self.org, self.repo, self.branch, *parts))
+
+
+@dataclass
+class SeriesStep:
+    """One series' view of a candidate change."""
+
+    test: str
+    platform: str
+    build_variant: str
+    metric: str
+    change_pct: float
+    low_pct: float | None = None
+    high_pct: float | None = None
+    noise_pct: float = 0.0
+
+    @property
+    def field(self) -> str:
+        return f"{self.test}|{self.platform}|{self.build_variant}|{self.metric}"
+
+
+@dataclass
+class Candidate:
+    """A change between two commits, seen by at least one series, not yet told anyone."""
+
+    id: str
+    before: str
+    after: str
+    state: str = "candidate"
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    reruns: list[str] = field(default_factory=list)  # build request ids of the re-runs
+    placed_on: str = ""  # the commit the confirmed change is placed on
+    reason: str = ""  # why it was confirmed or rejected
+
+
+def _from(cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise TypeError(f"watch: expected an object, got {type(raw).__name__}")
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in raw.items() if k in names})
+
+
+def record_fingerprint(client: redis.Redis, where: Branch, series_key: str,
+                       ts_ms: int, fingerprint: str) -> None:
+    client.hset(where.key("fingerprint", series_key), str(ts_ms), fingerprint)
+
+
+def fingerprints(client: redis.Redis, where: Branch, series_key: str) -> dict[int, str]:
+    """Point timestamp -> fingerprint id, for the points that recorded one."""
+    raw: Any = client.hgetall(where.key("fingerprint", series_key))
+    out = {}
+    for ts, fp in raw.items():
+        ts, fp = _text(ts), _text(fp)
+        if ts.isdigit():
+            out[int(ts)] = fp[:64]
+    return out
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def candidate_id(after: str) -> str:
+    return after
+
+
+def add_candidate(client: redis.Redis, where: Branch, before: str, after: str,
+                  step: SeriesStep) -> tuple[Candidate, bool]:
+    """Record ``step`` under the candidate of ``after`` (created if new): (it, created)."""
+    for sha in (before, after):
+        if not _SHA.match(sha):
+            raise ValueError(f"watch: {sha!r} is not a 40-hex commit")
+    new = Candidate(candidate_id(after), before, after)
+    created = bool(client.hsetnx(where.key("candidates"), new.id, json.dumps(asdict(new))))
+    client.hset(where.key("candidate-series", new.id), step.field, json.dumps(asdict(step)))
+    return (new if created else get_candidate(client, where, new.id)), created
+
+
+def get_candidate(client: redis.Redis, where: Branch, cid: str) -> Candidate:
+    raw: Any = client.hget(where.key("candidates"), cid)
+    if raw is None:
+        raise KeyError(f"watch: no candidate {cid}")
+    return _checked(_from(Candidate, bounded_loads(raw)))
+
+
+def _checked(c: Candidate) -> Candidate:
+    if not (_SHA.match(str(c.before)) and _SHA.match(str(c.after))) or c.state not in STATES:
+        raise ValueError(f"watch: candidate {c.id!r} is malformed")
+    return c
+
+
+def candidates(client: redis.Redis, where: Branch, state: str | None = None) -> list[Candidate]:
+    """Every candidate (in the given state), oldest first."""
+    raw: Any = client.hgetall(where.key("candidates"))
+    found = [_checked(_from(Candidate, bounded_loads(v))) for v in raw.values()]
+    return sorted((c for c in found if state is None or c.state == state),
+                  key=lambda c: c.created_ms)
+
+
+def save_candidate(client: redis.Redis, where: Branch, candidate: Candidate) -> None:
+    client.hset(where.key("candidates"), candidate.id, json.dumps(asdict(candidate)))
+
+
+def series_steps(client: redis.Redis, where: Branch, cid: str) -> list[SeriesStep]:
+    raw: Any = client.hgetall(where.key("candidate-series", cid))
+    return sorted((_from(SeriesStep, bounded_loads(v)) for v in raw.values()),
+                  key=lambda s: s.field)
+
+
+def claim_alert(client: redis.Redis, where: Branch, cid: str) -> bool:
+    """True for exactly one caller per candidate: the one that sends its alert."""
+    return bool(client.sadd(where.key("alerted"), cid))
+
+
+def add_log(client: redis.Redis, where: Branch, kind: str, sha: str, text: str) -> None:
+    """One line for ``rbs history``: an ``alert`` or a ``host-changed`` note at ``sha``."""
+    line = {"kind": kind, "sha": sha, "text": text[:500], "at_ms": int(time.time() * 1000)}
+    pipe = client.pipeline()
+    pipe.rpush(where.key("log"), json.dumps(line))
+    pipe.ltrim(where.key("log"), -MAX_LOG, -1)
+    pipe.execute()
+
+
+def log_lines(client: redis.Redis, where: Branch) -> list[dict[str, Any]]:
+    """The alerts and notes of the branch, oldest first."""
+    out = []
+    for raw in client.lrange(where.key("log"), 0, -1):  # type: ignore[union-attr]
+        line = bounded_loads(raw)
+        if isinstance(line, dict) and _SHA.match(str(line.get("sha", ""))):
+            out.append({k: _text(line.get(k, ""))[:500] for k in ("kind", "sha", "text")})
+    return out
+
+
+def noted(client: redis.Redis, where: Branch, kind: str, sha: str) -> bool:
+    """True the first time a (kind, sha) note is claimed (host-changed notes dedupe)."""
+    return bool(client.sadd(where.key("noted"), f"{kind}:{sha}"))

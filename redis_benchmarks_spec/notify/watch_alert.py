@@ -1,0 +1,166 @@
+"""A confirmed change on a tracked branch, told once: an issue, a webhook post, a history line.
+
+One :class:`Alert` per confirmed change, whatever the number of tests and platforms that saw
+it (``datasink.watch_store.claim_alert`` lets exactly one sender through). It is sent three
+ways:
+
+- a GitHub issue (``notify.github_comments.create_issue``: the client that writes the pull
+  request comments, PyGithub at a configurable API URL; the lab's stand-in writes each body
+  to disk, as it does for comments);
+- a POST of Slack-compatible JSON (``{"text": ..., "blocks": [...]}``, what Slack's incoming
+  webhooks and Mattermost accept) to a configurable URL;
+- a line in the branch's watch log, which ``rbs history`` prints beside the series.
+
+Nothing here decides whether a change is real: ``notify.watch_confirm`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.datasink import watch_store
+from redis_benchmarks_spec.datasink.watch_store import Branch
+from redis_benchmarks_spec.notify.github_comments import GitHubConfig, GithubException, create_issue
+
+_PR = re.compile(r"\(#(\d{1,7})\)\s*$")
+WEBHOOK_TIMEOUT_S = 10
+
+
+def pr_of(subject: str) -> int | None:
+    """The pull request a squash-merged commit names at the end of its subject: ``(#12345)``."""
+    m = _PR.search(subject.strip())
+    return int(m[1]) if m else None
+
+
+@dataclass
+class Alert:
+    """One confirmed change (the fields of ``summary.json``'s ``alerts``)."""
+
+    sha: str
+    pr: int | None
+    subject: str
+    tests: list[str]
+    platforms: list[str]
+    metric: str
+    change_pct: float
+    low_pct: float | None
+    high_pct: float | None
+    movers: list[dict[str, Any]] = field(default_factory=list)  # function, file, change_pct
+    before: str = ""
+    placed: str = ""  # how the change was placed on the commit
+
+    def summary(self) -> dict[str, Any]:
+        keep = ("sha", "pr", "tests", "platforms", "metric", "change_pct", "low_pct",
+                "high_pct", "movers")
+        return {k: v for k, v in asdict(self).items() if k in keep}
+
+    @property
+    def direction(self) -> str:
+        worse = self.change_pct > 0 if self.metric.startswith("instructions") \
+            else self.change_pct < 0
+        return "regression" if worse else "improvement"
+
+
+def _interval(alert: Alert) -> str:
+    if alert.low_pct is None or alert.high_pct is None:
+        return "interval not bounded"
+    return f"95% interval [{alert.low_pct:+.2f}%, {alert.high_pct:+.2f}%]"
+
+
+#: what a reader sees for a metric's series name
+METRIC_WORDS = {"instructions_per_op": "instructions per operation",
+                "ALL_STATS.Totals.Ops/sec": "operations per second"}
+
+
+def title(alert: Alert) -> str:
+    pr = f" (#{alert.pr})" if alert.pr else ""
+    metric = METRIC_WORDS.get(alert.metric, alert.metric)
+    return (f"{alert.direction.capitalize()} {alert.change_pct:+.2f}% {metric} at "
+            f"{alert.sha[:10]}{pr}")
+
+
+def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
+    """The GitHub issue's Markdown."""
+    pr = f"[#{alert.pr}](https://github.com/{repo}/pull/{alert.pr})" if alert.pr else \
+        "no pull request named in the commit subject"
+    lines = [f"**{title(alert)}**", "",
+             f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
+             f"Previous commit `{alert.before[:10]}`; {alert.placed}.", "",
+             (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
+              f"(`{alert.metric}`), {_interval(alert)}"),
+             f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
+             f"- Platforms: {', '.join(alert.platforms)}", ""]
+    if alert.movers:
+        lines += ["Functions whose self instructions per operation moved most:", "",
+                  "| function | file | change (share of the whole count) |",
+                  "|---|---|---|"]
+        lines += [f"| `{m['function']}` | {m.get('file') or '?'} | {m['change_pct']:+.3f}% |"
+                  for m in alert.movers]
+    else:
+        lines.append("No function profile of both commits was found for the movers.")
+    lines += ["", ("Found on arrival by the lab's change-point watch and confirmed by "
+                   "re-runs of both commits (docs/watch.md).")]
+    return "\n".join(lines) + "\n"
+
+
+def slack_payload(alert: Alert) -> dict[str, Any]:
+    """Slack-compatible JSON: ``text`` for any receiver, one section block for Slack."""
+    text = (f"{title(alert)}: {', '.join(alert.tests[:5])}"
+            f"{' and more' if len(alert.tests) > 5 else ''} on {', '.join(alert.platforms)}; "
+            f"{_interval(alert)}")
+    movers = ", ".join(f"{m['function']} {m['change_pct']:+.2f}%" for m in alert.movers[:3])
+    return {"text": text, "blocks": [{"type": "section", "text": {
+        "type": "mrkdwn", "text": text + (f"\nMovers: {movers}" if movers else "")}}],
+        "rbs": alert.summary()}
+
+
+def post_webhook(url: str, alert: Alert) -> int:
+    """POST the alert's JSON to ``url``; the HTTP status (raises ``OSError`` when the
+    receiver cannot be reached)."""
+    body = json.dumps(slack_payload(alert)).encode()
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+@dataclass(frozen=True)
+class AlertTargets:
+    """Where alerts go: a GitHub repository's issues, a webhook URL (either may be off)."""
+
+    github: GitHubConfig | None = None
+    webhook_url: str | None = None
+
+
+def send(client: redis.Redis, where: Branch, alert: Alert, targets: AlertTargets) -> list[str]:
+    """Tell ``alert`` once (the first caller for its commit); what failed, one line each."""
+    if not watch_store.claim_alert(client, where, alert.sha):
+        return []
+    problems = []
+    watch_store.add_log(client, where, "alert", alert.sha,
+                        f"{title(alert)}: {len(alert.tests)} test(s) on "
+                        f"{', '.join(alert.platforms)}, {_interval(alert)}")
+    if targets.github is not None:
+        try:
+            create_issue(targets.github, (where.org, where.repo), title(alert),
+                         issue_body(alert, f"{where.org}/{where.repo}"))
+        except (GithubException, OSError) as exc:  # API refusal, or unreachable
+            problems.append(f"issue not created: {type(exc).__name__}: {str(exc)[:200]}")
+    if targets.webhook_url:
+        try:
+            status = post_webhook(targets.webhook_url, alert)
+            if status >= 300:
+                problems.append(f"webhook {targets.webhook_url} answered {status}")
+        except OSError as exc:
+            problems.append(f"webhook {targets.webhook_url} unreachable: {exc}")
+    return problems

@@ -1,0 +1,198 @@
+"""A candidate change confirmed by the lab itself before anyone is told.
+
+A candidate (``agent.watch`` stored it: a step between two commits) is confirmed by re-runs
+of the commits on both sides through the normal pipeline: one build request per side, a
+copy of the request that first brought the commit (same source), narrowed to the tests
+and platforms that saw the step. When both have ended, each series that saw the step is
+judged on all its points of the two commits (the first runs and the re-runs,
+``analysis.arrival.confirm``): a change is confirmed when at least one series shows it
+again with the same sign, at least half its size and an interval that excludes zero.
+
+A confirmed change whose two commits are parent and child is placed on the child. When
+commits lie between them (the branch was pushed several commits at once), the range is
+said in the alert and the candidate keeps the range (bisecting it with
+``bisection.remote`` is not wired in yet; docs/watch.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import redis
+
+from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, confirm, kind_of
+from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
+from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
+from redis_benchmarks_spec.datasink import run_reader, watch_store
+from redis_benchmarks_spec.datasink.watch_store import Branch, Candidate, SeriesStep
+from redis_benchmarks_spec.events.consumer import publish
+from redis_benchmarks_spec.events.follow import Follower
+from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.inputs.profiles import read_functions
+from redis_benchmarks_spec.notify.watch_alert import Alert, AlertTargets, pr_of, send
+
+log = logging.getLogger(__name__)
+SCAN_REQUESTS = 5000  # how far back the request that brought a commit is looked for
+TOP_MOVERS = 5
+
+
+class Reruns(Protocol):
+    """How re-runs are asked for and followed (the broker in production)."""
+
+    def request(self, sha: str, tests: list[str], platforms: list[str]) -> str: ...
+
+    def ended(self, refs: list[str]) -> bool: ...
+
+
+class BrokerReruns:
+    """Re-runs as build requests on the broker, followed to their end."""
+
+    def __init__(self, broker: redis.Redis, names: StreamNames) -> None:
+        self.broker = broker
+        self.names = names
+
+    def _original(self, sha: str) -> BuildRequest:
+        rows: Any = self.broker.xrevrange(self.names.build_requests, count=SCAN_REQUESTS)
+        for entry_id, fields in rows:
+            try:
+                request = BuildRequest.decode(fields, entry_id)
+            except (ValueError, TypeError, KeyError):
+                continue
+            if request.sha == sha and request.pr is None:
+                return request
+        raise LookupError(f"no build request of {sha[:10]} in the last {SCAN_REQUESTS}")
+
+    def request(self, sha: str, tests: list[str], platforms: list[str]) -> str:
+        """Publish a copy of the request that brought ``sha``; ``<request id>@<entry id>``."""
+        original = self._original(sha)
+        rerun = replace(original, id=new_id(), requested_at_ms=now_ms(), platforms=platforms,
+                        filters=SuiteFilters(tests_regexp="|".join(re.escape(t) for t in tests)))
+        entry = publish(self.broker, self.names.build_requests, rerun)
+        return f"{rerun.id}@{entry}"
+
+    def ended(self, refs: list[str]) -> bool:
+        requests = []
+        for ref in refs:
+            entry = ref.partition("@")[2]
+            rows: Any = self.broker.xrange(self.names.build_requests, min=entry, max=entry)
+            if not rows:
+                return True  # trimmed away: nothing more will come of it
+            requests.append((BuildRequest.decode(rows[0][1], entry), entry))
+        follower = Follower(self.broker, self.names, requests)
+        follower.poll()
+        return follower.finished()
+
+
+@dataclass
+class ConfirmContext:
+    """What the confirmer reads and where it tells."""
+
+    datasink: redis.Redis
+    where: Branch
+    targets: AlertTargets
+    reruns: Reruns
+    subject_of: Callable[[str], str]  # a commit's subject line ("" when unknown)
+    parent_of: Callable[[str], str | None]  # a commit's first parent (None when unknown)
+
+
+@dataclass
+class Decided:
+    """What one step of the confirmer did to one candidate."""
+
+    candidate: Candidate
+    alert: Alert | None = None
+    problems: tuple[str, ...] = ()
+
+
+def step(ctx: ConfirmContext) -> list[Decided]:
+    """Ask for the re-runs of new candidates; decide those whose re-runs ended."""
+    out: list[Decided] = []
+    for c in watch_store.candidates(ctx.datasink, ctx.where, "candidate"):
+        steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
+        tests = sorted({s.test for s in steps})
+        platforms = sorted({s.platform for s in steps})
+        try:
+            c.reruns = [ctx.reruns.request(sha, tests, platforms) for sha in (c.before, c.after)]
+            c.state = "confirming"
+        except LookupError as exc:
+            c.state, c.reason = "rejected", f"cannot re-run: {exc}"
+        watch_store.save_candidate(ctx.datasink, ctx.where, c)
+        out.append(Decided(c))
+    for c in watch_store.candidates(ctx.datasink, ctx.where, "confirming"):
+        if ctx.reruns.ended(c.reruns):
+            out.append(decide(ctx, c))
+    return out
+
+
+def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
+    return read_history(ctx.datasink, HistoryQuery(
+        test=s.test, metric=s.metric, branch=ctx.where.branch, platform=s.platform,
+        build_variant=s.build_variant, last_n=500)).points
+
+
+def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
+            base: float) -> list[dict[str, Any]]:
+    """The functions whose self instructions per op moved most, from the runs' profiles."""
+    docs = run_reader.result_documents(ctx.datasink, [p.run_id for p in points if p.run_id])
+    sides: dict[str, list[list[dict[str, Any]]]] = {c.before: [], c.after: []}
+    for p in points:
+        doc = docs.get(p.run_id)
+        if doc is not None and p.commit in sides and PATH_KEY in doc.paths:
+            functions = read_functions(Path(doc.paths[PATH_KEY]))
+            if functions:
+                sides[p.commit].append(functions)
+    moves = function_movers(sides[c.before], sides[c.after], base, top=TOP_MOVERS)
+    return [{"function": m.function, "file": Path(m.file).name if m.file else None,
+             "change_pct": round(m.share_of_total_pct, 3)} for m in moves]
+
+
+def _judge(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> tuple[Any, ...] | None:
+    try:
+        points = _points(ctx, s)
+    except HistoryError as exc:
+        log.warning("watch: %s on %s not confirmed: %s", s.test, s.platform, exc)
+        return None
+    before = [p.value for p in points if p.commit == c.before]
+    after = [p.value for p in points if p.commit == c.after]
+    ok, change, low, high = confirm(before, after, s.metric, s.change_pct)
+    return (ok, change, low, high, points, statistics.median(before) if before else 0.0)
+
+
+def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one."""
+    confirmed = []
+    for s in watch_store.series_steps(ctx.datasink, ctx.where, c.id):
+        judged = _judge(ctx, c, s)
+        if judged is not None and judged[0]:
+            confirmed.append((s, *judged[1:]))
+    if not confirmed:
+        c.state, c.reason = "rejected", "the re-runs did not show the step again"
+        watch_store.save_candidate(ctx.datasink, ctx.where, c)
+        return Decided(c)
+    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
+    chosen = counts or confirmed
+    chosen.sort(key=lambda x: x[1])
+    s, change, low, high, points, base = chosen[len(chosen) // 2]  # the median series
+    parent = ctx.parent_of(c.after)
+    placed = "placed on this commit (its parent is the previous point)" if parent == c.before \
+        else f"between {c.before[:10]} and {c.after[:10]}: commits in between were not run"
+    c.state, c.placed_on = "confirmed", c.after if parent == c.before else ""
+    c.reason = f"{len(confirmed)} series confirmed"
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    subject = ctx.subject_of(c.after)
+    alert = Alert(c.after, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
+                  sorted({x[0].platform for x in chosen}), s.metric, round(change, 3),
+                  None if low is None else round(low, 3),
+                  None if high is None else round(high, 3),
+                  _movers(ctx, points, c, base) if kind_of(s.metric) == INSTRUCTIONS else [],
+                  c.before, placed)
+    problems = send(ctx.datasink, ctx.where, alert, ctx.targets)
+    return Decided(c, alert, tuple(problems))

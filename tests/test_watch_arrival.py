@@ -1,0 +1,75 @@
+"""Change points on arrival (analysis/arrival.py): synthetic series of both kinds."""
+
+from __future__ import annotations
+
+import random
+
+from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, confirm, judge, noise_pct
+
+COUNT = "instructions_per_op"
+OPS = "ALL_STATS.Totals.Ops/sec"
+
+
+def series(levels: list[tuple[int, float]], cv: float, seed: int = 7,
+           fingerprint: str = "fp1") -> list[ArrivalPoint]:
+    rng = random.Random(seed)
+    out = []
+    for n, level in levels:
+        for _ in range(n):
+            out.append(ArrivalPoint(f"{len(out):040x}", level * (1 + rng.gauss(0, cv)),
+                                    fingerprint))
+    return out
+
+
+def test_a_count_step_is_a_candidate_on_its_first_point() -> None:
+    points = series([(20, 1e6), (1, 1.03e6)], 0.0015)
+    got = judge(points, COUNT)
+    assert got.outcome == "candidate"
+    assert (got.before_commit, got.after_commit) == (points[-2].commit, points[-1].commit)
+    assert 2.5 < got.change_pct < 3.5
+
+
+def test_a_flat_count_series_raises_nothing_on_any_arrival() -> None:
+    points = series([(40, 1e6)], 0.0015, seed=3)
+    assert all(judge(points[:n], COUNT).outcome == "none" for n in range(2, 41))
+
+
+def test_a_timed_step_waits_for_points_after_it_and_a_flat_one_never_fires() -> None:
+    flat = series([(60, 1e5)], 0.12, seed=11)
+    assert all(judge(flat[:n], OPS).outcome == "none" for n in range(2, 61))
+    stepped = series([(30, 1e5), (6, 0.7e5)], 0.05, seed=5)
+    outcomes = [judge(stepped[:n], OPS).outcome for n in range(31, 37)]
+    assert "candidate" in outcomes
+    found = next(judge(stepped[:n], OPS) for n in range(31, 37)
+                 if judge(stepped[:n], OPS).outcome == "candidate")
+    assert found.after_commit == stepped[30].commit and found.change_pct < -20
+
+
+def test_the_noise_of_the_series_sets_the_bar() -> None:
+    # a 3 % step is a candidate on a quiet count, not on a count whose own spread is 2 %
+    assert judge(series([(20, 1e6), (1, 1.03e6)], 0.0015), COUNT).outcome == "candidate"
+    noisy = series([(30, 1e6), (1, 1.03e6)], 0.02, seed=2)
+    assert judge(noisy, COUNT).outcome == "none"
+    assert 1.0 < noise_pct([p.value for p in noisy[:30]]) < 3.5
+
+
+def test_a_changed_fingerprint_is_a_boundary_not_a_candidate() -> None:
+    before = series([(20, 1e6)], 0.0015)
+    after = [ArrivalPoint("f" * 40, 1.2e6, "fp2")]
+    got = judge(before + after, COUNT)
+    assert got.outcome == "host-changed" and got.after_commit == "f" * 40
+    # and the points after the boundary are judged only against each other
+    more = series([(3, 1.2e6)], 0.0015, seed=9, fingerprint="fp2")
+    assert judge(before + after + more, COUNT).outcome == "none"
+
+
+def test_confirmation_needs_the_same_sign_and_a_clear_gap() -> None:
+    ok, change, low, high = confirm([1e6, 1.001e6], [1.03e6, 1.031e6], COUNT, 3.0)
+    assert ok and low is not None and high is not None  # Welch's t: 2 runs a side
+    assert 2.0 < low < change < high < 4.0
+    assert not confirm([1e6], [1.03e6], COUNT, 3.0)[0]  # one run a side bounds nothing
+    assert not confirm([1e6, 1.001e6], [1.0005e6, 1.002e6], COUNT, 3.0)[0]
+    assert not confirm([1e6, 1.001e6], [0.97e6, 0.971e6], COUNT, 3.0)[0]
+    ok, change, low, high = confirm([1e5] * 5 + [1.01e5] * 5, [0.8e5] * 5 + [0.81e5] * 5,
+                                    OPS, -20.0)
+    assert ok and low is not None and high is not None and high < 0 and -22 < change < -18
