@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.agent import calibration
+from redis_benchmarks_spec.agent.ab_event import host_line
 from redis_benchmarks_spec.agent.platform_config import (
     CalibrationConfig,
     PlatformConfigError,
@@ -28,6 +29,7 @@ from redis_benchmarks_spec.analysis.verdict import (
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import RunContext, RunResult
+from redis_benchmarks_spec.runner.ab_session import ABSessionResult
 from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import load_catalog
@@ -147,3 +149,15 @@ def test_calibration_runs_an_a_a_session_and_sets_the_floor(tmp_path: Path) -> N
         if len(host_cpus()) > 1:
             assert 0 not in doc.cpus["server"], doc.cpus
         assert doc.cpu_placement == "" or "handed out last" in doc.cpu_placement
+
+
+def test_the_pull_request_comment_names_the_host_and_its_noise() -> None:
+    """The agent's A/B record carries the host fingerprint and where the timed floor came
+    from, as a note every platform section of the comment shows."""
+    report = compare_paired({"t": _pairs(0.99, 1.01, 1.0, 0.98, 1.02)},
+                            CompareOptions().with_host(None))
+    line = host_line(ABSessionResult([], report, None))
+    fp = host_fingerprint()
+    assert line.startswith("Host: ") and f"fingerprint {fingerprint_id(fp)}" in line
+    assert f"kernel {fp['kernel']}" in line
+    assert "Timed noise: no calibration of this host" in line

@@ -54,6 +54,7 @@ from redis_benchmarks_spec.runner.ab_session import (
 )
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,20 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
             flags.setdefault(keys(run.result), set()).update(run.result.flags)
     return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress,
                     flags={t: sorted(f) for t, f in flags.items() if f},
-                    movers=movers_of(result))
+                    movers=movers_of(result), note=host_line(result))
+
+
+def host_line(result: ABSessionResult) -> str:
+    """The host the pairs ran on, as the comment shows it: its fingerprint (what, when it
+    changes, moves every timed series) and where the timed metric's noise floor came from."""
+    fp = host_fingerprint()
+    facts = ", ".join(f"{name} {fp[key]}" for key, name in (
+        ("cpu_model", "CPU"), ("microcode", "microcode"), ("kernel", "kernel"),
+        ("governor", "governor"), ("turbo", "turbo"), ("thp", "THP"), ("smt", "SMT"),
+        ("numa_nodes", "NUMA nodes")) if fp.get(key))
+    floor = result.report.options.floor_note
+    return (f"Host: {facts} (fingerprint {fingerprint_id(fp)})."
+            + (f" Timed noise: {floor}." if floor else ""))
 
 
 def movers_of(result: ABSessionResult) -> dict[str, list[dict[str, Any]]]:
