@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.results.tool_result import (
     PERCENTILES,
     CommandResult,
@@ -26,7 +27,7 @@ class ToolOutputError(ValueError):
     """The tool's output could not be parsed; the message names the file and the field."""
 
 
-class ServerErrorReplies(RuntimeError):
+class ServerErrorReplies(TestRunError):
     """The server answered errors during the run: the result is not a valid measurement."""
 
     def __init__(self, count: int, detail: str = "") -> None:

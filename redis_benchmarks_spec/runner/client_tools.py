@@ -8,6 +8,7 @@ import logging
 import subprocess
 from dataclasses import dataclass
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, Invocation
 from redis_benchmarks_spec.loadgen.merge import merge_results
@@ -23,7 +24,7 @@ from redis_benchmarks_spec.runner.client_side import ClientSide
 log = logging.getLogger(__name__)
 
 
-class RunFailure(RuntimeError):
+class RunFailure(TestRunError):
     """A test failed for a reason worth showing; ``log_tail`` holds the evidence."""
 
     def __init__(self, reason: str, log_tail: str = "") -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import redis
 from redis.crc import key_slot
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import wait_for
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ FORMING_NODE_TIMEOUT_MS = 300
 COPY_BATCH = 1000
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TestRunError):
     """The cluster could not be formed, or the dataset could not be copied into it."""
 
 

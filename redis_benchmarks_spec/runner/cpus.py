@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.common.errors import TestRunError
+
 log = logging.getLogger(__name__)
 
 
-class CpuShortage(RuntimeError):
+class CpuShortage(TestRunError):
     """The host has fewer CPUs than the plan needs and sharing was refused (--strict-cpus)."""
 
 

@@ -27,12 +27,14 @@ from urllib.parse import urlparse
 
 import platformdirs
 
+from redis_benchmarks_spec.common.errors import TestRunError
+
 CHUNK = 1 << 20
 RDB_MAGIC = b"REDIS"  # every RDB file starts with REDIS and a 4-digit version
 DBFILENAME = "dump.rdb"
 
 
-class DatasetError(RuntimeError):
+class DatasetError(TestRunError):
     """The dataset could not be fetched or is not an RDB file; one line naming the source."""
 
 

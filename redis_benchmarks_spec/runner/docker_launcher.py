@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import free_port, minimal_env, wait_for
 from redis_benchmarks_spec.runner.launcher import (
     ServerHandle,
@@ -46,7 +47,7 @@ _LDD_PATH = re.compile(r"(/\S+)")
 log = logging.getLogger(__name__)
 
 
-class DockerError(RuntimeError):
+class DockerError(TestRunError):
     """The Docker engine refused or failed a command; the message carries its stderr."""
 
 

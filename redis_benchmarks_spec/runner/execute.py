@@ -16,6 +16,7 @@ from pathlib import Path
 import redis
 
 from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
@@ -35,8 +36,8 @@ from redis_benchmarks_spec.results.document import (
     result_path,
 )
 from redis_benchmarks_spec.results.tool_result import ToolResult
-from redis_benchmarks_spec.runner import cluster, deployment_data, node_stats, run_user
 from redis_benchmarks_spec.runner import dataset as dataset_mod
+from redis_benchmarks_spec.runner import deployment_data, node_stats, run_user
 from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
@@ -48,24 +49,20 @@ from redis_benchmarks_spec.runner.client_tools import (
     wait_client,
 )
 from redis_benchmarks_spec.runner.concurrency import PointSetup
-from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan, CpuShortage
+from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
 from redis_benchmarks_spec.runner.launcher import (
     ServerHandle,
     ServerLauncher,
-    ServerStartError,
 )
 from redis_benchmarks_spec.runner.node import Node
-from redis_benchmarks_spec.runner.persistence import PersistenceCheckFailed, PersistenceChecks
+from redis_benchmarks_spec.runner.persistence import PersistenceChecks
 from redis_benchmarks_spec.runner.preload import (
     PreloadContext,
-    PreloadError,
     prepare_dataset,
 )
-from redis_benchmarks_spec.runner.remote_client import RemoteClientError
-from redis_benchmarks_spec.runner.replication import ReplicationError
 from redis_benchmarks_spec.runner.server_cpu import server_cpu
 from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
@@ -175,9 +172,7 @@ class SuiteRun:
             result.reason = str(exc)
             result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
                                          if k.startswith("client_"))
-        except (PreloadError, ServerStartError, cluster.ClusterError, ReplicationError,
-                CpuShortage, dataset_mod.DatasetError, PersistenceCheckFailed,
-                RemoteClientError) as exc:
+        except TestRunError as exc:  # any of the test's own reasons (common/errors.py)
             result.reason = str(exc)
         except (redis.RedisError, OSError) as exc:
             result.reason = f"{type(exc).__name__}: {exc}"

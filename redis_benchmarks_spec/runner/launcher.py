@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import redis
 
 from redis_benchmarks_spec.common.credentials import split_server_secrets
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import (
     ProcessRegistry,
     free_port,
@@ -27,7 +28,7 @@ from redis_benchmarks_spec.suites.auth import Credentials
 log = logging.getLogger(__name__)
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(TestRunError):
     """Redis did not come up; the message carries the reason and the log tail."""
 
 

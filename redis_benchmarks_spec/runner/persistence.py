@@ -22,13 +22,14 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.dbconfig import DbConfig, RdbChecks
 
 BGSAVE_TIMEOUT_S = 3600.0
 
 
-class PersistenceCheckFailed(RuntimeError):
+class PersistenceCheckFailed(TestRunError):
     """A persistence test's setup or completion check failed; the number is not kept."""
 
 

@@ -11,13 +11,14 @@ from pathlib import Path
 import redis
 
 from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import ProcessRegistry, tail
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget
 from redis_benchmarks_spec.runner import run_user
 from redis_benchmarks_spec.suites.suite import DbConfig
 
 
-class PreloadError(RuntimeError):
+class PreloadError(TestRunError):
     """The dataset could not be prepared; the test fails with this reason."""
 
 

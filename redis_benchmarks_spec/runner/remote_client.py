@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from redis_benchmarks_spec.common import supervisor
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import ProcessRegistry, dies_with_parent, tail
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 60.0
 
 
-class RemoteClientError(RuntimeError):
+class RemoteClientError(TestRunError):
     """The client host could not be reached or stopped answering; says which and why."""
 
 

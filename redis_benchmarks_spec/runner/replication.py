@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from redis_benchmarks_spec.common.errors import TestRunError
 from redis_benchmarks_spec.common.process import wait_for
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 POLL_S = 0.01
 
 
-class ReplicationError(RuntimeError):
+class ReplicationError(TestRunError):
     """A replica did not link or did not catch up in time."""
 
 
