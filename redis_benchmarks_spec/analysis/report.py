@@ -174,7 +174,8 @@ def _footnote(report: ComparisonReport) -> str:
     # the abbreviations of the rows' methods; an unpaired comparison has no pairs to explain
     terms = (" (HL = Hodges-Lehmann; t = mean of per-pair log ratios, Student t interval)"
              if "per-pair" in report.method else "")
-    return (f"Change and its {o.confidence:.0%} CI, as % of the baseline: {report.method}"
+    return (f"Change and its {o.confidence:.0%} confidence interval (CI), as % of the "
+            f"baseline: {report.method}"
             f"{terms}. "
             "Median ratio: comparison median / baseline median - 1 (a different estimator, "
             "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
@@ -185,7 +186,8 @@ def _footnote(report: ComparisonReport) -> str:
             "(runs needed), or BUSY when pairs were left out because other processes disturbed "
             "them; SUSPECT when a timed change has the opposite sign to the decided "
             "instruction count of the same runs. p (adj) = raw p-value (BH-adjusted). "
-            "n b / c = points per side (pairs used, when paired). Spread / floor = the "
+            "n b / c = points per side (pairs used, when paired). CV = coefficient of "
+            "variation (standard deviation / mean) per side. Spread / floor = the "
             "measured SD of the per-pair log ratios and the noise floor that row was judged "
             f"against{_floor_note(o.floor_note)}.")
 
