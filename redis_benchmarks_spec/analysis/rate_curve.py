@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
-
-from redis_benchmarks_spec.analysis.plots import to_svg
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -58,6 +55,10 @@ def saturation_index(points: Sequence[RatePoint]) -> int | None:
 
 def rate_svg(points: Sequence[RatePoint]) -> str:
     """Latency (log) against achieved ops/sec: measured lines solid, corrected dashed."""
+    # matplotlib only here: the CLI that imports this module runs without the report extra
+    import matplotlib.pyplot as plt
+
+    from redis_benchmarks_spec.analysis.plots import to_svg
     fig, ax = plt.subplots(figsize=(7, 3.2))
     xs = [p.achieved for p in points]
     for pct, marker in zip(DRAWN, ("o", "s", "^")):

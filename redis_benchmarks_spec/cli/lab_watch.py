@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -22,11 +22,12 @@ from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.lab import deliveries, replay, services, watch_replay
 from redis_benchmarks_spec.lab.state import LabState, LabStateError, load, state_path
-from redis_benchmarks_spec.notify.github_comments import GitHubConfig
-from redis_benchmarks_spec.notify.watch_alert import AlertTargets
-from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns, ConfirmContext, step
 
 WHERE = watch_store.Branch(deliveries.ORG, deliveries.REPO, deliveries.BRANCH)
+
+
+if TYPE_CHECKING:  # the confirmer needs PyGithub (the github extra): imported when it runs
+    from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext
 
 
 def add_range_options(p: argparse.ArgumentParser) -> None:
@@ -81,6 +82,9 @@ def _lab(args: argparse.Namespace, items: list[deliveries.Delivery]) -> tuple[La
 
 
 def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> ConfirmContext:
+    from redis_benchmarks_spec.notify.github_comments import GitHubConfig
+    from redis_benchmarks_spec.notify.watch_alert import AlertTargets
+    from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns, ConfirmContext
     token = (state.folder / "secrets" / "github-token").read_text().strip()
     broker = redis.Redis.from_url(state.broker_url, socket_timeout=30)
     datasink = redis.Redis.from_url(state.datasink_url, socket_timeout=60)
@@ -93,6 +97,7 @@ def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> Con
 def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
             say: Callable[[str], None]) -> Callable[[], bool]:
     def settle() -> bool:
+        from redis_benchmarks_spec.notify.watch_confirm import step
         for decided in step(ctx):
             c = decided.candidate
             say(f"change at {c.after[:10]}: {c.state} {c.reason}".rstrip())
