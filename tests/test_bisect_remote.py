@@ -27,7 +27,8 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions
 from redis_benchmarks_spec.bisection.agent_results import ResultRejected, event_metric
 from redis_benchmarks_spec.bisection.local import BisectPlan, Builds
 from redis_benchmarks_spec.bisection.search import Budget
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.builder import cache as build_cache
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
@@ -59,11 +60,15 @@ def fill_builder_cache(repo: Path, shas: list[str], cache: Path, tmp: Path) -> N
         data = buf.getvalue()
         meta = cache / f"{sha}-{VARIANT.replace(':', '_')}-{digest}.json"  # as the builder's
         meta.with_suffix(".tar.gz").write_bytes(data)
-        meta.write_text(json.dumps({
+        meta_json = json.dumps({
             "sha256": hashlib.sha256(data).hexdigest(), "variant": VARIANT,
             "env": variant.make_env(), "redis_version": "7.0.15",
             "compiler_version": "gcc (bisect work tree)", "build_seconds": 0.0,
-            "files": ["redis-server"], "source_sha": sha}))  # built from verified source
+            "files": ["redis-server"], "source_sha": sha}).encode()  # built from verified source
+        meta.write_bytes(meta_json)
+        # signed as the builder signs its cache entries (issue 31), with the same key
+        who = build_cache.Identity(signing.load_key(), sha, VARIANT)
+        meta.with_suffix(".mac").write_text(build_cache._mac(who, data, meta_json))
 
 
 def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
