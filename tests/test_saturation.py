@@ -20,10 +20,10 @@ name: client-heavy
 tested-commands: [ping]
 clientconfigs:
   - tool: redis-benchmark
-    arguments: -c 500 -n 400000 -t ping_mbulk
+    arguments: -c 500 -n 250000 -t ping_mbulk
     resources: {requests: {cpus: "0.5"}}
   - tool: redis-benchmark
-    arguments: -c 500 -n 400000 -t ping_mbulk
+    arguments: -c 500 -n 250000 -t ping_mbulk
     resources: {requests: {cpus: "0.5"}}
 """
 # Deep pipelines: the client batches 50 commands per write, the server does the work.
@@ -42,6 +42,13 @@ def test_thresholds() -> None:
     assert not is_client_bound(CpuUsage(10, 95.0, 99.0, 1), CpuUsage(10, 90.0, 95.0, 1), t)
     assert not is_client_bound(CpuUsage(10, 120.0, 150.0, 2), CpuUsage(10, 50.0, 60.0, 1), t)
     assert not is_client_bound(CpuUsage(0, 0.0, 0.0, 1), CpuUsage(10, 50.0, 60.0, 1), t)
+    # the client at 89 % of a core that was full (the rest stolen): still client-bound
+    full, idle = CpuUsage(10, 98.0, 100.0, 1), CpuUsage(10, 60.0, 70.0, 1)
+    assert is_client_bound(CpuUsage(10, 89.0, 95.0, 1), CpuUsage(10, 60.0, 70.0, 1), t, full)
+    assert not is_client_bound(CpuUsage(10, 89.0, 95.0, 1), CpuUsage(10, 60.0, 70.0, 1), t, idle)
+    # ... but not when others used most of it, nor when the server was busy
+    assert not is_client_bound(CpuUsage(10, 40.0, 50.0, 1), CpuUsage(10, 60.0, 70.0, 1), t, full)
+    assert not is_client_bound(CpuUsage(10, 89.0, 95.0, 1), CpuUsage(10, 80.0, 90.0, 1), t, full)
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores for disjoint pinning")
@@ -62,7 +69,7 @@ def test_client_heavy_run_is_flagged_and_pipelined_run_is_not(tmp_path: Path) ->
         heavy = run_suites(config, [catalog["client-heavy"]])[0]
         assert heavy.ok, heavy.reason
         assert len(heavy.cpus["client"]) == 1  # both clients on one core
-        seen.append((heavy.cpu["client"], heavy.cpu["server"]))
+        seen.append((heavy.cpu["client"], heavy.cpu["server"], heavy.cpu.get("client_cores")))
         if "client-bound" in heavy.flags:
             break
     assert "client-bound" in heavy.flags, seen

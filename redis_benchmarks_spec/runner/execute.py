@@ -69,6 +69,7 @@ from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
 from redis_benchmarks_spec.telemetry import info as info_mod
 from redis_benchmarks_spec.telemetry.cpu import (
+    CLIENT_CORES,
     FOREIGN,
     CpuSampler,
     SaturationThresholds,
@@ -371,6 +372,7 @@ class SuiteRun:
                  for inv in invocations]
         if not clients.remote:
             sampler.watch("client", [p.pid for p in procs])
+            sampler.watch_client_cores(plan.client)
         # the foreign load is measured on this host's pinned CPUs (no client's, when the
         # client runs on another host)
         sampler.watch_cpus([*plan.client, *plan.server])
@@ -486,7 +488,10 @@ def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
     foreign = sampler.usage(FOREIGN, len(set(plan.client) | set(plan.server)))
     if foreign.samples:
         result.cpu[FOREIGN] = foreign
-    if is_client_bound(client, server, thresholds):
+    cores = sampler.usage(CLIENT_CORES, len(plan.client))
+    if cores.samples:
+        result.cpu[CLIENT_CORES] = cores
+    if is_client_bound(client, server, thresholds, cores if cores.samples else None):
         result.flags.append(CLIENT_BOUND)
     if is_disturbed(foreign, thresholds):
         result.flags.append(DISTURBED)

@@ -15,7 +15,12 @@ nothing to do with the binary, and a burst of it that hits one side of an A/B pa
 the other can flip a verdict: measured on the 2-core VM, three disturbed baseline runs in a
 row (client at 58-70 % of its core instead of 95 %) made a 3 % slower server look +12 %
 faster. A run whose foreign load reaches ``disturbed_pct`` is flagged ``disturbed`` and A/B
-pairs leave it out (``runner.ab``). What it cannot see: processes of other PID namespaces
+pairs leave it out (``runner.ab``).
+
+And it measures how busy the **client's cores** were, whoever kept them busy: a client at 89 %
+of its core while this process, the hypervisor (steal) or the kernel took the rest could not
+have gone faster either, so the number measured the client side. The CI run of stop 35 had
+exactly that (client 89 %, its core full). What it cannot see: processes of other PID namespaces
 (other containers) and other virtual machines (their time shows as steal).
 """
 
@@ -34,6 +39,8 @@ from redis_benchmarks_spec.results.document import CpuUsage
 class SaturationThresholds:
     client_pct_of_given: float = 90.0   # client busy >= this % of the cores it was given
     server_pct_of_core: float = 75.0    # while the server uses less than this % of one core
+    client_majority_pct: float = 50.0   # or: the client's cores were that full and the client
+    # itself used at least this % of them (the rest went to whoever else ran there)
     disturbed_pct: float = 10.0         # other processes' mean use of the pinned CPUs, % of a core
 
 
@@ -55,6 +62,8 @@ def _tree_times(pid: int) -> float:
 
 
 FOREIGN = "foreign"
+#: how busy the client's CPUs were, by anyone (% of one core, summed over them)
+CLIENT_CORES = "client_cores"
 
 
 def _own_pids(pids: list[int]) -> set[int]:
@@ -110,6 +119,7 @@ class CpuSampler:
         self._pids: dict[str, list[int]] = {}
         self._samples: dict[str, list[float]] = {}
         self._cpus: list[int] = []
+        self._client_cores: list[int] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._foreign_s = 0.0  # weighted CPU seconds of other processes on the pinned CPUs
@@ -124,6 +134,11 @@ class CpuSampler:
         self._cpus = sorted(set(cpus))
         self._samples.setdefault(FOREIGN, [])
 
+    def watch_client_cores(self, cpus: list[int]) -> None:
+        """Measure how busy the client's CPUs were, by anyone (see the module doc)."""
+        self._client_cores = sorted(set(cpus))
+        self._samples.setdefault(CLIENT_CORES, [])
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
         self._thread.start()
@@ -137,6 +152,7 @@ class CpuSampler:
         if self._cpus:
             foreign.seconds(_own_pids(watched))
         busy_t = time.monotonic()
+        cores_last = _busy_seconds(self._client_cores) if self._client_cores else None
         while True:
             stopping = self._stop.wait(self.interval)
             # at the stop too: a window shorter than one interval still gets its one sample
@@ -157,6 +173,14 @@ class CpuSampler:
                     self._foreign_s += used
                     self._foreign_wall += now - busy_t
                 busy_t = now
+            if cores_last is not None:
+                cores_now = _busy_seconds(self._client_cores)
+                busy, wall = cores_now[0] - cores_last[0], cores_now[1] - cores_last[1]
+                if wall > 0 and not (stopping and self._samples[CLIENT_CORES]
+                                     and wall < self.interval / 2 * len(self._client_cores)):
+                    self._samples[CLIENT_CORES].append(
+                        100.0 * len(self._client_cores) * busy / wall)
+                cores_last = cores_now
             if stopping:
                 return
 
@@ -186,6 +210,23 @@ class CpuSampler:
                         max(samples), cores_given)
 
 
+def _busy_seconds(cpus: list[int]) -> tuple[float, float]:
+    """(busy, total) seconds of these CPUs since boot; steal counts as busy (the client
+    could not have it either), idle and iowait do not."""
+    per_cpu = psutil.cpu_times(percpu=True)
+    busy = total = 0.0
+    for cpu in cpus:
+        if cpu >= len(per_cpu):
+            continue
+        t = per_cpu[cpu]
+        whole = sum(t)
+        # guest time is already counted in user on Linux
+        whole -= getattr(t, "guest", 0.0) + getattr(t, "guest_nice", 0.0)
+        total += whole
+        busy += whole - t.idle - getattr(t, "iowait", 0.0)
+    return busy, total
+
+
 def is_disturbed(foreign: CpuUsage | None, thresholds: SaturationThresholds) -> bool:
     """Other processes used the test's CPUs for ``disturbed_pct`` % of a core or more over
     the run's whole window. The same rule for every run length (a short run is measured over
@@ -196,10 +237,20 @@ def is_disturbed(foreign: CpuUsage | None, thresholds: SaturationThresholds) -> 
 
 
 def is_client_bound(client: CpuUsage, server: CpuUsage,
-                    thresholds: SaturationThresholds) -> bool:
-    """True when the client saturated its cores while the server had headroom."""
+                    thresholds: SaturationThresholds,
+                    client_cores: CpuUsage | None = None) -> bool:
+    """True when the client's cores were full while the server had headroom: the client
+    itself used ``client_pct_of_given`` % of them, or they were that busy in all (measured
+    in ``client_cores``) and the client used at least ``client_majority_pct`` % of them."""
     if client.samples == 0 or server.samples == 0 or client.cores_given <= 0:
         return False
+    if server.mean_pct >= thresholds.server_pct_of_core:
+        return False
     client_share = client.mean_pct / client.cores_given
-    return client_share >= thresholds.client_pct_of_given and \
-        server.mean_pct < thresholds.server_pct_of_core
+    if client_share >= thresholds.client_pct_of_given:
+        return True
+    if client_cores is None or client_cores.samples == 0 or client_cores.cores_given <= 0:
+        return False
+    cores_share = client_cores.mean_pct / client_cores.cores_given
+    return cores_share >= thresholds.client_pct_of_given and \
+        client_share >= thresholds.client_majority_pct
