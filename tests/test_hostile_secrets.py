@@ -99,10 +99,15 @@ def test_agent_secrets_children_and_kill_9(broker, names, tmp_path,  # type: ign
         dump = tmp_path / "env.dump"
         wait_until(lambda: dump.exists() and "== redis-server" in dump.read_text(), 60,
                    "the client recorded its environment")
-        seen = descendants(agent.proc.pid)
+        # the dump is written before the wrapper execs the real client: look until both show
+        seen: list = []
+
+        def both_running() -> bool:
+            seen[:] = descendants(agent.proc.pid)
+            return {"redis-server", "redis-benchmark"} <= {n for _, n, _ in seen}
+
+        wait_until(both_running, 30, "redis-server and redis-benchmark under the agent")
         children = [c for c, _, _ in seen]
-        names_seen = {n for _, n, _ in seen}
-        assert {"redis-server", "redis-benchmark"} <= names_seen, names_seen
         os.kill(agent.proc.pid, signal.SIGKILL)
         agent.proc.wait(timeout=10)
         _gone, alive = psutil.wait_procs(children, timeout=15)
