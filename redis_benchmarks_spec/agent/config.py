@@ -66,7 +66,7 @@ def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) ->
         context=context, test_time=config.test_time, cpus=config.cpus,
         launcher=config.launcher, topology_filter=config.suite_filter.topology,
         strict_cpus=config.strict_cpus, window=config.window,
-        client_host=config.client_host)
+        client_host=config.client_host).with_catalogue()
 
 
 def calibration_session(config: AgentConfig) -> SessionConfig:

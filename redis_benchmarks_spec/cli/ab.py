@@ -213,7 +213,9 @@ def _run(console: Console, plan: ABSessionPlan) -> ABSessionResult:
     reps = plan.config.repetitions
     tests = ab_tests(plan.config.session, plan.suites)
     with RunProgress(console, 2 * reps * len(tests)) as progress:
-        plan.config.session.on_phase = progress.phase  # both sides' sessions copy it
+        # both sides' sessions are variants of this one
+        session = replace(plan.config.session, on_phase=progress.phase)
+        plan = replace(plan, config=replace(plan.config, session=session))
 
         def on_start(side: str, rep: int, suite: Suite) -> None:
             progress.started(f"rep {rep + 1}/{reps} {side} {suite.name}")

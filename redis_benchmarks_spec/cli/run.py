@@ -249,7 +249,7 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
                                         args.client_bound_server_pct),
         window=window_options(args), client_host=client_host_from_args(args),
         server_env=server_env_arg(args),
-        memory_only=args.memory_only)
+        memory_only=args.memory_only).with_catalogue()
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -263,16 +263,16 @@ def run_with_progress(console: Console, config: SessionConfig,
     ``repetitions`` > 1 runs the whole selection round after round (so slow drifts of the
     machine spread over every test), each round in ``rep-NN/`` of the session.
     """
-    total = len(plan_tests(config, suites)) * repetitions
-    with RunProgress(console, total) as progress:
-        config.on_phase = progress.phase
+    planned = plan_tests(config, suites)  # the session's one plan
+    with RunProgress(console, len(planned) * repetitions) as progress:
+        config = replace(config, on_phase=progress.phase)
 
         def on_start(test: PlannedTest) -> None:
             topo = test.topology.name if test.topology else "?"
             progress.started(f"{test.suite.name} [{topo}]")
 
         def one_round(round_config: SessionConfig) -> list[RunResult]:
-            return run_suites(round_config, suites, on_start=on_start,
+            return run_suites(round_config, suites, on_start=on_start, planned=planned,
                               on_result=lambda r: progress.finished(finished_line(r)))
 
         if repetitions == 1:
@@ -348,7 +348,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_datasink(args)
     if config.client_host is not None:
         check_client_host(config.client_host)
-    config.results_dir = session_dir(args.results_dir)
+    config = replace(config, results_dir=session_dir(args.results_dir))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if wants_ab(args):

@@ -38,7 +38,7 @@ from redis_benchmarks_spec.results.document import (
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner import deployment_data, node_stats, run_user
-from redis_benchmarks_spec.runner.client_host import LOOPBACK, ClientHostConfig
+from redis_benchmarks_spec.runner.client_host import LOOPBACK
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
     ClientTiming,
@@ -48,7 +48,7 @@ from redis_benchmarks_spec.runner.client_tools import (
     tool_version,
     wait_client,
 )
-from redis_benchmarks_spec.runner.concurrency import PointSetup
+from redis_benchmarks_spec.runner.config import SessionConfig
 from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
@@ -76,7 +76,7 @@ from redis_benchmarks_spec.telemetry.cpu import (
     is_client_bound,
     is_disturbed,
 )
-from redis_benchmarks_spec.telemetry.window import MeasuredWindow, WindowOptions
+from redis_benchmarks_spec.telemetry.window import MeasuredWindow
 
 log = logging.getLogger(__name__)
 
@@ -86,32 +86,22 @@ SHARED_CORES = "shared-cores"
 
 @dataclass
 class RunEnv:
-    """Everything a test run needs that is the same for all tests of a session."""
+    """What a session built once for all its tests: the configuration (whole, not copied),
+    and the live things made from it."""
 
+    config: SessionConfig
     redis_server: str
     drivers: dict[str, ClientDriver]
     launcher: ServerLauncher
     registry: ProcessRegistry
     allocator: CpuAllocator
-    context: RunContext
-    results_dir: Path
-    test_time: int | None = None
-    preload_timeout_s: float = 600.0
+    context: RunContext  # the configuration's, with the launcher kind
     dataset_cache: Path = field(default_factory=dataset_mod.default_cache_dir)
     timeout_buffer_s: float = 60.0
-    thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
-    server_args: list[str] = field(default_factory=list)  # extra args for every server
-    window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
-    launcher_kind: str = "process"
-    sweep: dict[str, str] = field(default_factory=dict)  # the sweep value this run measures
-    point: PointSetup | None = None  # a concurrency point's rule and limits (its record)
-    # the platform's client host: tools run there over SSH; None: here, over loopback
-    client_host: ClientHostConfig | None = None
-    memory_only: bool = False  # preload and memory only: no warm-up, no client run
 
     @property
     def timing(self) -> ClientTiming:
-        return ClientTiming(self.test_time, self.timeout_buffer_s)
+        return ClientTiming(self.config.test_time, self.timeout_buffer_s)
 
 
 def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
@@ -123,7 +113,7 @@ def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
         status=STATUS_FAILED, context=context, suite_file=str(suite.path),
         tested_groups=suite.tested_groups, tested_commands=suite.tested_commands,
         tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms,
-        sweep=dict(env.sweep))
+        sweep=dict(env.config.sweep))
 
 
 def _target(host: str, port: int, auth: Credentials | None,
@@ -147,18 +137,18 @@ class SuiteRun:
     """
 
     def __init__(self, suite: Suite, topology: Topology, env: RunEnv) -> None:
-        if single_command(suite) and env.test_time is not None:
+        if single_command(suite) and env.config.test_time is not None:
             # one SAVE / DEBUG RELOAD / BGSAVE: a duration override would repeat it
-            env = replace(env, test_time=None)
+            env = replace(env, config=replace(env.config, test_time=None))
         self.suite, self.topology, self.env = suite, topology, env
         self.result = _new_result(suite, topology, env)
-        self.out_dir = result_path(env.results_dir, self.result).parent
+        self.out_dir = result_path(env.config.results_dir, self.result).parent
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
         self.clients: ClientSide | None = None  # where the tools run (client_side.py)
         self.client_cpus: list[int] = []  # on the host the tools run on
-        self.window = MeasuredWindow(env.window, self.out_dir, env.registry, env.launcher_kind)
+        self.window = MeasuredWindow(env.config.window, self.out_dir, env.registry, env.config.launcher)
         self.run_user: run_user.RunUser | None = None  # the tools' throwaway ACL user
 
     def run(self) -> RunResult:
@@ -196,15 +186,15 @@ class SuiteRun:
 
     def _execute(self) -> None:
         suite, env, result = self.suite, self.env, self.result
-        drivers = [] if env.memory_only else [env.drivers[c.tool] for c in suite.clientconfigs]
+        drivers = [] if env.config.memory_only else [env.drivers[c.tool] for c in suite.clientconfigs]
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
         topo = self.topology
         # a client on another host takes none of this host's CPUs
         plan = env.allocator.plan_nodes([topo.cpus_per_node] * topo.node_count,
-                                        0 if env.client_host else client_cpus)
+                                        0 if env.config.client_host else client_cpus)
         # a client host that cannot be reached fails the test before any server starts
-        self.clients = open_client_side(env.client_host, env.registry, self.out_dir)
+        self.clients = open_client_side(env.config.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
         _record_cpus(result, plan, self.client_cpus)
         result.cpu_placement = env.allocator.placement.why
@@ -215,7 +205,7 @@ class SuiteRun:
         result.preload_duration_s = self._prepare_deployment(plan)
         memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
         stages.add_memory(result, memory)  # a run that fails later keeps it
-        if env.memory_only:
+        if env.config.memory_only:
             before = node_stats.snapshot(deployment)
             result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
             return
@@ -253,8 +243,8 @@ class SuiteRun:
         stages.add_memory(result, memory)
         paced = pacing.rate_record(result.argv, tool_result)
         stages.add_rate(result, paced, pacing.saturation_note(paced))
-        if env.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
-            stages.add_concurrency(result, *env.point.finding(result))
+        if env.config.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
+            stages.add_concurrency(result, *env.config.point.finding(result))
         stages.add_derived(result, deployment_data.totals_metrics(totals))
         stages.add_derived(result, server_cpu(result.info_delta))
         stages.add_derived(result, stages.DerivedMetrics(node_stats.persistence_metrics(after)))
@@ -271,13 +261,13 @@ class SuiteRun:
         """Every node of the topology up (a cluster formed, replicas not linked yet)."""
         env = self.env
         self.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{self.suite.name[:40]}-"))
-        args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.server_args
+        args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.config.server_args
         self.result.server_args = args
         spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
                               env.context.deployment_type,
                               wrapper=self.window.server_wrapper(self.server_dir),
                               auth=self.suite.dbconfig.auth_at_start,
-                              bind=env.client_host.server_address if env.client_host
+                              bind=env.config.client_host.server_address if env.config.client_host
                               else LOOPBACK)
         self._add_dataset(spec)
         self.deployment = Deployment(spec, env.launcher)
@@ -326,7 +316,7 @@ class SuiteRun:
         env = self.env
         preload = self.suite.dbconfig.preload_tool
         driver = env.drivers.get(preload.tool) if preload else None
-        ctx = PreloadContext(client, target, env.registry, self.out_dir, env.preload_timeout_s,
+        ctx = PreloadContext(client, target, env.registry, self.out_dir, env.config.preload_timeout_s,
                              driver, _here(plan))
         return prepare_dataset(ctx, self.suite.dbconfig)
 
@@ -386,7 +376,7 @@ class SuiteRun:
                 clients.stop(p)
         result.tool_duration_s = time.monotonic() - started
         cores = len(self.client_cpus)
-        _saturation(result, sampler, plan, env.thresholds, clients.usage(procs, cores))
+        _saturation(result, sampler, plan, env.config.thresholds, clients.usage(procs, cores))
         return parse_all(drivers, invocations, codes,
                           rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
@@ -397,7 +387,7 @@ class SuiteRun:
         return [with_request_count(c, count) for c in configs] if count else list(configs)
 
     def _test_time(self) -> int | None:
-        return None if self.window.fixed_requests() else self.env.test_time
+        return None if self.window.fixed_requests() else self.env.config.test_time
 
     def _slowed(self, inv: Invocation) -> Invocation:
         """A server under callgrind is much slower: give the client time accordingly."""
@@ -444,7 +434,7 @@ class SuiteRun:
             self.result.log_tail = tail(kept)
 
     def _write(self) -> None:
-        path = result_path(self.env.results_dir, self.result)
+        path = result_path(self.env.config.results_dir, self.result)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.result.write(path)
 

@@ -11,63 +11,25 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from redis_benchmarks_spec.common.process import ProcessRegistry
 from redis_benchmarks_spec.loadgen.base import ClientDriver
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths, make_driver
 from redis_benchmarks_spec.results.document import (
     STATUS_SKIPPED,
-    RunContext,
     RunResult,
 )
-from redis_benchmarks_spec.runner.client_host import ClientHostConfig
-from redis_benchmarks_spec.runner.concurrency import PointSetup
+from redis_benchmarks_spec.runner.config import SessionConfig
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
 from redis_benchmarks_spec.runner.execute import RunEnv, run_test
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
 from redis_benchmarks_spec.runner.phases import PhaseDriver, PhaseLauncher
 from redis_benchmarks_spec.suites.suite import Suite
-from redis_benchmarks_spec.suites.topology import Topology, load_topologies
-from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
-from redis_benchmarks_spec.telemetry.window import WindowOptions
+from redis_benchmarks_spec.suites.topology import Topology
 
 log = logging.getLogger(__name__)
-
-@dataclass
-class SessionConfig:
-    tools: ToolPaths
-    results_dir: Path
-    context: RunContext = field(default_factory=RunContext)
-    test_time: int | None = None
-    topologies: dict[str, Topology] | None = None
-    topology_filter: str | None = None
-    # without a filter: only each suite's first topology (rbs run's default), else all
-    first_topology_only: bool = False
-    cpus: list[int] | None = None
-    thresholds: SaturationThresholds = field(default_factory=SaturationThresholds)
-    server_args: list[str] = field(default_factory=list)
-    server_env: dict[str, str] = field(default_factory=dict)  # --server-env KEY=VALUE
-    preload_timeout_s: float = 600.0
-    launcher: str = "process"  # or "docker"
-    # capabilities this host offers; suites requiring others are skipped (None: not checked)
-    capabilities: frozenset[str] | None = None
-    dataset_cache: Path | None = None  # None: default_cache_dir() ($RBS_DATASET_CACHE)
-    strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
-    # told what the running test is doing now (progress displays); see runner/phases.py
-    on_phase: Callable[[str], None] | None = None
-    window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers
-    # a point of a concurrency sweep: limits raised, warm-up and minimum length (sweep.py)
-    point: PointSetup | None = None
-    # {"param": "clients", "value": "64"}: every result of this session is that sweep value's
-    sweep: dict[str, str] = field(default_factory=dict)
-    # the tools run on this host over SSH (runner/client_host.py); None: here, loopback
-    client_host: ClientHostConfig | None = None
-    # preload and measure memory only: no warm-up, no client run (``rbs run --memory-only``)
-    memory_only: bool = False
-
 
 @dataclass
 class PlannedTest:
@@ -81,7 +43,7 @@ def plan_tests(config: SessionConfig, suites: list[Suite]) -> list[PlannedTest]:
     """Each suite on each of its topologies that the filter allows (only the first without
     a filter when ``first_topology_only``), with skip reasons."""
     tools = config.tools.resolve()
-    catalogue = config.topologies if config.topologies is not None else load_topologies()
+    catalogue = config.catalogue()
     allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
     planned: list[PlannedTest] = []
     remote = config.client_host is not None
@@ -185,32 +147,29 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
         launcher = PhaseLauncher(launcher, config.on_phase)
         drivers = {t: PhaseDriver(d, config.on_phase) for t, d in drivers.items()}
     return RunEnv(
-        redis_server=tools.redis_server, drivers=drivers,
+        config=config, redis_server=tools.redis_server, drivers=drivers,
         launcher=launcher, registry=registry,
         allocator=CpuAllocator(config.cpus, strict=config.strict_cpus), context=context,
-        results_dir=config.results_dir, test_time=config.test_time,
-        thresholds=config.thresholds, server_args=config.server_args,
-        preload_timeout_s=config.preload_timeout_s,
-        dataset_cache=config.dataset_cache or default_cache_dir(), window=config.window,
-        launcher_kind=config.launcher, sweep=config.sweep, point=config.point,
-        client_host=config.client_host, memory_only=config.memory_only)
+        dataset_cache=config.dataset_cache or default_cache_dir())
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],
                on_result: Callable[[RunResult], None] | None = None,
                stop: threading.Event | None = None,
                registry: ProcessRegistry | None = None,
-               on_start: Callable[[PlannedTest], None] | None = None) -> list[RunResult]:
+               on_start: Callable[[PlannedTest], None] | None = None,
+               planned: list[PlannedTest] | None = None) -> list[RunResult]:
     """Run every planned test; everything started is stopped even on KeyboardInterrupt.
 
     ``on_start`` is called before each test (progress displays), ``on_result`` after it.
+    ``planned``: the session's plan when the caller made it already (one plan per session).
     """
     registry = registry or ProcessRegistry()
     env = make_env(config, registry)
     config.results_dir.mkdir(parents=True, exist_ok=True)
     results: list[RunResult] = []
     try:
-        for test in plan_tests(config, suites):
+        for test in planned if planned is not None else plan_tests(config, suites):
             if stop is not None and stop.is_set():
                 break
             if on_start:

@@ -34,7 +34,6 @@ from redis_benchmarks_spec.runner.concurrency import (
 )
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
-from redis_benchmarks_spec.suites.topology import load_topologies
 
 #: parameter -> tool -> (flag written, every spelling the tool accepts)
 FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -215,7 +214,7 @@ def _concurrency_point(cfg: SessionConfig, suites: list[Suite], rule: PointRule)
         check_reachable(suites, count)
     except ConcurrencyError as exc:
         raise SweepError(str(exc)) from None
-    catalogue = cfg.topologies if cfg.topologies is not None else load_topologies()
+    catalogue = cfg.catalogue()
     primaries = max((catalogue[t].primaries for s in suites for t in s.topologies
                      if t in catalogue and catalogue[t].is_cluster), default=1)
     limits = PointLimits.for_connections(count, primaries)
@@ -230,7 +229,7 @@ def _concurrency_point(cfg: SessionConfig, suites: list[Suite], rule: PointRule)
 
 
 def _cpu_point(cfg: SessionConfig, suites: list[Suite], knob: str, value: int) -> Point:
-    catalogue = cfg.topologies if cfg.topologies is not None else load_topologies()
+    catalogue = cfg.catalogue()
     if knob == "server-cpus":
         return Point(replace(cfg, topologies=knobs.with_node_cpus(catalogue, value)), suites,
                      applied=f"{value} core(s) per server node")
