@@ -28,6 +28,7 @@ from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify import notifier as notifier_mod
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
@@ -36,6 +37,7 @@ from redis_benchmarks_spec.pullrequest import ab_record
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.runner.config import SessionConfig
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, system_artifact
@@ -104,7 +106,9 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     pushed = Pushed(sink)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
                          work_dir=tmp_path / "work", results_dir=tmp_path / "results",
-                         block_ms=200, test_time=1, until_decided=budget)
+                         block_ms=200, until_decided=budget,
+                         run=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "results",
+                                           test_time=1))
     event = _pr_event(broker, names, with_base)
     with GitHubStandIn(TOKEN) as gh:
         notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
@@ -280,7 +284,9 @@ def test_a_stop_in_the_middle_of_the_ab_leaves_the_event_pending_then_it_resumes
     broker, pushed = redis_server.client(), Pushed(client)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
                          work_dir=tmp_path / "work", results_dir=tmp_path / "results",
-                         block_ms=200, test_time=1, until_decided=BUDGET)
+                         block_ms=200, until_decided=BUDGET,
+                         run=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "results",
+                                           test_time=1))
     event = _pr_event(broker, names, with_base=True)
     first = Agent(broker, config, pushed)
 

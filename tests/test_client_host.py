@@ -18,7 +18,9 @@ import pytest
 
 from redis_benchmarks_spec.agent.platform_config import PlatformConfigError, load
 from redis_benchmarks_spec.common import supervisor
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig
+from redis_benchmarks_spec.runner.config import SessionConfig
 from tests.twohost_net import wait_gone
 
 
@@ -237,7 +239,7 @@ def test_the_agent_runs_its_platform_file_client_host(redis_server, tmp_path: Pa
                                      "  server_address: 10.0.0.11\n"))
     args = build_parser().parse_args(["agent", "--platform", "p1", "--platform-config",
                                       str(tmp_path / "platform.yml")])
-    assert _agent_config(args, b"k" * 32, platform).client_host == platform.client_host
+    assert _agent_config(args, b"k" * 32, platform).session.client_host == platform.client_host
     seen: list[ClientHostConfig | None] = []
 
     def runner(config, suites):  # type: ignore[no-untyped-def]
@@ -246,7 +248,9 @@ def test_the_agent_runs_its_platform_file_client_host(redis_server, tmp_path: Pa
 
     names = StreamNames.with_prefix(f"ch{os.getpid()}")
     agent = make_agent(redis_server, names, tmp_path, "p1", "p1-a", lambda results: None,
-                       runner=runner, client_host=platform.client_host)
+                       runner=runner, run=SessionConfig(tools=ToolPaths(),
+                                                        results_dir=tmp_path / "r",
+                                                        client_host=platform.client_host))
     publish_event(redis_server.client(), names, "1" * 40)
     thread = run_in_thread(agent)
     try:

@@ -12,7 +12,6 @@ from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext
-from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.telemetry.window import WindowOptions
@@ -29,12 +28,10 @@ class AgentConfig:
     work_dir: Path
     results_dir: Path
     suite_filter: SuiteFilter = field(default_factory=SuiteFilter)
-    tools: ToolPaths = field(default_factory=ToolPaths)
-    test_time: int | None = None
-    cpus: list[int] | None = None
-    launcher: str = "process"
-    strict_cpus: bool = False  # skip tests this host has too few CPUs for (no shared cores)
-    window: WindowOptions = field(default_factory=WindowOptions)  # this platform's profilers
+    # how this platform runs tests (tools, test time, pinning, launcher, profilers, client
+    # host, thresholds...): each event's session is this one with the event's build, context
+    # and folder (:func:`event_session`), so no run option is dropped on the way
+    run: SessionConfig | None = None
     block_ms: int = 5000
     idle_claim_ms: int = 300_000
     heartbeat_ttl_s: int = 60
@@ -44,12 +41,16 @@ class AgentConfig:
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
     # the platform's A/B budget for pull-request events (see agent/platform_config.py)
     until_decided: UntilDecidedBudget | None = None
-    # the platform's client host (agent/platform_config.py); None: tools run here
-    client_host: ClientHostConfig | None = None
     # calibration A/A sessions of this platform (agent/calibration.py); None: none
     calibration: CalibrationConfig | None = None
     # most suites a pull-request event runs (platform config ``selection.max_suites``)
     max_suites: int | None = None
+
+    @property
+    def session(self) -> SessionConfig:
+        """The platform's run options (:attr:`run`, or the defaults)."""
+        return self.run if self.run is not None else \
+            SessionConfig(tools=ToolPaths(), results_dir=self.results_dir)
 
 
 def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:
@@ -60,20 +61,17 @@ def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) ->
                   commit_time_ms=event.commit_time_ms, pr=event.pr)
     context = RunContext(triggering_env=event.triggering_env, platform=config.platform,
                          build_variant=event.build_variant, git=git)
-    return SessionConfig(
-        tools=replace(config.tools, redis_server=str(redis_server)),
-        results_dir=inside(config.results_dir, event.id.replace(":", "_")),
-        context=context, test_time=config.test_time, cpus=config.cpus,
-        launcher=config.launcher, topology_filter=config.suite_filter.topology,
-        strict_cpus=config.strict_cpus, window=config.window,
-        client_host=config.client_host).with_catalogue()
+    base = config.session
+    return replace(
+        base, tools=replace(base.tools, redis_server=str(redis_server)),
+        results_dir=inside(config.results_dir, event.id.replace(":", "_")), context=context,
+        topology_filter=config.suite_filter.topology).with_catalogue()
 
 
 def calibration_session(config: AgentConfig) -> SessionConfig:
     """The session calibration A/A sessions run in: this agent's pinning and tools, results
     under ``results_dir/calibration``, no build context (nothing of it is pushed)."""
     context = RunContext(triggering_env="calibration", platform=config.platform)
-    return SessionConfig(
-        tools=config.tools, results_dir=inside(config.results_dir, "calibration"),
-        context=context, cpus=config.cpus, launcher=config.launcher,
-        topology_filter=config.suite_filter.topology, strict_cpus=config.strict_cpus)
+    return replace(config.session, results_dir=inside(config.results_dir, "calibration"),
+                   context=context, topology_filter=config.suite_filter.topology,
+                   window=WindowOptions())

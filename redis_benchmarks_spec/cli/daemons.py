@@ -41,6 +41,7 @@ from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig
+from redis_benchmarks_spec.runner.config import SessionConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, default_suites_dir
 
 ENV_DATASINK = "RBS_DATASINK"
@@ -235,15 +236,17 @@ def _agent_config(args: argparse.Namespace, key: bytes,
                                  priority_min=args.priority_min,
                                  priority_max=args.priority_max, topology=args.topology,
                                  capabilities=frozenset(args.capability)),
-        tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
-        test_time=args.test_time, window=window_options(args),
-        cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
-        launcher=args.launcher, strict_cpus=args.strict_cpus, block_ms=args.block_ms,
+        run=SessionConfig(
+            tools=ToolPaths(redis_benchmark=args.redis_benchmark_bin, memtier=args.memtier_bin),
+            results_dir=args.results_dir, test_time=args.test_time, window=window_options(args),
+            cpus=[int(c) for c in args.cpus.split(",")] if args.cpus else None,
+            launcher=args.launcher, strict_cpus=args.strict_cpus,
+            client_host=platform.client_host if platform else None),
+        block_ms=args.block_ms,
         idle_claim_ms=args.idle_claim_ms,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
-        client_host=platform.client_host if platform else None,
         calibration=platform.calibration if platform else None,
         max_suites=platform.max_suites if platform else None)
 
@@ -296,7 +299,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     broker, config = _broker(args), _agent_config(args, key, platform)
     # measured where the first server runs (the CPU allocator hands out server cores first)
     cpu = args.noise_cpu if args.noise_cpu is not None else \
-        (config.cpus[0] if config.cpus else None)
+        (config.session.cpus[0] if config.session.cpus else None)
     record_host(datasink, args.platform, NoiseOptions(seconds, cpu))
     try:
         notifier = notifier_from_args(args, broker, config.names, datasink)
