@@ -84,7 +84,8 @@ def test_a_broken_link_is_found(tmp_path: Path) -> None:
 
 def readme_commands() -> list[str]:
     """Every ``rbs ...`` command line of README.md's code blocks (continuations joined)."""
-    blocks = re.findall(r"^```\n(.*?)^```", (ROOT / "README.md").read_text(), re.DOTALL | re.MULTILINE)
+    blocks = re.findall(r"^```\n(.*?)^```", (ROOT / "README.md").read_text(),
+                        re.DOTALL | re.MULTILINE)
     lines = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
     out = []
     for line in lines:
