@@ -37,7 +37,7 @@ fi
 # Change points (rbs changepoints) use Apache Otava's analysis module, which imports only
 # numpy and scipy. Its declared dependencies pin numpy==2.2.*, scipy<1.17 and pull its CLI's
 # importers (google-cloud-bigquery, pg8000, slack-sdk), which would downgrade ours: install
-# it without them (README, "Change points").
+# it without them (docs/comparing.md, "Change points").
 OTAVA="apache-otava==0.8.0"
 if ! .venv/bin/python -c "import otava.analysis" >/dev/null 2>&1; then
   echo "setup: installing $OTAVA (analysis module only, --no-deps)"

@@ -56,7 +56,7 @@ def test_ab_results_are_apart_labelled_and_refused_by_push(
     assert docs["comparison"].context.extra_server_args == [
         "--appendonly", "yes", "--appendfsync", "always"]
     assert docs["baseline"].context.extra_server_args == []
-    # what the README tells people to push: nothing of the A/B session lands in history
+    # what docs/comparing.md tells people to push: nothing of the A/B session lands in history
     report = push_results_dir(client, tmp_path / "results")
     assert report.pushed == [] and len(report.skipped) == len(files), report
     reasons = " | ".join(report.skipped.values())

@@ -1,8 +1,9 @@
 """The package's floors: a package imports only from packages on floors below its own.
 
-The floors are the ones README.md's "Layout" section draws; this test reads every module's
-imports (those inside functions too) and fails on an import that runs sideways or up, on a
-package no floor names, and on a README drawing that differs from the floors below.
+The floors are the ones README.md's "Layout" section draws (and docs/architecture.md's, with
+a paragraph per package); this test reads every module's imports (those inside functions too)
+and fails on an import that runs sideways or up, on a package no floor names, and on a drawing
+that differs from the floors below.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def package_imports() -> list[tuple[str, str, str]]:
 def test_every_package_has_a_floor() -> None:
     packages = {p.name for p in (ROOT / PACKAGE).iterdir()
                 if p.is_dir() and (p / "__init__.py").is_file()}
-    assert packages == set(FLOORS), "place the new package on a floor (here and in README)"
+    assert packages == set(FLOORS), \
+        "place the new package on a floor (here, in README and docs/architecture.md)"
 
 
 def test_imports_only_go_down() -> None:
@@ -71,14 +73,26 @@ def test_the_scan_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     assert [m for n in ast.walk(tree) for m in _imported(n)] == [f"{PACKAGE}.cli"]
 
 
-def test_readme_draws_these_floors() -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+def _layout_section(page: str) -> str:
+    text = (ROOT / page).read_text()
+    return text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+
+
+def _drawn(section: str) -> dict[str, int]:
     drawn: dict[str, int] = {}
     for floor, names in re.findall(r"^floor (\d+)\s+(.+)$", section, re.MULTILINE):
         for name in re.findall(r"([a-z_]+)/", names):
             drawn[name] = int(floor)
-    assert drawn == FLOORS
+    return drawn
+
+
+def test_readme_draws_these_floors() -> None:
+    assert _drawn(_layout_section("README.md")) == FLOORS
+
+
+def test_architecture_page_draws_and_describes_these_floors() -> None:
+    section = _layout_section("docs/architecture.md")
+    assert _drawn(section) == FLOORS
     for name in FLOORS:  # one paragraph per package says what it owns and may import
         assert re.search(rf"^\*\*{name}/\*\*", section, re.MULTILINE), name
 

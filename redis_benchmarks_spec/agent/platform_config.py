@@ -34,7 +34,7 @@ changed code, most exercised first; see ``analysis/suite_selection.py``)::
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. A ``client_host`` section runs the client tools on another host over SSH (see
-``runner/client_host.py`` and README "Two hosts")::
+``runner/client_host.py`` and docs/two-hosts.md)::
 
     client_host:
       ssh: loadgen-1                 # [user@]host, or a Host of ssh_config

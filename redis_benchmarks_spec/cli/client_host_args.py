@@ -20,7 +20,7 @@ from redis_benchmarks_spec.runner.remote_client import RemoteClient, RemoteClien
 
 
 def add_client_host_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("client on another host (README: Two hosts)")
+    g = p.add_argument_group("client on another host (docs/two-hosts.md)")
     g.add_argument("--client-host", default=None, metavar="DEST",
                    help="run memtier_benchmark / redis-benchmark on this host over SSH "
                         "([user@]host or a Host of --client-ssh-config); default: this host, "

@@ -125,7 +125,7 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--platform-config", type=Path, default=None, metavar="FILE",
                    help="this platform's settings (YAML): an until_decided budget lets "
                         "pull-request events run as interleaved base/PR pairs until decided "
-                        "(README, 'Agents: A/B of pull requests')")
+                        "(docs/pr-comments.md)")
     a.add_argument("--watch-branch", action="append", default=[], metavar="BRANCH",
                    help="judge each pushed point of this tracked branch on arrival and store "
                         "change candidates for confirmation (repeatable; docs/watch.md)")

@@ -2,7 +2,7 @@
 
 A command raises :class:`UsageError` for anything the user can fix (a flag, a file, a URL,
 a server that is down); :func:`redis_benchmarks_spec.cli.main.main` prints it as ONE line on
-stderr and exits with :data:`EXIT_USAGE`. Exit codes, documented in the README:
+stderr and exits with :data:`EXIT_USAGE`. Exit codes, documented in docs/running.md:
 
 - 0: done; 1: a test failed, or a REGRESSION with ``--fail-on-regression``;
 - 2: usage or input error (nothing was started, or nothing could be measured);

@@ -1,6 +1,6 @@
 """A pull request's comparison on one platform, read from the datasink.
 
-Where the baseline comes from (documented in README, "Pull-request comments"):
+Where the baseline comes from (documented in docs/pr-comments.md):
 
 1. the series of the base commit (``by.hash/<base sha>``), when that exact commit was
    benchmarked on this platform and build variant;
