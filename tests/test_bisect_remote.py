@@ -29,6 +29,7 @@ from redis_benchmarks_spec.bisection.local import BisectPlan, Builds
 from redis_benchmarks_spec.bisection.search import Budget
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder import cache as build_cache
+from redis_benchmarks_spec.builder.compile import Artifact
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
@@ -58,17 +59,15 @@ def fill_builder_cache(repo: Path, shas: list[str], cache: Path, tmp: Path) -> N
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             tar.add(server, arcname="redis-server")
         data = buf.getvalue()
-        meta = cache / f"{sha}-{VARIANT.replace(':', '_')}-{digest}.json"  # as the builder's
-        meta.with_suffix(".tar.gz").write_bytes(data)
-        meta_json = json.dumps({
-            "sha256": hashlib.sha256(data).hexdigest(), "variant": VARIANT,
-            "env": variant.make_env(), "redis_version": "7.0.15",
-            "compiler_version": "gcc (bisect work tree)", "build_seconds": 0.0,
-            "files": ["redis-server"], "source_sha": sha}).encode()  # built from verified source
-        meta.write_bytes(meta_json)
-        # signed as the builder signs its cache entries (issue 31), with the same key
-        who = build_cache.Identity(signing.load_key(), sha, VARIANT)
-        meta.with_suffix(".mac").write_text(build_cache._mac(who, data, meta_json))
+        entry = cache / f"{sha}-{VARIANT.replace(':', '_')}-{digest}.json"  # as the builder's
+        # saved and signed as the builder saves its entries (issue 31), with the same key;
+        # built from verified source
+        build_cache.save(entry, build_cache.Identity(signing.load_key(), sha, VARIANT),
+                         Artifact(data=data, sha256=hashlib.sha256(data).hexdigest(),
+                                  variant=VARIANT, env=variant.make_env(),
+                                  redis_version="7.0.15",
+                                  compiler_version="gcc (bisect work tree)", build_seconds=0.0,
+                                  files=["redis-server"], source_sha=sha))
 
 
 def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
