@@ -5,14 +5,14 @@ request so tests assert on what was sent (GitHub itself cannot be reached here).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from redis_benchmarks_spec.common.process import free_port
+from redis_benchmarks_spec.lab.github_local import Request, json_handler
 
 _LIST = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$")
 _ONE = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$")
@@ -38,7 +38,7 @@ class GitHubStandIn:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), json_handler(self.handle))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> GitHubStandIn:  # noqa: PYI034
@@ -64,8 +64,8 @@ class GitHubStandIn:
         self.comments[cid] = comment
         return comment
 
-    def handle(self, method: str, path: str, body: dict[str, Any] | None,
-               auth: str) -> tuple[int, Any]:
+    def handle(self, request: Request) -> tuple[int, Any]:
+        method, path, body, auth = request
         with self._lock:
             self.requests.append(Recorded(method, path, body, auth))
             if self.token not in auth:
@@ -83,31 +83,6 @@ class GitHubStandIn:
                 comment["body"] = body["body"]
                 return 200, _public(comment)
             return 404, {"message": "Not Found"}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        standin = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                status, answer = standin.handle(self.command, self.path,
-                                                json.loads(raw) if raw else None,
-                                                self.headers.get("Authorization", ""))
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PATCH = _serve
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        return Handler
-
 
 def _public(comment: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in comment.items() if not k.startswith("_")}

@@ -15,6 +15,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,14 @@ def answer(store: CommentStore, token: str, request: tuple[str, str, Any, str]) 
     return 404, {"message": "Not Found"}
 
 
-def handler_for(store: CommentStore, token: str) -> type[BaseHTTPRequestHandler]:
+Request = tuple[str, str, Any, str]  # (method, path, parsed JSON body, Authorization)
+
+
+def json_handler(answer_one: Callable[[Request], tuple[int, Any]]
+                 ) -> type[BaseHTTPRequestHandler]:
+    """An HTTP handler class that parses a JSON body (at most ``MAX_BODY`` bytes; not JSON:
+    None), asks ``answer_one`` and writes its (status, JSON answer). The test suite's
+    GitHub stand-in serves through it too."""
     class Handler(BaseHTTPRequestHandler):
         def _serve(self) -> None:
             length = min(int(self.headers.get("Content-Length") or 0), MAX_BODY)
@@ -114,8 +122,8 @@ def handler_for(store: CommentStore, token: str) -> type[BaseHTTPRequestHandler]
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = None
-            status, result = answer(store, token, (self.command, self.path, body,
-                                                   self.headers.get("Authorization", "")))
+            status, result = answer_one((self.command, self.path, body,
+                                         self.headers.get("Authorization", "")))
             data = json.dumps(result).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -129,6 +137,10 @@ def handler_for(store: CommentStore, token: str) -> type[BaseHTTPRequestHandler]
             pass
 
     return Handler
+
+
+def handler_for(store: CommentStore, token: str) -> type[BaseHTTPRequestHandler]:
+    return json_handler(lambda request: answer(store, token, request))
 
 
 def main(argv: list[str] | None = None) -> int:
