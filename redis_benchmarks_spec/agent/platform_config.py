@@ -50,9 +50,10 @@ names the file and the key.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -161,18 +162,28 @@ def _choice(raw: dict[str, Any], key: str, pattern: re.Pattern[str] | None,
     return str(value)
 
 
+T = TypeVar("T")
+
+
+def _section(name: str, raw: Any, known: Iterable[str],
+             build: Callable[[dict[str, Any]], T]) -> T:
+    """One section of the file: a mapping of known keys, built by ``build``; every error
+    (``ValueError``/``TypeError``) names ``<name>.<key>``."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"{name}: expected a mapping of settings")
+    known = sorted(known)
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:
+        raise ValueError(f"{name}: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    try:
+        return build(raw)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name}.{exc}") from None
+
+
 def parse_budget(raw: Any) -> UntilDecidedBudget:
     """The ``until_decided`` section, checked; ``ValueError``/``TypeError`` naming the key."""
-    if not isinstance(raw, dict):
-        raise TypeError("until_decided: expected a mapping of settings")
-    unknown = sorted(str(k) for k in raw if k not in _KNOWN_BUDGET)
-    if unknown:
-        raise ValueError(f"until_decided: unknown key {unknown[0]!r} "
-                         f"(known: {', '.join(sorted(_KNOWN_BUDGET))})")
-    try:
-        return _budget(raw)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"until_decided.{exc}") from None
+    return _section("until_decided", raw, _KNOWN_BUDGET, _budget)
 
 
 def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
@@ -208,41 +219,32 @@ def parse(raw: Any) -> PlatformConfig:
 
 def parse_calibration(raw: Any) -> CalibrationConfig:
     """The ``calibration`` section, checked; errors name ``calibration.<key>``."""
-    if not isinstance(raw, dict):
-        raise TypeError("calibration: expected a mapping of settings")
-    unknown = sorted(str(k) for k in raw if k not in _KNOWN_CALIBRATION)
-    if unknown:
-        raise ValueError(f"calibration: unknown key {unknown[0]!r} "
-                         f"(known: {', '.join(sorted(_KNOWN_CALIBRATION))})")
-    try:
-        tests = raw.get("tests")
-        if not isinstance(tests, list) or not 1 <= len(tests) <= 50 or \
-                not all(isinstance(t, str) and _SUITE_NAME.match(t) for t in tests):
-            raise ValueError(f"tests: {tests!r} is not a list of 1 to 50 suite names")
-        every = raw.get("every", "168h")
-        every_s = float(every) if isinstance(every, (int, float)) and \
-            not isinstance(every, bool) else parse_duration(str(every))
-        if not 0 < every_s <= MAX_CALIBRATION_EVERY_S:
-            raise ValueError(f"every: {every!r} must be more than 0 and at most 90 days")
-        server = raw.get("server")
-        if server is not None and (not isinstance(server, str) or not server.startswith("/")):
-            raise ValueError(f"server: {server!r} is not an absolute path")
-        return CalibrationConfig(tuple(tests), _int(raw, "pairs", 3, 100, 8), every_s,
-                                 _int(raw, "test_time", 1, 600, 2), server)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"calibration.{exc}") from None
+    return _section("calibration", raw, _KNOWN_CALIBRATION, _calibration)
+
+
+def _calibration(raw: dict[str, Any]) -> CalibrationConfig:
+    tests = raw.get("tests")
+    if not isinstance(tests, list) or not 1 <= len(tests) <= 50 or \
+            not all(isinstance(t, str) and _SUITE_NAME.match(t) for t in tests):
+        raise ValueError(f"tests: {tests!r} is not a list of 1 to 50 suite names")
+    every = raw.get("every", "168h")
+    every_s = float(every) if isinstance(every, (int, float)) and \
+        not isinstance(every, bool) else parse_duration(str(every))
+    if not 0 < every_s <= MAX_CALIBRATION_EVERY_S:
+        raise ValueError(f"every: {every!r} must be more than 0 and at most 90 days")
+    server = raw.get("server")
+    if server is not None and (not isinstance(server, str) or not server.startswith("/")):
+        raise ValueError(f"server: {server!r} is not an absolute path")
+    return CalibrationConfig(tuple(tests), _int(raw, "pairs", 3, 100, 8), every_s,
+                             _int(raw, "test_time", 1, 600, 2), server)
 
 
 def _max_suites(raw: Any) -> int | None:
     """``selection: {max_suites: N}`` (1..10000), the pull-request suite budget."""
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) - {"max_suites"}:
-        raise ValueError("selection: expected a mapping with the one key max_suites")
-    try:
-        return _int(raw, "max_suites", 1, 10_000, 10_000)
-    except ValueError as exc:
-        raise ValueError(f"selection.{exc}") from None
+    return _section("selection", raw, ("max_suites",),
+                    lambda section: _int(section, "max_suites", 1, 10_000, 10_000))
 
 
 def _client_host(raw: Any) -> ClientHostConfig | None:
