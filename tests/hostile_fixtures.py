@@ -41,9 +41,11 @@ def daemon_env(**extra: str) -> dict[str, str]:
 class Daemon:
     """One ``rbs <role>`` process, stopped by its own pid; its log kept for assertions."""
 
-    def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str],
+                 command: list[str] | None = None) -> None:
+        """``command``: what runs ``rbs`` (this tree's installed script by default)."""
         self.log_path = log_path
-        self.proc = subprocess.Popen([*RBS, *argv], stdout=log_path.open("ab"),
+        self.proc = subprocess.Popen([*(command or RBS), *argv], stdout=log_path.open("ab"),
                                      stderr=subprocess.STDOUT, env=dict(env))
 
     def alive(self) -> bool:
