@@ -134,3 +134,16 @@ def test_change_record_round_trips_and_refuses_bad_names(redis_server) -> None: 
                '{"files": ["../../etc/passwd;"], "functions": []}')
     with pytest.raises(ValueError, match="not one"):
         change_mod.load(client, "t", "a" * 40, "b" * 40)
+
+
+def test_a_budget_on_the_whole_list_keeps_the_most_commands_priority_first() -> None:
+    # sorted by name, the first three are all GETs: the cut keeps one suite per command
+    candidates = [Candidate("a-get-1", ("get",), 1), Candidate("a-get-2", ("get",), 1),
+                  Candidate("a-get-3", ("GET",), 2), Candidate("b-set", ("set",), 3),
+                  Candidate("c-zadd", ("zadd",), None), Candidate("d-hset", ("hset",), 2)]
+    chosen = select(None, {}, candidates, budget=3)
+    assert chosen.suites == ["a-get-1", "d-hset", "b-set"]  # priority 1, 2, 3: one command each
+    assert "chosen to test 3 of the 4 commands" in chosen.reason
+    more = select(None, {}, candidates, budget=5)  # every command, then the rest by priority
+    assert more.suites == ["a-get-1", "d-hset", "b-set", "c-zadd", "a-get-2"]
+    assert select(None, {}, candidates).suites == [c.name for c in candidates]  # no budget

@@ -58,7 +58,7 @@ def choose(broker: redis.Redis, datasink: redis.Redis | None, names: StreamNames
         info = None
     base = info.base_sha if info is not None and info.head_sha == event.sha else ""
     change = _change(broker, names, base, event.sha) if base else None
-    candidates = [Candidate(s.name, tuple(s.tested_commands)) for s in suites]
+    candidates = [Candidate(s.name, tuple(s.tested_commands), s.priority) for s in suites]
     selection = select(change, _profiles(datasink, event, base) if base else {}, candidates,
                        budget)
     by_name = {s.name: s for s in suites}
