@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from redis_benchmarks_spec.agent.watch import ENV_CHANGE_AT
+from redis_benchmarks_spec.bisection.watch_range import RangeBisector, RangeSetup
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.intake.trigger import RequestOptions
 from redis_benchmarks_spec.lab import deliveries, replay, services, watch_replay
 from redis_benchmarks_spec.lab.state import LabState, LabStateError, load, state_path
 
@@ -81,7 +83,18 @@ def _lab(args: argparse.Namespace, items: list[deliveries.Delivery]) -> tuple[La
         raise UsageError("rbs lab replay", f"the lab did not start: {exc}") from None
 
 
-def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> ConfirmContext:
+def _bisector(state: LabState, args: argparse.Namespace,
+              say: Callable[[str], None]) -> RangeBisector:
+    """Bisects a range through the lab's builder and agents (commits from ``--source``)."""
+    broker = redis.Redis.from_url(state.broker_url, socket_timeout=30)
+    request = RequestOptions(org=deliveries.ORG, repo_name=deliveries.REPO,
+                             triggering_env="bisect")
+    return RangeBisector(RangeSetup(broker, StreamNames(state.prefix), args.source, request,
+                                    probe_timeout_s=args.timeout), say)
+
+
+def _context(state: LabState, args: argparse.Namespace, webhook_url: str,
+             say: Callable[[str], None]) -> ConfirmContext:
     from redis_benchmarks_spec.notify.github_comments import GitHubConfig
     from redis_benchmarks_spec.notify.watch_alert import AlertTargets
     from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns, ConfirmContext
@@ -91,7 +104,8 @@ def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> Con
     return ConfirmContext(datasink, WHERE, AlertTargets(GitHubConfig(state.github_url, token),
                                                         webhook_url),
                           BrokerReruns(broker, StreamNames(state.prefix)),
-                          watch_replay.subject_of(args.source), watch_replay.parent_of(args.source))
+                          watch_replay.subject_of(args.source), watch_replay.parent_of(args.source),
+                          _bisector(state, args, say))
 
 
 def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
@@ -105,8 +119,8 @@ def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
                 alerts.append(decided.alert.summary())
             for problem in decided.problems:
                 print(f"rbs lab replay: alert of {c.after[:10]}: {problem}", file=sys.stderr)
-        return bool(watch_store.candidates(ctx.datasink, WHERE, "candidate") or
-                    watch_store.candidates(ctx.datasink, WHERE, "confirming"))
+        return any(watch_store.candidates(ctx.datasink, WHERE, s)
+                   for s in ("candidate", "confirming", "bisecting"))
     return settle
 
 
@@ -121,7 +135,7 @@ def cmd_replay_range(args: argparse.Namespace) -> int:
         console.print(line, highlight=False, markup=False)
     receiver = None if args.webhook_url else watch_replay.WebhookLog(args.out / "webhook.jsonl")
     try:
-        ctx = _context(state, args, args.webhook_url or (receiver.url if receiver else ""))
+        ctx = _context(state, args, args.webhook_url or (receiver.url if receiver else ""), say)
         alerts: list[dict[str, Any]] = []
         client = redis.Redis.from_url(state.broker_url, socket_timeout=30)
         runs = watch_replay.send_range(state, client, items, _settle(ctx, alerts, say), say,

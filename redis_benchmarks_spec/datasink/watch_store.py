@@ -30,7 +30,7 @@ PREFIX = "ci.benchmarks.redis/watch"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _NAME = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 MAX_LOG = 10_000
-STATES = ("candidate", "confirming", "confirmed", "rejected")
+STATES = ("candidate", "confirming", "bisecting", "confirmed", "rejected")
 
 
 @dataclass(frozen=True)

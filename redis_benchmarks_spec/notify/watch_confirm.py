@@ -9,9 +9,11 @@ judged on all its points of the two commits (the first runs and the re-runs,
 again with the same sign, at least half its size and an interval that excludes zero.
 
 A confirmed change whose two commits are parent and child is placed on the child. When
-commits lie between them (the branch was pushed several commits at once), the range is
-said in the alert and the candidate keeps the range (bisecting it with
-``bisection.remote`` is not wired in yet; docs/watch.md).
+commits lie between them (the branch was pushed several commits at once), the candidate
+goes to ``bisecting`` and the next step hands the range to the context's :class:`Bisector`
+(``bisection.watch_range``: ``rbs bisect``'s search through the builder and agents, on the
+series that confirmed it); the alert names the commit it found, and the range with the
+bisection's reason when it found none. Without a bisector the alert says the range.
 """
 
 from __future__ import annotations
@@ -91,6 +93,20 @@ class BrokerReruns:
         return follower.finished()
 
 
+class Bisected(Protocol):
+    """What a bisection of a range says (``bisection.search.BisectOutcome`` is one)."""
+
+    commits: list[str]
+    first_bad: str | None
+    reason: str
+
+
+class Bisector(Protocol):
+    """Places a confirmed change between ``before`` and ``after`` on one commit."""
+
+    def place(self, before: str, after: str, series: SeriesStep) -> Bisected: ...
+
+
 @dataclass
 class ConfirmContext:
     """What the confirmer reads and where it tells."""
@@ -101,6 +117,7 @@ class ConfirmContext:
     reruns: Reruns
     subject_of: Callable[[str], str]  # a commit's subject line ("" when unknown)
     parent_of: Callable[[str], str | None]  # a commit's first parent (None when unknown)
+    bisector: Bisector | None = None  # places a change found across skipped commits
 
 
 @dataclass
@@ -129,6 +146,8 @@ def step(ctx: ConfirmContext) -> list[Decided]:
     for c in watch_store.candidates(ctx.datasink, ctx.where, "confirming"):
         if ctx.reruns.ended(c.reruns):
             out.append(decide(ctx, c))
+    for c in watch_store.candidates(ctx.datasink, ctx.where, "bisecting"):
+        out.append(bisect(ctx, c))
     return out
 
 
@@ -166,29 +185,79 @@ def _judge(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> tuple[Any, ...] 
     return (ok, change, low, high, points, statistics.median(before) if before else 0.0)
 
 
-def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
-    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one."""
-    confirmed = []
+Confirmed = tuple[SeriesStep, float, Any, Any, list[HistoryPoint], float]
+
+
+def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[Confirmed]:
+    """(series, change, low, high, points, base) of each series that shows ``c`` again."""
+    out = []
     for s in watch_store.series_steps(ctx.datasink, ctx.where, c.id):
         judged = _judge(ctx, c, s)
         if judged is not None and judged[0]:
-            confirmed.append((s, *judged[1:]))
+            out.append((s, *judged[1:]))
+    return out
+
+
+def _choose(confirmed: list[Confirmed]) -> tuple[list[Confirmed], Confirmed]:
+    """The series the alert speaks for (instruction counts when any confirmed) and the
+    median one of them, whose size is told."""
+    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
+    chosen = sorted(counts or confirmed, key=lambda x: x[1])
+    return chosen, chosen[len(chosen) // 2]
+
+
+def _reject(ctx: ConfirmContext, c: Candidate, reason: str) -> Decided:
+    c.state, c.reason = "rejected", reason
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    return Decided(c)
+
+
+def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one
+    (or hand it to the bisector when commits lie between its two)."""
+    confirmed = _confirmed(ctx, c)
     if not confirmed:
-        c.state, c.reason = "rejected", "the re-runs did not show the step again"
+        return _reject(ctx, c, "the re-runs did not show the step again")
+    if ctx.parent_of(c.after) == c.before:
+        return _tell(ctx, c, confirmed, c.after,
+                     "placed on this commit (its parent is the previous point)")
+    if ctx.bisector is not None:
+        c.state = "bisecting"
+        c.reason = f"{len(confirmed)} series confirmed; commits in between were not run"
         watch_store.save_candidate(ctx.datasink, ctx.where, c)
         return Decided(c)
-    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
-    chosen = counts or confirmed
-    chosen.sort(key=lambda x: x[1])
-    s, change, low, high, points, base = chosen[len(chosen) // 2]  # the median series
-    parent = ctx.parent_of(c.after)
-    placed = "placed on this commit (its parent is the previous point)" if parent == c.before \
-        else f"between {c.before[:10]} and {c.after[:10]}: commits in between were not run"
-    c.state, c.placed_on = "confirmed", c.after if parent == c.before else ""
+    return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]}: "
+                 "commits in between were not run")
+
+
+def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Bisect a confirmed change's range on its median series; alert the commit found (the
+    range, with the bisection's reason, when none was)."""
+    confirmed = _confirmed(ctx, c)
+    if not confirmed or ctx.bisector is None:
+        return _reject(ctx, c, "nothing to bisect: no series confirms the change any more"
+                       if not confirmed else "no bisector to place the change")
+    s = _choose(confirmed)[1][0]
+    outcome = ctx.bisector.place(c.before, c.after, s)
+    n = len(outcome.commits)
+    if outcome.first_bad:
+        return _tell(ctx, c, confirmed, outcome.first_bad,
+                     f"bisected: the first of the {n} commits after {c.before[:10]} up to "
+                     f"{c.after[:10]} that carries the change ({s.test} on {s.platform})")
+    return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]} "
+                 f"({n} commits): the bisection did not place it: {outcome.reason[:300]}")
+
+
+def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_on: str,
+          placed: str) -> Decided:
+    """Mark ``c`` confirmed (on ``placed_on``, '' for the range) and send its alert."""
+    chosen, (s, change, low, high, points, base) = _choose(confirmed)
+    c.state, c.placed_on = "confirmed", placed_on
     c.reason = f"{len(confirmed)} series confirmed"
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
-    subject = ctx.subject_of(c.after)
-    alert = Alert(c.after, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
+    sha = placed_on or c.after
+    subject = ctx.subject_of(sha)
+    alert = Alert(sha, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
                   sorted({x[0].platform for x in chosen}), s.metric, round(change, 3),
                   None if low is None else round(low, 3),
                   None if high is None else round(high, 3),
