@@ -5,6 +5,7 @@ alert senders of ``notify``; parsing and printing only."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -72,7 +73,9 @@ def _lab(args: argparse.Namespace, items: list[deliveries.Delivery]) -> tuple[La
         except LabStateError as exc:
             raise UsageError(f"--dir {args.lab_dir}", str(exc)) from None
     from redis_benchmarks_spec.cli.lab import lab_options
-    options = lab_options(args)
+    # this replay confirms in its own process (its alerts go to its own receiver): the lab
+    # it starts runs no confirmer service beside it
+    options = replace(lab_options(args), confirmer=False)
     if change is not None:
         full = next(str(i.payload["after"]) for i in items
                     if str(i.payload["after"]).startswith(change))
@@ -105,7 +108,7 @@ def _context(state: LabState, args: argparse.Namespace, webhook_url: str,
                                                         webhook_url),
                           BrokerReruns(broker, StreamNames(state.prefix)),
                           watch_replay.subject_of(args.source), watch_replay.parent_of(args.source),
-                          _bisector(state, args, say))
+                          _bisector(state, args, say), owner=f"replay-{os.getpid()}")
 
 
 def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
@@ -140,6 +143,9 @@ def cmd_replay_range(args: argparse.Namespace) -> int:
         client = redis.Redis.from_url(state.broker_url, socket_timeout=30)
         runs = watch_replay.send_range(state, client, items, _settle(ctx, alerts, say), say,
                                        args.timeout)
+        # a confirmer service of the lab may have told some (under its lease): from the store
+        told, seen = watch_store.alert_summaries(ctx.datasink, WHERE), {a["sha"] for a in alerts}
+        alerts += [told[r.sha] for r in runs if r.sha in told and r.sha not in seen]
         notes = [{"sha": x["sha"], "kind": x["kind"], "text": x["text"]}
                  for x in watch_store.log_lines(ctx.datasink, WHERE) if x["kind"] != "alert"]
         watch_replay.write_outputs(state, runs, alerts, notes, args.out)

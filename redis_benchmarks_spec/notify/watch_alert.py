@@ -147,6 +147,7 @@ def send(client: redis.Redis, where: Branch, alert: Alert, targets: AlertTargets
     if not watch_store.claim_alert(client, where, alert.sha):
         return []
     problems = []
+    watch_store.record_alert(client, where, alert.sha, alert.summary())
     watch_store.add_log(client, where, "alert", alert.sha,
                         f"{title(alert)}: {len(alert.tests)} test(s) on "
                         f"{', '.join(alert.platforms)}, {_interval(alert)}")

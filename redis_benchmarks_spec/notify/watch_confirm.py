@@ -18,11 +18,12 @@ bisection's reason when it found none. Without a bisector the alert says the ran
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,7 +33,7 @@ from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, confirm, kind_o
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
 from redis_benchmarks_spec.datasink import run_reader, watch_store
-from redis_benchmarks_spec.datasink.watch_store import Branch, Candidate, SeriesStep
+from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
@@ -118,6 +119,10 @@ class ConfirmContext:
     subject_of: Callable[[str], str]  # a commit's subject line ("" when unknown)
     parent_of: Callable[[str], str | None]  # a commit's first parent (None when unknown)
     bisector: Bisector | None = None  # places a change found across skipped commits
+    # where an entry that cannot be handled ends (the service: the dead-letter stream);
+    # None: its error is raised
+    dead_letter: Callable[[BadEntry], None] | None = None
+    owner: str = ""  # this confirmer's name: work on a candidate only under its lease
 
 
 @dataclass
@@ -129,26 +134,84 @@ class Decided:
     problems: tuple[str, ...] = ()
 
 
+#: what a bad stored entry raises (malformed JSON or fields, a key of the wrong type)
+ENTRY_ERRORS = (ValueError, TypeError, KeyError, LookupError, AttributeError,
+                redis.ResponseError)
+
+
+#: how long a confirmer holds a candidate it works on (a bisection included) before
+#: another may take it over (its holder died)
+LEASE_S = 7 * 3600
+
+
 def step(ctx: ConfirmContext) -> list[Decided]:
-    """Ask for the re-runs of new candidates; decide those whose re-runs ended."""
+    """Ask for the re-runs of new candidates; decide those whose re-runs ended; bisect
+    confirmed ones whose commits are not parent and child."""
     out: list[Decided] = []
-    for c in watch_store.candidates(ctx.datasink, ctx.where, "candidate"):
-        steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
-        tests = sorted({s.test for s in steps})
-        platforms = sorted({s.platform for s in steps})
-        try:
-            c.reruns = [ctx.reruns.request(sha, tests, platforms) for sha in (c.before, c.after)]
-            c.state = "confirming"
-        except LookupError as exc:
-            c.state, c.reason = "rejected", f"cannot re-run: {exc}"
-        watch_store.save_candidate(ctx.datasink, ctx.where, c)
-        out.append(Decided(c))
-    for c in watch_store.candidates(ctx.datasink, ctx.where, "confirming"):
-        if ctx.reruns.ended(c.reruns):
-            out.append(decide(ctx, c))
-    for c in watch_store.candidates(ctx.datasink, ctx.where, "bisecting"):
-        out.append(bisect(ctx, c))
+    for state, work in (("candidate", _ask), ("confirming", _decide_ended),
+                        ("bisecting", bisect)):
+        for c in _pending(ctx, state):
+            done = _guarded(ctx, c, work)
+            if done is not None:
+                out.append(done)
     return out
+
+
+def _pending(ctx: ConfirmContext, state: str) -> list[Candidate]:
+    if ctx.dead_letter is None:
+        return watch_store.candidates(ctx.datasink, ctx.where, state)
+    good, bad = watch_store.scan_candidates(ctx.datasink, ctx.where)
+    for entry in bad:
+        ctx.dead_letter(entry)
+    return [c for c in good if c.state == state]
+
+
+Work = Callable[["ConfirmContext", Candidate], "Decided | None"]
+
+
+def _guarded(ctx: ConfirmContext, c: Candidate, work: Work) -> Decided | None:
+    """``work`` on one candidate under its lease (when the context names an owner: None
+    when another confirmer holds it or moved it on); with a dead-letter sink, a candidate
+    whose stored data breaks ``work`` is dead-lettered with the reason."""
+    if ctx.owner:
+        if not watch_store.take_lease(ctx.datasink, ctx.where, c.id, ctx.owner, LEASE_S):
+            return None
+        try:
+            if watch_store.get_candidate(ctx.datasink, ctx.where, c.id).state != c.state:
+                return None  # another confirmer moved it on since it was listed
+            return _dead_lettered(ctx, c, work)
+        finally:
+            watch_store.drop_lease(ctx.datasink, ctx.where, c.id, ctx.owner)
+    return _dead_lettered(ctx, c, work)
+
+
+def _dead_lettered(ctx: ConfirmContext, c: Candidate, work: Work) -> Decided | None:
+    if ctx.dead_letter is None:
+        return work(ctx, c)
+    try:
+        return work(ctx, c)
+    except ENTRY_ERRORS as exc:
+        reason = f"{c.state}: {type(exc).__name__}: {exc}"[:300]
+        ctx.dead_letter(BadEntry(c.id, json.dumps(asdict(c))[:2000], reason))
+        return Decided(c, problems=(f"dead-lettered: {reason}",))
+
+
+def _decide_ended(ctx: ConfirmContext, c: Candidate) -> Decided | None:
+    return decide(ctx, c) if ctx.reruns.ended(c.reruns) else None
+
+
+def _ask(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Ask for the re-runs of a new candidate's two commits."""
+    steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
+    tests = sorted({s.test for s in steps})
+    platforms = sorted({s.platform for s in steps})
+    try:
+        c.reruns = [ctx.reruns.request(sha, tests, platforms) for sha in (c.before, c.after)]
+        c.state = "confirming"
+    except LookupError as exc:
+        c.state, c.reason = "rejected", f"cannot re-run: {exc}"
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    return Decided(c)
 
 
 def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
