@@ -94,9 +94,11 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
     broker = redis_server.client()
     names = StreamNames("rbs")
     sha, other = "a" * 40, "b" * 40
-    for s, pr in ((other, None), (sha, None), (sha, 77)):
+    # the newest request of sha is a bisect probe (no branch): never the one copied
+    for s, pr, branch in ((other, None, "unstable"), (sha, None, "unstable"), (sha, 77, "unstable"),
+                          (sha, None, None)):
         publish(broker, names.build_requests, BuildRequest(
-            org="redis", repo="redis", branch="unstable", sha=s, commit_time_ms=1,
+            org="redis", repo="redis", branch=branch, sha=s, commit_time_ms=1,
             source=SourceLocation("git", "https://github.com/redis/redis.git"), pr=pr,
             build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"]))
     reruns = BrokerReruns(broker, names)
@@ -105,6 +107,7 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
     (row,) = broker.xrange(names.build_requests, min=entry, max=entry)
     copy = BuildRequest.decode(row[1], entry)
     assert (copy.id, copy.sha, copy.pr, copy.platforms) == (request_id, sha, None, ["lab-b"])
+    assert copy.branch == "unstable"
     assert re.fullmatch(copy.filters.tests_regexp, "t.2")
     assert not re.fullmatch(copy.filters.tests_regexp, "t-2")  # names, not patterns
     assert reruns.ended([ref]) is False  # nothing was built yet

@@ -69,7 +69,8 @@ class BrokerReruns:
                 request = BuildRequest.decode(fields, entry_id)
             except (ValueError, TypeError, KeyError):
                 continue
-            if request.sha == sha and request.pr is None:
+            # a bisect probe of the commit names no branch: never what brought it to one
+            if request.sha == sha and request.pr is None and request.branch is not None:
                 return request
         raise LookupError(f"no build request of {sha[:10]} in the last {SCAN_REQUESTS}")
 
