@@ -36,10 +36,13 @@ RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 
 
 def plant_bad_entries(client: redis.Redis) -> None:
-    """Three candidates no confirmer can handle: not JSON, not commits, a broken series."""
+    """Four candidates no confirmer can handle: not JSON, not commits, a time that is not
+    a number, a broken series."""
     client.hset(WHERE.key("candidates"), "not-json", "{")
     client.hset(WHERE.key("candidates"), "not-commits",
                 json.dumps({"id": "not-commits", "before": "zz", "after": "yy"}))
+    client.hset(WHERE.key("candidates"), sha(51), json.dumps(
+        {"id": sha(51), "before": sha(50), "after": sha(51), "created_ms": "soon"}))
     broken, _ = watch_store.add_candidate(client, WHERE, sha(30), sha(31),
                                           SeriesStep("t-get", "lab-a", BUILD_VARIANT, COUNT, 4.0))
     client.hset(WHERE.key("candidate-series", broken.id), "x", "[1, 2]")
@@ -62,10 +65,11 @@ def test_bad_entries_are_dead_lettered_and_the_good_one_is_told(
     assert service.run(max_steps=2) == 2
     assert reruns.asked == [] and receiver.posts == []
     dead = read_dead_letters(broker, names)
-    assert sorted(d.entry_id for d in dead) == sorted(["not-json", "not-commits", sha(31)])
+    assert sorted(d.entry_id for d in dead) == sorted(["not-json", "not-commits", sha(51),
+                                                       sha(31)])
     reasons = {d.entry_id: d.reason for d in dead}
     assert "candidate: TypeError" in reasons[sha(31)]
-    assert "malformed" in reasons["not-commits"]
+    assert "malformed" in reasons["not-commits"] and "wrong type" in reasons[sha(51)]
     assert {(d.stream, d.group, d.consumer) for d in dead} == {
         (WHERE.key("candidates"), "confirmer", "c1")}
     assert [c.id for c in watch_store.candidates(client, WHERE)] == [sha(11)]
@@ -75,7 +79,7 @@ def test_bad_entries_are_dead_lettered_and_the_good_one_is_told(
     assert [d.candidate.state for d in decided] == ["confirming", "confirmed"]
     assert [p["rbs"]["sha"] for p in receiver.posts] == [sha(11)]
     assert watch_store.alert_summaries(client, WHERE)[sha(11)]["sha"] == sha(11)
-    assert service.once() == [] and len(read_dead_letters(broker, names)) == 3
+    assert service.once() == [] and len(read_dead_letters(broker, names)) == 4
 
 
 def _wait(check: Any, timeout: float = 60.0) -> bool:
@@ -108,11 +112,17 @@ def test_rbs_confirmer_runs_until_sigterm_through_bad_entries(
         assert _wait(lambda: watch_store.get_candidate(client, WHERE, sha(41)).state
                      == "rejected")
         assert "cannot re-run" in watch_store.get_candidate(client, WHERE, sha(41)).reason
+        # the candidates key itself damaged: logged each step, the service keeps running
+        client.delete(WHERE.key("candidates"))
+        client.set(WHERE.key("candidates"), "not a hash")
+        time.sleep(1.0)
         assert proc.poll() is None
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
-    assert code == 0, (tmp_path / "confirmer.log").read_text()[-2000:]
+    text = (tmp_path / "confirmer.log").read_text()
+    assert code == 0, text[-2000:]
+    assert "watch keys are damaged" in text and "Traceback" not in text, text[-2000:]
 
 
 def test_rbs_confirmer_refuses_bad_flags_in_one_line(redis_server: Any) -> None:

@@ -138,6 +138,11 @@ def get_candidate(client: redis.Redis, where: Branch, cid: str) -> Candidate:
 def _checked(c: Candidate) -> Candidate:
     if not (_SHA.match(str(c.before)) and _SHA.match(str(c.after))) or c.state not in STATES:
         raise ValueError(f"watch: candidate {c.id!r} is malformed")
+    typed = (isinstance(c.id, str) and type(c.created_ms) is int
+             and isinstance(c.reruns, list) and all(isinstance(r, str) for r in c.reruns)
+             and isinstance(c.placed_on, str) and isinstance(c.reason, str))
+    if not typed:
+        raise ValueError(f"watch: candidate {c.id!r} has a field of the wrong type")
     return c
 
 

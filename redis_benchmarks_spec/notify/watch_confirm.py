@@ -14,6 +14,11 @@ goes to ``bisecting`` and the next step hands the range to the context's :class:
 (``bisection.watch_range``: ``rbs bisect``'s search through the builder and agents, on the
 series that confirmed it); the alert names the commit it found, and the range with the
 bisection's reason when it found none. Without a bisector the alert says the range.
+
+Several confirmers may step one branch (the ``rbs confirmer`` service, a replay): a context
+with an ``owner`` works on a candidate only under its lease. A context with a
+``dead_letter`` sink (the service's) hands it each stored candidate that cannot be read or
+handled, with the reason, and goes on with the others; without one the error is raised.
 """
 
 from __future__ import annotations

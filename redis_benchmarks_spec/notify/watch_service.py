@@ -82,6 +82,11 @@ class Confirmer:
                 log.warning("confirmer: %s/%s %s: %s; retrying at the next step",
                             ctx.where.org, ctx.where.repo, ctx.where.branch, exc)
                 continue
+            except redis.ResponseError as exc:  # e.g. the candidates key is not a hash
+                log.error("confirmer: %s/%s %s: %s: the branch's watch keys are damaged; "
+                          "retrying at the next step", ctx.where.org, ctx.where.repo,
+                          ctx.where.branch, exc)
+                continue
             for d in decided:
                 self._say(d)
             out += decided
