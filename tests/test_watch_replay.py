@@ -45,6 +45,19 @@ def test_one_push_per_first_parent_commit_in_order(tmp_path: Path) -> None:
     assert parent_of(repo)(shas[2]) == shas[1]
 
 
+def test_a_skipped_commit_comes_with_the_next_push(tmp_path: Path) -> None:
+    repo, shas = _repo(tmp_path)
+    items = range_deliveries(repo, f"{shas[0]}..{shas[3]}", (shas[2][:9],))
+    assert [(i.payload["before"], i.payload["after"]) for i in items] == [
+        (shas[0], shas[1]), (shas[1], shas[3])]
+    for bad in (shas[3][:8], shas[0][:8], "zz12345", "abc"):  # the last, outside, not hex
+        try:
+            range_deliveries(repo, f"{shas[0]}..{shas[3]}", (bad,))
+            raise AssertionError(f"--skip {bad} accepted")
+        except DeliveryError as exc:
+            assert f"--skip {bad}" in str(exc)
+
+
 def test_a_bad_range_names_itself(tmp_path: Path) -> None:
     repo, shas = _repo(tmp_path)
     for spec in ("HEAD~2..HEAD", f"{shas[0]}", f"{shas[3]}..{shas[0]}", "--exec=x..abc1234"):

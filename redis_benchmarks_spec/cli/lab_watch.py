@@ -37,6 +37,10 @@ def add_range_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fingerprint-change-at", metavar="SHA", default=None,
                    help="with --range: the first platform's agent reports a changed host "
                         "fingerprint from this commit on (a lab the replay starts)")
+    p.add_argument("--skip", action="append", default=[], metavar="SHA",
+                   help="with --range: a commit not pushed on its own (repeatable); the next "
+                        "push brings it, as a push of several commits does, and a change "
+                        "found across it is bisected (docs/watch.md)")
     p.add_argument("--webhook-url", metavar="URL", default=None,
                    help="with --range: where alerts are POSTed as Slack-compatible JSON "
                         "(default: a local receiver writing --out/webhook.jsonl)")
@@ -48,8 +52,10 @@ def _items(args: argparse.Namespace) -> list[deliveries.Delivery]:
                          "that holds the range")
     checks.existing_dir("--source", args.source)
     try:
-        items = deliveries.range_deliveries(args.source, args.range)
+        items = deliveries.range_deliveries(args.source, args.range, tuple(args.skip))
     except deliveries.DeliveryError as exc:
+        if str(exc).startswith("--skip"):
+            raise UsageError("", str(exc)) from None
         raise UsageError(f"--range {args.range}", str(exc)) from None
     change = args.fingerprint_change_at
     if change is not None and (not re.fullmatch(r"[0-9a-f]{7,40}", change) or not any(
