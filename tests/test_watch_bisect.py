@@ -114,6 +114,26 @@ def test_a_bisection_that_places_nothing_alerts_the_range_with_its_reason(
     assert len(receiver.posts) == 1
 
 
+def test_a_range_left_bisecting_without_a_bisector_is_told_as_the_range(
+        client: redis.Redis, tmp_path: Path, targets: Any) -> None:
+    """A confirmer restarted without --source finds a candidate left bisecting: the
+    change is told (as the range), never dropped."""
+    where_to, receiver, _issues = targets
+    history(client, tmp_path / "p", 10, ["lab-a"])
+    reruns = LabReruns(client, {sha(10): 10_000.0, sha(11): 10_400.0}, tmp_path / "p")
+    ctx = skipped_context(client, reruns, where_to, StandInBisector(FOUND))
+    ctx.bisector = None
+    step(ctx)  # re-runs asked and decided: told as the range at once (no bisector)
+    assert [p["rbs"]["sha"] for p in receiver.posts] == [sha(11)]
+    c = watch_store.get_candidate(client, WHERE, sha(11))
+    c.state = "bisecting"  # as a confirmer with a bisector left it
+    watch_store.save_candidate(client, WHERE, c)
+    client.delete(WHERE.key("alerted"))
+    (told,) = step(ctx)
+    assert told.alert is not None and "cannot bisect" in told.alert.placed
+    assert len(receiver.posts) == 2
+
+
 def test_parent_and_child_are_never_bisected(client: redis.Redis, tmp_path: Path,
                                              targets: Any) -> None:
     where_to, _receiver, _issues = targets

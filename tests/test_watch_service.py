@@ -18,6 +18,7 @@ from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import SeriesStep
 from redis_benchmarks_spec.events.dead_letters import read_dead_letters
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.notify import watch_confirm
 from redis_benchmarks_spec.notify.watch_service import Confirmer, DeadLetters, ServiceConfig
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
@@ -135,3 +136,21 @@ def test_rbs_confirmer_refuses_bad_flags_in_one_line(redis_server: Any) -> None:
                               timeout=60, check=False)
         assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_listed_candidate_another_confirmer_moved_on_is_left_alone(
+        client: redis.Redis, redis_server: Any, tmp_path: Path, targets: Any) -> None:
+    where_to, receiver, _issues = targets
+    history(client, tmp_path / "p", 10, ["lab-a"])
+    reruns = LabReruns(client, {sha(10): 10_000.0, sha(11): 10_400.0}, tmp_path / "p")
+    ctx = context(client, reruns, where_to)
+    ctx.owner = "c1"
+    (listed,) = watch_store.candidates(client, WHERE, "candidate")
+    moved = watch_store.get_candidate(client, WHERE, listed.id)
+    moved.state = "confirming"
+    watch_store.save_candidate(client, WHERE, moved)
+    assert watch_confirm._guarded(ctx, listed, watch_confirm._ask) is None
+    watch_store.remove_candidate(client, WHERE, listed.id)
+    assert watch_confirm._guarded(ctx, listed, watch_confirm._ask) is None
+    assert reruns.asked == [] and receiver.posts == []
+    assert not client.exists(WHERE.key("lease", listed.id))  # let go either way

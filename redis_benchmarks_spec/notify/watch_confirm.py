@@ -183,7 +183,11 @@ def _guarded(ctx: ConfirmContext, c: Candidate, work: Work) -> Decided | None:
         if not watch_store.take_lease(ctx.datasink, ctx.where, c.id, ctx.owner, LEASE_S):
             return None
         try:
-            if watch_store.get_candidate(ctx.datasink, ctx.where, c.id).state != c.state:
+            try:
+                now = watch_store.get_candidate(ctx.datasink, ctx.where, c.id)
+            except (KeyError, ValueError):
+                return None  # removed or damaged since it was listed: the next scan sees it
+            if now.state != c.state:
                 return None  # another confirmer moved it on since it was listed
             return _dead_lettered(ctx, c, work)
         finally:
@@ -303,9 +307,11 @@ def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
     """Bisect a confirmed change's range on its median series; alert the commit found (the
     range, with the bisection's reason, when none was)."""
     confirmed = _confirmed(ctx, c)
-    if not confirmed or ctx.bisector is None:
-        return _reject(ctx, c, "nothing to bisect: no series confirms the change any more"
-                       if not confirmed else "no bisector to place the change")
+    if not confirmed:
+        return _reject(ctx, c, "nothing to bisect: no series confirms the change any more")
+    if ctx.bisector is None:  # e.g. a confirmer restarted without --source
+        return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]}: "
+                     "commits in between were not run, and this confirmer cannot bisect")
     s = _choose(confirmed)[1][0]
     outcome = ctx.bisector.place(c.before, c.after, s)
     n = len(outcome.commits)
