@@ -92,7 +92,7 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
         "no pull request named in the commit subject"
     lines = [f"**{title(alert)}**", "",
              f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
-             f"Previous commit `{alert.before[:10]}`; {alert.placed}.", "",
+             f"Previous benchmarked commit `{alert.before[:10]}`; {alert.placed}.", "",
              (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
               f"(`{alert.metric}`), {_interval(alert)}"),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
