@@ -19,6 +19,7 @@ a shipped suite runs (docs/real_prs.md):
 
     .venv/bin/python benchmarks/watch_replay.py                    # the long range
     .venv/bin/python benchmarks/watch_replay.py --short            # 5 commits, GEODIST only
+    .venv/bin/python benchmarks/watch_replay.py --skipped          # 6, 155acef5 not pushed
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ EXPIRE = "redis-benchmark-1Kkeys-generic-expire"
 KNOWN = {"7dfd7b91": 11521, "61c85a2b": 11552, "2d80cd78": 11541, "c3fb48da": 11602}
 LONG = ("c3fb48da~42", "c3fb48da", [GEO, EVAL, EXPIRE])
 SHORT = ("72e90695", "61c85a2b", [GEO])  # 4 commits of history, then #11552
+# a push of two commits: 4 commits of history, then 155acef5 and #11552 pushed at once, so
+# the change is confirmed across a skipped commit and bisected
+SKIPPED = ("c8181314", "61c85a2b", [GEO])
 
 
 def suites(folder: Path, names: list[str]) -> Path:
@@ -74,13 +78,15 @@ def report(summary: dict, in_range: list[str]) -> int:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--short", action="store_true", help="5 commits ending at #11552, GEODIST")
+    p.add_argument("--skipped", action="store_true",
+                   help="c8181314..61c85a2b with 155acef5 pushed with #11552: bisected")
     p.add_argument("--fingerprint-change-at", default=None, metavar="SHA")
     p.add_argument("--platforms", default="lab-a,lab-b")
     p.add_argument("--profile-requests", type=int, default=3000)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     repo = history.bare_repo()
-    first, last, names = SHORT if args.short else LONG
+    first, last, names = SKIPPED if args.skipped else SHORT if args.short else LONG
     a = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{first}^{{commit}}"],
                        capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     b = history.full_sha(repo, last)
@@ -96,6 +102,8 @@ def main() -> int:
             "--platforms", args.platforms,
             "--agent-args", (f"--profilers instructions --profile-requests "
                              f"{args.profile_requests} --test-time 2 --noise-seconds 0")]
+    if args.skipped:
+        argv += ["--skip", "155acef5"]
     if args.fingerprint_change_at:
         argv += ["--fingerprint-change-at", args.fingerprint_change_at]
     print(f"{len(in_range)} commits {a[:10]}..{b[:10]}; suites {', '.join(names)}; "

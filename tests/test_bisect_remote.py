@@ -27,12 +27,16 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions
 from redis_benchmarks_spec.bisection.agent_results import ResultRejected, event_metric
 from redis_benchmarks_spec.bisection.local import BisectPlan, Builds
 from redis_benchmarks_spec.bisection.search import Budget
+from redis_benchmarks_spec.bisection.watch_range import RangeBisector, RangeSetup
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.builder import cache as build_cache
 from redis_benchmarks_spec.builder.compile import Artifact
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.datasink.watch_store import SeriesStep
+from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.intake.trigger import RequestOptions
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
@@ -126,15 +130,31 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
                                text=True, timeout=600, check=False)
         assert spent.returncode == 1, (spent.stdout[-2000:], spent.stderr[-2000:])
         assert "budget spent" in json.loads(spent.stdout)["reason"]
+
+        # the watch's bisection of a skipped range (docs/watch.md) is this prober too
+        found = RangeBisector(RangeSetup(
+            redis.Redis.from_url(redis_server.url), StreamNames.with_prefix(prefix), repo,
+            RequestOptions(org="redis", repo_name="redis", triggering_env="bisect"),
+            Budget(pairs=3), probe_timeout_s=1200)).place(
+                shas[0], shas[-1], SeriesStep("bisect-get", "p1", VARIANT,
+                                              "instructions_per_op", 47.0))
+        assert found.first_bad == shas[2], (found.reason, found.probes)
     finally:
         codes = stop(procs)
     assert codes == [0, 0]
     broker = redis.Redis.from_url(redis_server.url)
     names = StreamNames.with_prefix(prefix)
     assert broker.xlen(names.build_failures) == 0
-    # 12 requests for the bad end, 6 per midpoint, 12 cancelled by the budget
-    assert broker.xlen(names.build_requests) == 12 + 2 * 6 + 12
+    # 12 requests for the bad end, 6 per midpoint, 12 cancelled by the budget; the same
+    # again for the range bisection (without the cancelled ones)
+    assert broker.xlen(names.build_requests) == 12 + 2 * 6 + 12 + 12 + 2 * 6
     assert broker.scard(names.cancelled) == 12
+    # every probe is detached: nothing landed in the history of the checked-out branch
+    requests = broker.xrange(names.build_requests)
+    assert all(BuildRequest.decode(f, i).branch is None for i, f in requests)
+    sink = redis.Redis.from_url(datasink.url)
+    assert sink.keys("ci.benchmarks.redis/by.branch/*") == []
+    assert sink.keys("ci.benchmarks.redis/by.hash/bisect/*")
     builder_log = (tmp_path / "builder.log").read_text()
     # no compile in this test: the first request of each commit comes from the cache, the
     # later ones reuse the artifact the builder stored in the broker

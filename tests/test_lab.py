@@ -51,12 +51,12 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr + up.stdout
         state = json.loads((lab / "lab.json").read_text())
         names = [s["name"] for s in state["services"]]
-        assert names == ["github", "api", "builder", "agent-p1", "agent-p2"]
+        assert names == ["github", "api", "builder", "agent-p1", "agent-p2", "confirmer"]
         pids = [s["pid"] for s in state["services"]]
         assert all(_alive(pid) for pid in pids)
         cpus = state["platforms"]
         assert set(cpus) == {"p1", "p2"} and not set(cpus["p1"]) & set(cpus["p2"])
-        for s in state["services"][3:]:  # each agent runs with its own --cpus
+        for s in state["services"][3:5]:  # each agent runs with its own --cpus
             argv = psutil.Process(s["pid"]).cmdline()
             platform = s["name"].removeprefix("agent-")
             assert argv[argv.index("--cpus") + 1] == ",".join(map(str, cpus[platform]))
@@ -67,11 +67,12 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
                                    timeout=10)
         assert refused.value.code == 401
         status = _rbs("lab", "status", "--dir", str(lab))
-        assert status.returncode == 0 and status.stdout.count(": running") == 5
+        assert status.returncode == 0 and status.stdout.count(": running") == 6
     finally:
         down = _rbs("lab", "down", "--dir", str(lab))
     assert down.returncode == 0, down.stderr
     assert "agent-p1: stopped" in down.stdout and "broker: stopped" in down.stdout
+    assert "confirmer: stopped" in down.stdout
     assert not any(_alive(pid) for pid in pids)
     assert not (lab / "lab.json").exists()
     again = _rbs("lab", "status", "--dir", str(lab))

@@ -45,6 +45,19 @@ def test_one_push_per_first_parent_commit_in_order(tmp_path: Path) -> None:
     assert parent_of(repo)(shas[2]) == shas[1]
 
 
+def test_a_skipped_commit_comes_with_the_next_push(tmp_path: Path) -> None:
+    repo, shas = _repo(tmp_path)
+    items = range_deliveries(repo, f"{shas[0]}..{shas[3]}", (shas[2][:9],))
+    assert [(i.payload["before"], i.payload["after"]) for i in items] == [
+        (shas[0], shas[1]), (shas[1], shas[3])]
+    for bad in (shas[3][:8], shas[0][:8], "zz12345", "abc"):  # the last, outside, not hex
+        try:
+            range_deliveries(repo, f"{shas[0]}..{shas[3]}", (bad,))
+            raise AssertionError(f"--skip {bad} accepted")
+        except DeliveryError as exc:
+            assert f"--skip {bad}" in str(exc)
+
+
 def test_a_bad_range_names_itself(tmp_path: Path) -> None:
     repo, shas = _repo(tmp_path)
     for spec in ("HEAD~2..HEAD", f"{shas[0]}", f"{shas[3]}..{shas[0]}", "--exec=x..abc1234"):
@@ -94,9 +107,11 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
     broker = redis_server.client()
     names = StreamNames("rbs")
     sha, other = "a" * 40, "b" * 40
-    for s, pr in ((other, None), (sha, None), (sha, 77)):
+    # the newest request of sha is a bisect probe (no branch): never the one copied
+    for s, pr, branch in ((other, None, "unstable"), (sha, None, "unstable"), (sha, 77, "unstable"),
+                          (sha, None, None)):
         publish(broker, names.build_requests, BuildRequest(
-            org="redis", repo="redis", branch="unstable", sha=s, commit_time_ms=1,
+            org="redis", repo="redis", branch=branch, sha=s, commit_time_ms=1,
             source=SourceLocation("git", "https://github.com/redis/redis.git"), pr=pr,
             build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"]))
     reruns = BrokerReruns(broker, names)
@@ -105,6 +120,7 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
     (row,) = broker.xrange(names.build_requests, min=entry, max=entry)
     copy = BuildRequest.decode(row[1], entry)
     assert (copy.id, copy.sha, copy.pr, copy.platforms) == (request_id, sha, None, ["lab-b"])
+    assert copy.branch == "unstable"
     assert re.fullmatch(copy.filters.tests_regexp, "t.2")
     assert not re.fullmatch(copy.filters.tests_regexp, "t-2")  # names, not patterns
     assert reruns.ended([ref]) is False  # nothing was built yet

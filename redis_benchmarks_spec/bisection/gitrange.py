@@ -51,6 +51,18 @@ def commit_range(repo: Path, good: str, bad: str) -> tuple[str, list[str]]:
     return good_sha, commits
 
 
+def first_parent_range(repo: Path, good: str, bad: str) -> tuple[str, list[str]]:
+    """The full sha of good, and the first-parent commits after it up to bad (oldest
+    first): the commits a tracked branch's pushes could have brought one by one."""
+    good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
+    commits = git(repo, "rev-list", "--reverse", "--first-parent",
+                  f"{good_sha}..{bad_sha}").split()
+    if not commits or git(repo, "rev-parse", f"{commits[0]}^") != good_sha:
+        raise BisectError(f"{bad} does not follow {good} on the first-parent line: "
+                          "nothing to bisect")
+    return good_sha, commits
+
+
 #: a squash-merged pull request's subject ends in its number: "Optimize GEODIST (#11552)"
 PR_IN_SUBJECT = re.compile(r"\(#(\d{1,7})\)\s*$")
 

@@ -3,7 +3,10 @@
 For a probe commit and ``n`` pairs, ``2n`` build requests are published the way
 ``rbs trigger`` does (:func:`intake.trigger.trigger`, one commit each, the test alone in the
 suite filter, one platform, one build variant), in the order good, probe, probe, good, ...
-A platform's agents take build events in stream order, so on one agent host the runs are
+The requests name no branch (``Selection.detached``): a probe is not a new point of the
+branch's history, so an agent watching the branch (docs/watch.md) never judges it and
+``rbs history`` of the branch never shows it. A platform's agents take build events in
+stream order, so on one agent host the runs are
 interleaved exactly as the local A/B mode interleaves them. The builder compiles each commit
 once: a later request for the same commit and variant reuses the stored artifact.
 
@@ -102,7 +105,7 @@ class RemoteProber:
     def _publish(self, sha: str) -> Triggered:
         try:
             done = trigger(self.plan.client, self.plan.names, str(self.plan.repo),
-                           Selection(commit=sha), self._options(),
+                           Selection(commit=sha, detached=True), self._options(),
                            RedisSourceStore(self.plan.source_ttl_s))
         except (TriggerError, gitsource.GitError) as exc:
             raise BisectError(f"cannot request a build of {sha[:12]}: "

@@ -5,6 +5,7 @@ alert senders of ``notify``; parsing and printing only."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -15,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from redis_benchmarks_spec.agent.watch import ENV_CHANGE_AT
+from redis_benchmarks_spec.bisection.watch_range import RangeBisector, RangeSetup
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.intake.trigger import RequestOptions
 from redis_benchmarks_spec.lab import deliveries, replay, services, watch_replay
 from redis_benchmarks_spec.lab.state import LabState, LabStateError, load, state_path
 
@@ -34,6 +37,10 @@ def add_range_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fingerprint-change-at", metavar="SHA", default=None,
                    help="with --range: the first platform's agent reports a changed host "
                         "fingerprint from this commit on (a lab the replay starts)")
+    p.add_argument("--skip", action="append", default=[], metavar="SHA",
+                   help="with --range: a commit not pushed on its own (repeatable); the next "
+                        "push brings it, as a push of several commits does, and a change "
+                        "found across it is bisected (docs/watch.md)")
     p.add_argument("--webhook-url", metavar="URL", default=None,
                    help="with --range: where alerts are POSTed as Slack-compatible JSON "
                         "(default: a local receiver writing --out/webhook.jsonl)")
@@ -45,8 +52,10 @@ def _items(args: argparse.Namespace) -> list[deliveries.Delivery]:
                          "that holds the range")
     checks.existing_dir("--source", args.source)
     try:
-        items = deliveries.range_deliveries(args.source, args.range)
+        items = deliveries.range_deliveries(args.source, args.range, tuple(args.skip))
     except deliveries.DeliveryError as exc:
+        if str(exc).startswith("--skip"):
+            raise UsageError("", str(exc)) from None
         raise UsageError(f"--range {args.range}", str(exc)) from None
     change = args.fingerprint_change_at
     if change is not None and (not re.fullmatch(r"[0-9a-f]{7,40}", change) or not any(
@@ -70,7 +79,9 @@ def _lab(args: argparse.Namespace, items: list[deliveries.Delivery]) -> tuple[La
         except LabStateError as exc:
             raise UsageError(f"--dir {args.lab_dir}", str(exc)) from None
     from redis_benchmarks_spec.cli.lab import lab_options
-    options = lab_options(args)
+    # this replay confirms in its own process (its alerts go to its own receiver): the lab
+    # it starts runs no confirmer service beside it
+    options = replace(lab_options(args), confirmer=False)
     if change is not None:
         full = next(str(i.payload["after"]) for i in items
                     if str(i.payload["after"]).startswith(change))
@@ -81,7 +92,18 @@ def _lab(args: argparse.Namespace, items: list[deliveries.Delivery]) -> tuple[La
         raise UsageError("rbs lab replay", f"the lab did not start: {exc}") from None
 
 
-def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> ConfirmContext:
+def _bisector(state: LabState, args: argparse.Namespace,
+              say: Callable[[str], None]) -> RangeBisector:
+    """Bisects a range through the lab's builder and agents (commits from ``--source``)."""
+    broker = redis.Redis.from_url(state.broker_url, socket_timeout=30)
+    request = RequestOptions(org=deliveries.ORG, repo_name=deliveries.REPO,
+                             triggering_env="bisect")
+    return RangeBisector(RangeSetup(broker, StreamNames(state.prefix), args.source, request,
+                                    probe_timeout_s=args.timeout), say)
+
+
+def _context(state: LabState, args: argparse.Namespace, webhook_url: str,
+             say: Callable[[str], None]) -> ConfirmContext:
     from redis_benchmarks_spec.notify.github_comments import GitHubConfig
     from redis_benchmarks_spec.notify.watch_alert import AlertTargets
     from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns, ConfirmContext
@@ -91,7 +113,8 @@ def _context(state: LabState, args: argparse.Namespace, webhook_url: str) -> Con
     return ConfirmContext(datasink, WHERE, AlertTargets(GitHubConfig(state.github_url, token),
                                                         webhook_url),
                           BrokerReruns(broker, StreamNames(state.prefix)),
-                          watch_replay.subject_of(args.source), watch_replay.parent_of(args.source))
+                          watch_replay.subject_of(args.source), watch_replay.parent_of(args.source),
+                          _bisector(state, args, say), owner=f"replay-{os.getpid()}")
 
 
 def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
@@ -105,8 +128,8 @@ def _settle(ctx: ConfirmContext, alerts: list[dict[str, Any]],
                 alerts.append(decided.alert.summary())
             for problem in decided.problems:
                 print(f"rbs lab replay: alert of {c.after[:10]}: {problem}", file=sys.stderr)
-        return bool(watch_store.candidates(ctx.datasink, WHERE, "candidate") or
-                    watch_store.candidates(ctx.datasink, WHERE, "confirming"))
+        return any(watch_store.candidates(ctx.datasink, WHERE, s)
+                   for s in ("candidate", "confirming", "bisecting"))
     return settle
 
 
@@ -121,11 +144,14 @@ def cmd_replay_range(args: argparse.Namespace) -> int:
         console.print(line, highlight=False, markup=False)
     receiver = None if args.webhook_url else watch_replay.WebhookLog(args.out / "webhook.jsonl")
     try:
-        ctx = _context(state, args, args.webhook_url or (receiver.url if receiver else ""))
+        ctx = _context(state, args, args.webhook_url or (receiver.url if receiver else ""), say)
         alerts: list[dict[str, Any]] = []
         client = redis.Redis.from_url(state.broker_url, socket_timeout=30)
         runs = watch_replay.send_range(state, client, items, _settle(ctx, alerts, say), say,
                                        args.timeout)
+        # a confirmer service of the lab may have told some (under its lease): from the store
+        told, seen = watch_store.alert_summaries(ctx.datasink, WHERE), {a["sha"] for a in alerts}
+        alerts += [told[r.sha] for r in runs if r.sha in told and r.sha not in seen]
         notes = [{"sha": x["sha"], "kind": x["kind"], "text": x["text"]}
                  for x in watch_store.log_lines(ctx.datasink, WHERE) if x["kind"] != "alert"]
         watch_replay.write_outputs(state, runs, alerts, notes, args.out)

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.datasink",
     "redis_benchmarks_spec.cli.platform",
     "redis_benchmarks_spec.cli.daemons",
+    "redis_benchmarks_spec.cli.confirmer",
     "redis_benchmarks_spec.cli.lab",
 ]
 

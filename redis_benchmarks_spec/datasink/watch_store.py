@@ -8,6 +8,9 @@ family ``ci.benchmarks.redis/watch/{org}/{repo}/{branch}/...``).
 - ``.../candidate-series/{id}``: hash, ``test|platform|variant|metric`` -> JSON of the
   step that series showed (two agents add theirs without a read-modify-write race).
 - ``.../alerted``: set of candidate ids already alerted: the first to add one sends it.
+- ``.../alerts``: hash, alerted commit -> JSON of the alert's summary (what was told).
+- ``.../lease/{id}``: string with a TTL, the confirmer working on a candidate now (two
+  confirmers never re-run or bisect one candidate twice).
 - ``.../log``: list of JSON lines (alerts and host-changed notes) ``rbs history`` shows.
 
 Everything read back is untrusted (anyone with datasink write access): bounded JSON, shas
@@ -30,7 +33,7 @@ PREFIX = "ci.benchmarks.redis/watch"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _NAME = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 MAX_LOG = 10_000
-STATES = ("candidate", "confirming", "confirmed", "rejected")
+STATES = ("candidate", "confirming", "bisecting", "confirmed", "rejected")
 
 
 @dataclass(frozen=True)
@@ -135,15 +138,53 @@ def get_candidate(client: redis.Redis, where: Branch, cid: str) -> Candidate:
 def _checked(c: Candidate) -> Candidate:
     if not (_SHA.match(str(c.before)) and _SHA.match(str(c.after))) or c.state not in STATES:
         raise ValueError(f"watch: candidate {c.id!r} is malformed")
+    typed = (isinstance(c.id, str) and type(c.created_ms) is int
+             and isinstance(c.reruns, list) and all(isinstance(r, str) for r in c.reruns)
+             and isinstance(c.placed_on, str) and isinstance(c.reason, str))
+    if not typed:
+        raise ValueError(f"watch: candidate {c.id!r} has a field of the wrong type")
     return c
 
 
-def candidates(client: redis.Redis, where: Branch, state: str | None = None) -> list[Candidate]:
-    """Every candidate (in the given state), oldest first."""
+@dataclass(frozen=True)
+class BadEntry:
+    """A stored candidate that cannot be read: its id, its stored text (cut), and why."""
+
+    id: str
+    raw: str
+    reason: str
+
+
+def scan_candidates(client: redis.Redis, where: Branch) -> tuple[list[Candidate], list[BadEntry]]:
+    """The readable candidates, oldest first, and the entries that are not."""
     raw: Any = client.hgetall(where.key("candidates"))
-    found = [_checked(_from(Candidate, bounded_loads(v))) for v in raw.values()]
-    return sorted((c for c in found if state is None or c.state == state),
-                  key=lambda c: c.created_ms)
+    good, bad = [], []
+    for cid, value in raw.items():
+        try:
+            c = _checked(_from(Candidate, bounded_loads(value)))
+            if c.id != _text(cid):
+                raise ValueError(f"watch: candidate stored as {_text(cid)!r} names {c.id!r}")
+            good.append(c)
+        except (ValueError, TypeError) as exc:
+            bad.append(BadEntry(_text(cid)[:200], _text(value)[:2000], str(exc)[:300]))
+    return sorted(good, key=lambda c: c.created_ms), bad
+
+
+def candidates(client: redis.Redis, where: Branch, state: str | None = None) -> list[Candidate]:
+    """Every candidate (in the given state), oldest first; ``ValueError`` when one stored
+    entry cannot be read (the confirmer service dead-letters those: :func:`scan_candidates`)."""
+    found, bad = scan_candidates(client, where)
+    if bad:
+        raise ValueError(f"watch: candidate {bad[0].id!r}: {bad[0].reason}")
+    return [c for c in found if state is None or c.state == state]
+
+
+def remove_candidate(client: redis.Redis, where: Branch, cid: str) -> None:
+    """Forget a candidate and the series that saw it (after it was dead-lettered)."""
+    pipe = client.pipeline()
+    pipe.hdel(where.key("candidates"), cid)
+    pipe.delete(where.key("candidate-series", cid))
+    pipe.execute()
 
 
 def save_candidate(client: redis.Redis, where: Branch, candidate: Candidate) -> None:
@@ -183,3 +224,32 @@ def log_lines(client: redis.Redis, where: Branch) -> list[dict[str, Any]]:
 def noted(client: redis.Redis, where: Branch, kind: str, sha: str) -> bool:
     """True the first time a (kind, sha) note is claimed (host-changed notes dedupe)."""
     return bool(client.sadd(where.key("noted"), f"{kind}:{sha}"))
+
+
+def take_lease(client: redis.Redis, where: Branch, cid: str, owner: str, ttl_s: int) -> bool:
+    """True when ``owner`` now holds the candidate's lease (it was free, or already its)."""
+    key = where.key("lease", cid)
+    if client.set(key, owner, nx=True, ex=ttl_s):
+        return True
+    return _text(client.get(key) or b"") == owner and bool(client.expire(key, ttl_s))
+
+
+def drop_lease(client: redis.Redis, where: Branch, cid: str, owner: str) -> None:
+    key = where.key("lease", cid)
+    if _text(client.get(key) or b"") == owner:
+        client.delete(key)
+
+
+def record_alert(client: redis.Redis, where: Branch, sha: str, summary: dict[str, Any]) -> None:
+    client.hset(where.key("alerts"), sha, json.dumps(summary))
+
+
+def alert_summaries(client: redis.Redis, where: Branch) -> dict[str, dict[str, Any]]:
+    """Commit -> the summary of the alert told about it (read back bounded)."""
+    raw: Any = client.hgetall(where.key("alerts"))
+    out = {}
+    for sha, value in raw.items():
+        summary = bounded_loads(value)
+        if _SHA.match(_text(sha)) and isinstance(summary, dict):
+            out[_text(sha)] = summary
+    return out

@@ -43,6 +43,9 @@ class Selection:
     branch: str | None = None
     tag: str | None = None
     last: int = 1
+    # a commit asked for apart from any branch (a bisect probe): its points are filed by
+    # commit only, never as a new point of the checked-out branch's history
+    detached: bool = False
 
     def rev(self) -> str:
         """The revision to start from."""
@@ -143,8 +146,8 @@ def trigger(client: redis.Redis, names: StreamNames, location: str, selection: S
     with gitsource.local_repo(location) as repo:
         org, repo_name = _org_repo(repo, location, options)
         picked = select_commits(repo, selection)
-        branch = selection.branch or (gitsource.current_branch(repo) if selection.commit
-                                      else None)
+        branch = None if selection.detached else selection.branch or (
+            gitsource.current_branch(repo) if selection.commit else None)
         return [_queue_one(client, names, repo, commit, _Context(org, repo_name, branch,
                                                                   selection.tag, options), store)
                 for commit in picked]

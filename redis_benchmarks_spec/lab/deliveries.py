@@ -132,10 +132,16 @@ def first_parent_commits(git_dir: Path, spec: str) -> list[str]:
     return out
 
 
-def range_deliveries(git_dir: Path, spec: str) -> list[Delivery]:
+def range_deliveries(git_dir: Path, spec: str, skip: tuple[str, ...] = ()) -> list[Delivery]:
     """Tracked-branch mode (``--range A..B``): one ``push`` per first-parent commit of
-    ``A..B``, in order, each naming the commit before it as ``before``."""
+    ``A..B``, in order, each naming the commit pushed before it as ``before``. A commit of
+    ``skip`` (sha prefixes) is not pushed: the next push brings it with its own commit, as a
+    push of several commits at once does (its ``before`` is the last pushed commit)."""
     commits = first_parent_commits(git_dir, spec)
+    for prefix in skip:
+        if not re.fullmatch(r"[0-9a-f]{7,40}", prefix) or \
+                not any(c.startswith(prefix) for c in commits[:-1]):
+            raise DeliveryError(f"--skip {prefix}: not a commit of {spec} before its last")
     try:
         before = gitsource.git(git_dir, "rev-parse", "--verify", "--end-of-options",
                                f"{commits[0]}^").decode().strip()
@@ -143,6 +149,8 @@ def range_deliveries(git_dir: Path, spec: str) -> list[Delivery]:
         before = "0" * 40  # the range starts at a root commit
     out = []
     for n, sha in enumerate(commits, 1):
+        if any(sha.startswith(prefix) for prefix in skip):
+            continue
         out.append(Delivery("push", push_payload(before, sha), f"{n:03d}-{sha[:10]}"))
         before = sha
     return out

@@ -77,6 +77,9 @@ class LabOptions:
     metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
     # more environment for one platform's agent (the watch's RBS_FINGERPRINT_CHANGE_AT)
     platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the standing confirmer of the watched branch (docs/watch.md); a replay that confirms
+    # in its own process starts its lab without it
+    confirmer: bool = True
 
 
 def rbs_argv() -> list[str]:
@@ -130,7 +133,8 @@ def _server(root: Path, name: str) -> str:
 
 
 def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tuple[str, list[str]]]:
-    """(name, argv) of the api, the builder and each agent, as docs/services.md runs them."""
+    """(name, argv) of the api, the builder, each agent and the confirmer, as
+    docs/services.md runs them."""
     root, rbs = options.root, rbs_argv()
     cache = (options.build_cache or root).resolve()
     common = ["--broker", state.broker_url, "--stream-prefix", options.prefix]
@@ -158,6 +162,11 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
             "--platform-config", str(root / "platforms" / f"{platform}.yml"),
             "--watch-branch", "unstable",  # docs/watch.md
             *options.agent_args]))
+    if options.confirmer:  # alerts as issues of the GitHub stand-in (token from the env)
+        specs.append(("confirmer", [
+            *rbs, "confirmer", *common, "--datasink", state.datasink_url, "--repo", LAB_REPOS,
+            "--branch", "unstable", "--source", str(options.source),
+            "--consumer", "confirmer-lab", "--interval", "2"]))
     return specs
 
 

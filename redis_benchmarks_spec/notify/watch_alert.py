@@ -92,7 +92,7 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
         "no pull request named in the commit subject"
     lines = [f"**{title(alert)}**", "",
              f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
-             f"Previous commit `{alert.before[:10]}`; {alert.placed}.", "",
+             f"Previous benchmarked commit `{alert.before[:10]}`; {alert.placed}.", "",
              (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
               f"(`{alert.metric}`), {_interval(alert)}"),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
@@ -147,6 +147,7 @@ def send(client: redis.Redis, where: Branch, alert: Alert, targets: AlertTargets
     if not watch_store.claim_alert(client, where, alert.sha):
         return []
     problems = []
+    watch_store.record_alert(client, where, alert.sha, alert.summary())
     watch_store.add_log(client, where, "alert", alert.sha,
                         f"{title(alert)}: {len(alert.tests)} test(s) on "
                         f"{', '.join(alert.platforms)}, {_interval(alert)}")

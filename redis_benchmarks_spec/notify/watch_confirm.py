@@ -9,18 +9,26 @@ judged on all its points of the two commits (the first runs and the re-runs,
 again with the same sign, at least half its size and an interval that excludes zero.
 
 A confirmed change whose two commits are parent and child is placed on the child. When
-commits lie between them (the branch was pushed several commits at once), the range is
-said in the alert and the candidate keeps the range (bisecting it with
-``bisection.remote`` is not wired in yet; docs/watch.md).
+commits lie between them (the branch was pushed several commits at once), the candidate
+goes to ``bisecting`` and the next step hands the range to the context's :class:`Bisector`
+(``bisection.watch_range``: ``rbs bisect``'s search through the builder and agents, on the
+series that confirmed it); the alert names the commit it found, and the range with the
+bisection's reason when it found none. Without a bisector the alert says the range.
+
+Several confirmers may step one branch (the ``rbs confirmer`` service, a replay): a context
+with an ``owner`` works on a candidate only under its lease. A context with a
+``dead_letter`` sink (the service's) hands it each stored candidate that cannot be read or
+handled, with the reason, and goes on with the others; without one the error is raised.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +38,7 @@ from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, confirm, kind_o
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
 from redis_benchmarks_spec.datasink import run_reader, watch_store
-from redis_benchmarks_spec.datasink.watch_store import Branch, Candidate, SeriesStep
+from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
@@ -66,7 +74,8 @@ class BrokerReruns:
                 request = BuildRequest.decode(fields, entry_id)
             except (ValueError, TypeError, KeyError):
                 continue
-            if request.sha == sha and request.pr is None:
+            # a bisect probe of the commit names no branch: never what brought it to one
+            if request.sha == sha and request.pr is None and request.branch is not None:
                 return request
         raise LookupError(f"no build request of {sha[:10]} in the last {SCAN_REQUESTS}")
 
@@ -91,6 +100,20 @@ class BrokerReruns:
         return follower.finished()
 
 
+class Bisected(Protocol):
+    """What a bisection of a range says (``bisection.search.BisectOutcome`` is one)."""
+
+    commits: list[str]
+    first_bad: str | None
+    reason: str
+
+
+class Bisector(Protocol):
+    """Places a confirmed change between ``before`` and ``after`` on one commit."""
+
+    def place(self, before: str, after: str, series: SeriesStep) -> Bisected: ...
+
+
 @dataclass
 class ConfirmContext:
     """What the confirmer reads and where it tells."""
@@ -101,6 +124,11 @@ class ConfirmContext:
     reruns: Reruns
     subject_of: Callable[[str], str]  # a commit's subject line ("" when unknown)
     parent_of: Callable[[str], str | None]  # a commit's first parent (None when unknown)
+    bisector: Bisector | None = None  # places a change found across skipped commits
+    # where an entry that cannot be handled ends (the service: the dead-letter stream);
+    # None: its error is raised
+    dead_letter: Callable[[BadEntry], None] | None = None
+    owner: str = ""  # this confirmer's name: work on a candidate only under its lease
 
 
 @dataclass
@@ -112,24 +140,88 @@ class Decided:
     problems: tuple[str, ...] = ()
 
 
+#: what a bad stored entry raises (malformed JSON or fields, a key of the wrong type)
+ENTRY_ERRORS = (ValueError, TypeError, KeyError, LookupError, AttributeError,
+                redis.ResponseError)
+
+
+#: how long a confirmer holds a candidate it works on (a bisection included) before
+#: another may take it over (its holder died)
+LEASE_S = 7 * 3600
+
+
 def step(ctx: ConfirmContext) -> list[Decided]:
-    """Ask for the re-runs of new candidates; decide those whose re-runs ended."""
+    """Ask for the re-runs of new candidates; decide those whose re-runs ended; bisect
+    confirmed ones whose commits are not parent and child."""
     out: list[Decided] = []
-    for c in watch_store.candidates(ctx.datasink, ctx.where, "candidate"):
-        steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
-        tests = sorted({s.test for s in steps})
-        platforms = sorted({s.platform for s in steps})
-        try:
-            c.reruns = [ctx.reruns.request(sha, tests, platforms) for sha in (c.before, c.after)]
-            c.state = "confirming"
-        except LookupError as exc:
-            c.state, c.reason = "rejected", f"cannot re-run: {exc}"
-        watch_store.save_candidate(ctx.datasink, ctx.where, c)
-        out.append(Decided(c))
-    for c in watch_store.candidates(ctx.datasink, ctx.where, "confirming"):
-        if ctx.reruns.ended(c.reruns):
-            out.append(decide(ctx, c))
+    for state, work in (("candidate", _ask), ("confirming", _decide_ended),
+                        ("bisecting", bisect)):
+        for c in _pending(ctx, state):
+            done = _guarded(ctx, c, work)
+            if done is not None:
+                out.append(done)
     return out
+
+
+def _pending(ctx: ConfirmContext, state: str) -> list[Candidate]:
+    if ctx.dead_letter is None:
+        return watch_store.candidates(ctx.datasink, ctx.where, state)
+    good, bad = watch_store.scan_candidates(ctx.datasink, ctx.where)
+    for entry in bad:
+        ctx.dead_letter(entry)
+    return [c for c in good if c.state == state]
+
+
+Work = Callable[["ConfirmContext", Candidate], "Decided | None"]
+
+
+def _guarded(ctx: ConfirmContext, c: Candidate, work: Work) -> Decided | None:
+    """``work`` on one candidate under its lease (when the context names an owner: None
+    when another confirmer holds it or moved it on); with a dead-letter sink, a candidate
+    whose stored data breaks ``work`` is dead-lettered with the reason."""
+    if ctx.owner:
+        if not watch_store.take_lease(ctx.datasink, ctx.where, c.id, ctx.owner, LEASE_S):
+            return None
+        try:
+            try:
+                now = watch_store.get_candidate(ctx.datasink, ctx.where, c.id)
+            except (KeyError, ValueError):
+                return None  # removed or damaged since it was listed: the next scan sees it
+            if now.state != c.state:
+                return None  # another confirmer moved it on since it was listed
+            return _dead_lettered(ctx, c, work)
+        finally:
+            watch_store.drop_lease(ctx.datasink, ctx.where, c.id, ctx.owner)
+    return _dead_lettered(ctx, c, work)
+
+
+def _dead_lettered(ctx: ConfirmContext, c: Candidate, work: Work) -> Decided | None:
+    if ctx.dead_letter is None:
+        return work(ctx, c)
+    try:
+        return work(ctx, c)
+    except ENTRY_ERRORS as exc:
+        reason = f"{c.state}: {type(exc).__name__}: {exc}"[:300]
+        ctx.dead_letter(BadEntry(c.id, json.dumps(asdict(c))[:2000], reason))
+        return Decided(c, problems=(f"dead-lettered: {reason}",))
+
+
+def _decide_ended(ctx: ConfirmContext, c: Candidate) -> Decided | None:
+    return decide(ctx, c) if ctx.reruns.ended(c.reruns) else None
+
+
+def _ask(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Ask for the re-runs of a new candidate's two commits."""
+    steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
+    tests = sorted({s.test for s in steps})
+    platforms = sorted({s.platform for s in steps})
+    try:
+        c.reruns = [ctx.reruns.request(sha, tests, platforms) for sha in (c.before, c.after)]
+        c.state = "confirming"
+    except LookupError as exc:
+        c.state, c.reason = "rejected", f"cannot re-run: {exc}"
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    return Decided(c)
 
 
 def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
@@ -166,29 +258,81 @@ def _judge(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> tuple[Any, ...] 
     return (ok, change, low, high, points, statistics.median(before) if before else 0.0)
 
 
-def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
-    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one."""
-    confirmed = []
+Confirmed = tuple[SeriesStep, float, Any, Any, list[HistoryPoint], float]
+
+
+def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[Confirmed]:
+    """(series, change, low, high, points, base) of each series that shows ``c`` again."""
+    out = []
     for s in watch_store.series_steps(ctx.datasink, ctx.where, c.id):
         judged = _judge(ctx, c, s)
         if judged is not None and judged[0]:
-            confirmed.append((s, *judged[1:]))
+            out.append((s, *judged[1:]))
+    return out
+
+
+def _choose(confirmed: list[Confirmed]) -> tuple[list[Confirmed], Confirmed]:
+    """The series the alert speaks for (instruction counts when any confirmed) and the
+    median one of them, whose size is told."""
+    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
+    chosen = sorted(counts or confirmed, key=lambda x: x[1])
+    return chosen, chosen[len(chosen) // 2]
+
+
+def _reject(ctx: ConfirmContext, c: Candidate, reason: str) -> Decided:
+    c.state, c.reason = "rejected", reason
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    return Decided(c)
+
+
+def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one
+    (or hand it to the bisector when commits lie between its two)."""
+    confirmed = _confirmed(ctx, c)
     if not confirmed:
-        c.state, c.reason = "rejected", "the re-runs did not show the step again"
+        return _reject(ctx, c, "the re-runs did not show the step again")
+    if ctx.parent_of(c.after) == c.before:
+        return _tell(ctx, c, confirmed, c.after,
+                     "placed on this commit (its parent is the previous point)")
+    if ctx.bisector is not None:
+        c.state = "bisecting"
+        c.reason = f"{len(confirmed)} series confirmed; commits in between were not run"
         watch_store.save_candidate(ctx.datasink, ctx.where, c)
         return Decided(c)
-    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
-    chosen = counts or confirmed
-    chosen.sort(key=lambda x: x[1])
-    s, change, low, high, points, base = chosen[len(chosen) // 2]  # the median series
-    parent = ctx.parent_of(c.after)
-    placed = "placed on this commit (its parent is the previous point)" if parent == c.before \
-        else f"between {c.before[:10]} and {c.after[:10]}: commits in between were not run"
-    c.state, c.placed_on = "confirmed", c.after if parent == c.before else ""
+    return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]}: "
+                 "commits in between were not run")
+
+
+def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
+    """Bisect a confirmed change's range on its median series; alert the commit found (the
+    range, with the bisection's reason, when none was)."""
+    confirmed = _confirmed(ctx, c)
+    if not confirmed:
+        return _reject(ctx, c, "nothing to bisect: no series confirms the change any more")
+    if ctx.bisector is None:  # e.g. a confirmer restarted without --source
+        return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]}: "
+                     "commits in between were not run, and this confirmer cannot bisect")
+    s = _choose(confirmed)[1][0]
+    outcome = ctx.bisector.place(c.before, c.after, s)
+    n = len(outcome.commits)
+    if outcome.first_bad:
+        return _tell(ctx, c, confirmed, outcome.first_bad,
+                     f"bisected: the first of the {n} commits after {c.before[:10]} up to "
+                     f"{c.after[:10]} that carries the change ({s.test} on {s.platform})")
+    return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]} "
+                 f"({n} commits): the bisection did not place it: {outcome.reason[:300]}")
+
+
+def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_on: str,
+          placed: str) -> Decided:
+    """Mark ``c`` confirmed (on ``placed_on``, '' for the range) and send its alert."""
+    chosen, (s, change, low, high, points, base) = _choose(confirmed)
+    c.state, c.placed_on = "confirmed", placed_on
     c.reason = f"{len(confirmed)} series confirmed"
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
-    subject = ctx.subject_of(c.after)
-    alert = Alert(c.after, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
+    sha = placed_on or c.after
+    subject = ctx.subject_of(sha)
+    alert = Alert(sha, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
                   sorted({x[0].platform for x in chosen}), s.metric, round(change, 3),
                   None if low is None else round(low, 3),
                   None if high is None else round(high, 3),
