@@ -12,6 +12,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, order, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
@@ -33,8 +34,7 @@ def test_order_is_abba() -> None:
 
 def test_runs_alternate_with_fresh_servers_and_pair_by_repetition(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     server = shutil.which("redis-server") or ""
     config = ABConfig(
         session=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"),
@@ -60,8 +60,7 @@ def test_runs_alternate_with_fresh_servers_and_pair_by_repetition(tmp_path: Path
 
 def test_cli_ab_prints_paired_report(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     server = shutil.which("redis-server") or ""
     out = subprocess.run(
         [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.datasink.embedded import locate_binaries
+from tests.cli import write_suite
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
@@ -31,7 +32,7 @@ exporter:
 def _ab(tmp_path: Path, comparison: str, *extra: str) -> subprocess.CompletedProcess[str]:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "sides-get.yml").write_text(SUITE)
+    write_suite(suites, "sides-get", SUITE)
     server = shutil.which("redis-server") or "redis-server"
     return subprocess.run(
         [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),

@@ -38,6 +38,7 @@ from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.config import SessionConfig
+from tests.cli import write_suite
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, system_artifact
@@ -100,8 +101,7 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     writes the HTML report (under ``tmp_path/reports``)."""
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    write_suite(suites, "s", SUITE.format(name="ab-set", n=2000))
     broker = redis_server.client()
     pushed = Pushed(sink)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
@@ -279,8 +279,7 @@ def test_a_stop_in_the_middle_of_the_ab_leaves_the_event_pending_then_it_resumes
         redis_server, tmp_path: Path, client: redis.Redis) -> None:
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    write_suite(suites, "s", SUITE.format(name="ab-set", n=2000))
     broker, pushed = redis_server.client(), Pushed(client)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
                          work_dir=tmp_path / "work", results_dir=tmp_path / "results",

@@ -16,6 +16,7 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
@@ -57,8 +58,7 @@ def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path:
     variants.mkdir()
     (variants / "default.yml").write_text(tiny_variant_yaml(VARIANT, ""))
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name=test, n=2000))
+    write_suite(suites, "s", SUITE.format(name=test, n=2000))
     common = ["--broker", redis_server.url, "--stream-prefix", prefix, "--block-ms", "300"]
     procs = [daemon(tmp_path, "builder", "builder", *common, "--consumer", "b1",
                     "--build-variants-dir", str(variants), "--work-dir", str(tmp_path / "b"))]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bisect_fixtures import BUSY_LOOP, RBS, SLEEP, WORK, make_history, write_suite
+from tests.bisect_fixtures import BUSY_LOOP, RBS, SLEEP, WORK, bisect_suites, make_history
 
 
 def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str
@@ -28,7 +28,7 @@ def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str
 @pytest.mark.timeout(3600)  # a first full build takes ~10 min on a loaded 2-core VM
 def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", SLEEP)
-    proc = _bisect(repo, shas, write_suite(tmp_path / "suites"), "--metric", "throughput")
+    proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "throughput")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     assert data["first_bad"] == shas[2], data
@@ -46,7 +46,7 @@ def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_bisect_on_instruction_counts_finds_a_busy_loop(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", BUSY_LOOP)
-    proc = _bisect(repo, shas, write_suite(tmp_path / "suites"), "--metric", "auto",
+    proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "auto",
                    "--profile-requests", "3000")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)

@@ -29,6 +29,7 @@ from redis_benchmarks_spec.runner.ab import ABConfig, Pace, Side, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from tests.bisect_fixtures import GIT_ENV
+from tests.cli import write_suite
 
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
@@ -76,8 +77,7 @@ def _history(root: Path) -> tuple[Path, list[str]]:
 def test_bisect_reports_each_step_and_names_the_pull_request(tmp_path: Path) -> None:
     repo, shas = _history(tmp_path)
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "bisect-set.yml").write_text(SUITE)
+    write_suite(suites, "bisect-set", SUITE)
     done = subprocess.run(
         [RBS, "bisect", "--local", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1],
          "--test", "bisect-set", "--suites-dir", str(suites), "--work-dir",
@@ -179,8 +179,7 @@ def test_a_probe_that_cannot_finish_in_the_budget_is_not_started() -> None:
 
 def test_no_pair_starts_that_would_end_after_the_deadline(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "bisect-set.yml").write_text(SUITE)
+    write_suite(suites, "bisect-set", SUITE)
     server = shutil.which("redis-server") or ""
     config = ABConfig(session=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"),
                       baseline=Side("baseline", server), comparison=Side("comparison", server),

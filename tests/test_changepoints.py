@@ -23,6 +23,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 
 METRIC = "ALL_STATS.Totals.Ops/sec"
@@ -90,7 +91,7 @@ def _real_history(tmp_path: Path, client: redis.Redis) -> None:
     suites_dir = tmp_path / "suites"
     suites_dir.mkdir()
     for command in ("set", "get"):
-        (suites_dir / f"{command}.yml").write_text(SUITE.format(command=command))
+        write_suite(suites_dir, command, SUITE.format(command=command))
     suites = {s.name: s for s in load_catalog(suites_dir).suites}
     base = SessionConfig(tools=ToolPaths(redis_server=shutil.which("redis-server")),
                          results_dir=tmp_path / "out")

@@ -13,6 +13,7 @@ import pytest
 
 from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common import tools as common_tools
+from tests.cli import write_suite
 from tests.conftest import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,8 +47,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], *needles
 @pytest.fixture
 def suites(tmp_path: Path) -> Path:
     directory = tmp_path / "suites"
-    directory.mkdir()
-    (directory / "s-set.yml").write_text(SUITE.format(name="s-set", tool="redis-benchmark"))
+    write_suite(directory, "s-set", SUITE.format(name="s-set", tool="redis-benchmark"))
     return directory
 
 
@@ -95,8 +95,8 @@ def test_run_refuses_when_every_test_would_be_skipped(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # memtier issues GET as well by default (else a warning line, on stderr since issue 23)
-    (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark")
-                                      .replace("[set]", "[set, get]"))
+    write_suite(suites, "s-set", SUITE.format(name="s-set", tool="memtier_benchmark")
+                                 .replace("[set]", "[set, get]"))
     env_path = os.environ["PATH"]
     monkeypatch.setenv("PATH", os.pathsep.join(
         p for p in env_path.split(os.pathsep) if not (Path(p) / "memtier_benchmark").exists()))

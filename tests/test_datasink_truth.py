@@ -14,6 +14,7 @@ from redis_benchmarks_spec.common.ports import owns_port
 from redis_benchmarks_spec.datasink import embedded
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
+from tests.cli import write_suite
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import ensure_libssl
 
@@ -111,8 +112,7 @@ def test_run_push_uses_the_documents_in_memory(sink_dir: Path, tmp_path: Path) -
     from redis_benchmarks_spec.suites.catalog import load_catalog
 
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "mem-set.yml").write_text(
+    write_suite(suites, "mem-set",
         "version: 0.4\nname: mem-set\ntested-groups: [string]\ntested-commands: [set]\n"
         "redis-topologies: [oss-standalone]\nclientconfig:\n  tool: redis-benchmark\n"
         "  arguments: -n 2000 -t set\nexporter:\n  redistimeseries:\n    metrics:\n"

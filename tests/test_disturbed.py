@@ -29,6 +29,7 @@ from redis_benchmarks_spec.telemetry.cpu import (
     SaturationThresholds,
     is_disturbed,
 )
+from tests.cli import write_suite
 
 INSTRUCTIONS = "instructions_per_op"
 
@@ -48,7 +49,7 @@ exporter:
 def _run(tmp_path: Path, out: str) -> RunResult:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     proc = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
                            str(tmp_path / out), "--topology", "oss-standalone",
                            "--test-time", "4", "--no-datasink"],

@@ -40,6 +40,7 @@ from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, recor
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
 from redis_benchmarks_spec.pullrequest.state import PrInfo, save_info
+from tests.cli import write_suite
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import (
@@ -69,7 +70,7 @@ def suites(tmp_path: Path, n: int = 1000) -> Path:
     d = tmp_path / "suites"
     d.mkdir(exist_ok=True)
     for test in TESTS:
-        (d / f"{test}.yml").write_text(SUITE.format(name=test, n=n))
+        write_suite(d, test, SUITE.format(name=test, n=n))
     return d
 
 

@@ -12,6 +12,7 @@ import redis
 from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.store import find_result_files, push_results_dir
 from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -36,8 +37,7 @@ exporter:
 def test_ab_results_are_apart_labelled_and_refused_by_push(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: redis.Redis) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "ab-set.yml").write_text(SUITE)
+    write_suite(suites, "ab-set", SUITE)
     monkeypatch.chdir(tmp_path)
     server = shutil.which("redis-server")
     assert server

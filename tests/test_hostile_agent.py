@@ -18,6 +18,7 @@ from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.events.messages import RunStatus, SuiteFilters, encode_value
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, record_statuses
+from tests.cli import write_suite
 from tests.datasink_fixtures import (
     datasink_fixture,  # noqa: F401  (registers the fixture)
     make_result,
@@ -48,7 +49,7 @@ def start_agent(redis_server, names: StreamNames, tmp_path: Path, consumer: str 
                 datasink_url: str | None = None) -> Daemon:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "s.yml").write_text(SUITE.format(name="hostile-set", n=1000))
+    write_suite(suites, "s", SUITE.format(name="hostile-set", n=1000))
     argv = ["agent", "--broker", redis_server.url, "--stream-prefix", names.prefix,
             "--platform", "p1", "--consumer", consumer, "--block-ms", "200",
             "--suites-dir", str(suites), "--work-dir", str(tmp_path / "area" / "work"),

@@ -15,6 +15,7 @@ from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult
 from tests.browser import Rendered, blank, plots_of, render
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     client_fixture,
     datasink_fixture,
@@ -65,8 +66,7 @@ def test_compare_html_renders_every_plot(tmp_path: Path) -> None:
 
 def test_a_b_session_report(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(AB_SUITE)
+    write_suite(suites, "s", AB_SUITE)
     server = shutil.which("redis-server") or ""
     page = tmp_path / "ab.html"
     run = subprocess.run(

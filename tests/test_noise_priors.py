@@ -23,6 +23,7 @@ from redis_benchmarks_spec.analysis.compare import (
 )
 from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.inputs.noise_file import NoiseBookError, load, save
+from tests.cli import write_suite
 
 INSTR = "instructions_per_op"
 RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
@@ -114,8 +115,7 @@ def test_the_noise_book_pools_sessions_and_names_a_broken_file(tmp_path: Path) -
 @pytest.mark.slow
 def test_a_real_a_a_session_records_its_instruction_spread(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "g.yml").write_text("""
+    write_suite(suites, "g", """
 name: aa-get
 tested-commands: [get]
 clientconfig:

@@ -19,6 +19,7 @@ from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from tests.browser import blank, plots_of, render
+from tests.cli import write_suite
 from tests.datasink_fixtures import METRICS, datasink_fixture, make_result  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, git
@@ -82,7 +83,7 @@ def test_labelled_pr_gets_one_comment_edited_per_platform(redis_server, tmp_path
     suites.mkdir()
     (variants / "default.yml").write_text("id: '" + VARIANT + "'\nos: debian-bookworm\n"
                                           "arch: amd64\ncompiler: gcc\ncpp_compiler: g++\n")
-    (suites / "s.yml").write_text(SUITE.format(name=test, n=2000))
+    write_suite(suites, "s", SUITE.format(name=test, n=2000))
     _baseline(datasink, test)
     api_port = free_port()
     with GitHubStandIn(TOKEN) as gh:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import write_suite
+
 REPO = Path(__file__).resolve().parents[1]
 RBS = str(REPO / ".venv" / "bin" / "rbs")
 SUITE = """
@@ -36,8 +38,7 @@ exporter:
 @pytest.mark.slow
 def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "instr-ab-set.yml").write_text(SUITE)
+    write_suite(suites, "instr-ab-set", SUITE)
     server = shutil.which("redis-server") or "redis-server"
     argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
             "--instructions-method", "callgrind", "--profile-requests", "5000",
@@ -70,8 +71,7 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_ab_with_perf_record_draws_a_differential_flame_graph(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "instr-ab-set.yml").write_text(SUITE.replace("-n 1000000", "-n 200000"))
+    write_suite(suites, "instr-ab-set", SUITE.replace("-n 1000000", "-n 200000"))
     server = shutil.which("redis-server") or "redis-server"
     argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "perf-record",
             "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,

@@ -11,6 +11,7 @@ import pytest
 from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
 from redis_benchmarks_spec.telemetry.profilers.registry import conflict
+from tests.cli import write_suite
 
 SUITE = """version: 0.4
 name: {name}
@@ -33,7 +34,7 @@ exporter:
 
 def _suites(folder: Path, name: str, args: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yml").write_text(SUITE.format(name=name, args=args))
+    write_suite(folder, name, SUITE.format(name=name, args=args))
     return folder
 
 

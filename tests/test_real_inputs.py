@@ -29,6 +29,7 @@ from redis_benchmarks_spec.notify.pr_body import queued_body
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerSpec, ServerStartError
 from redis_benchmarks_spec.suites.validate import validate_catalog
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     TEST_NAME,
@@ -179,7 +180,7 @@ def run_suites(tmp_path: Path, files: dict[str, str]) -> tuple[subprocess.Comple
     suites = tmp_path / "suites"
     suites.mkdir()
     for name, text in files.items():
-        (suites / f"{name}.yml").write_text(text)
+        write_suite(suites, name, text)
     done = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
                            str(tmp_path / "results"), "--no-datasink"], capture_output=True,
                           text=True, timeout=300, check=False)
@@ -235,6 +236,6 @@ def test_a_server_refusing_the_runner_fails_at_once_saying_so(tmp_path: Path) ->
 
 def test_a_suite_that_leaves_no_way_in_is_rejected(tmp_path: Path) -> None:
     text = ACL_USER.replace("    - ACL SETUSER bench on >bench-pw ~* &* +@all\n", "")
-    (tmp_path / "auth-acl.yml").write_text(text)
+    write_suite(tmp_path, "auth-acl", text)
     [rejected] = validate_catalog(tmp_path).rejected
     assert rejected.reason.startswith("dbconfig.init_commands: no way to connect")

@@ -25,6 +25,7 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator, device_interrupts, p
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 from tests.procs import descendants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ PRELOAD_1000 = """  preload_tool:
 
 
 def suite(directory: Path, name: str, args: str, command: str, dbextra: str = "") -> None:
-    (directory / f"{name}.yml").write_text(
+    write_suite(directory, name,
         SUITE.format(name=name, args=args, command=command, dbextra=dbextra))
 
 
@@ -136,9 +137,8 @@ def test_failures_are_reported_and_the_run_goes_on(tmp_path: Path) -> None:
 
 def test_missing_tool_is_skipped_with_reason(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "m.yml").write_text("name: m\ntested-commands: [get]\nclientconfig:\n"
-                                  "  tool: memtier_benchmark\n  arguments: --test-time 1\n")
+    write_suite(suites, "m", "name: m\ntested-commands: [get]\nclientconfig:\n"
+                             "  tool: memtier_benchmark\n  arguments: --test-time 1\n")
     suite(suites, "s", "-n 1000 -t set", "set")
     # a path that is not there stands for a missing tool, whether or not one is on PATH
     config = SessionConfig(tools=ToolPaths(memtier="/nonexistent/memtier_benchmark"),

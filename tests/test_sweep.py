@@ -16,6 +16,7 @@ from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.sweep import SweepError, parse_sweep, swept_arguments
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401
     client_fixture,
     datasink_fixture,
@@ -110,8 +111,7 @@ def test_swept_series_get_their_own_key_and_labels(client: redis.Redis) -> None:
 
 def test_real_sweep_of_clients(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     out = subprocess.run(
         [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
          "--no-datasink", "--sweep", "clients=1,8,64"],
