@@ -12,7 +12,6 @@ from pathlib import Path
 from tests.cli import write_suite
 
 REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 WORK = REPO / ".cache" / "bisect-test"
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",

@@ -14,15 +14,13 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
-from tests.cli import write_suite
+from tests.cli import RBS, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
 )
 from tests.pipeline_fixtures import SUITE, publish_event
 from tests.procs import descendants
-
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 
 
 def start_agent(tmp: Path, broker: str, sink: str, prefix: str, consumer: str,

@@ -11,17 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.bisect_fixtures import BUSY_LOOP, RBS, SLEEP, WORK, bisect_suites, make_history
+from tests.bisect_fixtures import BUSY_LOOP, SLEEP, WORK, bisect_suites, make_history
+from tests.cli import rbs
 
 
 def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [RBS, "bisect", "--local", "--repo", str(repo),
-         "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
-         "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions", "3",
-         "--format", "json", *extra],
-        capture_output=True, text=True, timeout=3000, check=False)
+    return rbs("bisect", "--local", "--repo", str(repo),
+               "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
+               "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions", "3",
+               "--format", "json", *extra, timeout=3000)
 
 
 @pytest.mark.slow
@@ -69,9 +68,8 @@ def test_bisect_usage_errors(tmp_path: Path) -> None:
          "--platform"),
     ]
     for extra, flag in cases:
-        proc = subprocess.run([RBS, "bisect", "--good", "a", "--bad", "b", "--test", "x",
-                               *extra], capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = rbs("bisect", "--good", "a", "--bad", "b", "--test", "x",
+                   *extra, timeout=60)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert flag in proc.stderr and "Traceback" not in proc.stderr, (extra, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) <= 2, proc.stderr

@@ -36,7 +36,8 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
-from tests.bisect_fixtures import BUSY_LOOP, RBS, VARIANT, WORK, bisect_suites, make_history
+from tests.bisect_fixtures import BUSY_LOOP, VARIANT, WORK, bisect_suites, make_history
+from tests.cli import RBS
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 
 SHA = "a" * 40

@@ -13,11 +13,9 @@ import pytest
 
 from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common import tools as common_tools
-from tests.cli import write_suite
+from tests.cli import rbs, write_suite
 from tests.conftest import RedisServer
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 DOWN = "redis://127.0.0.1:1"  # port 1: nothing listens there
 
 SUITE = """version: 0.4
@@ -145,12 +143,10 @@ def test_pipeline_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 def test_parse_errors_and_the_installed_entry_point(tmp_path: Path) -> None:
-    out = subprocess.run([RBS, "run", "--tests-regexp", "set(", "--no-datasink", "-v"],
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = rbs("run", "--tests-regexp", "set(", "--no-datasink", "-v", timeout=60)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
-    bad = subprocess.run([RBS, "compare", "--noise-floor", "x"], capture_output=True,
-                         text=True, timeout=60, check=False)
+    bad = rbs("compare", "--noise-floor", "x", timeout=60)
     assert bad.returncode == 2 and "--noise-floor" in bad.stderr
     assert "Traceback" not in bad.stderr
 

@@ -11,9 +11,8 @@ import pytest
 
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.yaml_safe import YamlRejected, loads
-from tests.cli import write_suite
+from tests.cli import RBS, rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 GOOD = """\
 version: 0.4
 name: {name}
@@ -77,9 +76,8 @@ def test_lint_reports_each_file_in_bounded_memory(tmp_path: Path) -> None:
 def test_rbs_run_never_writes_outside_results_dir(tmp_path: Path) -> None:
     d = hostile_dir(tmp_path)
     results = tmp_path / "area" / "results"
-    done = subprocess.run([RBS, "run", "--suites-dir", str(d), "--results-dir", str(results),
-                           "--no-datasink", "--tests-regexp", ".*escape.*"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = rbs("run", "--suites-dir", str(d), "--results-dir", str(results),
+               "--no-datasink", "--tests-regexp", ".*escape.*", timeout=120)
     assert "Traceback" not in done.stdout + done.stderr
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "area" / "escaped").exists()
     assert not Path("/tmp/absolute-escape").exists()

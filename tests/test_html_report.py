@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,13 @@ from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult
 from tests.browser import Rendered, blank, plots_of, render
-from tests.cli import write_suite
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     client_fixture,
     datasink_fixture,
 )
 from tests.report_fixtures import BASE_SHA, COMP_SHA, TESTS, two_sides
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 AB_SUITE = """
 name: html-ab-set
 tested-commands: [set]
@@ -69,11 +67,10 @@ def test_a_b_session_report(tmp_path: Path) -> None:
     write_suite(suites, "s", AB_SUITE)
     server = shutil.which("redis-server") or ""
     page = tmp_path / "ab.html"
-    run = subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites),
-         "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
-         "--comparison-server", server, "--repetitions", "3", "--no-datasink",
-         "--html", str(page)], capture_output=True, text=True, timeout=300, check=False)
+    run = rbs("run", "--suites-dir", str(suites),
+              "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
+              "--comparison-server", server, "--repetitions", "3", "--no-datasink",
+              "--html", str(page))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rendered = _check(page, {("samples", "html-ab-set"), ("spectrum", "html-ab-set")})
     assert "interleaved runs, paired by repetition" in rendered.dom

@@ -19,13 +19,12 @@ from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from tests.browser import blank, plots_of, render
-from tests.cli import write_suite
+from tests.cli import RBS, write_suite
 from tests.datasink_fixtures import METRICS, datasink_fixture, make_result  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, git
 from tests.test_agent_pipeline import VARIANT, copying_redis_repo
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SAMPLE = Path("/work/shared/samples/github/event_webhook_labelled_pr.json")
 TOKEN = "ghs_pipeline-token"
 SECRET = b"pipeline-secret"

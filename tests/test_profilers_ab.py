@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.cli import write_suite
+from tests.cli import rbs, write_suite
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 SUITE = """
 version: 0.4
 name: instr-ab-set
@@ -40,14 +37,13 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
     suites = tmp_path / "suites"
     write_suite(suites, "instr-ab-set", SUITE)
     server = shutil.which("redis-server") or "redis-server"
-    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
-            "--instructions-method", "callgrind", "--profile-requests", "5000",
-            # 5 pairs: the command path's count repeats to ~0.1 %, and a pair that drew an
-            # unlucky hash seed widens the t interval (analysis/paired.py)
-            "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
-            "--baseline-server-args", "--latency-tracking no", "--results-dir",
-            str(tmp_path / "results"), "--no-datasink", "--format", "json"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--profilers", "instructions",
+               "--instructions-method", "callgrind", "--profile-requests", "5000",
+               # 5 pairs: the command path's count repeats to ~0.1 %, and a pair that drew an
+               # unlucky hash seed widens the t interval (analysis/paired.py)
+               "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
+               "--baseline-server-args", "--latency-tracking no", "--results-dir",
+               str(tmp_path / "results"), "--no-datasink", "--format", "json", timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
     data = json.loads(found.read_text())
@@ -73,10 +69,9 @@ def test_ab_with_perf_record_draws_a_differential_flame_graph(tmp_path: Path) ->
     suites = tmp_path / "suites"
     write_suite(suites, "instr-ab-set", SUITE.replace("-n 1000000", "-n 200000"))
     server = shutil.which("redis-server") or "redis-server"
-    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "perf-record",
-            "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
-            "--results-dir", str(tmp_path / "results"), "--no-datasink"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--profilers", "perf-record",
+               "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
+               "--results-dir", str(tmp_path / "results"), "--no-datasink", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
     data = json.loads(found.read_text())

@@ -29,7 +29,7 @@ from redis_benchmarks_spec.notify.pr_body import queued_body
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerSpec, ServerStartError
 from redis_benchmarks_spec.suites.validate import validate_catalog
-from tests.cli import write_suite
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     TEST_NAME,
@@ -41,7 +41,6 @@ from tests.test_api_webhook import NAMES, PR_BODY, PUSH_BODY, _app, _call, _requ
 from tests.test_intake_trigger import NAMES as TRIGGER_NAMES
 from tests.test_intake_trigger import _git, _queued
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 UNICODE_BRANCH = "fé/ünïcödé-分支-🚀"
 # names git accepts that the old ASCII-only rule refused, and names git refuses
 GIT_NAMES = [
@@ -181,9 +180,8 @@ def run_suites(tmp_path: Path, files: dict[str, str]) -> tuple[subprocess.Comple
     suites.mkdir()
     for name, text in files.items():
         write_suite(suites, name, text)
-    done = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                           str(tmp_path / "results"), "--no-datasink"], capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--results-dir",
+               str(tmp_path / "results"), "--no-datasink")
     docs = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("result.json")]
     return done, docs
 

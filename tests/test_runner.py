@@ -25,11 +25,8 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator, device_interrupts, p
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
-from tests.cli import write_suite
+from tests.cli import RBS, rbs, write_suite
 from tests.procs import descendants
-
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 
 SUITE = """
 version: 0.4
@@ -232,21 +229,18 @@ def test_cli_run_prints_table_and_exit_code(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     suites.mkdir()
     suite(suites, "ok-set", "-n 5000 -t set", "set")
-    out = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                          str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir",
+              str(tmp_path / "out"), "--no-datasink", timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok-set" in out.stdout and "ops/sec" in out.stdout
     summaries = list((tmp_path / "out").glob("*/summary.csv"))
     assert len(summaries) == 1
     assert "ok-set" in summaries[0].read_text()
-    dry = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--dry-run"],
-                         capture_output=True, text=True, timeout=60, check=False)
+    dry = rbs("run", "--suites-dir", str(suites), "--dry-run", timeout=60)
     assert dry.returncode == 0 and "-n 5000 -t set" in dry.stdout
     suite(suites, "zz-fail", "-n 1000 -t set", "set", "    no-such-option: 1\n")
-    bad = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                          str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    bad = rbs("run", "--suites-dir", str(suites), "--results-dir",
+              str(tmp_path / "out"), "--no-datasink", timeout=120)
     assert bad.returncode == 1
     assert "zz-fail" in bad.stdout and "did not answer PING" in bad.stdout
 
