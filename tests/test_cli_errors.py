@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common import tools as common_tools
-from tests.cli import rbs, write_suite
+from tests.cli import rbs, rbs_in_process, write_suite
 from tests.conftest import RedisServer
 
 DOWN = "redis://127.0.0.1:1"  # port 1: nothing listens there
@@ -30,7 +29,7 @@ clientconfig:
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    code = main(argv)
+    code = rbs_in_process(argv)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2, (argv, code, err)
