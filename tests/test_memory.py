@@ -19,7 +19,6 @@ from tests.cli import rbs, write_suite
 
 # 2,000 hashes of 8 fields of 8 bytes: listpacks under the default thresholds (128 entries,
 # 64 bytes), real hash tables with hash-max-listpack-entries 4
-RUN = ("run", "--no-datasink")  # every run here stays off the datasink
 HASHES = """
 name: mem-hashes
 tested-commands: [hget]
@@ -84,7 +83,7 @@ def test_node_memory_reads_a_real_server_once_settled(redis_server) -> None:  # 
 
 
 def test_memory_only_measures_the_preload_without_the_load(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path)),
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--memory-only", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = _json(out.stdout)  # type: ignore[misc]
@@ -104,7 +103,7 @@ def test_memory_only_measures_the_preload_without_the_load(tmp_path: Path) -> No
 
 
 def test_a_run_keeps_memory_after_preload_and_after_run(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path)),
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")
@@ -117,7 +116,8 @@ def test_a_run_keeps_memory_after_preload_and_after_run(tmp_path: Path) -> None:
 
 
 def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path, "oss-cluster-3-primaries")),
+    out = rbs("run", "--no-datasink",
+              "--suites-dir", str(_suites(tmp_path, "oss-cluster-3-primaries")),
               "--results-dir", str(tmp_path / "r"), "--memory-only", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")
@@ -130,7 +130,7 @@ def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
 
 def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ignore[type-arg]
     server = shutil.which("redis-server") or "redis-server"
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path)),
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--memory-only",
               "--baseline-server", server, "--comparison-server", server,
               "--comparison-server-args", comparison_args, "--repetitions", "5",
@@ -165,7 +165,8 @@ def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None
 
 
 def test_replica_topology_times_a_full_sync_of_the_preloaded_dataset(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path, "oss-standalone-01-replicas")),
+    out = rbs("run", "--no-datasink",
+              "--suites-dir", str(_suites(tmp_path, "oss-standalone-01-replicas")),
               "--results-dir", str(tmp_path / "r"), "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")

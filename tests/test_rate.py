@@ -19,7 +19,6 @@ from tests.cli import rbs, write_suite
 from tests.conftest import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ("run", "--no-datasink")  # every run here stays off the datasink
 SUITE = """
 name: paced-get
 tested-commands: [get]
@@ -101,7 +100,7 @@ def test_a_stall_shows_in_corrected_percentiles_only(tmp_path: Path) -> None:
 
 
 def test_rate_records_offered_and_achieved(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path)),
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--rate", "2000", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = json.loads(out.stdout[out.stdout.index("["):])
@@ -117,15 +116,15 @@ def test_rate_records_offered_and_achieved(tmp_path: Path) -> None:
 def test_rate_refuses_a_tool_that_cannot_pace(tmp_path: Path) -> None:
     text = SUITE.replace("tool: memtier_benchmark", "tool: redis-benchmark").replace(
         "arguments: --ratio", "arguments: -n 100 -t get #")
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path, text)), "--rate", "1000",
-              "--results-dir", str(tmp_path / "r"))
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path, text)),
+              "--rate", "1000", "--results-dir", str(tmp_path / "r"))
     assert out.returncode == 2
     assert "--rate 1000" in out.stderr and "redis-benchmark cannot pace" in out.stderr
     assert "Traceback" not in out.stderr
 
 
 def test_rate_sweep_draws_the_curve_and_marks_saturation(tmp_path: Path) -> None:
-    out = rbs(*RUN, "--suites-dir", str(_suites(tmp_path)),
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--sweep", "rate=25%,400%")
     assert out.returncode == 0, out.stdout + out.stderr
     docs = {RunResult.read(p).sweep["value"]: RunResult.read(p)
