@@ -9,8 +9,9 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from tests.cli import write_suite
+
 REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 WORK = REPO / ".cache" / "bisect-test"
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
@@ -68,7 +69,7 @@ def make_history(root: Path, slow_line: str) -> tuple[Path, list[str]]:
     return repo, shas
 
 
-def write_suite(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "s.yml").write_text(SUITE)
+def bisect_suites(folder: Path) -> Path:
+    """The folder ``--suites-dir`` names: bisect's one suite in it."""
+    write_suite(folder, "s", SUITE)
     return folder

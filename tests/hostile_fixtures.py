@@ -7,7 +7,6 @@ import hashlib
 import io
 import os
 import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Callable, Mapping
@@ -26,10 +25,11 @@ from redis_benchmarks_spec.events.messages import (
     new_id,
 )
 from redis_benchmarks_spec.events.names import StreamNames
+from tests.cli import RBS as CLI
 
 ARTIFACT_KEY = "0123456789abcdef0123456789abcdef"  # what the daemons under test are given
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
-RBS = [str(Path(sys.executable).parent / "rbs")]
+RBS = [CLI]  # argv prefix
 
 
 def daemon_env(**extra: str) -> dict[str, str]:

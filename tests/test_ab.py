@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.session_runs import pair_runs
@@ -12,8 +11,8 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.ab import ABConfig, Side, order, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 name: ab-set
 tested-commands: [set]
@@ -33,8 +32,7 @@ def test_order_is_abba() -> None:
 
 def test_runs_alternate_with_fresh_servers_and_pair_by_repetition(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     server = shutil.which("redis-server") or ""
     config = ABConfig(
         session=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"),
@@ -60,14 +58,11 @@ def test_runs_alternate_with_fresh_servers_and_pair_by_repetition(tmp_path: Path
 
 def test_cli_ab_prints_paired_report(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
+    write_suite(suites, "s", SUITE)
     server = shutil.which("redis-server") or ""
-    out = subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-         "--baseline-server", server, "--comparison-server", server, "--repetitions", "2",
-         "--format", "json", "--no-datasink"],
-        capture_output=True, text=True, timeout=300, check=False)
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--baseline-server", server, "--comparison-server", server, "--repetitions", "2",
+              "--format", "json", "--no-datasink")
     assert out.returncode == 0, out.stdout + out.stderr
     start = out.stdout.index("{")
     report = json.loads(out.stdout[start:out.stdout.rindex("}") + 1])

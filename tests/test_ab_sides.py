@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.datasink.embedded import locate_binaries
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 version: 0.4
 name: sides-get
@@ -31,13 +31,11 @@ exporter:
 def _ab(tmp_path: Path, comparison: str, *extra: str) -> subprocess.CompletedProcess[str]:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "sides-get.yml").write_text(SUITE)
+    write_suite(suites, "sides-get", SUITE)
     server = shutil.which("redis-server") or "redis-server"
-    return subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-         "--baseline-server", server, "--comparison-server", comparison, "--repetitions", "1",
-         "--no-datasink", "--format", "json", *extra],
-        capture_output=True, text=True, timeout=300, check=False)
+    return rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+               "--baseline-server", server, "--comparison-server", comparison, "--repetitions", "1",
+               "--no-datasink", "--format", "json", *extra)
 
 
 def test_a_side_that_cannot_start_is_named_before_any_run(tmp_path: Path) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import html
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 name: {name}
 tested-commands: [{command}]
@@ -27,14 +26,8 @@ def _suites(tmp_path: Path, *commands: str) -> Path:
     suites = tmp_path / "suites"
     suites.mkdir()
     for command in commands:
-        (suites / f"{command}.yml").write_text(SUITE.format(name=f"ab-{command}",
-                                                            command=command))
+        write_suite(suites, command, SUITE.format(name=f"ab-{command}", command=command))
     return suites
-
-
-def _rbs(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
 
 
 def _json_report(stdout: str) -> dict:
@@ -43,8 +36,8 @@ def _json_report(stdout: str) -> dict:
 
 def test_repetitions_without_ab_stores_n_results_per_test(tmp_path: Path) -> None:
     suites = _suites(tmp_path, "set", "get")
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-               "--repetitions", "3", "--no-datasink")
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--repetitions", "3", "--no-datasink", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     docs = [RunResult.read(p) for p in sorted((tmp_path / "out").rglob("result.json"))]
     assert sorted(d.test_name for d in docs) == ["ab-get"] * 3 + ["ab-set"] * 3
@@ -61,11 +54,12 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
     writes); the report says pairs and reason per test."""
     suites = _suites(tmp_path, "set", "get")
     server = shutil.which("redis-server") or ""
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-               "--baseline-server", server, "--comparison-server", server,
-               "--comparison-server-args", "--appendonly yes --appendfsync always",
-               "--until-decided", "--max-repetitions", "14", "--round-repetitions", "4",
-               "--format", "json", "--no-datasink", "--html", str(tmp_path / "ab.html"))
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--baseline-server", server, "--comparison-server", server,
+              "--comparison-server-args", "--appendonly yes --appendfsync always",
+              "--until-decided", "--max-repetitions", "14", "--round-repetitions", "4",
+              "--format", "json", "--no-datasink", "--html", str(tmp_path / "ab.html"),
+              timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
@@ -98,10 +92,10 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
 def test_until_decided_time_budget(tmp_path: Path) -> None:
     suites = _suites(tmp_path, "get")
     server = shutil.which("redis-server") or ""
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-               "--baseline-server", server, "--comparison-server", server,
-               "--until-decided", "--repetitions", "5", "--max-repetitions", "40",
-               "--time-budget", "1s", "--format", "json", "--no-datasink")
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--baseline-server", server, "--comparison-server", server,
+              "--until-decided", "--repetitions", "5", "--max-repetitions", "40",
+              "--time-budget", "1s", "--format", "json", "--no-datasink", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
     row = _json_report(out.stdout)["rows"][0]
@@ -118,14 +112,13 @@ def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> Non
     """Its topologies share the suite's name; paired by name alone, the second topology's
     runs overwrote the first's (one row, pairs from one topology only)."""
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "two.yml").write_text(TWO_TOPOLOGIES)
+    write_suite(suites, "two", TWO_TOPOLOGIES)
     server = shutil.which("redis-server") or ""
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-               "--baseline-server", server, "--comparison-server", server,
-               "--until-decided", "--repetitions", "2", "--max-repetitions", "4",
-               "--round-repetitions", "2", "--metric", "ALL_STATS.Totals.Ops/sec",
-               "--format", "json", "--no-datasink", "--all-topologies")
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--baseline-server", server, "--comparison-server", server,
+              "--until-decided", "--repetitions", "2", "--max-repetitions", "4",
+              "--round-repetitions", "2", "--metric", "ALL_STATS.Totals.Ops/sec",
+              "--format", "json", "--no-datasink", "--all-topologies", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     labels = ["ab-two @ oss-standalone", "ab-two @ oss-standalone-02-io-threads"]
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
@@ -145,8 +138,8 @@ def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> Non
         assert all(("io-threads" in " ".join(d.server_args)) == ("io-threads" in topology)
                    for d in docs)
     # a later unpaired comparison of the two sides keeps the topologies apart too
-    cmp = _rbs("compare", "--baseline-dir", str(session / "baseline"),
-               "--comparison-dir", str(session / "comparison"), "--format", "json")
+    cmp = rbs("compare", "--baseline-dir", str(session / "baseline"),
+              "--comparison-dir", str(session / "comparison"), "--format", "json")
     assert cmp.returncode in (0, 1), cmp.stdout + cmp.stderr
     assert sorted(r["test"] for r in _json_report(cmp.stdout)["rows"]) == labels
 
@@ -155,15 +148,14 @@ def test_a_skipped_topology_keeps_the_labels_of_the_run_in_its_report(tmp_path: 
     """The skipped topology's result is never written, so `rbs report` labels from the runs
     that exist: the run must label the same way, or the page loses the run's looks."""
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="ab-one", command="get") +
-                                    "redis-topologies: [oss-standalone, no-such-topology]\n")
+    write_suite(suites, "one", SUITE.format(name="ab-one", command="get") +
+                "redis-topologies: [oss-standalone, no-such-topology]\n")
     server = shutil.which("redis-server") or ""
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-               "--baseline-server", server, "--comparison-server", server,
-               "--until-decided", "--repetitions", "2", "--max-repetitions", "2",
-               "--metric", "ALL_STATS.Totals.Ops/sec", "--format", "json", "--no-datasink",
-               "--all-topologies")
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--baseline-server", server, "--comparison-server", server,
+              "--until-decided", "--repetitions", "2", "--max-repetitions", "2",
+              "--metric", "ALL_STATS.Totals.Ops/sec", "--format", "json", "--no-datasink",
+              "--all-topologies", timeout=600)
     assert out.returncode == 1, out.stdout + out.stderr  # the skipped topology counts as failed
     assert "ab-one @ no-such-topology" in out.stdout + out.stderr
     rows = {r["test"]: r for r in _json_report(out.stdout)["rows"]}
@@ -172,6 +164,6 @@ def test_a_skipped_topology_keeps_the_labels_of_the_run_in_its_report(tmp_path: 
     one = json.loads(record.read_text())["tests"]["ab-one"]
     assert one["pairs"] + one["disturbed"] == 2
     page = tmp_path / "page.html"
-    report = _rbs("report", str(record.parent), "--output", str(page))
+    report = rbs("report", str(record.parent), "--output", str(page))
     assert report.returncode == 0, report.stdout + report.stderr
     assert rows["ab-one"]["reason"] in html.unescape(page.read_text())

@@ -16,6 +16,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import run_suites
+from tests.cli import write_suite
 from tests.pipeline_fixtures import SUITE, publish_event
 
 
@@ -47,7 +48,7 @@ def suites_dir(tmp_path: Path, count: int = 1, n: int = 2000) -> Path:
     d = tmp_path / "suites"
     d.mkdir(exist_ok=True)
     for i in range(count):
-        (d / f"s{i}.yml").write_text(SUITE.format(name=f"agent-set-{i}", n=n))
+        write_suite(d, f"s{i}", SUITE.format(name=f"agent-set-{i}", n=n))
     return d
 
 

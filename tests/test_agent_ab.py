@@ -6,7 +6,6 @@ the agent runs the event as before (and the comment says why there is no A/B).""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import threading
 import time
 import uuid
@@ -38,11 +37,11 @@ from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.config import SessionConfig
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, system_artifact
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 TOKEN = "ghs_agent-ab-token"
 HEAD, BASE = "1" * 40, "2" * 40
@@ -100,8 +99,7 @@ def _run_agent(redis_server, tmp_path: Path, sink: redis.Redis,  # type: ignore[
     writes the HTML report (under ``tmp_path/reports``)."""
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    write_suite(suites, "s", SUITE.format(name="ab-set", n=2000))
     broker = redis_server.client()
     pushed = Pushed(sink)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
@@ -232,8 +230,7 @@ def test_platform_config_refuses_bad_values_naming_the_key(tmp_path: Path, text:
 
 def test_rbs_agent_says_which_setting_is_wrong_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "until_decided:\n  round_repetitions: 0\n")
-    done = subprocess.run([RBS, "agent", "--platform", "p1", "--platform-config", str(path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = rbs("agent", "--platform", "p1", "--platform-config", str(path), timeout=60)
     assert done.returncode == 2 and done.stdout == ""
     expected = (f"rbs agent: --platform-config {path}: until_decided.round_repetitions: 0 "
                 "is not a whole number from 1 to 100")
@@ -279,8 +276,7 @@ def test_a_stop_in_the_middle_of_the_ab_leaves_the_event_pending_then_it_resumes
         redis_server, tmp_path: Path, client: redis.Redis) -> None:
     names = StreamNames.with_prefix(f"ab{uuid.uuid4().hex[:6]}")
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name="ab-set", n=2000))
+    write_suite(suites, "s", SUITE.format(name="ab-set", n=2000))
     broker, pushed = redis_server.client(), Pushed(client)
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=suites,
                          work_dir=tmp_path / "work", results_dir=tmp_path / "results",

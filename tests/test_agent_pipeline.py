@@ -16,13 +16,13 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
+from tests.cli import RBS, rbs, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
 )
 from tests.pipeline_fixtures import SUITE, commit_all, git, tiny_variant_yaml
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 
 
@@ -57,8 +57,7 @@ def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path:
     variants.mkdir()
     (variants / "default.yml").write_text(tiny_variant_yaml(VARIANT, ""))
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE.format(name=test, n=2000))
+    write_suite(suites, "s", SUITE.format(name=test, n=2000))
     common = ["--broker", redis_server.url, "--stream-prefix", prefix, "--block-ms", "300"]
     procs = [daemon(tmp_path, "builder", "builder", *common, "--consumer", "b1",
                     "--build-variants-dir", str(variants), "--work-dir", str(tmp_path / "b"))]
@@ -68,11 +67,9 @@ def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path:
                             "--datasink", datasink.url, "--work-dir", str(tmp_path / consumer),
                             "--results-dir", str(tmp_path / f"results-{consumer}")))
     try:
-        trigger = subprocess.run(
-            [RBS, "trigger", "--repo", str(repo), "--branch", "unstable", "--last", "3",
-             "--org", "redis", "--repo-name", "redis", "--platforms", "p1,p2",
-             "--build-variants", VARIANT, "--wait", "--timeout", "240", *common[:4]],
-            capture_output=True, text=True, timeout=300, check=False)
+        trigger = rbs("trigger", "--repo", str(repo), "--branch", "unstable", "--last", "3",
+                      "--org", "redis", "--repo-name", "redis", "--platforms", "p1,p2",
+                      "--build-variants", VARIANT, "--wait", "--timeout", "240", *common[:4])
         logs = {p: (tmp_path / f"{p}.log").read_text()[-1500:] for p in ("builder", "p1-a")}
         assert trigger.returncode == 0, (trigger.stdout[-2000:], trigger.stderr[-2000:], logs)
         # --wait ends with the numbers and where the results are

@@ -14,14 +14,13 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
+from tests.cli import RBS, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
 )
 from tests.pipeline_fixtures import SUITE, publish_event
 from tests.procs import descendants
-
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 
 
 def start_agent(tmp: Path, broker: str, sink: str, prefix: str, consumer: str,
@@ -57,7 +56,7 @@ def test_kill_9_mid_test_is_recovered_by_the_other_agent(redis_server, datasink:
     suites = tmp_path / "suites"
     suites.mkdir()
     test = f"kill9-set-{prefix}"
-    (suites / "s.yml").write_text(SUITE.format(name=test, n=300_000))
+    write_suite(suites, "s", SUITE.format(name=test, n=300_000))
     sink = datasink.client()
     publish_event(redis_server.client(), names, "e" * 40)
     first = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-a", suites)
@@ -104,7 +103,7 @@ def test_sigterm_mid_test_finishes_it_and_a_restart_does_the_rest(redis_server,
     suites.mkdir()
     tests = [f"term-{i}-{prefix}" for i in range(2)]
     for i, test in enumerate(tests):
-        (suites / f"s{i}.yml").write_text(SUITE.format(name=test, n=100_000))
+        write_suite(suites, f"s{i}", SUITE.format(name=test, n=100_000))
     sink = datasink.client()
     publish_event(redis_server.client(), names, "5" * 40)
     first = start_agent(tmp_path, redis_server.url, datasink.url, prefix, "agent-a", suites)

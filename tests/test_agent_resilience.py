@@ -21,6 +21,7 @@ from redis_benchmarks_spec.events.status import EVENT_DONE, heartbeats, read_sta
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
+from tests.cli import write_suite
 from tests.conftest import redis_server_bin
 from tests.pipeline_fixtures import SUITE, publish_event
 
@@ -72,7 +73,7 @@ def suites_dir(tmp_path: Path, count: int, n: int = 2000) -> Path:
     d = tmp_path / "suites"
     d.mkdir(exist_ok=True)
     for i in range(count):
-        (d / f"s{i}.yml").write_text(SUITE.format(name=f"res-set-{i}", n=n))
+        write_suite(d, f"s{i}", SUITE.format(name=f"res-set-{i}", n=n))
     return d
 
 

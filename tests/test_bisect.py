@@ -11,24 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.bisect_fixtures import BUSY_LOOP, RBS, SLEEP, WORK, make_history, write_suite
+from tests.bisect_fixtures import BUSY_LOOP, SLEEP, WORK, bisect_suites, make_history
+from tests.cli import rbs
 
 
 def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [RBS, "bisect", "--local", "--repo", str(repo),
-         "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
-         "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions", "3",
-         "--format", "json", *extra],
-        capture_output=True, text=True, timeout=3000, check=False)
+    return rbs("bisect", "--local", "--repo", str(repo),
+               "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
+               "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions", "3",
+               "--format", "json", *extra, timeout=3000)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # a first full build takes ~10 min on a loaded 2-core VM
 def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", SLEEP)
-    proc = _bisect(repo, shas, write_suite(tmp_path / "suites"), "--metric", "throughput")
+    proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "throughput")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     assert data["first_bad"] == shas[2], data
@@ -46,7 +45,7 @@ def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_bisect_on_instruction_counts_finds_a_busy_loop(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", BUSY_LOOP)
-    proc = _bisect(repo, shas, write_suite(tmp_path / "suites"), "--metric", "auto",
+    proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "auto",
                    "--profile-requests", "3000")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
@@ -69,9 +68,8 @@ def test_bisect_usage_errors(tmp_path: Path) -> None:
          "--platform"),
     ]
     for extra, flag in cases:
-        proc = subprocess.run([RBS, "bisect", "--good", "a", "--bad", "b", "--test", "x",
-                               *extra], capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = rbs("bisect", "--good", "a", "--bad", "b", "--test", "x",
+                   *extra, timeout=60)
         assert proc.returncode == 2, (extra, proc.stderr)
         assert flag in proc.stderr and "Traceback" not in proc.stderr, (extra, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) <= 2, proc.stderr

@@ -41,7 +41,8 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
-from tests.bisect_fixtures import BUSY_LOOP, RBS, VARIANT, WORK, make_history, write_suite
+from tests.bisect_fixtures import BUSY_LOOP, VARIANT, WORK, bisect_suites, make_history
+from tests.cli import RBS
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 
 SHA = "a" * 40
@@ -105,7 +106,7 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
         daemon(tmp_path, "builder", "builder", *common, "--consumer", "b1",
                "--cache-dir", str(tmp_path / "cache"), "--work-dir", str(tmp_path / "b")),
         daemon(tmp_path, "agent", "agent", *common, "--platform", "p1", "--consumer", "a1",
-               "--suites-dir", str(write_suite(tmp_path / "suites")),
+               "--suites-dir", str(bisect_suites(tmp_path / "suites")),
                "--datasink", datasink.url, "--work-dir", str(tmp_path / "a"),
                "--results-dir", str(tmp_path / "results"),
                "--profilers", "instructions", "--profile-requests", "3000")]

@@ -29,8 +29,8 @@ from redis_benchmarks_spec.runner.ab import ABConfig, Pace, Side, run_ab
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from tests.bisect_fixtures import GIT_ENV
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 version: 0.4
 name: bisect-set
@@ -76,13 +76,11 @@ def _history(root: Path) -> tuple[Path, list[str]]:
 def test_bisect_reports_each_step_and_names_the_pull_request(tmp_path: Path) -> None:
     repo, shas = _history(tmp_path)
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "bisect-set.yml").write_text(SUITE)
-    done = subprocess.run(
-        [RBS, "bisect", "--local", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1],
-         "--test", "bisect-set", "--suites-dir", str(suites), "--work-dir",
-         str(tmp_path / "work"), "--repetitions", "3", "--metric", "throughput",
-         "--format", "json"], capture_output=True, text=True, timeout=900, check=False)
+    write_suite(suites, "bisect-set", SUITE)
+    done = rbs("bisect", "--local", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1],
+               "--test", "bisect-set", "--suites-dir", str(suites), "--work-dir",
+               str(tmp_path / "work"), "--repetitions", "3", "--metric", "throughput",
+               "--format", "json", timeout=900)
     progress = done.stderr
     # a line per step (which commit) and per pair (values and the running estimate)
     assert "step 1: bad end" in progress and f"{shas[-1][:12]} pair 1/6:" in progress
@@ -179,8 +177,7 @@ def test_a_probe_that_cannot_finish_in_the_budget_is_not_started() -> None:
 
 def test_no_pair_starts_that_would_end_after_the_deadline(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "bisect-set.yml").write_text(SUITE)
+    write_suite(suites, "bisect-set", SUITE)
     server = shutil.which("redis-server") or ""
     config = ABConfig(session=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"),
                       baseline=Side("baseline", server), comparison=Side("comparison", server),

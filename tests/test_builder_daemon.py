@@ -28,10 +28,10 @@ from redis_benchmarks_spec.events.messages import (
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import heartbeats
+from tests.cli import RBS
 from tests.pipeline_fixtures import commit_all, git, tiny_redis_repo, tiny_variant_yaml
 from tests.procs import has_descendant
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 MARKED = "gcc:test-marker"
 PLAIN = "gcc:test-plain"
 

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.intake.trigger import (
     trigger,
 )
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
@@ -101,7 +102,7 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
     suites = tmp_path / "suites"
     suites.mkdir()
     for name, command in (("e2e-set", "set"), ("e2e-get", "get")):
-        (suites / f"{name}.yml").write_text(SUITE.format(name=name, n=5000).replace(
+        write_suite(suites, name, SUITE.format(name=name, n=5000).replace(
             "build-variants: [gcc:12.2.0-amd64-debian-bookworm-default]",
             f"build-variants: ['{VARIANT}']").replace("-t set", f"-t {command}"))
     pushed: list[RunResult] = []

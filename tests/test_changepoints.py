@@ -17,12 +17,12 @@ from redis_benchmarks_spec.analysis.changepoints import (
     since_last_change,
     steps,
 )
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import rbs_in_process, write_suite
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 
 METRIC = "ALL_STATS.Totals.Ops/sec"
@@ -90,7 +90,7 @@ def _real_history(tmp_path: Path, client: redis.Redis) -> None:
     suites_dir = tmp_path / "suites"
     suites_dir.mkdir()
     for command in ("set", "get"):
-        (suites_dir / f"{command}.yml").write_text(SUITE.format(command=command))
+        write_suite(suites_dir, command, SUITE.format(command=command))
     suites = {s.name: s for s in load_catalog(suites_dir).suites}
     base = SessionConfig(tools=ToolPaths(redis_server=shutil.which("redis-server")),
                          results_dir=tmp_path / "out")
@@ -112,8 +112,8 @@ def test_changepoints_on_real_runs_and_compare_baseline_window(
         tmp_path: Path, client: redis.Redis, capsys: pytest.CaptureFixture[str]) -> None:
     _real_history(tmp_path, client)
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
-    assert main(["changepoints", "--branch", "unstable", "--datasink", url,
-                 "--format", "json"]) == 0
+    assert rbs_in_process(["changepoints", "--branch", "unstable", "--datasink", url,
+                           "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     series = {s["test"]: s for s in data["series"]}
     # GET's server is unchanged, but this shared VM's load drifts by 2x over a few minutes:
@@ -134,28 +134,28 @@ def test_changepoints_on_real_runs_and_compare_baseline_window(
     assert step["p_value"] < 1e-4
 
     # the table names the commits
-    assert main(["changepoints", "--branch", "unstable", "--test", "cp-set",
-                 "--datasink", url]) == 0
+    assert rbs_in_process(["changepoints", "--branch", "unstable", "--test", "cp-set",
+                           "--datasink", url]) == 0
     table = capsys.readouterr().out
     assert _sha(RUNS_PER_SIDE - 1)[:8] in table and _sha(RUNS_PER_SIDE)[:8] in table
 
     # compare against the branch: the baseline is the window after the change point
-    assert main(["compare", "--baseline-branch", "unstable",
-                 "--comparison-hash", _sha(2 * RUNS_PER_SIDE - 1), "--datasink", url,
-                 "--tests-regexp", "cp-set", "--format", "json"]) == 0
+    assert rbs_in_process(["compare", "--baseline-branch", "unstable",
+                           "--comparison-hash", _sha(2 * RUNS_PER_SIDE - 1), "--datasink", url,
+                           "--tests-regexp", "cp-set", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     row = report["rows"][0]
     assert row["n_baseline"] == RUNS_PER_SIDE
     assert any(f"the {RUNS_PER_SIDE} points after the change point" in p
                for p in report["problems"])
-    assert main(["compare", "--baseline-branch", "unstable", "--baseline-window", "all",
-                 "--comparison-hash", _sha(0), "--datasink", url, "--tests-regexp",
-                 "cp-set", "--format", "json"]) == 0
+    assert rbs_in_process(["compare", "--baseline-branch", "unstable", "--baseline-window", "all",
+                           "--comparison-hash", _sha(0), "--datasink", url, "--tests-regexp",
+                           "cp-set", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"][0]["n_baseline"] == 2 * RUNS_PER_SIDE
 
 
 def test_changepoints_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["changepoints", "--branch", "unstable", "--test", "set("]) == 2
+    assert rbs_in_process(["changepoints", "--branch", "unstable", "--test", "set("]) == 2
     assert "--test" in capsys.readouterr().err
-    assert main(["changepoints", "--branch", "unstable", "--max-pvalue", "2"]) == 2
+    assert rbs_in_process(["changepoints", "--branch", "unstable", "--max-pvalue", "2"]) == 2
     assert "--max-pvalue" in capsys.readouterr().err

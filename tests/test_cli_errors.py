@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common import tools as common_tools
+from tests.cli import rbs, rbs_in_process, write_suite
 from tests.conftest import RedisServer
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 DOWN = "redis://127.0.0.1:1"  # port 1: nothing listens there
 
 SUITE = """version: 0.4
@@ -31,7 +29,7 @@ clientconfig:
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    code = main(argv)
+    code = rbs_in_process(argv)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2, (argv, code, err)
@@ -46,8 +44,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], *needles
 @pytest.fixture
 def suites(tmp_path: Path) -> Path:
     directory = tmp_path / "suites"
-    directory.mkdir()
-    (directory / "s-set.yml").write_text(SUITE.format(name="s-set", tool="redis-benchmark"))
+    write_suite(directory, "s-set", SUITE.format(name="s-set", tool="redis-benchmark"))
     return directory
 
 
@@ -95,8 +92,8 @@ def test_run_refuses_when_every_test_would_be_skipped(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, suites: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # memtier issues GET as well by default (else a warning line, on stderr since issue 23)
-    (suites / "s-set.yml").write_text(SUITE.format(name="s-set", tool="memtier_benchmark")
-                                      .replace("[set]", "[set, get]"))
+    write_suite(suites, "s-set", SUITE.format(name="s-set", tool="memtier_benchmark")
+                                 .replace("[set]", "[set, get]"))
     env_path = os.environ["PATH"]
     monkeypatch.setenv("PATH", os.pathsep.join(
         p for p in env_path.split(os.pathsep) if not (Path(p) / "memtier_benchmark").exists()))
@@ -145,12 +142,10 @@ def test_pipeline_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 def test_parse_errors_and_the_installed_entry_point(tmp_path: Path) -> None:
-    out = subprocess.run([RBS, "run", "--tests-regexp", "set(", "--no-datasink", "-v"],
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = rbs("run", "--tests-regexp", "set(", "--no-datasink", "-v", timeout=60)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
-    bad = subprocess.run([RBS, "compare", "--noise-floor", "x"], capture_output=True,
-                         text=True, timeout=60, check=False)
+    bad = rbs("compare", "--noise-floor", "x", timeout=60)
     assert bad.returncode == 2 and "--noise-floor" in bad.stderr
     assert "Traceback" not in bad.stderr
 

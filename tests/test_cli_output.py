@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from redis_benchmarks_spec.analysis.report import to_rich_table
 from redis_benchmarks_spec.cli.console import print_table
 from redis_benchmarks_spec.cli.display import render_results, results_table
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs, write_suite
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
+NARROW = {"COLUMNS": "80"}  # every rbs here prints for an 80-column terminal
 LONG = "redis-benchmark-a-suite-name-long-enough-to-be-cut-at-eighty-columns"
 SUITE = """version: 0.4
 name: {name}
@@ -37,21 +36,15 @@ exporter:
 """
 
 
-def _rbs(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *argv], capture_output=True, text=True, timeout=180,
-                          check=False, env={**os.environ, "COLUMNS": "80", **env})
-
-
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """One piped `rbs run` of two long-named suites; its results directory and output."""
     root = tmp_path_factory.mktemp("out")
     suites = root / "suites"
-    suites.mkdir()
     for name, cmd in ((LONG, "set"), (LONG + "-get", "get")):
-        (suites / f"{name}.yml").write_text(SUITE.format(name=name, cmd=cmd))
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(root / "results"),
-               "--no-datasink")
+        write_suite(suites, name, SUITE.format(name=name, cmd=cmd))
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(root / "results"),
+              "--no-datasink", timeout=180, env=NARROW)
     assert out.returncode == 0, out.stdout + out.stderr
     (session_dir,) = (root / "results").iterdir()
     return session_dir, out
@@ -97,8 +90,8 @@ def test_compare_verdicts_whole_in_a_terminal_and_in_a_pipe(
     text = console.file.getvalue()  # type: ignore[attr-defined]
     assert "REGRESSION" in text and LONG in text and "…" not in text
     session_dir = session[0]
-    piped = _rbs("compare", "--baseline-dir", str(session_dir), "--comparison-dir",
-                 str(session_dir))
+    piped = rbs("compare", "--baseline-dir", str(session_dir), "--comparison-dir",
+                str(session_dir), timeout=180, env=NARROW)
     assert piped.returncode == 0, piped.stderr
     assert "…" not in piped.stdout and LONG in piped.stdout
 
@@ -117,10 +110,9 @@ def test_formats(session: tuple[Path, subprocess.CompletedProcess[str]]) -> None
 
 def test_run_format_json_owns_stdout(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
-               "--no-datasink", "--format", "json")
+    write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
+              "--no-datasink", "--format", "json", timeout=180, env=NARROW)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)  # nothing but the document on stdout
     assert rows[0]["test_name"] == "one" and rows[0]["status"] == "ok"
@@ -129,23 +121,22 @@ def test_run_format_json_owns_stdout(tmp_path: Path) -> None:
 
 def test_dry_run_keeps_bracketed_topology(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
-    out = _rbs("run", "--suites-dir", str(suites), "--dry-run")
+    write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
+    out = rbs("run", "--suites-dir", str(suites), "--dry-run",
+                timeout=180, env=NARROW)
     assert out.returncode == 0 and "one [oss-standalone] redis-benchmark" in out.stdout
 
 
 def test_dry_run_counts_repetitions_and_sweep_values_and_speaks_json(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
-    swept = _rbs("run", "--suites-dir", str(suites), "--dry-run", "--sweep", "clients=1,8,64",
-                 "--test-time", "2")
+    write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
+    swept = rbs("run", "--suites-dir", str(suites), "--dry-run", "--sweep", "clients=1,8,64",
+                "--test-time", "2", timeout=180, env=NARROW)
     assert swept.returncode == 0, swept.stderr
     assert "plan: 1 test(s) x 3 clients values (1,8,64) = 3 run(s); --test-time 2" \
         in swept.stdout, swept.stdout
-    doc = _rbs("run", "--suites-dir", str(suites), "--dry-run", "--repetitions", "3",
-               "--format", "json")
+    doc = rbs("run", "--suites-dir", str(suites), "--dry-run", "--repetitions", "3",
+              "--format", "json", timeout=180, env=NARROW)
     plan = json.loads(doc.stdout)  # the plan alone on stdout
     assert plan["runs"] == 3 and plan["repetitions"] == 3 and plan["sweep"] is None
     assert [t["test"] for t in plan["tests"]] == ["one"]
@@ -168,10 +159,10 @@ def test_verbose_anywhere_and_help_with_defaults() -> None:
     assert parser.parse_args(["suites", "list", "-v"]).verbose is True
     assert parser.parse_args(["datasink", "status", "--verbose"]).verbose is True
     assert parser.parse_args(["suites", "list"]).verbose is False
-    compare_help = " ".join(_rbs("compare", "--help").stdout.split())
+    compare_help = " ".join(rbs("compare", "--help", timeout=180, env=NARROW).stdout.split())
     assert "``" not in compare_help and "`rbs compare`" in compare_help
     assert "(default 0.05)" in compare_help and "(default: table)" in compare_help
-    run_help = " ".join(_rbs("run", "--help").stdout.split())
+    run_help = " ".join(rbs("run", "--help", timeout=180, env=NARROW).stdout.split())
     assert "(default: local)" in run_help and "(default: process)" in run_help
 
 
@@ -181,26 +172,26 @@ TWO_TOPOLOGIES = SUITE.replace("redis-topologies: [oss-standalone]",
 
 def test_a_suite_runs_in_its_first_topology_unless_all_are_asked_for(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "two.yml").write_text(TWO_TOPOLOGIES.format(name="two", cmd="set"))
-    first = _rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run")
+    write_suite(suites, "two", TWO_TOPOLOGIES.format(name="two", cmd="set"))
+    first = rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run",
+                timeout=180, env=NARROW)
     assert first.returncode == 0, first.stderr
     assert first.stdout.count("two [") == 1 and "two [oss-standalone] " in first.stdout
     assert "--all-topologies" in first.stderr  # says what else the suite lists
-    every = _rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run",
-                 "--all-topologies")
+    every = rbs("run", "--suites-dir", str(suites), "--test", "two", "--dry-run",
+                "--all-topologies", timeout=180, env=NARROW)
     assert every.stdout.count("two [") == 2 and "[oss-standalone-02-io-threads]" in every.stdout
-    one = _rbs("run", "--suites-dir", str(suites), "--dry-run",
-               "--topology", "oss-standalone-02-io-threads")
+    one = rbs("run", "--suites-dir", str(suites), "--dry-run",
+              "--topology", "oss-standalone-02-io-threads", timeout=180, env=NARROW)
     assert one.stdout.count("two [") == 1 and "[oss-standalone-02-io-threads]" in one.stdout
 
 
 def test_repetitions_have_a_column_and_logs_stay_off_stdout(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
-    out = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
-               "--no-datasink", "--repetitions", "2", "--test-time", "1", "--cpus", "0")
+    write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
+              "--no-datasink", "--repetitions", "2", "--test-time", "1", "--cpus", "0",
+              timeout=180, env=NARROW)
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if "│ one " in line]
     assert [[c.strip() for c in row.split("│")][2:4] for row in rows] == [
@@ -216,13 +207,13 @@ def test_repetitions_have_a_column_and_logs_stay_off_stdout(tmp_path: Path) -> N
 
 def test_an_unparseable_suite_is_named_with_its_reason_not_only_counted(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "one.yml").write_text(SUITE.format(name="one", cmd="set"))
-    (suites / "broken.yml").write_text("version: 0.4\nname: broken\n  bad: [unclosed\n")
-    run = _rbs("run", "--suites-dir", str(suites), "--test", "one", "--dry-run")
+    write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
+    write_suite(suites, "broken", "version: 0.4\nname: broken\n  bad: [unclosed\n")
+    run = rbs("run", "--suites-dir", str(suites), "--test", "one", "--dry-run",
+                timeout=180, env=NARROW)
     assert run.returncode == 0, run.stderr
     assert f"{suites / 'broken.yml'}: unparseable YAML" in run.stderr, run.stderr
-    listed = _rbs("suites", "list", str(suites))
+    listed = rbs("suites", "list", str(suites), timeout=180, env=NARROW)
     assert f"{suites / 'broken.yml'}: unparseable YAML" in listed.stderr, listed.stderr
 
 
@@ -244,5 +235,5 @@ def test_no_help_shows_text_written_for_maintainers() -> None:
         text = parser.format_help()  # type: ignore[attr-defined]
         for internal in (":mod:", ":func:", ":class:", "``", "Parsing and"):
             assert internal not in text, (parser.prog, internal)  # type: ignore[attr-defined]
-    report = " ".join(_rbs("report", "--help").stdout.split())
+    report = " ".join(rbs("report", "--help", timeout=180, env=NARROW).stdout.split())
     assert "self-contained HTML page" in report and "analysis.report_data" not in report

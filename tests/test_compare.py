@@ -30,6 +30,7 @@ from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.inputs.session_folder import load_folders
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -342,29 +343,27 @@ def _dirs_with_regression(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_cli_markdown_and_fail_on_regression(tmp_path: Path) -> None:
-    from redis_benchmarks_spec.cli.main import main
     base, comp = _dirs_with_regression(tmp_path)
     out = tmp_path / "report.md"
     argv = ["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
             "--format", "markdown", "--output", str(out)]
-    assert main(argv) == 0
-    assert main([*argv, "--fail-on-regression"]) == 1
+    assert rbs_in_process(argv) == 0
+    assert rbs_in_process([*argv, "--fail-on-regression"]) == 1
     assert "1 regression(s)" in out.read_text()
     # only the unchanged test selected: nothing to fail on
-    assert main([*argv, "--fail-on-regression", "--tests-regexp", "^get$"]) == 0
+    assert rbs_in_process([*argv, "--fail-on-regression", "--tests-regexp", "^get$"]) == 0
     out_json = tmp_path / "r.json"
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--format", "json", "--output", str(out_json)]) == 0
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--format", "json", "--output", str(out_json)]) == 0
     rep = ComparisonReport.from_dict(json.loads(out_json.read_text()))
     assert {r.test: r.verdict for r in rep.rows}["set"] == REGRESSION
 
 
 def test_cli_table_output(tmp_path: Path) -> None:
-    from redis_benchmarks_spec.cli.main import main
     base, comp = _dirs_with_regression(tmp_path)
     out = tmp_path / "t.txt"
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--output", str(out)]) == 0
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--output", str(out)]) == 0
     assert "REGRESSION" in out.read_text() and "set" in out.read_text()
 
 
@@ -373,7 +372,6 @@ def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch,
     import importlib
 
     from redis_benchmarks_spec.cli import compare as cli
-    from redis_benchmarks_spec.cli.main import main
     real = importlib.import_module
 
     def fake(name: str, package: str | None = None) -> object:
@@ -383,25 +381,25 @@ def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(cli.importlib, "import_module", fake)
     # 2, not 1: CI must not mistake "could not compare" for "regression"
-    assert main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc"]) == 2
+    assert rbs_in_process(["compare", "--baseline-branch", "unstable", "--comparison-hash",
+                           "abc"]) == 2
     assert "datasink compare needs redis_benchmarks_spec.datasink.reader" in capsys.readouterr().err
-    assert main(["compare", "--fail-on-regression"]) == 2
+    assert rbs_in_process(["compare", "--fail-on-regression"]) == 2
     assert "--baseline-dir" in capsys.readouterr().err
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from redis_benchmarks_spec.cli.main import main
     base, comp = _dirs_with_regression(tmp_path)
-    assert main(["compare", "--baseline-dir", str(base)]) == 2
+    assert rbs_in_process(["compare", "--baseline-dir", str(base)]) == 2
     assert "both --baseline-dir and --comparison-dir" in capsys.readouterr().err
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--tests-regexp", "(", "--fail-on-regression"]) == 2
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--tests-regexp", "(", "--fail-on-regression"]) == 2
     assert "--tests-regexp" in capsys.readouterr().err
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--tests-regexp", "^nothing$"]) == 2
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--tests-regexp", "^nothing$"]) == 2
     assert "no tests to compare" in capsys.readouterr().err
-    assert main(["compare", "--baseline-branch", "a", "--comparison-branch", "b",
-                 "--from-date", "yesterday"]) == 2
+    assert rbs_in_process(["compare", "--baseline-branch", "a", "--comparison-branch", "b",
+                           "--from-date", "yesterday"]) == 2
     assert "not an ISO date" in capsys.readouterr().err
 
 
@@ -410,7 +408,6 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
     import types
 
     from redis_benchmarks_spec.cli import compare as cli
-    from redis_benchmarks_spec.cli.main import main
     from redis_benchmarks_spec.datasink import reader as real_reader
 
     seen: list[real_reader.SeriesSelector] = []
@@ -434,10 +431,10 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
     from redis_benchmarks_spec.inputs import platform_context
     monkeypatch.setattr(platform_context, "hosts_of", lambda *a: ([], [], []))
     out = tmp_path / "r.json"
-    code = main(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
-                 "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",
-                 "--to-date", "2024-01-31", "--format", "json", "--output", str(out),
-                 "--fail-on-regression"])
+    code = rbs_in_process(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
+                           "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",
+                           "--to-date", "2024-01-31", "--format", "json", "--output", str(out),
+                           "--fail-on-regression"])
     assert code == 1
     rep = ComparisonReport.from_dict(json.loads(out.read_text()))
     assert {r.test: r.verdict for r in rep.rows} == {"get": NO_CHANGE, "new": UNKNOWN,
@@ -451,7 +448,6 @@ def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path
 def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client: redis.Redis,
                                              tmp_path: Path) -> None:
     """Branch vs branch through redis-stack-server: the writer's series, the reader's query."""
-    from redis_benchmarks_spec.cli.main import main
     from redis_benchmarks_spec.datasink.writer import push_results
 
     rng = np.random.default_rng(30)
@@ -470,17 +466,17 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
     argv = ["compare", "--datasink", datasink.url, "--baseline-branch", "unstable",
             "--comparison-branch", "pr-7", "--platform", "icelake-2s", "--format", "json",
             "--output", str(out), "--fail-on-regression"]
-    assert main(argv) == 1
+    assert rbs_in_process(argv) == 1
     rep = ComparisonReport.from_dict(json.loads(out.read_text()))
     assert {r.test: (r.verdict, r.n_baseline, r.n_comparison) for r in rep.rows} == {
         "get": (NO_CHANGE, 8, 8), "set": (REGRESSION, 8, 8)}
-    assert main([*argv, "--groups-regexp", "^write$"]) == 1
+    assert rbs_in_process([*argv, "--groups-regexp", "^write$"]) == 1
     assert [r.test for r in ComparisonReport.from_dict(json.loads(out.read_text())).rows] \
         == ["set"]
-    assert main([*argv, "--tests-regexp", "^get$", "--last-n", "3"]) == 0
+    assert rbs_in_process([*argv, "--tests-regexp", "^get$", "--last-n", "3"]) == 0
     (row,) = ComparisonReport.from_dict(json.loads(out.read_text())).rows
     assert (row.test, row.n_baseline, row.n_comparison) == ("get", 3, 3)
-    assert main([*argv, "--platform", "cascadelake"]) == 2  # nothing stored there
+    assert rbs_in_process([*argv, "--platform", "cascadelake"]) == 2  # nothing stored there
 
 
 # --- verdict rules, directly -----------------------------------------------------------------

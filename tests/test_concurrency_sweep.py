@@ -24,10 +24,10 @@ from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.concurrency import PointLimits, PointRule
 from redis_benchmarks_spec.runner.knobs import governor_unavailable
 from tests.browser import Plots, render
+from tests.cli import RBS, rbs, write_suite
 from tests.datasink_fixtures import client_fixture, datasink_fixture  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-RBS = str(ROOT / ".venv" / "bin" / "rbs")
 # the test's rbs starts with this soft open-file limit (the hard one kept), so a point must
 # raise it; this sandbox has no CAP_SYS_RESOURCE, so a soft limit is what may be raised
 LOW_LIMIT = 1024
@@ -58,19 +58,19 @@ exporter:
 def _suites(tmp: Path, text: str) -> Path:
     folder = tmp / "suites"
     folder.mkdir(exist_ok=True)
-    (folder / "s.yml").write_text(text)
+    write_suite(folder, "s", text)
     return folder
 
 
-def _rbs(args: list[str], prefix: list[str] | None = None,
-         watch: list[dict[str, int]] | None = None) -> subprocess.CompletedProcess[str]:
-    """``rbs`` with ``args``; ``watch`` collects the open-file limit of every
-    memtier_benchmark and redis-server it starts, read from /proc while they run."""
-    proc = subprocess.Popen([*(prefix or []), RBS, *args], stdout=subprocess.PIPE,
+def _watched_rbs(args: list[str], prefix: list[str],
+                 watch: list[dict[str, int]]) -> subprocess.CompletedProcess[str]:
+    """``prefix rbs args``, watched while it runs (so not tests.cli's ``rbs``): ``watch``
+    collects the open-file limit of every memtier_benchmark and redis-server it starts,
+    read from /proc while they run."""
+    proc = subprocess.Popen([*prefix, RBS, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     done = threading.Event()
-    if watch is not None:
-        threading.Thread(target=_watch, args=(proc.pid, watch, done), daemon=True).start()
+    threading.Thread(target=_watch, args=(proc.pid, watch, done), daemon=True).start()
     try:
         out, err = proc.communicate(timeout=300)
     finally:
@@ -105,11 +105,12 @@ def memtier_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, 
     """One real sweep to 3,000 connections, started under a 1,024 open-file limit."""
     tmp = tmp_path_factory.mktemp("conc")
     seen: list[dict[str, int]] = []
-    run = _rbs(["run", "--suites-dir", str(_suites(tmp, MEMTIER_SUITE)), "--results-dir",
-                str(tmp / "out"), "--no-datasink", "--sweep", "connections=100,1000,3000",
-                "--min-requests-per-connection", "30", "--warmup-seconds", "1",
-                "--test-time", "1"],
-               prefix=["prlimit", f"--nofile={LOW_LIMIT}:", "--"], watch=seen)
+    run = _watched_rbs(["run", "--suites-dir", str(_suites(tmp, MEMTIER_SUITE)),
+                        "--results-dir", str(tmp / "out"), "--no-datasink",
+                        "--sweep", "connections=100,1000,3000",
+                        "--min-requests-per-connection", "30", "--warmup-seconds", "1",
+                        "--test-time", "1"],
+                       prefix=["prlimit", f"--nofile={LOW_LIMIT}:", "--"], watch=seen)
     assert run.returncode == 0, run.stdout + run.stderr
     return tmp / "out", run.stdout, seen
 
@@ -178,10 +179,10 @@ def test_the_points_go_to_history_as_a_curve(memtier_sweep, client) -> None:
 def test_redis_benchmark_points_send_the_minimum_per_connection(tmp_path: Path) -> None:
     """redis-benchmark's connections share ``-n``: a point sends N x connections, after a
     warm-up at its own client count; its duration is its requests over its own rate."""
-    run = _rbs(["run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--results-dir",
-                str(tmp_path / "out"), "--no-datasink", "--sweep", "clients=10,1000",
-                "--min-requests-per-connection", "40", "--warmup-seconds", "1",
-                "--test-time", "1"])
+    run = rbs("run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--results-dir",
+              str(tmp_path / "out"), "--no-datasink", "--sweep", "clients=10,1000",
+              "--min-requests-per-connection", "40", "--warmup-seconds", "1",
+              "--test-time", "1")
     assert run.returncode == 0, run.stdout + run.stderr
     for doc in _docs(tmp_path / "out"):
         conc, argv = doc.concurrency, doc.argv[0]
@@ -196,10 +197,10 @@ def test_redis_benchmark_points_send_the_minimum_per_connection(tmp_path: Path) 
 
 
 def test_a_point_too_short_for_the_minimum_is_flagged(tmp_path: Path) -> None:
-    run = _rbs(["run", "--suites-dir", str(_suites(tmp_path, MEMTIER_SUITE)),
-                "--results-dir", str(tmp_path / "out"), "--no-datasink",
-                "--sweep", "connections=20,200", "--min-requests-per-connection", "10000000",
-                "--max-point-seconds", "1", "--warmup-seconds", "1", "--test-time", "1"])
+    run = rbs("run", "--suites-dir", str(_suites(tmp_path, MEMTIER_SUITE)),
+              "--results-dir", str(tmp_path / "out"), "--no-datasink",
+              "--sweep", "connections=20,200", "--min-requests-per-connection", "10000000",
+              "--max-point-seconds", "1", "--warmup-seconds", "1", "--test-time", "1")
     assert run.returncode == 0, run.stdout + run.stderr
     for doc in _docs(tmp_path / "out"):
         conc = doc.concurrency
@@ -221,8 +222,7 @@ def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> 
     failed.sweep = {"param": "connections", "value": "6000"}
     failed.write(session / "failed-point.json")
     page = tmp_path / "r.html"
-    rep = subprocess.run([RBS, "report", str(session), "--output", str(page)],
-                         capture_output=True, text=True, timeout=300, check=False)
+    rep = rbs("report", str(session), "--output", str(page))
     assert rep.returncode == 0, rep.stdout + rep.stderr
     text = page.read_text()
     # a row of the surface per percentile, a column per point
@@ -240,14 +240,14 @@ def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> 
 
 
 def test_points_a_tool_or_host_cannot_reach_are_refused_before_running(tmp_path: Path) -> None:
-    rb = _rbs(["run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--no-datasink",
-               "--results-dir", str(tmp_path / "o"), "--sweep", "connections=100,12000"])
+    rb = rbs("run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--no-datasink",
+             "--results-dir", str(tmp_path / "o"), "--sweep", "connections=100,12000")
     assert rb.returncode == 2
     assert "redis-benchmark opens at most 10,000 connections" in rb.stderr
     assert "memtier_benchmark" in rb.stderr and "Traceback" not in rb.stderr
-    (tmp_path / "suites" / "s.yml").write_text(MEMTIER_SUITE)
-    ports = _rbs(["run", "--suites-dir", str(tmp_path / "suites"), "--no-datasink",
-                  "--results-dir", str(tmp_path / "o"), "--sweep", "connections=100,900000"])
+    write_suite(tmp_path / "suites", "s", MEMTIER_SUITE)
+    ports = rbs("run", "--suites-dir", str(tmp_path / "suites"), "--no-datasink",
+                "--results-dir", str(tmp_path / "o"), "--sweep", "connections=100,900000")
     assert ports.returncode == 2 and "ip_local_port_range" in ports.stderr
     assert not (tmp_path / "o").exists() or not list(find_result_files(tmp_path / "o"))
 
@@ -288,8 +288,8 @@ def test_a_cluster_client_needs_descriptors_for_every_primary() -> None:
 def test_io_threads_and_server_cores_are_swept_for_real(tmp_path: Path) -> None:
     # few requests: with more I/O threads than cores they spin, ~700 ops/sec here
     suites = _suites(tmp_path, RB_SUITE.replace("-c 20 -n 20000", "-c 10 -n 2000"))
-    threads = _rbs(["run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "t"),
-                    "--no-datasink", "--sweep", "io-threads=1,3"])
+    threads = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "t"),
+                  "--no-datasink", "--sweep", "io-threads=1,3")
     assert threads.returncode == 0, threads.stdout + threads.stderr
     one, three = _docs(tmp_path / "t")
     for doc, count in ((one, 0), (three, 2)):
@@ -299,8 +299,8 @@ def test_io_threads_and_server_cores_are_swept_for_real(tmp_path: Path) -> None:
     assert len(three.cpus["server"]) == 4 or "shared-cores" in three.flags
     assert "io-threads=3: --io-threads 3 --io-threads-do-reads yes on 4 core(s)" in \
         " ".join(threads.stdout.split())
-    cores = _rbs(["run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "c"),
-                  "--no-datasink", "--sweep", "server-cpus=1,2"])
+    cores = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "c"),
+                "--no-datasink", "--sweep", "server-cpus=1,2")
     assert cores.returncode == 0, cores.stdout + cores.stderr
     c1, c2 = _docs(tmp_path / "c")
     assert len(c1.cpus["server"]) == 1 and len(c2.cpus["server"]) == 2
@@ -310,9 +310,9 @@ def test_io_threads_and_server_cores_are_swept_for_real(tmp_path: Path) -> None:
 
 def test_the_governor_is_not_available_where_the_host_cannot_change_it(tmp_path: Path) -> None:
     reason = governor_unavailable("performance")
-    run = _rbs(["run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--no-datasink",
-                "--results-dir", str(tmp_path / "o"), "--sweep", "governor=performance,powersave",
-                "--dry-run"])
+    run = rbs("run", "--suites-dir", str(_suites(tmp_path, RB_SUITE)), "--no-datasink",
+              "--results-dir", str(tmp_path / "o"), "--sweep", "governor=performance,powersave",
+              "--dry-run")
     if reason:  # this VM: no cpufreq in sysfs
         assert run.returncode == 2
         line = run.stderr.strip().splitlines()[-1]

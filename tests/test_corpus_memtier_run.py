@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ import redis
 import yaml
 
 from redis_benchmarks_spec.common.tools import find_tool
-from tests.conftest import REPO, RedisServer
+from tests.cli import rbs
+from tests.conftest import RedisServer
 from tests.corpus import corpus_suites
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,6 @@ pytestmark = pytest.mark.slow
 GROUPS = ("string", "hash", "list", "set", "sorted-set", "stream")
 PRELOAD_MAX = 50_000  # requests: a preload of a few seconds here
 TEST_TIME = 2
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 
 
 @dataclass(frozen=True)
@@ -140,10 +139,9 @@ def test_a_sample_of_the_teams_corpus_runs_with_real_memtier(tmp_path: Path) -> 
     for cand in chosen:
         shutil.copy(cand.path, suites / cand.path.name)
     names = [c.raw["name"] for c in chosen]
-    argv = [RBS, "run", "--suites-dir", str(suites), "--test", ",".join(names),
-            "--test-time", str(TEST_TIME), "--no-datasink",
-            "--results-dir", str(tmp_path / "out"), "--format", "json"]
-    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=240)
+    done = rbs("run", "--suites-dir", str(suites), "--test", ",".join(names),
+               "--test-time", str(TEST_TIME), "--no-datasink",
+               "--results-dir", str(tmp_path / "out"), "--format", "json", timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {r["test_name"]: r for r in json.loads(done.stdout)}
     assert sorted(rows) == sorted(names), done.stderr[-3000:]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.store import marker_path, push_results_dir
 from redis_benchmarks_spec.datasink.writer import push_results
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     client_fixture,
@@ -75,7 +75,7 @@ def test_status_values_and_cli_status_counts(datasink: EmbeddedDatasink, client:
     state = datasink.status().as_dict()
     assert state["running"] is True and state["url"] == datasink.url
     push_results(client, [make_result(r, test_name=f"t-{t}") for t in range(3) for r in range(2)])
-    assert main(["datasink", "status", "--datasink", datasink.url]) == 0
+    assert rbs_in_process(["datasink", "status", "--datasink", datasink.url]) == 0
     out = capsys.readouterr().out
     assert "series: 18, tests known: 3, runs stored: 6" in out
 

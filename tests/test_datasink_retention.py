@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import keys, reader, retention, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -21,6 +20,7 @@ from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     BUILD_VARIANT,
     METRICS,
@@ -95,7 +95,7 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
         unfolded = [d for d in docs if d.start_ms >= now - 30 * DAY]
         dry = retention.gc(client, now, window_days=90, dry_run=True, document_days=30)
         assert dry.commits_indexed == len(docs) and dry.commits_expired == len(old)
-        assert main(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
+        assert rbs_in_process(["datasink", "gc", "--datasink", sink.url or "", "--dry-run"]) == 0
         assert len(_samples(client, "hash")) == len(docs) * len(METRICS)  # nothing deleted
         report = retention.gc(client, now, window_days=90, document_days=30)
         assert report.commits_expired == len(old)
@@ -161,6 +161,7 @@ def _pull_request_bases_are_still_found(client: redis.Redis, docs: list[RunResul
 @pytest.mark.parametrize("days", ["0", "9999"])
 def test_gc_window_out_of_range_is_one_line(days: str, datasink: EmbeddedDatasink,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["datasink", "gc", "--window-days", days, "--datasink", datasink.url]) == 2
+    assert rbs_in_process(["datasink", "gc", "--window-days", days, "--datasink",
+                           datasink.url]) == 2
     err = capsys.readouterr().err
     assert f"--window-days {days}" in err and len(err.strip().splitlines()) == 1

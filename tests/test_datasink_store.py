@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
@@ -21,6 +20,7 @@ from redis_benchmarks_spec.datasink.store import (
     push_results_dir,
 )
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     client_fixture,
@@ -164,9 +164,9 @@ def test_rbs_run_session_push_and_cli(tmp_path: Path, capsys: pytest.CaptureFixt
     results_dir = _session(tmp_path)
     outcome = push_session(results_dir, datasink.url)
     assert outcome.ok and "4 run(s) pushed" in outcome.message
-    assert main(["datasink", "push", str(results_dir), "--datasink", datasink.url]) == 0
+    assert rbs_in_process(["datasink", "push", str(results_dir), "--datasink", datasink.url]) == 0
     assert "4 already pushed" in capsys.readouterr().out
-    assert main(["datasink", "status", "--datasink", datasink.url]) == 0
+    assert rbs_in_process(["datasink", "status", "--datasink", datasink.url]) == 0
     out = capsys.readouterr().out
     assert f"series: {reader.count_series(client)}" in out and "2 test(s)" in out
 
@@ -174,13 +174,14 @@ def test_rbs_run_session_push_and_cli(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_cli_up_status_down_of_an_embedded_datasink(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     data_dir = str(tmp_path / "sink")
-    assert main(["datasink", "status", "--data-dir", data_dir]) == 1
-    assert main(["datasink", "up", "--data-dir", data_dir]) == 0
+    assert rbs_in_process(["datasink", "status", "--data-dir", data_dir]) == 1
+    assert rbs_in_process(["datasink", "up", "--data-dir", data_dir]) == 0
     try:
-        assert main(["datasink", "push", str(_session(tmp_path)), "--data-dir", data_dir]) == 0
-        assert main(["datasink", "status", "--data-dir", data_dir]) == 0
+        assert rbs_in_process(["datasink", "push", str(_session(tmp_path)), "--data-dir",
+                               data_dir]) == 0
+        assert rbs_in_process(["datasink", "status", "--data-dir", data_dir]) == 0
         out = capsys.readouterr().out
         assert "running at redis://127.0.0.1:" in out and "series: 12" in out
     finally:
-        assert main(["datasink", "down", "--data-dir", data_dir]) == 0
+        assert rbs_in_process(["datasink", "down", "--data-dir", data_dir]) == 0
     assert "stopped" in capsys.readouterr().out

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common.ports import owns_port
 from redis_benchmarks_spec.datasink import embedded
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
+from tests.cli import rbs_in_process, write_suite
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import ensure_libssl
 
@@ -30,8 +30,8 @@ def test_taken_port_is_an_error_not_a_success(sink_dir: Path, redis_server: Redi
     with pytest.raises(DatasinkError, match=f"port {redis_server.port} is in use"):
         sink.up()
     assert not sink.status().running
-    code = main(["datasink", "up", "--datasink-data-dir", str(sink_dir), "--port",
-                 str(redis_server.port)])
+    code = rbs_in_process(["datasink", "up", "--datasink-data-dir", str(sink_dir), "--port",
+                           str(redis_server.port)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "in use by pid" in err, err
 
@@ -111,8 +111,7 @@ def test_run_push_uses_the_documents_in_memory(sink_dir: Path, tmp_path: Path) -
     from redis_benchmarks_spec.suites.catalog import load_catalog
 
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "mem-set.yml").write_text(
+    write_suite(suites, "mem-set",
         "version: 0.4\nname: mem-set\ntested-groups: [string]\ntested-commands: [set]\n"
         "redis-topologies: [oss-standalone]\nclientconfig:\n  tool: redis-benchmark\n"
         "  arguments: -n 2000 -t set\nexporter:\n  redistimeseries:\n    metrics:\n"

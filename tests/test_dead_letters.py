@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.events.consumer import GroupConsumer, publish
 from redis_benchmarks_spec.events.dead_letters import read_dead_letters
 from redis_benchmarks_spec.events.messages import BuildFailure
 from redis_benchmarks_spec.events.names import StreamNames
+from tests.cli import rbs_in_process
 from tests.conftest import RedisServer
 
 NAMES = StreamNames.with_prefix("dl")
@@ -29,7 +29,7 @@ def test_dead_letters_listed_with_reasons(redis_server: RedisServer,
     assert letter.entry_id == bad.decode() and letter.stream == NAMES.build_failures
     assert letter.consumer == "c-1" and "malformed" in letter.reason
     assert letter.original == {"kind": "build-failure", "v": "1", "sha": "j:{"}
-    assert main(["admin", "dead-letter", "--broker", redis_server.url, "--stream-prefix",
-                 "dl"]) == 0
+    assert rbs_in_process(["admin", "dead-letter", "--broker", redis_server.url, "--stream-prefix",
+                           "dl"]) == 0
     out = capsys.readouterr().out
     assert bad.decode() in out and "malformed" in out and "sha=j:{" in out

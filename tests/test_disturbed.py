@@ -29,10 +29,10 @@ from redis_benchmarks_spec.telemetry.cpu import (
     SaturationThresholds,
     is_disturbed,
 )
+from tests.cli import rbs, write_suite
 
 INSTRUCTIONS = "instructions_per_op"
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 name: busy-get
 tested-commands: [get]
@@ -48,11 +48,10 @@ exporter:
 def _run(tmp_path: Path, out: str) -> RunResult:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "s.yml").write_text(SUITE)
-    proc = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                           str(tmp_path / out), "--topology", "oss-standalone",
-                           "--test-time", "4", "--no-datasink"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    write_suite(suites, "s", SUITE)
+    proc = rbs("run", "--suites-dir", str(suites), "--results-dir",
+               str(tmp_path / out), "--topology", "oss-standalone",
+               "--test-time", "4", "--no-datasink")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return RunResult.read(next((tmp_path / out).rglob("result.json")))
 

@@ -11,6 +11,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,8 +29,7 @@ def our_containers() -> set[str]:
 
 def test_suite_runs_in_a_container_and_the_container_is_removed(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text("""
+    write_suite(suites, "s", """
 name: docker-set
 dbconfig:
   configuration-parameters:
@@ -42,7 +42,7 @@ exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """)
-    (suites / "bad.yml").write_text("""
+    write_suite(suites, "bad", """
 name: docker-bad
 dbconfig:
   configuration-parameters:

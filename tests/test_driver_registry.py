@@ -15,6 +15,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths, make_driver
 from redis_benchmarks_spec.results.document import STATUS_OK, STATUS_SKIPPED
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
+from tests.cli import write_suite
 
 SUITE = """
 version: 0.4
@@ -38,8 +39,8 @@ TWO = """clientconfigs:
 
 
 def write(directory: Path, name: str, clients: str, extra: str = "") -> None:
-    (directory / f"{name}.yml").write_text(SUITE.format(name=name, clients=clients,
-                                                        extra=extra))
+    write_suite(directory, name, SUITE.format(name=name, clients=clients,
+                                              extra=extra))
 
 
 def test_missing_binary_reason_names_the_flag(tmp_path: Path,

@@ -22,6 +22,7 @@ from redis_benchmarks_spec.runner.remote_client import RemoteClientError
 from redis_benchmarks_spec.runner.replication import ReplicationError
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 
 SUITE = """
 version: 0.4
@@ -50,10 +51,9 @@ def test_every_per_test_failure_derives_from_the_one_root() -> None:
 
 def test_a_test_that_fails_for_its_own_reason_does_not_end_the_session(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "a-broken.yml").write_text(SUITE.format(name="a-broken",
-                                                      param="maxmemory-policy: not-a-policy"))
-    (suites / "b-fine.yml").write_text(SUITE.format(name="b-fine", param="appendonly: 'no'"))
+    write_suite(suites, "a-broken", SUITE.format(name="a-broken",
+                                                 param="maxmemory-policy: not-a-policy"))
+    write_suite(suites, "b-fine", SUITE.format(name="b-fine", param="appendonly: 'no'"))
     config = SessionConfig(tools=ToolPaths(redis_server=shutil.which("redis-server") or ""),
                            results_dir=tmp_path / "out", test_time=1)
     results = {r.test_name: r for r in run_suites(config, load_catalog(suites).suites)}

@@ -40,6 +40,7 @@ from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, recor
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.notifier import PrNotifier
 from redis_benchmarks_spec.pullrequest.state import PrInfo, save_info
+from tests.cli import RBS, rbs, write_suite
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import (
@@ -52,7 +53,6 @@ from tests.pipeline_fixtures import (
 )
 from tests.procs import descendants
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SHA = "e" * 40
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 TINY = "gcc:test-plain"
@@ -69,7 +69,7 @@ def suites(tmp_path: Path, n: int = 1000) -> Path:
     d = tmp_path / "suites"
     d.mkdir(exist_ok=True)
     for test in TESTS:
-        (d / f"{test}.yml").write_text(SUITE.format(name=test, n=n))
+        write_suite(d, test, SUITE.format(name=test, n=n))
     return d
 
 
@@ -116,9 +116,8 @@ def request_of(event: BuildEvent) -> BuildRequest:
 
 
 def admin(redis_server, names: StreamNames, action: str) -> str:  # type: ignore[no-untyped-def]
-    done = subprocess.run([RBS, "admin", action, "--broker", redis_server.url,
-                           "--stream-prefix", names.prefix], capture_output=True, text=True,
-                          timeout=60, check=False, env={**os.environ, "COLUMNS": "250"})
+    done = rbs("admin", action, "--broker", redis_server.url,
+               "--stream-prefix", names.prefix, timeout=60, env={"COLUMNS": "250"})
     assert done.returncode == 0 and "Traceback" not in done.stderr, done
     return done.stdout
 
@@ -301,11 +300,10 @@ def test_build_timeout_ends_trigger_wait_with_the_reason(redis_server, names, va
     thread = threading.Thread(target=builder.run, kwargs={"max_requests": 1}, daemon=True)
     thread.start()
     try:
-        waited = subprocess.run(
-            [RBS, "trigger", "--repo", str(repo), "--commit", sha, "--org", "redis",
-             "--repo-name", "redis", "--build-variants", TINY, "--platforms", "p1", "--wait",
-             "--timeout", "120", "--broker", redis_server.url, "--stream-prefix",
-             names.prefix], capture_output=True, text=True, timeout=180, check=False)
+        waited = rbs("trigger", "--repo", str(repo), "--commit", sha, "--org", "redis",
+                     "--repo-name", "redis", "--build-variants", TINY, "--platforms", "p1",
+                     "--wait", "--timeout", "120", "--broker", redis_server.url,
+                     "--stream-prefix", names.prefix, timeout=180)
     finally:
         builder.stop()
         thread.join(timeout=60)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.events import admin
 from redis_benchmarks_spec.events.consumer import GroupConsumer, publish
 from redis_benchmarks_spec.events.follow import Follower, wait
@@ -28,6 +27,7 @@ from redis_benchmarks_spec.events.status import (
     read_statuses,
     record_statuses,
 )
+from tests.cli import rbs_in_process
 
 NAMES = StreamNames.with_prefix("adm")
 
@@ -48,10 +48,6 @@ def _event(req: BuildRequest, variant: str) -> BuildEvent:
 def _status(event: BuildEvent, platform: str, test: str, state: str) -> RunStatus:
     return RunStatus(event_id=event.id, platform=platform, agent=f"{platform}-1",
                          test_name=test, state=state, reason="boom" if state == "failed" else "")
-
-
-def rbs(argv: list[str]) -> int:
-    return main(argv)
 
 
 def test_follower_finishes_when_every_platform_is_done(redis_server) -> None:  # type: ignore[no-untyped-def]
@@ -105,7 +101,8 @@ def test_streams_view_shows_lag_pending_and_idle(redis_server) -> None:  # type:
     [group] = info.groups
     assert (group.name, group.pending, group.lag) == ("builders", 1, 2)
     assert [(c.name, c.pending) for c in group.consumers] == [("b1", 1)]
-    assert rbs(["admin", "streams", "--broker", redis_server.url, "--stream-prefix", "adm"]) == 0
+    assert rbs_in_process(["admin", "streams", "--broker", redis_server.url,
+                           "--stream-prefix", "adm"]) == 0
 
 
 def test_inflight_failed_and_heartbeats(redis_server, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +120,8 @@ def test_inflight_failed_and_heartbeats(redis_server, capsys, monkeypatch) -> No
     [hb] = heartbeats(client, NAMES)
     assert (hb.platform, hb.agent, hb.alive, hb.info) == ("icelake", "host:1", True, "running t")
     for cmd in ("inflight", "failed", "heartbeats"):
-        assert rbs(["admin", cmd, "--broker", redis_server.url, "--stream-prefix", "adm"]) == 0
+        assert rbs_in_process(["admin", cmd, "--broker", redis_server.url,
+                               "--stream-prefix", "adm"]) == 0
     assert busy_ev.id in capsys.readouterr().out
 
 
@@ -144,14 +142,14 @@ def test_cancel_and_replay_an_event(redis_server) -> None:  # type: ignore[no-un
     assert len(rows) == 2 and BuildEvent.decode(rows[1][1]) == ev
     assert not is_cancelled(client, NAMES, ev.id)
     assert read_statuses(client, NAMES, ev.id) == []
-    assert rbs(["admin", "replay", "missing", "--broker", redis_server.url,
-                "--stream-prefix", "adm"]) == 2  # an unknown id is an input error
+    assert rbs_in_process(["admin", "replay", "missing", "--broker", redis_server.url,
+                           "--stream-prefix", "adm"]) == 2  # an unknown id is an input error
 
 
 def test_replay_a_request(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     req = _request([])
     publish(client, NAMES.build_requests, req)
-    assert rbs(["admin", "replay", req.id, "--broker", redis_server.url,
-                "--stream-prefix", "adm"]) == 0
+    assert rbs_in_process(["admin", "replay", req.id, "--broker", redis_server.url,
+                           "--stream-prefix", "adm"]) == 0
     assert [BuildRequest.decode(f) for _, f in client.xrange(NAMES.build_requests)] == [req, req]

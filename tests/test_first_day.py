@@ -20,7 +20,6 @@ from redis_benchmarks_spec.analysis.report import header_lines, to_markdown, to_
 from redis_benchmarks_spec.analysis.report_data import ReportData
 from redis_benchmarks_spec.analysis.sweep import CurvePoint, Knee, SweepCurve
 from redis_benchmarks_spec.cli.console import export_console, print_table
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.cli.sweep import curve_table
 from redis_benchmarks_spec.common.numbers import plain_p
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -29,6 +28,7 @@ from redis_benchmarks_spec.loadgen.drivers import RedisBenchmarkDriver
 from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
 from redis_benchmarks_spec.runner.concurrency import PointDriver, PointLimits, PointRule
 from redis_benchmarks_spec.suites.suite import ToolConfig
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     METRICS,
     TEST_NAME,
@@ -70,21 +70,22 @@ def test_runs_without_a_branch_are_read_by_version(
     _local_runs(client)
     url = _url(client)
     # the branch history says where they are
-    assert main(["history", "--test", TEST_NAME, "--datasink", url]) == 2
+    assert rbs_in_process(["history", "--test", TEST_NAME, "--datasink", url]) == 2
     assert "--version 7.0.15" in _one_error_line(capsys.readouterr().err)
-    assert main(["history", "--test", TEST_NAME, "--datasink", url, "--version", "7.0.15"]) == 0
+    assert rbs_in_process(["history", "--test", TEST_NAME, "--datasink", url, "--version",
+                           "7.0.15"]) == 0
     table = capsys.readouterr().out
     assert "version 7.0.15" in table and "1,002" in table
-    assert main(["history", "--test", TEST_NAME, "--datasink", url, "--version", "7.0.15",
-                 "--format", "csv"]) == 0
+    assert rbs_in_process(["history", "--test", TEST_NAME, "--datasink", url, "--version", "7.0.15",
+                           "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert list(rows[0]) == ["time_utc", "ts_ms", "value", "commit", "version", "repetition",
                              "run_id"]
     assert [r["repetition"] for r in rows] == ["0", "1", "2"]
     assert rows[0]["commit"] == "–" and rows[1]["commit"] == "1" * 40  # as the table says
     assert all(r["time_utc"] and r["version"] == "7.0.15" for r in rows)
-    assert main(["history", "--test", TEST_NAME, "--datasink", url, "--hash", "2" * 40,
-                 "--format", "json"]) == 0
+    assert rbs_in_process(["history", "--test", TEST_NAME, "--datasink", url, "--hash", "2" * 40,
+                           "--format", "json"]) == 0
     (point,) = json.loads(capsys.readouterr().out)["points"]
     assert point["repetition"] == 2 and point["commit"] == "2" * 40
 
@@ -93,8 +94,8 @@ def test_runs_without_a_branch_are_read_by_version(
 
 def test_history_output_into_a_missing_folder_is_one_line(
         capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["history", "--test", "t", "--format", "csv", "--output",
-                 "/nonexistent-rbs/dir/h.csv"]) == 2
+    assert rbs_in_process(["history", "--test", "t", "--format", "csv", "--output",
+                           "/nonexistent-rbs/dir/h.csv"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "--output /nonexistent-rbs/dir/h.csv" in line and "no such directory" in line
 
@@ -102,7 +103,7 @@ def test_history_output_into_a_missing_folder_is_one_line(
 def test_history_of_a_test_no_suite_has_says_so(
         client: redis.Redis, capsys: pytest.CaptureFixture[str]) -> None:
     _local_runs(client)
-    assert main(["history", "--test", "nosuchtest", "--datasink", _url(client)]) == 2
+    assert rbs_in_process(["history", "--test", "nosuchtest", "--datasink", _url(client)]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "no suite named nosuchtest" in line and "rbs suites list" in line, line
 
@@ -113,15 +114,16 @@ def test_compare_with_a_platform_that_has_nothing_is_an_error(
             for run in range(3)]
     assert not push_results(client, docs).failed
     url = _url(client)
-    assert main(["compare", "--datasink", url, "--baseline-version", "7.0.15",
-                 "--baseline-platform", "trial-a", "--comparison-platform", "nosuchplat"]) == 2
+    assert rbs_in_process(["compare", "--datasink", url, "--baseline-version", "7.0.15",
+                           "--baseline-platform", "trial-a", "--comparison-platform",
+                           "nosuchplat"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "--comparison-platform nosuchplat" in line and "trial-a" in line, line
     # with result folders the platform flags select nothing: said, not ignored
     base = write_side(tmp_path / "a", "1" * 40, "7.0.15", 1.0, runs=2)
     comp = write_side(tmp_path / "b", "2" * 40, "7.0.15", 1.0, runs=2)
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--comparison-platform", "nosuchplat"]) == 2
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--comparison-platform", "nosuchplat"]) == 2
     assert "--comparison-platform" in _one_error_line(capsys.readouterr().err)
 
 
@@ -153,9 +155,9 @@ def test_p_values_are_plain_numbers_in_every_format() -> None:
 def test_rbs_report_takes_html_as_its_output(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     folder = write_side(tmp_path / "r", "1" * 40, "7.0.15", 1.0, runs=2)
-    assert main(["report", str(folder), "--html", str(tmp_path / "page.html")]) == 0
+    assert rbs_in_process(["report", str(folder), "--html", str(tmp_path / "page.html")]) == 0
     assert (tmp_path / "page.html").read_text().startswith("<!DOCTYPE html>")
-    assert main(["report", str(folder), "--html"]) == 0  # alone: the default place
+    assert rbs_in_process(["report", str(folder), "--html"]) == 0  # alone: the default place
     assert (folder / "report.html").is_file()
     capsys.readouterr()
 
@@ -198,6 +200,6 @@ def test_datasink_status_counts_a_swept_test_once(
         docs.append(doc)
     docs.append(make_result(5, test_name="other-test", hash="5" * 40))
     assert not push_results(client, docs).failed
-    assert main(["datasink", "status", "--datasink", _url(client)]) == 0
+    assert rbs_in_process(["datasink", "status", "--datasink", _url(client)]) == 0
     out = capsys.readouterr().out
     assert "tests known: 2 (3 swept value(s) of 1)" in out, out

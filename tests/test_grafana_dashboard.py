@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.grafana import dashboard, dashboard_json
+from tests.cli import rbs
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 FILE = REPO / "dashboards" / "redis-benchmarks-spec.json"
 SUITE = "redis-benchmark-1Kkeys-generic-exists"
 
@@ -31,16 +30,13 @@ def filled(datasink: EmbeddedDatasink, tmp_path_factory: pytest.TempPathFactory)
     out = tmp_path_factory.mktemp("grafana-run")
     client = datasink.client()
     client.flushall()
-    run = subprocess.run(
-        [RBS, "run", "--test", SUITE, "--test-time", "1",
-         "--results-dir", str(out), "--datasink", datasink.url, "--triggering-env", "ci",
-         "--branch", "unstable", "--platform", "grafana-host"],
-        capture_output=True, text=True, timeout=300, check=False)
+    run = rbs("run", "--test", SUITE, "--test-time", "1",
+              "--results-dir", str(out), "--datasink", datasink.url, "--triggering-env", "ci",
+              "--branch", "unstable", "--platform", "grafana-host")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     # the host's noise, as an agent records it at startup (the host-noise panels)
-    noise = subprocess.run(
-        [RBS, "platform", "record", "--platform", "grafana-host", "--noise-seconds", "1",
-         "--datasink", datasink.url], capture_output=True, text=True, timeout=120, check=False)
+    noise = rbs("platform", "record", "--platform", "grafana-host", "--noise-seconds", "1",
+                "--datasink", datasink.url, timeout=120)
     assert noise.returncode == 0, noise.stdout[-2000:] + noise.stderr[-2000:]
     return client
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.store import find_result_files, push_results_dir
 from redis_benchmarks_spec.results.document import SESSION_AB, RunResult
+from tests.cli import rbs_in_process, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -36,15 +36,14 @@ exporter:
 def test_ab_results_are_apart_labelled_and_refused_by_push(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: redis.Redis) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "ab-set.yml").write_text(SUITE)
+    write_suite(suites, "ab-set", SUITE)
     monkeypatch.chdir(tmp_path)
     server = shutil.which("redis-server")
     assert server
-    code = main(["run", "--suites-dir", str(suites), "--baseline-server", server,
-                 "--comparison-server", server, "--comparison-server-args",
-                 "--appendonly yes --appendfsync always", "--repetitions", "1",
-                 "--version-tag", "7.0.15", "--no-datasink"])
+    code = rbs_in_process(["run", "--suites-dir", str(suites), "--baseline-server", server,
+                           "--comparison-server", server, "--comparison-server-args",
+                           "--appendonly yes --appendfsync always", "--repetitions", "1",
+                           "--version-tag", "7.0.15", "--no-datasink"])
     assert code == 0
     files = find_result_files(tmp_path / "results")
     # one pair, or two when a pair disturbed by a neighbour was replaced (--max-repetitions 2x)

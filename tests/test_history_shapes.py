@@ -12,19 +12,18 @@ from pathlib import Path
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.results.layout import document_path
+from tests.cli import rbs, rbs_in_process, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     client_fixture,
     datasink_fixture,
     make_result,
 )
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 OPS = "ALL_STATS.Totals.Ops/sec"
 SUITE = """
 version: 0.4
@@ -53,17 +52,16 @@ SHAPES = {
 def _suites(tmp_path: Path, topologies: str) -> Path:
     folder = tmp_path / f"suites-{topologies.count(',')}"
     folder.mkdir(exist_ok=True)
-    (folder / "s.yml").write_text(SUITE.format(topologies=topologies))
+    write_suite(folder, "s", SUITE.format(topologies=topologies))
     return folder
 
 
-def _rbs_run(tmp_path: Path, shape: str, url: str) -> subprocess.CompletedProcess[str]:
+def _run_shape(tmp_path: Path, shape: str, url: str) -> subprocess.CompletedProcess[str]:
     topologies = "oss-standalone, oss-standalone-02-io-threads" if shape == "topologies" \
         else "oss-standalone"
-    argv = [RBS, "run", "--suites-dir", str(_suites(tmp_path, topologies)), "--results-dir",
-            str(tmp_path / shape), "--datasink", url, "--branch", f"shape-{shape}",
-            "--platform", "shapes", *SHAPES[shape]]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    return rbs("run", "--suites-dir", str(_suites(tmp_path, topologies)), "--results-dir",
+               str(tmp_path / shape), "--datasink", url, "--branch", f"shape-{shape}",
+               "--platform", "shapes", *SHAPES[shape], timeout=900)
 
 
 def _points(client: redis.Redis, branch: str) -> dict[str, int]:
@@ -82,7 +80,7 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
                                          client: redis.Redis,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     for shape in SHAPES:
-        done = _rbs_run(tmp_path, shape, datasink.url)
+        done = _run_shape(tmp_path, shape, datasink.url)
         assert done.returncode == 0, (shape, done.stdout[-3000:], done.stderr[-3000:])
         assert "datasink: 0 run(s)" not in done.stdout, shape
         docs = _documents(tmp_path / shape)
@@ -108,12 +106,12 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
     assert run_reader.count_runs(client) == len({d.run_id for d in pushed}) == len(pushed)
     # rbs history shows the repetitions as points of one series, and the swept values
     url = datasink.url
-    assert main(["history", "--test", "shape-set", "--branch", "shape-repetitions",
-                 "--platform", "shapes", "--datasink", url]) == 0
+    assert rbs_in_process(["history", "--test", "shape-set", "--branch", "shape-repetitions",
+                           "--platform", "shapes", "--datasink", url]) == 0
     table = capsys.readouterr().out
     assert "repetition" in table and all(f" {rep} " in table for rep in (0, 1, 2))
-    assert main(["history", "--test", "shape-set", "--branch", "shape-sweep",
-                 "--platform", "shapes", "--datasink", url]) == 0
+    assert rbs_in_process(["history", "--test", "shape-set", "--branch", "shape-sweep",
+                           "--platform", "shapes", "--datasink", url]) == 0
     table = capsys.readouterr().out
     assert all(f"shape-set.clients-{n}" in table for n in (1, 8, 64))
 
@@ -124,11 +122,11 @@ def test_ab_session_stays_out_of_history(tmp_path: Path, datasink: EmbeddedDatas
                                          client: redis.Redis) -> None:
     server = subprocess.run(["which", "redis-server"], capture_output=True, text=True,
                             timeout=10, check=True).stdout.strip()
-    argv = [RBS, "run", "--suites-dir", str(_suites(tmp_path, "oss-standalone")),
-            "--results-dir", str(tmp_path / "ab"), "--datasink", datasink.url,
-            "--branch", "shape-ab", "--baseline-server", server, "--comparison-server",
-            server, "--baseline-server-args", "--latency-tracking no", "--repetitions", "2"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    done = rbs("run", "--suites-dir", str(_suites(tmp_path, "oss-standalone")),
+               "--results-dir", str(tmp_path / "ab"), "--datasink", datasink.url,
+               "--branch", "shape-ab", "--baseline-server", server, "--comparison-server",
+               server, "--baseline-server-args", "--latency-tracking no", "--repetitions", "2",
+               timeout=900)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     docs = _documents(tmp_path / "ab")  # 2 pairs at least (UNKNOWN tests may get more)
     assert len(docs) >= 4 and not any(d.context.is_history for d in docs)
@@ -162,7 +160,8 @@ def test_layout_finds_every_shape_and_a_missing_document_is_an_error(
 def test_push_of_a_folder_without_documents_is_an_error(
         tmp_path: Path, datasink: EmbeddedDatasink, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty" / "rep-00").mkdir(parents=True)
-    assert main(["datasink", "push", str(tmp_path / "empty"), "--datasink", datasink.url]) == 2
+    assert rbs_in_process(["datasink", "push", str(tmp_path / "empty"),
+                           "--datasink", datasink.url]) == 2
     err = capsys.readouterr().err
     assert "holds no result document" in err and len(err.strip().splitlines()) == 1
 
@@ -174,14 +173,14 @@ def test_history_says_what_to_pass_when_it_finds_nothing(
     local = make_result(0, branch=None, hash=None, version="7.0.15")
     assert push_results(client, [local]).pushed
     args = ["history", "--test", local.test_name, "--datasink", datasink.url]
-    assert main(args) == 2
+    assert rbs_in_process(args) == 2
     err = capsys.readouterr().err
     # runs made without --branch are found by their version (issue 30)
     assert "filed by release version 7.0.15" in err and "pass --version 7.0.15" in err
     assert push_results(client, [make_result(1, branch="feature-x")]).pushed
-    assert main(args) == 2
+    assert rbs_in_process(args) == 2
     assert "branches that have it: feature-x: pass --branch" in capsys.readouterr().err
-    assert main([*args, "--branch", "feature-x", "--platform", "nowhere"]) == 2
+    assert rbs_in_process([*args, "--branch", "feature-x", "--platform", "nowhere"]) == 2
     assert "platform icelake-2s: pass --platform" in capsys.readouterr().err
-    assert main(["history", "--test", "never-ran", "--datasink", datasink.url]) == 2
+    assert rbs_in_process(["history", "--test", "never-ran", "--datasink", datasink.url]) == 2
     assert "rbs datasink status" in capsys.readouterr().err

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -18,12 +17,12 @@ from redis_benchmarks_spec.agent.ledger import Ledger
 from redis_benchmarks_spec.events.messages import RunStatus, SuiteFilters, encode_value
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses, record_statuses
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import (
     datasink_fixture,  # noqa: F401  (registers the fixture)
     make_result,
 )
 from tests.hostile_fixtures import (
-    RBS,
     Daemon,
     daemon_env,
     dead_letters,
@@ -48,7 +47,7 @@ def start_agent(redis_server, names: StreamNames, tmp_path: Path, consumer: str 
                 datasink_url: str | None = None) -> Daemon:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "s.yml").write_text(SUITE.format(name="hostile-set", n=1000))
+    write_suite(suites, "s", SUITE.format(name="hostile-set", n=1000))
     argv = ["agent", "--broker", redis_server.url, "--stream-prefix", names.prefix,
             "--platform", "p1", "--consumer", consumer, "--block-ms", "200",
             "--suites-dir", str(suites), "--work-dir", str(tmp_path / "area" / "work"),
@@ -119,9 +118,8 @@ def test_poison_entries_are_dead_lettered_and_the_agent_lives(redis_server, name
     assert client.xpending(names.builds, "platform:p1")["pending"] == 0
     assert "Traceback" not in agent.log()
     # the operator's reader shows what the attacker wrote, byte names included
-    shown = subprocess.run([*RBS, "admin", "dead-letter", "--broker", redis_server.url,
-                            "--stream-prefix", names.prefix, "--limit", "50"],
-                           capture_output=True, text=True, timeout=60, check=False)
+    shown = rbs("admin", "dead-letter", "--broker", redis_server.url,
+                "--stream-prefix", names.prefix, "--limit", "50", timeout=60)
     assert shown.returncode == 0 and "Traceback" not in shown.stdout + shown.stderr, shown
     assert "not UTF-8" in shown.stdout
 

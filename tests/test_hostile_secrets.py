@@ -21,6 +21,7 @@ import redis
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from tests.cli import write_suite
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.hostile_fixtures import Daemon, daemon_env, event, signed_ref, wait_until
@@ -63,7 +64,7 @@ def start_agent(broker: RedisServer, names: StreamNames, tmp_path: Path, datasin
                 n: int) -> Daemon:
     suites = tmp_path / "suites"
     suites.mkdir(exist_ok=True)
-    (suites / "s.yml").write_text(SUITE.format(name="secret-set", n=n))
+    write_suite(suites, "s", SUITE.format(name="secret-set", n=n))
     wrapper = tmp_path / "redis-benchmark"
     wrapper.write_text(WRAPPER.format(dump=tmp_path / "env.dump",
                                       real=shutil.which("redis-benchmark")))
@@ -148,8 +149,7 @@ clientconfig:
 
 def test_result_documents_never_store_server_passwords(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(REQUIREPASS_SUITE)
+    write_suite(suites, "s", REQUIREPASS_SUITE)
     rbs = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
     done = subprocess.run([rbs, "run", "--suites-dir", str(suites), "--results-dir",
                            str(tmp_path / "results"), "--no-datasink"], capture_output=True,
@@ -226,8 +226,7 @@ def _sample_children(pid: int, stop: threading.Event, seen: dict[str, list[str]]
 def test_planted_secrets_reach_no_stored_byte_and_no_child_argv(tmp_path: Path) -> None:
     from tests.datasink_fixtures import start_datasink
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(ACL_SUITE)
+    write_suite(suites, "s", ACL_SUITE)
     sink = start_datasink(tmp_path / "datasink")
     rbs = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
     seen: dict[str, list[str]] = {}
@@ -331,8 +330,7 @@ def test_a_failure_reason_and_the_log_never_show_a_password(tmp_path: Path) -> N
     line = CurrentStderrHandler().format(record)
     assert "log-pw-7121" not in line and "log-pw-7122" not in line and ">***" in line
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(FAILING_INIT)
+    write_suite(suites, "s", FAILING_INIT)
     rbs = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
     done = subprocess.run([rbs, "-v", "run", "--suites-dir", str(suites), "--results-dir",
                            str(tmp_path / "results"), "--no-datasink"], capture_output=True,

@@ -11,8 +11,8 @@ import pytest
 
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.yaml_safe import YamlRejected, loads
+from tests.cli import RBS, rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 GOOD = """\
 version: 0.4
 name: {name}
@@ -30,18 +30,17 @@ BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
 
 def hostile_dir(tmp_path: Path) -> Path:
     d = tmp_path / "suites"
-    d.mkdir()
-    (d / "good.yml").write_text(GOOD.format(name="good"))
+    write_suite(d, "good", GOOD.format(name="good"))
     (d / "utf16.yml").write_bytes(GOOD.format(name="utf16").encode("utf-16"))
     (d / "binary.yml").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
     (d / "latin1.yml").write_bytes(GOOD.format(name="latin1").encode() + b"# caf\xe9\n")
-    (d / "deep.yml").write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
-    (d / "bomb.yml").write_text(BOMB + GOOD.format(name="bomb"))
-    (d / "huge.yml").write_text(GOOD.format(name="huge") + "# " + "x" * (17 * 1024 * 1024))
-    (d / "escape.yml").write_text(GOOD.format(name="../../escaped"))
-    (d / "absolute.yml").write_text(GOOD.format(name="/tmp/absolute-escape"))
-    (d / "list.yml").write_text("- just\n- a list\n")
-    (d / "weird.yml").write_text(GOOD.format(name="weird") + "dbconfig: [1, 2]\n")
+    write_suite(d, "deep", "a: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    write_suite(d, "bomb", BOMB + GOOD.format(name="bomb"))
+    write_suite(d, "huge", GOOD.format(name="huge") + "# " + "x" * (17 * 1024 * 1024))
+    write_suite(d, "escape", GOOD.format(name="../../escaped"))
+    write_suite(d, "absolute", GOOD.format(name="/tmp/absolute-escape"))
+    write_suite(d, "list", "- just\n- a list\n")
+    write_suite(d, "weird", GOOD.format(name="weird") + "dbconfig: [1, 2]\n")
     return d
 
 
@@ -77,9 +76,8 @@ def test_lint_reports_each_file_in_bounded_memory(tmp_path: Path) -> None:
 def test_rbs_run_never_writes_outside_results_dir(tmp_path: Path) -> None:
     d = hostile_dir(tmp_path)
     results = tmp_path / "area" / "results"
-    done = subprocess.run([RBS, "run", "--suites-dir", str(d), "--results-dir", str(results),
-                           "--no-datasink", "--tests-regexp", ".*escape.*"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = rbs("run", "--suites-dir", str(d), "--results-dir", str(results),
+               "--no-datasink", "--tests-regexp", ".*escape.*", timeout=120)
     assert "Traceback" not in done.stdout + done.stderr
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "area" / "escaped").exists()
     assert not Path("/tmp/absolute-escape").exists()
@@ -120,9 +118,9 @@ clientconfig:
 ])
 def test_suites_cannot_set_dangerous_server_parameters(tmp_path: Path, name: str, save: str,
                                                        extra: str, why: str) -> None:
-    (tmp_path / "ok.yml").write_text(FORBIDDEN_SUITE.format(name="ok", save='""', extra=""))
-    (tmp_path / f"{name}.yml").write_text(FORBIDDEN_SUITE.format(name=name, save=save,
-                                                                 extra=extra))
+    write_suite(tmp_path, "ok", FORBIDDEN_SUITE.format(name="ok", save='""', extra=""))
+    write_suite(tmp_path, name, FORBIDDEN_SUITE.format(name=name, save=save,
+                                                       extra=extra))
     catalog = load_catalog(tmp_path)
     assert [s.name for s in catalog.suites] == ["ok"]
     assert any(why in p.message and p.path.name == f"{name}.yml" for p in catalog.problems), \

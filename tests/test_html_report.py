@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import redis
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult
 from tests.browser import Rendered, blank, plots_of, render
+from tests.cli import rbs, rbs_in_process, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
     client_fixture,
     datasink_fixture,
 )
 from tests.report_fixtures import BASE_SHA, COMP_SHA, TESTS, two_sides
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 AB_SUITE = """
 name: html-ab-set
 tested-commands: [set]
@@ -51,9 +49,9 @@ def _check(page: Path, expected: set[tuple[str, str]]) -> Rendered:
 def test_compare_html_renders_every_plot(tmp_path: Path) -> None:
     base, comp = two_sides(tmp_path)
     page = tmp_path / "out" / "compare.html"
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--format", "json", "--output", str(tmp_path / "r.json"),
-                 "--html", str(page)]) == 0
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--format", "json", "--output", str(tmp_path / "r.json"),
+                           "--html", str(page)]) == 0
     rendered = _check(page, {(k, t) for t in TESTS for k in ("samples", "spectrum")})
     assert "REGRESSION" in rendered.dom and BASE_SHA[:10] in rendered.dom
     assert "merged HDR histograms" in page.read_text() or "percentile" in rendered.dom
@@ -65,21 +63,19 @@ def test_compare_html_renders_every_plot(tmp_path: Path) -> None:
 
 def test_a_b_session_report(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(AB_SUITE)
+    write_suite(suites, "s", AB_SUITE)
     server = shutil.which("redis-server") or ""
     page = tmp_path / "ab.html"
-    run = subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites),
-         "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
-         "--comparison-server", server, "--repetitions", "3", "--no-datasink",
-         "--html", str(page)], capture_output=True, text=True, timeout=300, check=False)
+    run = rbs("run", "--suites-dir", str(suites),
+              "--results-dir", str(tmp_path / "out"), "--baseline-server", server,
+              "--comparison-server", server, "--repetitions", "3", "--no-datasink",
+              "--html", str(page))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rendered = _check(page, {("samples", "html-ab-set"), ("spectrum", "html-ab-set")})
     assert "interleaved runs, paired by repetition" in rendered.dom
     # rbs report on the session folder makes the same page
     (session,) = (tmp_path / "out").iterdir()
-    assert main(["report", str(session), "-o", str(tmp_path / "again.html")]) == 0
+    assert rbs_in_process(["report", str(session), "-o", str(tmp_path / "again.html")]) == 0
     _check(tmp_path / "again.html", {("samples", "html-ab-set")})
 
 
@@ -95,9 +91,9 @@ def test_history_from_the_datasink_marks_the_compared_commits(tmp_path: Path,
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
     page = tmp_path / "h.html"
-    assert main(["report", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "-o", str(page), "--history-datasink", url, "--history-branch",
-                 "unstable"]) == 0
+    assert rbs_in_process(["report", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "-o", str(page), "--history-datasink", url, "--history-branch",
+                           "unstable"]) == 0
     _check(page, {("history", t) for t in TESTS})
     svg = page.read_text()
     assert svg.count(BASE_SHA[:10]) >= 3 and svg.count(COMP_SHA[:10]) >= 3  # header + markers
@@ -123,32 +119,33 @@ def test_datasink_compare_html_draws_each_sides_points(tmp_path: Path,
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
     page = tmp_path / "ds.html"
-    assert main(["compare", "--baseline-hash", BASE_SHA, "--comparison-hash", COMP_SHA,
-                 "--datasink", url, "--format", "json", "--output", str(tmp_path / "r.json"),
-                 "--html", str(page)]) == 0
+    assert rbs_in_process(["compare", "--baseline-hash", BASE_SHA, "--comparison-hash", COMP_SHA,
+                           "--datasink", url, "--format", "json", "--output",
+                           str(tmp_path / "r.json"),
+                           "--html", str(page)]) == 0
     rendered = _check(page, {("samples", t) for t in TESTS})
     assert "REGRESSION" in rendered.dom and "(n=5)" in page.read_text()
 
 
 def test_report_of_one_results_folder(tmp_path: Path) -> None:
     base, _ = two_sides(tmp_path)
-    assert main(["report", str(base)]) == 0
+    assert rbs_in_process(["report", str(base)]) == 0
     rendered = _check(base / "report.html", {(k, t) for t in TESTS for k in ("samples",
                                                                            "spectrum")})
     assert "<th>runs</th>" in rendered.dom and "baseline run" not in rendered.dom
-    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert rbs_in_process(["report", str(tmp_path / "missing")]) == 2
 
 
 def test_report_from_a_saved_comparison(tmp_path: Path, client: redis.Redis) -> None:
     base, comp = two_sides(tmp_path)
     saved = tmp_path / "cmp.json"
-    assert main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--format", "json", "--output", str(saved)]) == 0
+    assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--format", "json", "--output", str(saved)]) == 0
     docs = [RunResult.read(p) for p in sorted(base.rglob("result.json"))]
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
-    assert main(["report", "--from-json", str(saved), "--history-datasink", url]) == 0
+    assert rbs_in_process(["report", "--from-json", str(saved), "--history-datasink", url]) == 0
     rendered = _check(saved.with_suffix(".html"), {("history", t) for t in TESTS})
     assert rendered.dom.count("REGRESSION") >= 2
     (tmp_path / "bad.json").write_text("{}")
-    assert main(["report", "--from-json", str(tmp_path / "bad.json")]) == 2
+    assert rbs_in_process(["report", "--from-json", str(tmp_path / "bad.json")]) == 2

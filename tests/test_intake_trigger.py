@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import subprocess
 import tarfile
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.cli import pipeline
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.intake.gitsource import GitError
@@ -21,6 +19,7 @@ from redis_benchmarks_spec.intake.trigger import (
     TriggerError,
     trigger,
 )
+from tests.cli import rbs_in_process
 
 NAMES = StreamNames.with_prefix("trig")
 
@@ -50,14 +49,6 @@ def repo(tmp_path: Path) -> Path:
         if i == 1:
             _git(path, "tag", "v7.9.1")
     return path
-
-
-def rbs(argv: list[str]) -> int:
-    """``rbs`` with only the pipeline's commands (independent of other command modules)."""
-    parser = argparse.ArgumentParser(prog="rbs")
-    pipeline.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
 
 
 def _shas(repo: Path, n: int) -> list[str]:
@@ -129,10 +120,10 @@ def test_unknown_revision_and_bad_selection_enqueue_nothing(redis_server, repo) 
 
 
 def test_cli_trigger(redis_server, repo, capsys) -> None:  # type: ignore[no-untyped-def]
-    rc = rbs(["trigger", "--repo", str(repo), "--branch", "unstable", "--last", "2",
-               "--broker", redis_server.url, "--stream-prefix", "trig", "--platforms",
-               "icelake,cascadelake", "--build-variants", "gcc-default", "--tests-regexp",
-               "memtier.*", "--source-ttl", "120"])
+    rc = rbs_in_process(["trigger", "--repo", str(repo), "--branch", "unstable", "--last", "2",
+                         "--broker", redis_server.url, "--stream-prefix", "trig", "--platforms",
+                         "icelake,cascadelake", "--build-variants", "gcc-default",
+                         "--tests-regexp", "memtier.*", "--source-ttl", "120"])
     assert rc == 0
     queued = _queued(redis_server.client())
     assert [r.sha for r in queued] == _shas(repo, 2)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,17 +21,12 @@ import psutil
 import pytest
 
 from benchmarks import redis_history as history
+from tests.cli import rbs
 from tests.pipeline_fixtures import tiny_redis_repo
 
 ROOT = Path(__file__).resolve().parents[1]
-RBS = str(ROOT / ".venv" / "bin" / "rbs")
 GEO, GET = "redis-benchmark-1Kkeys-geo-geodist", "redis-benchmark-1Kkeys-string-get-100B"
 BASE, HEAD = "155acef51ac7826ed294a4b61d891f1c7a9a40ac", "61c85a2b2081dffaf45eb8c6b7754b8d9a80c60d"
-
-
-def _rbs(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
 
 
 def _alive(pid: int) -> bool:
@@ -45,8 +39,8 @@ def _alive(pid: int) -> bool:
 def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
     repo = tiny_redis_repo(tmp_path / "redis")
     lab = tmp_path / "lab"
-    up = _rbs("lab", "up", "--dir", str(lab), "--source", str(repo), "--platforms", "p1,p2",
-              "--agent-args", "--noise-seconds 0")
+    up = rbs("lab", "up", "--dir", str(lab), "--source", str(repo), "--platforms", "p1,p2",
+             "--agent-args", "--noise-seconds 0")
     try:
         assert up.returncode == 0, up.stderr + up.stdout
         state = json.loads((lab / "lab.json").read_text())
@@ -66,16 +60,16 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
             urllib.request.urlopen(state["github_url"] + "/repos/redis/redis/issues/1/comments",
                                    timeout=10)
         assert refused.value.code == 401
-        status = _rbs("lab", "status", "--dir", str(lab))
+        status = rbs("lab", "status", "--dir", str(lab))
         assert status.returncode == 0 and status.stdout.count(": running") == 6
     finally:
-        down = _rbs("lab", "down", "--dir", str(lab))
+        down = rbs("lab", "down", "--dir", str(lab))
     assert down.returncode == 0, down.stderr
     assert "agent-p1: stopped" in down.stdout and "broker: stopped" in down.stdout
     assert "confirmer: stopped" in down.stdout
     assert not any(_alive(pid) for pid in pids)
     assert not (lab / "lab.json").exists()
-    again = _rbs("lab", "status", "--dir", str(lab))
+    again = rbs("lab", "status", "--dir", str(lab))
     assert again.returncode == 2 and "no lab was started" in again.stderr
 
 
@@ -93,11 +87,11 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     prs.write_text(f"{BASE} {HEAD} pr11552\n")
     out = tmp_path / "out"
     # the agents only know these two suites; pull requests run what executes their change
-    done = _rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
-                "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
-                "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "5",
-                "--agent-args", "--profilers instructions --profile-requests 3000 "
-                                "--test-time 2 --noise-seconds 0", timeout=3000)
+    done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
+               "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
+               "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "5",
+               "--agent-args", "--profilers instructions --profile-requests 3000 "
+                               "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
     if out.is_dir():  # the last replay's comments and summary, to read after the test
         shutil.copytree(out, ROOT / ".cache" / "lab-last-replay", dirs_exist_ok=True)

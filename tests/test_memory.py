@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ from redis_benchmarks_spec.datasink.keys import series_ids
 from redis_benchmarks_spec.results import memory
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.telemetry.memory import node_memory
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 # 2,000 hashes of 8 fields of 8 bytes: listpacks under the default thresholds (128 entries,
 # 64 bytes), real hash tables with hash-max-listpack-entries 4
 HASHES = """
@@ -40,14 +39,8 @@ exporter:
 
 def _suites(tmp_path: Path, topology: str = "oss-standalone") -> Path:
     folder = tmp_path / "suites"
-    folder.mkdir()
-    (folder / "s.yml").write_text(HASHES.replace("{topology}", topology))
+    write_suite(folder, "s", HASHES.replace("{topology}", topology))
     return folder
-
-
-def _rbs(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, "run", "--no-datasink", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 def _json(stdout: str) -> object:
@@ -90,8 +83,8 @@ def test_node_memory_reads_a_real_server_once_settled(redis_server) -> None:  # 
 
 
 def test_memory_only_measures_the_preload_without_the_load(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
-               "--memory-only", "--format", "json")
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
+              "--results-dir", str(tmp_path / "r"), "--memory-only", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = _json(out.stdout)  # type: ignore[misc]
     assert row["status"] == "ok" and row["ops_per_sec"] is None
@@ -110,8 +103,8 @@ def test_memory_only_measures_the_preload_without_the_load(tmp_path: Path) -> No
 
 
 def test_a_run_keeps_memory_after_preload_and_after_run(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
-               "--format", "json")
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
+              "--results-dir", str(tmp_path / "r"), "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")
     doc = RunResult.read(doc_path)
@@ -123,8 +116,9 @@ def test_a_run_keeps_memory_after_preload_and_after_run(tmp_path: Path) -> None:
 
 
 def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path, "oss-cluster-3-primaries")),
-               "--results-dir", str(tmp_path / "r"), "--memory-only", "--format", "json")
+    out = rbs("run", "--no-datasink",
+              "--suites-dir", str(_suites(tmp_path, "oss-cluster-3-primaries")),
+              "--results-dir", str(tmp_path / "r"), "--memory-only", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")
     snap = RunResult.read(doc_path).memory["after_preload"]
@@ -136,10 +130,11 @@ def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
 
 def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ignore[type-arg]
     server = shutil.which("redis-server") or "redis-server"
-    out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
-               "--memory-only", "--baseline-server", server, "--comparison-server", server,
-               "--comparison-server-args", comparison_args, "--repetitions", "5",
-               "--format", "json", *(extra or ("--no-noise-prior",)))
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
+              "--results-dir", str(tmp_path / "r"), "--memory-only",
+              "--baseline-server", server, "--comparison-server", server,
+              "--comparison-server-args", comparison_args, "--repetitions", "5",
+              "--format", "json", *(extra or ("--no-noise-prior",)))
     assert out.returncode == 0, out.stdout + out.stderr
     report = _json(out.stdout)
     assert isinstance(report, dict)
@@ -170,8 +165,9 @@ def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None
 
 
 def test_replica_topology_times_a_full_sync_of_the_preloaded_dataset(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path, "oss-standalone-01-replicas")),
-               "--results-dir", str(tmp_path / "r"), "--format", "json")
+    out = rbs("run", "--no-datasink",
+              "--suites-dir", str(_suites(tmp_path, "oss-standalone-01-replicas")),
+              "--results-dir", str(tmp_path / "r"), "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (doc_path,) = find_result_files(tmp_path / "r")
     doc = RunResult.read(doc_path)

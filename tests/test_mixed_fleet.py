@@ -25,6 +25,7 @@ from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
 from redis_benchmarks_spec.results.document import SCHEMA_VERSION, RunResult
+from tests.cli import write_suite
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 from tests.hostile_fixtures import Daemon, daemon_env, event, signed_ref, wait_until
@@ -57,8 +58,7 @@ def start(broker: RedisServer, names: StreamNames, tmp: Path, platform: str, dat
           package: Path | None) -> Daemon:
     """``rbs agent`` of this tree (``package`` None) or of the package folder given."""
     work = tmp / platform
-    (work / "suites").mkdir(parents=True)
-    (work / "suites" / "s.yml").write_text(SUITE.format(name=TEST, n=20_000))
+    write_suite(work / "suites", "s", SUITE.format(name=TEST, n=20_000))
     argv = ["-v", "agent", "--broker", f"redis://127.0.0.1:{broker.port}",
             "--stream-prefix", names.prefix, "--platform", platform, "--consumer",
             f"{platform}-1", "--block-ms", "200", "--suites-dir", str(work / "suites"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +22,9 @@ from redis_benchmarks_spec.analysis.compare import (
 )
 from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.inputs.noise_file import NoiseBookError, load, save
+from tests.cli import rbs, write_suite
 
 INSTR = "instructions_per_op"
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 
 
 def _pairs(ratios: list[float], base: float = 5000.0) -> list[tuple[float, float]]:
@@ -114,8 +113,7 @@ def test_the_noise_book_pools_sessions_and_names_a_broken_file(tmp_path: Path) -
 @pytest.mark.slow
 def test_a_real_a_a_session_records_its_instruction_spread(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "g.yml").write_text("""
+    write_suite(suites, "g", """
 name: aa-get
 tested-commands: [get]
 clientconfig:
@@ -127,12 +125,11 @@ exporter:
 """)
     server = shutil.which("redis-server") or "redis-server"
     book = tmp_path / "book.json"
-    done = subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-         "--baseline-server", server, "--comparison-server", server, "--repetitions", "3",
-         "--profilers", "instructions", "--instructions-method", "callgrind",
-         "--profile-requests", "3000", "--noise-file", str(book), "--no-datasink",
-         "--format", "json"], capture_output=True, text=True, timeout=900, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+               "--baseline-server", server, "--comparison-server", server, "--repetitions", "3",
+               "--profilers", "instructions", "--instructions-method", "callgrind",
+               "--profile-requests", "3000", "--noise-file", str(book), "--no-datasink",
+               "--format", "json", timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     entries = json.loads(book.read_text())["entries"]
     (entry,) = [e for e in entries if e["metric"] == INSTR]

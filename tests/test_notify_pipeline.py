@@ -19,12 +19,12 @@ from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from tests.browser import blank, plots_of, render
+from tests.cli import RBS, write_suite
 from tests.datasink_fixtures import METRICS, datasink_fixture, make_result  # noqa: F401
 from tests.github_standin import GitHubStandIn
 from tests.pipeline_fixtures import SUITE, git
 from tests.test_agent_pipeline import VARIANT, copying_redis_repo
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SAMPLE = Path("/work/shared/samples/github/event_webhook_labelled_pr.json")
 TOKEN = "ghs_pipeline-token"
 SECRET = b"pipeline-secret"
@@ -82,7 +82,7 @@ def test_labelled_pr_gets_one_comment_edited_per_platform(redis_server, tmp_path
     suites.mkdir()
     (variants / "default.yml").write_text("id: '" + VARIANT + "'\nos: debian-bookworm\n"
                                           "arch: amd64\ncompiler: gcc\ncpp_compiler: g++\n")
-    (suites / "s.yml").write_text(SUITE.format(name=test, n=2000))
+    write_suite(suites, "s", SUITE.format(name=test, n=2000))
     _baseline(datasink, test)
     api_port = free_port()
     with GitHubStandIn(TOKEN) as gh:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,8 @@ from redis_benchmarks_spec.inputs.reports import from_ab_session
 from redis_benchmarks_spec.inputs.session_folder import load_session
 from redis_benchmarks_spec.notify.pr_body import results_body
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 METRIC = "ALL_STATS.Totals.Ops/sec"
 SUITE = """
 name: one-{cmd}
@@ -34,11 +33,6 @@ exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """
-
-
-def _rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=900,
-                          check=False)
 
 
 def _json(stdout: str) -> dict[str, Any]:
@@ -75,12 +69,12 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     suites = tmp / "suites"
     suites.mkdir()
     for cmd in ("set", "get"):
-        (suites / f"{cmd}.yml").write_text(SUITE.format(cmd=cmd))
+        write_suite(suites, cmd, SUITE.format(cmd=cmd))
     server = shutil.which("redis-server") or "redis-server"
-    done = _rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp / "out"),
-                "--baseline-server", server, "--comparison-server", server,
-                "--comparison-server-args", "--appendonly yes --appendfsync always",
-                "--repetitions", "5", "--format", "json", "--no-datasink")
+    done = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp / "out"),
+               "--baseline-server", server, "--comparison-server", server,
+               "--comparison-server-args", "--appendonly yes --appendfsync always",
+               "--repetitions", "5", "--format", "json", "--no-datasink", timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     (root,) = list((tmp / "out").iterdir())
     return root, _json(done.stdout)
@@ -93,22 +87,22 @@ def test_every_surface_gives_the_runs_verdicts(session: tuple[Path, dict[str, An
     # the real slowdown is decided on at least SET (fsync on every write), from real pairs
     assert expected["one-set"][0] in ("REGRESSION", "BUSY"), run_json["rows"]
 
-    compared = _rbs("compare", "--baseline-dir", str(root / "baseline"),
-                    "--comparison-dir", str(root / "comparison"), "--metric", METRIC,
-                    "--format", "json")
+    compared = rbs("compare", "--baseline-dir", str(root / "baseline"),
+                   "--comparison-dir", str(root / "comparison"), "--metric", METRIC,
+                   "--format", "json")
     assert compared.returncode == 0, compared.stderr
     assert _rows(_json(compared.stdout)) == expected
     assert _json(compared.stdout)["context"]["paired"] is True
 
-    markdown = _rbs("compare", "--baseline-dir", str(root / "baseline"),
-                    "--comparison-dir", str(root / "comparison"), "--format", "markdown")
+    markdown = rbs("compare", "--baseline-dir", str(root / "baseline"),
+                   "--comparison-dir", str(root / "comparison"), "--format", "markdown")
     _markdown_agrees(markdown.stdout, expected)
 
     page = from_ab_session(root, CompareOptions(metric=METRIC))
     assert page.report is not None
     assert _rows(page.report.to_dict()) == expected
     html = root / "page.html"
-    made = _rbs("report", str(root), "--output", str(html))
+    made = rbs("report", str(root), "--output", str(html))
     assert made.returncode == 0, made.stderr
     text = html.read_text()
     assert all(row[0] in text for row in expected.values())
@@ -140,8 +134,8 @@ def test_two_unrelated_folders_are_compared_unpaired(
     base, comp = tmp_path / "x", tmp_path / "y"
     shutil.copytree(root / "baseline", base)
     shutil.copytree(root / "comparison", comp)
-    compared = _rbs("compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                    "--format", "json")
+    compared = rbs("compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                   "--format", "json")
     assert compared.returncode == 0, compared.stderr
     report = _json(compared.stdout)
     assert report["context"]["paired"] is False

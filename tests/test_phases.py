@@ -7,6 +7,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 
 SUITE = """version: 0.4
 name: phase-set
@@ -25,8 +26,7 @@ clientconfig:
 
 def test_phases_in_run_order(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "phase-set.yml").write_text(SUITE)
+    write_suite(suites, "phase-set", SUITE)
     phases: list[str] = []
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "r", test_time=1,
                            on_phase=phases.append)

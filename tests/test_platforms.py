@@ -19,7 +19,6 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.analysis.host_noise import HostSide, noise_differences, noise_flags
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.datasink import platforms as store
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.grafana import dashboard
@@ -33,6 +32,7 @@ from redis_benchmarks_spec.results.platform import (
 )
 from redis_benchmarks_spec.telemetry import platform_probe
 from tests.browser import blank, plots_of, render
+from tests.cli import RBS, rbs, rbs_in_process
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     TEST_NAME,
@@ -41,8 +41,6 @@ from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by impor
     make_result,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 SUITE = "redis-benchmark-1Kkeys-generic-exists"
 OPS = "ALL_STATS.Totals.Ops/sec"
 T0 = 1_700_000_000_000
@@ -177,8 +175,8 @@ def _push(client: redis.Redis, platform: str, values: list[float], version: str,
 
 def _compare_json(datasink: EmbeddedDatasink, tmp_path: Path, *argv: str) -> dict[str, object]:
     out = tmp_path / "compare.json"
-    assert main(["compare", "--datasink", datasink.url, *argv, "--format", "json",
-                 "--output", str(out)]) == 0
+    assert rbs_in_process(["compare", "--datasink", datasink.url, *argv, "--format", "json",
+                           "--output", str(out)]) == 0
     return json.loads(out.read_text())
 
 
@@ -229,8 +227,8 @@ def test_a_host_whose_noise_changed_between_builds_is_flagged(
         and "1.00 % -> 6.00 %" in flags[0]
     capsys.readouterr()
     page = tmp_path / "flagged.html"
-    assert main(["compare", "--datasink", datasink.url, *argv, "--format", "markdown",
-                 "--html", str(page)]) == 0
+    assert rbs_in_process(["compare", "--datasink", datasink.url, *argv, "--format", "markdown",
+                           "--html", str(page)]) == 0
     assert re.search(r'class="noise-flag">.*governor performance -&gt; powersave',
                      page.read_text())
     markdown = capsys.readouterr().out
@@ -287,12 +285,10 @@ def test_grafana_draws_both_platforms_noise_over_time(client: redis.Redis) -> No
 # --- real runs on two platform names, the HTML page, a real agent ---------------------------
 
 
-def _rbs_run(datasink: EmbeddedDatasink, out: Path, platform: str) -> None:
-    run = subprocess.run(
-        [RBS, "run", "--test", SUITE, "--test-time", "1", "--repetitions", "4",
-         "--results-dir", str(out), "--datasink", datasink.url, "--triggering-env", "ci",
-         "--platform", platform, "--version-tag", "7.0.15"],
-        capture_output=True, text=True, timeout=300, check=False)
+def _run_on(datasink: EmbeddedDatasink, out: Path, platform: str) -> None:
+    run = rbs("run", "--test", SUITE, "--test-time", "1", "--repetitions", "4",
+              "--results-dir", str(out), "--datasink", datasink.url, "--triggering-env", "ci",
+              "--platform", platform, "--version-tag", "7.0.15")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
 
@@ -303,15 +299,15 @@ def test_real_runs_on_two_platforms_compared_with_their_hosts_in_html(
     smallest sample with a bounded Mann-Whitney interval), each `rbs run` storing its
     host's description."""
     for platform in ("plat-a", "plat-b"):
-        _rbs_run(datasink, tmp_path / platform, platform)
+        _run_on(datasink, tmp_path / platform, platform)
         assert store.latest(client, platform).records[0].recorded_by == "rbs run"
-    assert main(["platform", "record", "--platform", "plat-b", "--noise-seconds", "1",
-                 "--datasink", datasink.url, "--format", "json"]) == 0
+    assert rbs_in_process(["platform", "record", "--platform", "plat-b", "--noise-seconds", "1",
+                           "--datasink", datasink.url, "--format", "json"]) == 0
     page = tmp_path / "html" / "platforms.html"
     capsys.readouterr()
-    assert main(["compare", "--datasink", datasink.url, "--baseline-platform", "plat-a",
-                 "--comparison-platform", "plat-b", "--baseline-version", "7.0.15",
-                 "--html", str(page)]) == 0
+    assert rbs_in_process(["compare", "--datasink", datasink.url, "--baseline-platform", "plat-a",
+                           "--comparison-platform", "plat-b", "--baseline-version", "7.0.15",
+                           "--html", str(page)]) == 0
     table = capsys.readouterr().out
     assert "not a paired A/B" in table and "intrinsic latency" in table
     assert "not available" in table  # plat-a has no noise measurement yet
@@ -368,11 +364,12 @@ def test_bad_noise_flags_are_one_line(capsys: pytest.CaptureFixture[str],
                        (["--noise-cpu", "4096"], "--noise-cpu 4096"),
                        (["--platform", "a b"], "--platform 'a b'")):
         full = ["platform", "record", "--platform", "p", "--datasink", datasink.url, *argv]
-        assert main(full) == 2
+        assert rbs_in_process(full) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and what in err[0] and "Traceback" not in err[0], err
     monkeypatch.setenv("RBS_NOISE_SECONDS", "soon")
-    assert main(["platform", "record", "--platform", "p", "--datasink", datasink.url]) == 2
+    assert rbs_in_process(["platform", "record", "--platform", "p",
+                           "--datasink", datasink.url]) == 2
     assert "$RBS_NOISE_SECONDS 'soon'" in capsys.readouterr().err
 
 
@@ -383,16 +380,16 @@ def test_platform_show_reads_back_the_history_with_changes_marked(
     store.write(client, _record("icelake-2s", T0 + 1000, lost_pct=1.2))
     store.write(client, _record("icelake-2s", T0 + 2000, turbo="on", lost_pct=1.1))
     capsys.readouterr()
-    assert main(["platform", "show", "icelake-2s", "--datasink", datasink.url,
-                 "--format", "json"]) == 0
+    assert rbs_in_process(["platform", "show", "icelake-2s", "--datasink", datasink.url,
+                           "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["record"]["recorded_ms"] == T0 + 2000
     assert [h["changed_from_previous"] for h in shown["noise_history"]] == \
         [[], [], ["turbo off -> on"]]
-    assert main(["platform", "show", "icelake-2s", "--datasink", datasink.url]) == 0
+    assert rbs_in_process(["platform", "show", "icelake-2s", "--datasink", datasink.url]) == 0
     table = capsys.readouterr().out
     assert "turbo off -> on" in table and "Xeon(R) Platinum 8360Y" in table
-    assert main(["platform", "show", "nowhere", "--datasink", datasink.url]) == 2
+    assert rbs_in_process(["platform", "show", "nowhere", "--datasink", datasink.url]) == 2
     assert "no valid record of nowhere" in capsys.readouterr().err
 
 

@@ -21,6 +21,7 @@ from redis_benchmarks_spec.telemetry.profilers.callgrind import parse_callgrind
 from redis_benchmarks_spec.telemetry.profilers.instructions import METRIC
 from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
 from redis_benchmarks_spec.telemetry.window import WindowOptions
+from tests.cli import write_suite
 from tests.procs import descendants
 
 SUITE = """
@@ -46,8 +47,8 @@ exporter:
 def _suite(folder: Path, name: str, args: str, commands: str = "set", group: str = "string"
            ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yml").write_text(SUITE.format(name=name, args=args, commands=commands,
-                                                     group=group))
+    write_suite(folder, name, SUITE.format(name=name, args=args, commands=commands,
+                                           group=group))
     return folder
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
+from tests.cli import rbs, write_suite
+
 SUITE = """
 version: 0.4
 name: instr-ab-set
@@ -36,17 +35,15 @@ exporter:
 @pytest.mark.slow
 def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "instr-ab-set.yml").write_text(SUITE)
+    write_suite(suites, "instr-ab-set", SUITE)
     server = shutil.which("redis-server") or "redis-server"
-    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
-            "--instructions-method", "callgrind", "--profile-requests", "5000",
-            # 5 pairs: the command path's count repeats to ~0.1 %, and a pair that drew an
-            # unlucky hash seed widens the t interval (analysis/paired.py)
-            "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
-            "--baseline-server-args", "--latency-tracking no", "--results-dir",
-            str(tmp_path / "results"), "--no-datasink", "--format", "json"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--profilers", "instructions",
+               "--instructions-method", "callgrind", "--profile-requests", "5000",
+               # 5 pairs: the command path's count repeats to ~0.1 %, and a pair that drew an
+               # unlucky hash seed widens the t interval (analysis/paired.py)
+               "--repetitions", "5", "--baseline-server", server, "--comparison-server", server,
+               "--baseline-server-args", "--latency-tracking no", "--results-dir",
+               str(tmp_path / "results"), "--no-datasink", "--format", "json", timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
     data = json.loads(found.read_text())
@@ -70,13 +67,11 @@ def test_instructions_ab_flags_the_extra_work_and_names_it(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_ab_with_perf_record_draws_a_differential_flame_graph(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "instr-ab-set.yml").write_text(SUITE.replace("-n 1000000", "-n 200000"))
+    write_suite(suites, "instr-ab-set", SUITE.replace("-n 1000000", "-n 200000"))
     server = shutil.which("redis-server") or "redis-server"
-    argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "perf-record",
-            "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
-            "--results-dir", str(tmp_path / "results"), "--no-datasink"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    done = rbs("run", "--suites-dir", str(suites), "--profilers", "perf-record",
+               "--repetitions", "1", "--baseline-server", server, "--comparison-server", server,
+               "--results-dir", str(tmp_path / "results"), "--no-datasink", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (found,) = list((tmp_path / "results").rglob("profiles-ab.json"))
     data = json.loads(found.read_text())

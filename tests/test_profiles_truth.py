@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
 from redis_benchmarks_spec.telemetry.profilers.registry import conflict
+from tests.cli import rbs_in_process, write_suite
 
 SUITE = """version: 0.4
 name: {name}
@@ -33,7 +33,7 @@ exporter:
 
 def _suites(folder: Path, name: str, args: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.yml").write_text(SUITE.format(name=name, args=args))
+    write_suite(folder, name, SUITE.format(name=name, args=args))
     return folder
 
 
@@ -41,9 +41,10 @@ def test_perf_record_with_callgrind_instructions_is_refused(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     suites = _suites(tmp_path / "suites", "pr-refused", "-t set,get -n 1000")
     out = tmp_path / "out"
-    code = main(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir", str(out),
-                 "--profilers", "perf-record,instructions", "--instructions-method",
-                 "callgrind"])
+    code = rbs_in_process(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir",
+                           str(out),
+                           "--profilers", "perf-record,instructions", "--instructions-method",
+                           "callgrind"])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2, err
@@ -75,8 +76,9 @@ def test_flame_graph_of_debians_binary_shows_the_command_path(
     who called whom down to the command's own function."""
     suites = _suites(tmp_path / "suites", "pr-getset", "-t set,get -n 200000 -r 1000 -c 20")
     out = tmp_path / "out"
-    code = main(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir", str(out),
-                 "--profilers", "perf-record", "--format", "json"])
+    code = rbs_in_process(["run", "--suites-dir", str(suites), "--no-datasink", "--results-dir",
+                           str(out),
+                           "--profilers", "perf-record", "--format", "json"])
     err = capsys.readouterr().err
     assert code == 0, err
     (folded_path,) = out.rglob("perf.folded")

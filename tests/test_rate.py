@@ -15,9 +15,9 @@ from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.memtier_json import parse_memtier_json
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.sweep import SweepError, parse_sweep
+from tests.cli import rbs, write_suite
 from tests.conftest import RedisServer
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = """
 name: paced-get
@@ -46,14 +46,8 @@ def memtier() -> str:
 
 def _suites(tmp_path: Path, text: str = SUITE) -> Path:
     folder = tmp_path / "suites"
-    folder.mkdir()
-    (folder / "paced-get.yml").write_text(text)
+    write_suite(folder, "paced-get", text)
     return folder
-
-
-def _rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, "run", "--no-datasink", *args], capture_output=True, text=True,
-                          timeout=300, check=False)
 
 
 def test_memtier_pacing_arithmetic_and_arguments() -> None:
@@ -106,8 +100,8 @@ def test_a_stall_shows_in_corrected_percentiles_only(tmp_path: Path) -> None:
 
 
 def test_rate_records_offered_and_achieved(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
-               "--rate", "2000", "--format", "json")
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
+              "--results-dir", str(tmp_path / "r"), "--rate", "2000", "--format", "json")
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = json.loads(out.stdout[out.stdout.index("["):])
     assert row["offered_rps"] == 2000.0
@@ -122,16 +116,16 @@ def test_rate_records_offered_and_achieved(tmp_path: Path) -> None:
 def test_rate_refuses_a_tool_that_cannot_pace(tmp_path: Path) -> None:
     text = SUITE.replace("tool: memtier_benchmark", "tool: redis-benchmark").replace(
         "arguments: --ratio", "arguments: -n 100 -t get #")
-    out = _rbs("--suites-dir", str(_suites(tmp_path, text)), "--rate", "1000",
-               "--results-dir", str(tmp_path / "r"))
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path, text)),
+              "--rate", "1000", "--results-dir", str(tmp_path / "r"))
     assert out.returncode == 2
     assert "--rate 1000" in out.stderr and "redis-benchmark cannot pace" in out.stderr
     assert "Traceback" not in out.stderr
 
 
 def test_rate_sweep_draws_the_curve_and_marks_saturation(tmp_path: Path) -> None:
-    out = _rbs("--suites-dir", str(_suites(tmp_path)), "--results-dir", str(tmp_path / "r"),
-               "--sweep", "rate=25%,400%")
+    out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
+              "--results-dir", str(tmp_path / "r"), "--sweep", "rate=25%,400%")
     assert out.returncode == 0, out.stdout + out.stderr
     docs = {RunResult.read(p).sweep["value"]: RunResult.read(p)
             for p in find_result_files(tmp_path / "r")}
@@ -144,8 +138,7 @@ def test_rate_sweep_draws_the_curve_and_marks_saturation(tmp_path: Path) -> None
     assert "latency at fixed rates" in out.stdout
     page = tmp_path / "report.html"
     (session,) = (tmp_path / "r").iterdir()
-    report = subprocess.run([RBS, "report", str(session), "-o", str(page)], capture_output=True,
-                            text=True, timeout=120, check=False)
+    report = rbs("report", str(session), "-o", str(page), timeout=120)
     assert report.returncode == 0, report.stderr
     html = page.read_text()
     assert 'data-plot="rate-curve"' in html

@@ -29,6 +29,7 @@ from redis_benchmarks_spec.notify.pr_body import queued_body
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerSpec, ServerStartError
 from redis_benchmarks_spec.suites.validate import validate_catalog
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     METRICS,
     TEST_NAME,
@@ -40,7 +41,6 @@ from tests.test_api_webhook import NAMES, PR_BODY, PUSH_BODY, _app, _call, _requ
 from tests.test_intake_trigger import NAMES as TRIGGER_NAMES
 from tests.test_intake_trigger import _git, _queued
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 UNICODE_BRANCH = "fé/ünïcödé-分支-🚀"
 # names git accepts that the old ASCII-only rule refused, and names git refuses
 GIT_NAMES = [
@@ -179,10 +179,9 @@ def run_suites(tmp_path: Path, files: dict[str, str]) -> tuple[subprocess.Comple
     suites = tmp_path / "suites"
     suites.mkdir()
     for name, text in files.items():
-        (suites / f"{name}.yml").write_text(text)
-    done = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                           str(tmp_path / "results"), "--no-datasink"], capture_output=True,
-                          text=True, timeout=300, check=False)
+        write_suite(suites, name, text)
+    done = rbs("run", "--suites-dir", str(suites), "--results-dir",
+               str(tmp_path / "results"), "--no-datasink")
     docs = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("result.json")]
     return done, docs
 
@@ -235,6 +234,6 @@ def test_a_server_refusing_the_runner_fails_at_once_saying_so(tmp_path: Path) ->
 
 def test_a_suite_that_leaves_no_way_in_is_rejected(tmp_path: Path) -> None:
     text = ACL_USER.replace("    - ACL SETUSER bench on >bench-pw ~* &* +@all\n", "")
-    (tmp_path / "auth-acl.yml").write_text(text)
+    write_suite(tmp_path, "auth-acl", text)
     [rejected] = validate_catalog(tmp_path).rejected
     assert rejected.reason.startswith("dbconfig.init_commands: no way to connect")

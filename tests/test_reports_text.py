@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from redis_benchmarks_spec.cli.main import main
+from tests.cli import rbs_in_process
 from tests.report_fixtures import BASE_SHA, COMP_SHA, two_sides
 
 
 def _compare(tmp_path: Path, fmt: str) -> str:
     base, comp = two_sides(tmp_path)
     out = tmp_path / f"report.{fmt}"
-    code = main(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
-                 "--format", fmt, "--output", str(out)])
+    code = rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
+                           "--format", fmt, "--output", str(out)])
     assert code == 0
     return out.read_text()
 

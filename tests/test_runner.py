@@ -25,10 +25,8 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator, device_interrupts, p
 from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import RBS, rbs, write_suite
 from tests.procs import descendants
-
-REPO = Path(__file__).resolve().parents[1]
-RBS = str(REPO / ".venv" / "bin" / "rbs")
 
 SUITE = """
 version: 0.4
@@ -64,7 +62,7 @@ PRELOAD_1000 = """  preload_tool:
 
 
 def suite(directory: Path, name: str, args: str, command: str, dbextra: str = "") -> None:
-    (directory / f"{name}.yml").write_text(
+    write_suite(directory, name,
         SUITE.format(name=name, args=args, command=command, dbextra=dbextra))
 
 
@@ -136,9 +134,8 @@ def test_failures_are_reported_and_the_run_goes_on(tmp_path: Path) -> None:
 
 def test_missing_tool_is_skipped_with_reason(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "m.yml").write_text("name: m\ntested-commands: [get]\nclientconfig:\n"
-                                  "  tool: memtier_benchmark\n  arguments: --test-time 1\n")
+    write_suite(suites, "m", "name: m\ntested-commands: [get]\nclientconfig:\n"
+                             "  tool: memtier_benchmark\n  arguments: --test-time 1\n")
     suite(suites, "s", "-n 1000 -t set", "set")
     # a path that is not there stands for a missing tool, whether or not one is on PATH
     config = SessionConfig(tools=ToolPaths(memtier="/nonexistent/memtier_benchmark"),
@@ -232,21 +229,18 @@ def test_cli_run_prints_table_and_exit_code(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     suites.mkdir()
     suite(suites, "ok-set", "-n 5000 -t set", "set")
-    out = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                          str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir",
+              str(tmp_path / "out"), "--no-datasink", timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok-set" in out.stdout and "ops/sec" in out.stdout
     summaries = list((tmp_path / "out").glob("*/summary.csv"))
     assert len(summaries) == 1
     assert "ok-set" in summaries[0].read_text()
-    dry = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--dry-run"],
-                         capture_output=True, text=True, timeout=60, check=False)
+    dry = rbs("run", "--suites-dir", str(suites), "--dry-run", timeout=60)
     assert dry.returncode == 0 and "-n 5000 -t set" in dry.stdout
     suite(suites, "zz-fail", "-n 1000 -t set", "set", "    no-such-option: 1\n")
-    bad = subprocess.run([RBS, "run", "--suites-dir", str(suites), "--results-dir",
-                          str(tmp_path / "out"), "--no-datasink"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    bad = rbs("run", "--suites-dir", str(suites), "--results-dir",
+              str(tmp_path / "out"), "--no-datasink", timeout=120)
     assert bad.returncode == 1
     assert "zz-fail" in bad.stdout and "did not answer PING" in bad.stdout
 

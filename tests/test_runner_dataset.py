@@ -23,6 +23,7 @@ from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, Run
 from redis_benchmarks_spec.runner import dataset as dataset_mod
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
+from tests.cli import write_suite
 from tests.conftest import RedisServer
 
 SUITE = """
@@ -55,7 +56,7 @@ PRELOAD_100 = """  preload_tool:
 
 def suite(directory: Path, name: str, args: str, db: str = "", command: str = "get",
           metrics: str = OPS) -> None:
-    (directory / f"{name}.yml").write_text(
+    write_suite(directory, name,
         SUITE.format(name=name, db=db, args=args, command=command, metrics=metrics))
 
 

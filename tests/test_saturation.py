@@ -12,6 +12,7 @@ from redis_benchmarks_spec.results.document import CpuUsage
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds, is_client_bound
+from tests.cli import write_suite
 
 # Two redis-benchmark processes with 500 connections each, sharing ONE client core
 # (0.5 CPU each): the client side wants more than its core while PING costs the server little.
@@ -54,9 +55,8 @@ def test_thresholds() -> None:
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores for disjoint pinning")
 def test_client_heavy_run_is_flagged_and_pipelined_run_is_not(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "heavy.yml").write_text(HEAVY)
-    (suites / "normal.yml").write_text(NORMAL)
+    write_suite(suites, "heavy", HEAVY)
+    write_suite(suites, "normal", NORMAL)
     catalog = {s.name: s for s in load_catalog(suites).suites}
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     normal = run_suites(config, [catalog["server-heavy"]])[0]

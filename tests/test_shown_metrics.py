@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from redis_benchmarks_spec.analysis.shown import by_decided
 from redis_benchmarks_spec.inputs.session_folder import load_session
 from redis_benchmarks_spec.notify.pr_body import results_body
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
+from tests.cli import rbs, write_suite
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 THROUGHPUT = "ALL_STATS.Totals.Ops/sec"
 INSTRUCTIONS = "instructions_per_op"
 SUITE = """
@@ -42,11 +41,6 @@ exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """
-
-
-def _rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=1200,
-                          check=False)
 
 
 def _json(stdout: str) -> dict[str, Any]:
@@ -67,18 +61,17 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[s
     """The session root, the A/B's table output, and ``rbs compare --format json`` of it."""
     tmp = tmp_path_factory.mktemp("shown")
     suites = tmp / "suites"
-    suites.mkdir()
-    (suites / "shown-set.yml").write_text(SUITE)
+    write_suite(suites, "shown-set", SUITE)
     server = shutil.which("redis-server") or "redis-server"
-    done = _rbs("run", "--suites-dir", str(suites), "--profilers", "instructions",
-                "--instructions-method", "callgrind", "--profile-requests", "5000",
-                "--repetitions", "5", "--baseline-server", server, "--comparison-server",
-                server, "--baseline-server-args", "--latency-tracking no", "--results-dir",
-                str(tmp / "out"), "--no-datasink")
+    done = rbs("run", "--suites-dir", str(suites), "--profilers", "instructions",
+               "--instructions-method", "callgrind", "--profile-requests", "5000",
+               "--repetitions", "5", "--baseline-server", server, "--comparison-server",
+               server, "--baseline-server-args", "--latency-tracking no", "--results-dir",
+               str(tmp / "out"), "--no-datasink", timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     (root,) = list((tmp / "out").iterdir())
-    compared = _rbs("compare", "--baseline-dir", str(root / "baseline"), "--comparison-dir",
-                    str(root / "comparison"), "--format", "json")
+    compared = rbs("compare", "--baseline-dir", str(root / "baseline"), "--comparison-dir",
+                   str(root / "comparison"), "--format", "json")
     assert compared.returncode == 0, compared.stderr
     report = _json(compared.stdout)
     # the extra work per command is decided on instructions, whatever the host's noise
@@ -102,17 +95,17 @@ def test_compare_of_the_session_folders_shows_both_and_says_what_it_hides(
     root, _, report = session
     folders = ["--baseline-dir", str(root / "baseline"), "--comparison-dir",
                str(root / "comparison")]
-    table = _rbs("compare", *folders)
+    table = rbs("compare", *folders)
     assert table.returncode == 0, table.stderr
     order = _order(report)
     positions = _first_positions(table.stdout, [f"`{m}` (" for m in order])
     assert positions == sorted(positions), table.stdout[:3000]
     # one metric asked for: the other one measured is named, with the flag that shows it
-    only = _rbs("compare", *folders, "--metric", INSTRUCTIONS)
+    only = rbs("compare", *folders, "--metric", INSTRUCTIONS)
     assert only.returncode == 0, only.stderr
     assert f"`{THROUGHPUT}` (" not in only.stdout
     assert re.search(rf"also measured, not shown here: {re.escape(THROUGHPUT)}", only.stdout)
-    markdown = _rbs("compare", *folders, "--format", "markdown").stdout
+    markdown = rbs("compare", *folders, "--format", "markdown").stdout
     assert all(f"`{m}`" in markdown for m in order)
     assert markdown.index(f"`{order[0]}`") < markdown.index(f"`{order[1]}`")
 
@@ -121,7 +114,7 @@ def test_the_html_report_shows_every_judged_metric_decided_first(
         session: tuple[Path, str, dict[str, Any]], tmp_path: Path) -> None:
     root, _, report = session
     page = tmp_path / "page.html"
-    made = _rbs("report", str(root), "--html", str(page))
+    made = rbs("report", str(root), "--html", str(page))
     assert made.returncode == 0, made.stderr
     text = page.read_text()
     shown = re.findall(r'<section class="metric" data-metric="([^"]+)"', text)

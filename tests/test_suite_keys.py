@@ -6,14 +6,13 @@ servers in tests/test_runner_dataset.py; these tests pin the model and the loade
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.problems import ERROR, UNKNOWN_KEY, WARNING
 from redis_benchmarks_spec.suites.toolconfig import Scalability
 from redis_benchmarks_spec.suites.validate import lint_catalog
+from tests.cli import rbs, write_suite
 
 CORPUS_LIKE = """
 version: 0.4
@@ -65,19 +64,8 @@ priority: 50
 """
 
 
-def write(directory: Path, name: str, text: str) -> Path:
-    path = directory / f"{name}.yml"
-    path.write_text(text)
-    return path
-
-
-def rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("rbs") or str(Path(__file__).resolve().parents[1] / ".venv/bin/rbs")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_every_corpus_key_is_read_into_the_model(tmp_path: Path) -> None:
-    write(tmp_path, "all", CORPUS_LIKE.format(name="all", dataset="data/dump.rdb"))
+    write_suite(tmp_path, "all", CORPUS_LIKE.format(name="all", dataset="data/dump.rdb"))
     (tmp_path / "defaults.yml").write_text(
         "exporter:\n  redistimeseries:\n    metrics:\n    - $.\"ALL STATS\".Totals.\"Ops/sec\"\n")
     catalog = load_catalog(tmp_path)
@@ -106,10 +94,10 @@ def test_every_corpus_key_is_read_into_the_model(tmp_path: Path) -> None:
 
 def test_flags_read_yes_and_no_and_default_false(tmp_path: Path) -> None:
     text = CORPUS_LIKE.format(name="flags", dataset="/x.rdb")
-    write(tmp_path, "flags", text.replace("low-throughput-benchmark: 'yes'",
-                                          "low-throughput-benchmark: 'no'")
-          .replace("wait_for_bgsave: true", "wait_for_bgsave: 'false'")
-          .replace("  skip_throughput_floor: true\n", ""))
+    write_suite(tmp_path, "flags", text.replace("low-throughput-benchmark: 'yes'",
+                                                "low-throughput-benchmark: 'no'")
+                .replace("wait_for_bgsave: true", "wait_for_bgsave: 'false'")
+                .replace("  skip_throughput_floor: true\n", ""))
     suite = load_catalog(tmp_path).suites[0]
     assert not suite.dbconfig.low_throughput_benchmark  # bool("no") would say True
     assert not suite.dbconfig.wait_for_bgsave
@@ -134,7 +122,7 @@ def test_bad_values_are_errors_naming_the_key(tmp_path: Path) -> None:
     for name, (old, new, _) in cases.items():
         text = base.replace("{name}", name)
         assert old in text, name
-        write(tmp_path, name, text.replace(old, new))
+        write_suite(tmp_path, name, text.replace(old, new))
     softer = {
         "bgsave": ("wait_for_bgsave: true", "wait_for_bgsave: maybe",
                    "dbconfig.wait_for_bgsave: expected a boolean"),
@@ -146,7 +134,7 @@ def test_bad_values_are_errors_naming_the_key(tmp_path: Path) -> None:
         "dname": ("dataset_name: three-keys", "dataset_name: 'a b'", "dbconfig.dataset_name"),
     }
     for name, (old, new, _) in softer.items():
-        write(tmp_path, name, base.replace("{name}", name).replace(old, new))
+        write_suite(tmp_path, name, base.replace("{name}", name).replace(old, new))
     catalog = load_catalog(tmp_path)
     text = "\n".join(str(p) for p in catalog.errors)
     for name, (_, _, message) in {**cases, **softer}.items():
@@ -159,7 +147,7 @@ def test_bad_values_are_errors_naming_the_key(tmp_path: Path) -> None:
 
 def test_unknown_keys_warn_and_strict_lint_fails(tmp_path: Path) -> None:
     text = CORPUS_LIKE.format(name="typo", dataset="/x.rdb").replace("version: 0.4", "ersion: 0.4")
-    write(tmp_path, "typo", text.replace("  wait_for_bgsave: true", "  wait_for_bgsav: true"))
+    write_suite(tmp_path, "typo", text.replace("  wait_for_bgsave: true", "  wait_for_bgsav: true"))
     catalog = load_catalog(tmp_path)
     assert [s.name for s in catalog.suites] == ["typo"]  # loads and runs
     unknown = [p for p in catalog.problems if p.kind == UNKNOWN_KEY]
@@ -182,8 +170,8 @@ def test_our_collection_is_linted_strict_by_default() -> None:
 
 
 def test_unparseable_file_reported_once_and_others_load(tmp_path: Path) -> None:
-    write(tmp_path, "ok", CORPUS_LIKE.format(name="ok", dataset="/x.rdb"))
-    write(tmp_path, "bad", "version: 0.4\nname: bad\n  dbconfig: [\n")
+    write_suite(tmp_path, "ok", CORPUS_LIKE.format(name="ok", dataset="/x.rdb"))
+    write_suite(tmp_path, "bad", "version: 0.4\nname: bad\n  dbconfig: [\n")
     catalog = load_catalog(tmp_path)
     assert [s.name for s in catalog.suites] == ["ok"]
     bad = [p for p in catalog.problems if p.path.name == "bad.yml"]
@@ -191,7 +179,7 @@ def test_unparseable_file_reported_once_and_others_load(tmp_path: Path) -> None:
 
 
 def test_name_differs_from_file_name(tmp_path: Path) -> None:
-    write(tmp_path, "file-name", CORPUS_LIKE.format(name="suite-name", dataset="/x.rdb"))
+    write_suite(tmp_path, "file-name", CORPUS_LIKE.format(name="suite-name", dataset="/x.rdb"))
     catalog = load_catalog(tmp_path)
     assert catalog.by_name("suite-name") is not None
     assert catalog.by_name("file-name") is None
@@ -205,11 +193,11 @@ def test_name_differs_from_file_name(tmp_path: Path) -> None:
 
 
 def test_run_reports_only_the_selected_suites_problems(tmp_path: Path) -> None:
-    write(tmp_path, "chosen", CORPUS_LIKE.format(name="chosen", dataset="/x.rdb")
-          .replace("  wait_for_bgsave: true", "  wait_for_bgsav: true"))
-    write(tmp_path, "other", CORPUS_LIKE.format(name="other", dataset="/x.rdb")
-          .replace("priority: 50", "priority: 50\nsurprise: 1"))
-    write(tmp_path, "broken", "name: [unclosed\n")
+    write_suite(tmp_path, "chosen", CORPUS_LIKE.format(name="chosen", dataset="/x.rdb")
+                .replace("  wait_for_bgsave: true", "  wait_for_bgsav: true"))
+    write_suite(tmp_path, "other", CORPUS_LIKE.format(name="other", dataset="/x.rdb")
+                .replace("priority: 50", "priority: 50\nsurprise: 1"))
+    write_suite(tmp_path, "broken", "name: [unclosed\n")
     done = rbs("run", "--suites-dir", str(tmp_path), "--test", "chosen", "--dry-run",
                "--no-datasink")
     out = done.stdout + done.stderr
@@ -225,12 +213,12 @@ def test_name_collision_with_another_suites_folder(tmp_path: Path) -> None:
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     ours.mkdir()
     theirs.mkdir()
-    write(ours, "same", CORPUS_LIKE.format(name="same", dataset="/x.rdb"))
-    write(ours, "clash", CORPUS_LIKE.format(name="clash", dataset="/x.rdb"))
-    write(theirs, "same", CORPUS_LIKE.format(name="same", dataset="/x.rdb")
-          .replace("description: every", "description: other prose, same test:"))
-    write(theirs, "clash", CORPUS_LIKE.format(name="clash", dataset="/x.rdb")
-          .replace("-n 1 -c 1 DEBUG", "-n 1 -c 2 DEBUG"))
+    write_suite(ours, "same", CORPUS_LIKE.format(name="same", dataset="/x.rdb"))
+    write_suite(ours, "clash", CORPUS_LIKE.format(name="clash", dataset="/x.rdb"))
+    write_suite(theirs, "same", CORPUS_LIKE.format(name="same", dataset="/x.rdb")
+                .replace("description: every", "description: other prose, same test:"))
+    write_suite(theirs, "clash", CORPUS_LIKE.format(name="clash", dataset="/x.rdb")
+                .replace("-n 1 -c 1 DEBUG", "-n 1 -c 2 DEBUG"))
     problems = lint_catalog(ours, [theirs])
     clashes = [p for p in problems if p.kind == "name-collision"]
     assert [p.path.name for p in clashes] == ["clash.yml"]

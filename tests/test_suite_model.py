@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
 from redis_benchmarks_spec.suites.commands import issued_commands
 from redis_benchmarks_spec.suites.suite import ToolConfig
 from redis_benchmarks_spec.suites.validate import lint_catalog
+from tests.cli import rbs, write_suite
 
 GOOD = """
 version: 0.4
@@ -48,14 +47,8 @@ exporter:
 """
 
 
-def write(directory: Path, name: str, text: str) -> Path:
-    path = directory / f"{name}.yml"
-    path.write_text(text)
-    return path
-
-
 def test_good_suite_loads_with_all_fields(tmp_path: Path) -> None:
-    write(tmp_path, "a", GOOD.format(name="a", priority=2))
+    write_suite(tmp_path, "a", GOOD.format(name="a", priority=2))
     (tmp_path / "defaults.yml").write_text(
         "exporter:\n  redistimeseries:\n    timemetric: '$.x'\n    metrics:\n"
         "      - $.\"ALL STATS\".Totals.\"Latency\"\n")
@@ -75,7 +68,7 @@ def test_good_suite_loads_with_all_fields(tmp_path: Path) -> None:
 
 
 def test_list_form_of_older_suites_loads(tmp_path: Path) -> None:
-    write(tmp_path, "old", """
+    write_suite(tmp_path, "old", """
 name: old
 dbconfig:
   - configuration-parameters:
@@ -96,13 +89,13 @@ clientconfig:
 
 
 def test_broken_files_do_not_stop_the_others(tmp_path: Path) -> None:
-    write(tmp_path, "good", GOOD.format(name="good", priority=1))
-    write(tmp_path, "broken", "name: [unclosed\n  : : :")
-    write(tmp_path, "unknown", GOOD.format(name="unknown", priority=1) + "surprise: 1\n")
-    write(tmp_path, "both", GOOD.format(name="both", priority=1)
-          + "clientconfigs:\n  - tool: redis-benchmark\n    arguments: -t get\n")
-    write(tmp_path, "neither", "name: neither\ntested-commands: [get]\n")
-    write(tmp_path, "dup", GOOD.format(name="good", priority=1))
+    write_suite(tmp_path, "good", GOOD.format(name="good", priority=1))
+    write_suite(tmp_path, "broken", "name: [unclosed\n  : : :")
+    write_suite(tmp_path, "unknown", GOOD.format(name="unknown", priority=1) + "surprise: 1\n")
+    write_suite(tmp_path, "both", GOOD.format(name="both", priority=1)
+                + "clientconfigs:\n  - tool: redis-benchmark\n    arguments: -t get\n")
+    write_suite(tmp_path, "neither", "name: neither\ntested-commands: [get]\n")
+    write_suite(tmp_path, "dup", GOOD.format(name="good", priority=1))
     catalog = load_catalog(tmp_path)
     assert [s.name for s in catalog.suites] == ["good", "unknown"]
     text = "\n".join(str(p) for p in catalog.errors)
@@ -124,7 +117,7 @@ clientconfigs:
   - tool: memtier_benchmark
     arguments: --command "GET __key__" --test-time 5
 """
-    write(tmp_path, "multi", text)
+    write_suite(tmp_path, "multi", text)
     suite = load_catalog(tmp_path).suites[0]
     assert [c.tool for c in suite.clientconfigs] == ["redis-benchmark", "memtier_benchmark"]
 
@@ -142,15 +135,15 @@ def test_issued_commands(tool: str, args: str, expected: set[str]) -> None:
 
 
 def test_lint_flags_tested_commands_never_issued(tmp_path: Path) -> None:
-    write(tmp_path, "liar", GOOD.format(name="liar", priority=1)
-          .replace("tested-commands: [get]", "tested-commands: [get, hgetall]"))
+    write_suite(tmp_path, "liar", GOOD.format(name="liar", priority=1)
+                .replace("tested-commands: [get]", "tested-commands: [get, hgetall]"))
     problems = [str(p) for p in lint_catalog(tmp_path)]
     assert any("'hgetall' is never issued" in p for p in problems), problems
 
 
 def test_filter_selection(tmp_path: Path) -> None:
-    write(tmp_path, "a", GOOD.format(name="a-get", priority=1))
-    write(tmp_path, "b", GOOD.format(name="b-get", priority=4))
+    write_suite(tmp_path, "a", GOOD.format(name="a-get", priority=1))
+    write_suite(tmp_path, "b", GOOD.format(name="b-get", priority=4))
     suites = load_catalog(tmp_path).suites
     assert [s.name for s in SuiteFilter(priority_max=2).select(suites)] == ["a-get"]
     assert [s.name for s in SuiteFilter(tests_regexp="^b").select(suites)] == ["b-get"]
@@ -159,16 +152,11 @@ def test_filter_selection(tmp_path: Path) -> None:
     assert SuiteFilter(topology="oss-cluster-03-primaries").select(suites) == []
 
 
-def rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("rbs") or str(Path(__file__).resolve().parents[1] / ".venv/bin/rbs")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_cli_lint_exit_codes_and_list_survives(tmp_path: Path) -> None:
-    write(tmp_path, "good", GOOD.format(name="good", priority=1))
+    write_suite(tmp_path, "good", GOOD.format(name="good", priority=1))
     assert rbs("suites", "lint", str(tmp_path)).returncode == 0
-    write(tmp_path, "broken", "name: [unclosed")
-    write(tmp_path, "unknown", GOOD.format(name="unknown", priority=1) + "surprise: 1\n")
+    write_suite(tmp_path, "broken", "name: [unclosed")
+    write_suite(tmp_path, "unknown", GOOD.format(name="unknown", priority=1) + "surprise: 1\n")
     lint = rbs("suites", "lint", str(tmp_path))
     assert lint.returncode == 1
     assert "broken.yml" in lint.stderr and "surprise" in lint.stderr
@@ -178,10 +166,10 @@ def test_cli_lint_exit_codes_and_list_survives(tmp_path: Path) -> None:
 
 
 def test_bad_quoting_and_defaults_are_problems_not_crashes(tmp_path: Path) -> None:
-    write(tmp_path, "quotes", GOOD.format(name="quotes", priority=1).replace(
+    write_suite(tmp_path, "quotes", GOOD.format(name="quotes", priority=1).replace(
         "arguments: -c 50 -n 1000 -r 10 GET key:__rand_int__",
         "arguments: '-n 10 EVAL \"return 1 0'"))
-    write(tmp_path, "good", GOOD.format(name="good", priority=True))
+    write_suite(tmp_path, "good", GOOD.format(name="good", priority=True))
     (tmp_path / "defaults.yml").write_text("exporter:\n  - redistimeseries:\n      metric: []\n"
                                            "typo: 1\n")
     catalog = load_catalog(tmp_path)
@@ -196,8 +184,9 @@ def test_bad_quoting_and_defaults_are_problems_not_crashes(tmp_path: Path) -> No
 
 def test_list_arguments_defaults_yaml_and_missing_version(tmp_path: Path) -> None:
     (tmp_path / "defaults.yaml").write_text("exporter: {}\n")
-    write(tmp_path, "listargs", "name: listargs\ntested-commands: [get]\nclientconfig:\n"
-                                "  tool: redis-benchmark\n  arguments: [-n, '10', GET, 'a b']\n")
+    write_suite(tmp_path, "listargs",
+                "name: listargs\ntested-commands: [get]\nclientconfig:\n"
+                "  tool: redis-benchmark\n  arguments: [-n, '10', GET, 'a b']\n")
     catalog = load_catalog(tmp_path)
     assert [s.name for s in catalog.suites] == ["listargs"]
     assert catalog.suites[0].clientconfigs[0].argv() == ["-n", "10", "GET", "a b"]

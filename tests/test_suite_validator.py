@@ -5,7 +5,6 @@ errors naming the file, the key and the line."""
 from __future__ import annotations
 
 import logging
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -18,9 +17,9 @@ from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.suites.catalog import SuiteFilter, load_catalog
 from redis_benchmarks_spec.suites.validate import validate_catalog
 from redis_benchmarks_spec.suites.yaml_safe import DuplicateKey, loads
+from tests.cli import rbs, write_suite
 from tests.pipeline_fixtures import SUITE, publish_event
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 GOOD = """\
 version: 0.4
 name: {name}
@@ -50,17 +49,11 @@ clientconfig:
 
 def folder(tmp_path: Path) -> Path:
     d = tmp_path / "suites"
-    d.mkdir()
-    (d / "good.yml").write_text(GOOD.format(name="good", keyspacelen=0))
-    (d / "negative.yml").write_text(GOOD.format(name="negative", keyspacelen=-5))
-    (d / "text.yml").write_text(GOOD.format(name="text", keyspacelen="'many'"))
-    (d / "dup-key.yml").write_text(DUPLICATE)
+    write_suite(d, "good", GOOD.format(name="good", keyspacelen=0))
+    write_suite(d, "negative", GOOD.format(name="negative", keyspacelen=-5))
+    write_suite(d, "text", GOOD.format(name="text", keyspacelen="'many'"))
+    write_suite(d, "dup-key", DUPLICATE)
     return d
-
-
-def rbs(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=300,
-                          check=False)
 
 
 def test_duplicate_keys_are_errors_naming_key_and_lines() -> None:
@@ -81,7 +74,7 @@ def test_the_list_form_repeating_a_key_is_an_error(tmp_path: Path) -> None:
     text = GOOD.format(name="listform", keyspacelen=0).replace(
         "dbconfig:\n  check:\n    keyspacelen: 0\n",
         "dbconfig:\n  - check: {keyspacelen: 0}\n  - check: {keyspacelen: 9}\n")
-    (tmp_path / "listform.yml").write_text(text)
+    write_suite(tmp_path, "listform", text)
     [rejected] = validate_catalog(tmp_path).rejected
     assert "dbconfig.check: given twice" in rejected.line()
 
@@ -150,12 +143,11 @@ def test_trigger_names_rejected_suites_and_refuses_a_selection_of_only_those(
 def test_agent_logs_and_fails_rejected_suites_and_runs_the_rest(
         redis_server, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     d = tmp_path / "suites"
-    d.mkdir()
-    (d / "ok.yml").write_text(SUITE.format(name="ok", n=500))
+    write_suite(d, "ok", SUITE.format(name="ok", n=500))
     broken = SUITE.format(name="broken", n=500).replace(
         "dbconfig:\n", "dbconfig:\n  check:\n    keyspacelen: -1\n")
-    (d / "broken.yml").write_text(broken)
-    (d / "garbled.yml").write_text("name: [unclosed\n")
+    write_suite(d, "broken", broken)
+    write_suite(d, "garbled", "name: [unclosed\n")
     names = StreamNames.with_prefix(f"t{uuid.uuid4().hex[:8]}")
     pushed: list[RunResult] = []
     config = AgentConfig(names=names, platform="p1", consumer="p1-a", suites_dir=d,
@@ -181,7 +173,7 @@ def test_the_corpus_shape_stays_runnable_in_a_tolerant_folder(tmp_path: Path) ->
     """A tested-commands entry the client never issues (38 suites of the team's corpus) is a
     warning elsewhere, an error under strict (our own folder), and lint says the same."""
     text = GOOD.format(name="liar", keyspacelen=0).replace("[set]", "[set, setx]")
-    (tmp_path / "liar.yml").write_text(text)
+    write_suite(tmp_path, "liar", text)
     assert [s.name for s in validate_catalog(tmp_path).suites] == ["liar"]
     assert rbs("suites", "lint", str(tmp_path)).returncode == 0
     strict = validate_catalog(tmp_path, strict=True)
@@ -191,7 +183,7 @@ def test_the_corpus_shape_stays_runnable_in_a_tolerant_folder(tmp_path: Path) ->
 
 def test_rejected_files_match_selections_by_name(tmp_path: Path) -> None:
     d = folder(tmp_path)
-    (d / "garbled.yml").write_text("name: [unclosed\n")
+    write_suite(d, "garbled", "name: [unclosed\n")
     catalog = validate_catalog(d)
     picked = catalog.rejected_matching(SuiteFilter(tests_regexp="garb|neg"))
     assert sorted(r.path.name for r in picked) == ["garbled.yml", "negative.yml"]

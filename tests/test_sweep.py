@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,13 @@ from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.runner.sweep import SweepError, parse_sweep, swept_arguments
+from tests.cli import rbs, write_suite
 from tests.datasink_fixtures import (  # noqa: F401
     client_fixture,
     datasink_fixture,
     make_result,
 )
 
-RBS = str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "rbs")
 SUITE = """
 name: sw-get
 tested-commands: [get]
@@ -110,12 +109,9 @@ def test_swept_series_get_their_own_key_and_labels(client: redis.Redis) -> None:
 
 def test_real_sweep_of_clients(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    suites.mkdir()
-    (suites / "s.yml").write_text(SUITE)
-    out = subprocess.run(
-        [RBS, "run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
-         "--no-datasink", "--sweep", "clients=1,8,64"],
-        capture_output=True, text=True, timeout=600, check=False)
+    write_suite(suites, "s", SUITE)
+    out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
+              "--no-datasink", "--sweep", "clients=1,8,64", timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     docs = sorted((RunResult.read(p) for p in find_result_files(tmp_path / "out")),
                   key=lambda d: int(d.sweep["value"]))
@@ -133,8 +129,7 @@ def test_real_sweep_of_clients(tmp_path: Path) -> None:
     # rbs report draws the curve and names the knee
     session = next((tmp_path / "out").rglob("sweep.json")).parent
     page = tmp_path / "r.html"
-    rep = subprocess.run([RBS, "report", str(session), "--output", str(page)],
-                         capture_output=True, text=True, timeout=300, check=False)
+    rep = rbs("report", str(session), "--output", str(page))
     assert rep.returncode == 0, rep.stdout + rep.stderr
     text = page.read_text()
     assert '<section id="sweeps">' in text and 'data-plot="sweep"' in text

@@ -17,6 +17,7 @@ from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuShortage, placeme
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.topology import load_topologies
+from tests.cli import write_suite
 from tests.procs import descendants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,12 +54,11 @@ TOPOLOGIES = ["oss-cluster-3-primaries", "oss-standalone-01-replicas",
               "oss-standalone-02-io-threads", "oss-standalone-04-io-threads"]
 
 
-def write_suite(folder: Path, name: str, topologies: list[str], n: int = 3000,
-                before: bool = False) -> None:
-    folder.mkdir(exist_ok=True)
+def topology_suite(folder: Path, name: str, topologies: list[str], n: int = 3000,
+                   before: bool = False) -> None:
     extra = "  preload_before_replica: true\n" if before else ""
-    (folder / f"{name}.yml").write_text(SUITE.format(name=name, topologies=", ".join(topologies),
-                                                     n=n, before=extra))
+    write_suite(folder, name, SUITE.format(name=name, topologies=", ".join(topologies),
+                                           n=n, before=extra))
 
 
 def our_servers(suite: str) -> list[int]:
@@ -117,7 +117,7 @@ def check_result(r: RunResult) -> None:
 
 @pytest.mark.slow
 def test_every_family_with_processes_and_nothing_survives(tmp_path: Path) -> None:
-    write_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
+    topology_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     results = run_suites(config, load_catalog(tmp_path / "suites").suites)
     assert sorted(r.context.topology for r in results) == sorted(TOPOLOGIES)
@@ -137,7 +137,7 @@ def test_every_family_with_processes_and_nothing_survives(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_cluster_and_replicas_in_containers_and_nothing_survives(tmp_path: Path) -> None:
     subprocess.run([str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
-    write_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
+    topology_suite(tmp_path / "suites", "topo-hset", TOPOLOGIES, n=3000)
     containers = our_containers()
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out", launcher="docker")
     results = run_suites(config, load_catalog(tmp_path / "suites").suites)
@@ -151,7 +151,7 @@ def test_cluster_and_replicas_in_containers_and_nothing_survives(tmp_path: Path)
 
 def test_preload_before_replica_syncs_the_dataset_and_checks_the_replica(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-before", ["oss-standalone-01-replicas"], n=3000, before=True)
+    topology_suite(suites, "topo-before", ["oss-standalone-01-replicas"], n=3000, before=True)
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     [r] = run_suites(config, load_catalog(suites).suites)
     check_result(r)
@@ -164,10 +164,10 @@ def test_preload_before_replica_syncs_the_dataset_and_checks_the_replica(tmp_pat
 
 def test_a_failing_node_fails_the_test_and_stops_the_others(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-bad", ["oss-cluster-3-primaries"])
+    topology_suite(suites, "topo-bad", ["oss-cluster-3-primaries"])
     # a directive redis-server refuses: every node fails to start; the first one's error
     text = (suites / "topo-bad.yml").read_text().replace("save: '\"\"'", "no-such-directive: 1")
-    (suites / "topo-bad.yml").write_text(text)
+    write_suite(suites, "topo-bad", text)
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     [r] = run_suites(config, load_catalog(suites).suites)
     assert r.status == STATUS_FAILED and "no-such-directive" in r.reason
@@ -188,8 +188,8 @@ def test_catalogue_matches_the_issue_and_unstartable_entries_skip(tmp_path: Path
     assert catalogue["oss-cluster-9-primaries"].cpus_per_node == 1
     assert "oss-cluster-03-primaries" not in catalogue
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-skip", ["dragonfly-04-proactor-threads",
-                                      "oss-standalone-with-redisearch", "no-such-topology"])
+    topology_suite(suites, "topo-skip", ["dragonfly-04-proactor-threads",
+                                         "oss-standalone-with-redisearch", "no-such-topology"])
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     reasons = [t.skip_reason for t in plan_tests(config, load_catalog(suites).suites)]
     assert "dragonfly" in reasons[0] and "redis-server only" in reasons[0]
@@ -207,7 +207,7 @@ def test_cpu_plan_per_node_shares_with_a_warning_or_refuses_when_strict(tmp_path
     with pytest.raises(CpuShortage, match="strict-cpus"):
         CpuAllocator([0, 1], strict=True).plan_nodes([3], 1)
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-strict", ["oss-standalone", "oss-standalone-04-io-threads"])
+    topology_suite(suites, "topo-strict", ["oss-standalone", "oss-standalone-04-io-threads"])
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out", cpus=[0, 1],
                            strict_cpus=True)
     planned = plan_tests(config, load_catalog(suites).suites)
@@ -280,7 +280,7 @@ def test_nodes_started_before_a_failure_are_stopped(tmp_path: Path) -> None:
     from redis_benchmarks_spec.runner.session import make_env
 
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-half", ["oss-cluster-3-primaries"])
+    topology_suite(suites, "topo-half", ["oss-cluster-3-primaries"])
     registry = ProcessRegistry()
     env = make_env(SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out"), registry)
     env.launcher = failing = _FailThirdStart(env.launcher)
@@ -325,7 +325,7 @@ def test_cluster_forms_with_a_short_timeout_and_gets_its_own_back(tmp_path: Path
 
 def test_skipped_results_name_their_topology(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-skipped", ["dragonfly-02-proactor-threads", "no-such-topology"])
+    topology_suite(suites, "topo-skipped", ["dragonfly-02-proactor-threads", "no-such-topology"])
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")
     results = run_suites(config, load_catalog(suites).suites)
     assert [(r.status, r.context.topology) for r in results] == [
@@ -341,7 +341,7 @@ def test_interrupt_mid_cluster_run_stops_every_node(tmp_path: Path, launcher: st
     if launcher == "docker":
         subprocess.run([str(REPO / "scripts" / "ensure-docker.sh")], check=True, timeout=120)
     suites = tmp_path / "suites"
-    write_suite(suites, "topo-interrupt", ["oss-cluster-3-primaries"], n=50_000_000)
+    topology_suite(suites, "topo-interrupt", ["oss-cluster-3-primaries"], n=50_000_000)
     containers = our_containers() if launcher == "docker" else set()
     proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "rbs"), "run", "--suites-dir",
                              str(suites), "--results-dir", str(tmp_path / "out"),

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
+from tests.cli import write_suite
 from tests.twohost_net import CLIENT_ADDR, SERVER_ADDR, TwoHosts, ns_pids, wait_gone
 
 DELAY_MS = 10
@@ -90,9 +91,8 @@ def hosts(tmp_path: Path) -> Iterator[TwoHosts]:
 @pytest.fixture
 def suites(tmp_path: Path) -> Path:
     folder = tmp_path / "suites"
-    folder.mkdir()
-    (folder / "memtier-twohost-get.yml").write_text(MEMTIER_SUITE)
-    (folder / "redis-benchmark-twohost-get.yml").write_text(REDIS_BENCHMARK_SUITE)
+    write_suite(folder, "memtier-twohost-get", MEMTIER_SUITE)
+    write_suite(folder, "redis-benchmark-twohost-get", REDIS_BENCHMARK_SUITE)
     return folder
 
 
@@ -353,7 +353,7 @@ def test_replicas_and_a_cluster_are_reached_from_the_client_host(
         hosts: TwoHosts, suites: Path, tmp_path: Path) -> None:
     """Every node listens on the server address: a replica's primary and a cluster's slot
     map (what memtier --cluster-mode follows) name it, not loopback."""
-    (suites / "memtier-twohost-get.yml").write_text(MEMTIER_SUITE.replace(
+    write_suite(suites, "memtier-twohost-get", MEMTIER_SUITE.replace(
         "redis-topologies: [oss-standalone]",
         "redis-topologies: [oss-cluster-3-primaries, oss-standalone-01-replicas]"))
     done = run_rbs(hosts, suites, tmp_path / "r", "--test", "memtier-twohost-get",

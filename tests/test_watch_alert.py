@@ -15,7 +15,6 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.agent.watch import BranchWatch, WatchConfig
-from redis_benchmarks_spec.cli.main import main
 from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -24,6 +23,7 @@ from redis_benchmarks_spec.notify.github_comments import GitHubConfig
 from redis_benchmarks_spec.notify.watch_alert import AlertTargets, pr_of
 from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, step
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -175,8 +175,8 @@ def test_rbs_history_shows_the_alert_and_the_host_boundary(
         push_results(client, [r])
         watch.arrived([r])
     monkeypatch.setenv("COLUMNS", "250")
-    assert main(["history", "--test", "t-get", "--metric", COUNT, "--platform", "lab-a",
-                 "--datasink", datasink.url, "--last", "30"]) == 0
+    assert rbs_in_process(["history", "--test", "t-get", "--metric", COUNT, "--platform", "lab-a",
+                           "--datasink", datasink.url, "--last", "30"]) == 0
     out = capsys.readouterr().out
     # rows in time order: commits 1..14 (points 0..13), then the two re-runs
     rows = [line for line in out.splitlines() if line.count("│") > 5]

@@ -18,10 +18,8 @@ from redis_benchmarks_spec.lab.deliveries import DeliveryError, range_deliveries
 from redis_benchmarks_spec.lab.watch_replay import WebhookLog, parent_of, subject_of
 from redis_benchmarks_spec.notify.watch_alert import Alert, post_webhook
 from redis_benchmarks_spec.notify.watch_confirm import BrokerReruns
+from tests.cli import RBS
 from tests.pipeline_fixtures import commit_all, tiny_redis_repo
-
-ROOT = Path(__file__).resolve().parents[1]
-RBS = str(ROOT / ".venv" / "bin" / "rbs")
 
 
 def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
