@@ -357,8 +357,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    report = judge_samples(found.samples, options, found.problems)
-    report.context = compare_context(args, found)
+    report = replace(judge_samples(found.samples, options, found.problems),
+                     context=compare_context(args, found))
     write_report(report, args.format, args.output)
     if args.html:
         _write_html(args, report, found.samples)

@@ -70,15 +70,15 @@ def judged(found: RunsOnDisk, options: CompareOptions,
     """The engine's report of runs read from disk, with the header of their documents
     (each side labelled by ``labels``, by default by its server binary)."""
     record = found.record if found.record and found.record.metric == options.metric else None
-    how = Judging(options, found.paired, record, found.priors, host_noise=found.host_noise)
-    report = judge(found.runs, how, found.problems)
     ok_b = [d for d in found.side(BASELINE) if d.ok]
     ok_c = [d for d in found.side(COMPARISON) if d.ok]
     names = labels or (_server_label(ok_b), _server_label(ok_c))
-    report.context = context_from_results(side_from_results(names[0], ok_b),
-                                          side_from_results(names[1], ok_c),
-                                          ok_b + ok_c, paired=found.paired)
-    return report
+    context = context_from_results(side_from_results(names[0], ok_b),
+                                   side_from_results(names[1], ok_c),
+                                   ok_b + ok_c, paired=found.paired)
+    how = Judging(options, found.paired, record, found.priors, host_noise=found.host_noise,
+                  context=context)
+    return judge(found.runs, how, found.problems)
 
 
 def from_ab_session(root: Path, options: CompareOptions,

@@ -123,7 +123,7 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
-    report.context = CompareContext(
+    report = replace(report, context=CompareContext(
         baseline=SideInfo(label=base_label, commits=commits,
                           runs=sum(len(b) for b, _ in samples.values())),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
@@ -131,7 +131,7 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
                             runs=sum(len(c) for _, c in samples.values())),
         platforms=[platform], build_variants=[event.build_variant],
         noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
-                                 _newest_ms(comp_points)))
+                                 _newest_ms(comp_points))))
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
                               base_label)
 

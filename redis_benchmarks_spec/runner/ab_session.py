@@ -14,7 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.context import context_from_results, side_from_results
+from redis_benchmarks_spec.analysis.context import (
+    CompareContext,
+    context_from_results,
+    side_from_results,
+)
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, Judging, SessionPriors, judge
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
@@ -114,12 +118,12 @@ def _rounds(plan: ABSessionPlan, rounds: Rounds, choice: MetricChoice, on_run: O
                                 choice.why)
 
 
-def _header(plan: ABSessionPlan, runs: list[ABRun], report: ComparisonReport) -> None:
+def _header(plan: ABSessionPlan, runs: list[ABRun]) -> CompareContext:
     docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
             for side in (BASELINE, COMPARISON)}
     labels = plan.side_labels or (f"redis-server {plan.config.baseline.redis_server}",
                                   f"redis-server {plan.config.comparison.redis_server}")
-    report.context = context_from_results(
+    return context_from_results(
         side_from_results(labels[0], docs[BASELINE]),
         side_from_results(labels[1], docs[COMPARISON]),
         docs[BASELINE] + docs[COMPARISON], paired=True)
@@ -145,11 +149,11 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
     how = Judging(plan.options(metric), paired=True, record=record, priors=plan.priors,
                   tests=[t.key for t in tests],
                   instructions_floor_pct=plan.instructions_floor_pct,
-                  memory_floor_pct=plan.noise_floor_pct if metric == MEMORY_METRIC else None)
+                  memory_floor_pct=plan.noise_floor_pct if metric == MEMORY_METRIC else None,
+                  context=_header(plan, runs),
+                  # rounds: the record says why (analysis.sequential_compare)
+                  metric_why=choice.why if plan.rounds is None else "")
     report = judge(runs, how, [*failed, *disturbed_problems([r.result for r in runs], metric)])
-    if choice.why and plan.rounds is None:
-        report.method = f"{report.method}; metric {metric}: {choice.why}"
-    _header(plan, runs, report)
     return ABSessionResult(runs, report, record, choice.why)
 
 
