@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from types import ModuleType
 from typing import Any
 
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.datasink import reader
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -75,8 +75,8 @@ def date_ms(text: str | None, end_of_day: bool = False) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def selector(args: argparse.Namespace, reader: ModuleType, side: Any, platform: str | None
-              ) -> Any:
+def selector(args: argparse.Namespace, side: Any, platform: str | None
+             ) -> reader.SeriesSelector:
     """The reader's ``SeriesSelector`` of one side."""
     return reader.SeriesSelector(
         metric=args.metric, side=side, platform=platform, topology=args.topology,
