@@ -555,3 +555,31 @@ def test_folders_label_a_suites_topologies_as_the_page_does(
         "t @ oss-standalone": ([100.0, 101.0, 99.0], [80.0, 81.0, 79.0])}
     page = from_two_folders(tmp_path / "a", tmp_path / "b", CompareOptions())
     assert set(page.sides[0].runs) == set(samples)
+
+
+# --- the report is a value -------------------------------------------------------------------
+
+
+def test_the_report_is_a_value_its_summary_counted_from_its_rows() -> None:
+    """Built once by the engine; a step that adds to it builds a new one (issue 32)."""
+    import dataclasses
+    rep = cmp.compare_samples({"a": ([100.0] * 5, [80.0, 81, 79, 80, 80]),
+                               "b": ([100.0, 101, 99, 100, 100], [100.0, 99, 101, 100, 100])},
+                              CompareOptions(noise_floor_pct=2.0))
+    assert isinstance(rep.rows, tuple) and isinstance(rep.problems, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.rows[0].verdict = NO_CHANGE  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.context = None  # type: ignore[misc]
+    assert rep.summary[REGRESSION] == 1 and sum(rep.summary.values()) == 2
+    flipped = dataclasses.replace(rep, rows=tuple(dataclasses.replace(r, verdict=UNKNOWN)
+                                                  for r in rep.rows))
+    assert flipped.summary[UNKNOWN] == 2 and rep.summary[REGRESSION] == 1  # rep unchanged
+    # written with its summary for readers of the file; read back, counted again, and a row
+    # with a field a newer version added still reads
+    raw = json.loads(json.dumps(rep.to_dict()))
+    assert raw["summary"] == rep.summary
+    raw["summary"] = {REGRESSION: 7}
+    raw["rows"][0]["added_later"] = 1
+    again = ComparisonReport.from_dict(raw)
+    assert again.summary == rep.summary and again.rows == rep.rows

@@ -55,6 +55,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
+from redis_benchmarks_spec.analysis.session_files import SessionPriors
 from redis_benchmarks_spec.analysis.session_runs import (
     ABRun,
     PairSet,
@@ -76,9 +77,6 @@ MEMORY_METRIC = "memory"
 #: a dataset's bytes repeat to well under 0.1 % for one build (an A/A's spread, measured in
 #: docs/memory.md): half a percent is a change the build made
 MEMORY_NOISE_FLOOR_PCT = 0.5
-
-#: metric -> test label -> the noise known before the session (analysis.noise)
-SessionPriors = dict[str, dict[str, NoisePrior]]
 
 
 @dataclass

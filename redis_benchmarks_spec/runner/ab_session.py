@@ -5,7 +5,10 @@ both describe what they want in an :class:`ABSessionPlan` and get an :class:`ABS
 back: every run, the report of :func:`analysis.engine.judge` (the one verdict engine), and
 for ``--until-decided`` the record of its looks. Planning the tests, choosing the metric
 (``--metric auto``), replacing disturbed pairs, the rounds of the group-sequential design and
-the judging happen here once; the CLI prints the result, the agent stores and comments it.
+the judging happen here once, and so do the writes of what the session produces besides its
+runs (the noise it is judged with, the ``--until-decided`` record, an A/A session's noise
+book entries: :mod:`runner.ab_files`); the CLI prints the result, the agent stores and
+comments it.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from redis_benchmarks_spec.analysis.context import (
     side_from_results,
 )
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, Judging, SessionPriors, judge
+from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.runner import ab_files
 from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ab_tests,
@@ -69,6 +74,9 @@ class ABSessionPlan:
     # timed metrics' noise on this host from its calibration (analysis.noise), per metric;
     # a floor given by the user (noise_floor_pct) replaces the calibrated floors
     host_noise: dict[str, HostNoise] = field(default_factory=dict)
+    # the noise book an A/A session (the same binary on both sides) records its spreads in
+    # (None: not recorded)
+    noise_book: NoiseBook | None = None
 
     def options(self, metric: str) -> CompareOptions:
         base = CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=self.alpha,
@@ -91,6 +99,7 @@ class ABSessionResult:
     report: ComparisonReport
     record: SequentialRecord | None
     metric_why: str = ""
+    noise_recorded: int = 0  # test/metric spreads an A/A session put in the noise book
 
     @property
     def failed(self) -> list[RunResult]:
@@ -135,6 +144,8 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
     raise to stop it (the agent, when told to stop); nothing is judged then."""
     tests = ab_tests(plan.config.session, plan.suites)
     choice = MetricChoice(plan.metric, plan.config.session.thresholds)
+    root = plan.config.session.results_dir
+    ab_files.write_judging(root, plan.priors, plan.host_noise)
     record = None
     if plan.rounds is not None:
         runs, record = _rounds(plan, plan.rounds, choice, on_run, on_start)
@@ -154,7 +165,10 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
                   # rounds: the record says why (analysis.sequential_compare)
                   metric_why=choice.why if plan.rounds is None else "")
     report = judge(runs, how, [*failed, *disturbed_problems([r.result for r in runs], metric)])
-    return ABSessionResult(runs, report, record, choice.why)
+    ab_files.write_record(root, record)
+    recorded = 0 if plan.noise_book is None else \
+        ab_files.record_aa(plan.noise_book, plan.config, runs, report)
+    return ABSessionResult(runs, report, record, choice.why, recorded)
 
 
 def with_rounds(plan: ABSessionPlan, design: SequentialPlan, round_pairs: int,
