@@ -22,11 +22,15 @@ from redis_benchmarks_spec.agent.platform_config import (
     load,
 )
 from redis_benchmarks_spec.agent.push import DatasinkPusher
+from redis_benchmarks_spec.analysis.compare import ComparisonReport
+from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
+from redis_benchmarks_spec.analysis.session_files import HOST_NOISE_FILE, PRIORS_FILE
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.status import EVENT_DONE, read_statuses
+from redis_benchmarks_spec.inputs.session_folder import is_session, load_session
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.notify import notifier as notifier_mod
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig
@@ -167,6 +171,22 @@ def test_pr_event_runs_interleaved_pairs_until_decided(redis_server, tmp_path: P
            if line.startswith("| `ab-set` |") and line.count("|") == 6]
     assert len(row) == 1 and f"| {progress.pairs} | " in row[0] and progress.stopped in row[0]
     assert "No interleaved A/B" not in body
+    _the_session_folder_holds_what_it_was_judged_with(tmp_path / "results", record)
+
+
+def _the_session_folder_holds_what_it_was_judged_with(results: Path,
+                                                      record: ab_record.ABRecord) -> None:
+    """The session's owner wrote beside the agent's runs what it writes for ``rbs run``: the
+    noise it judged with and the record of its looks (issue 32), so a report of the folder
+    reads the session as the agent ran it."""
+    (folder,) = [p for p in results.iterdir() if is_session(p)]
+    assert {PRIORS_FILE, HOST_NOISE_FILE, SEQUENTIAL_RECORD} <= {p.name for p in folder.iterdir()}
+    found = load_session(folder)
+    assert found.record is not None and record.progress["ab-set"].pairs == \
+        found.record.pairs["ab-set"]
+    assert found.record.stopped["ab-set"] == record.progress["ab-set"].stopped
+    judged = ComparisonReport.from_dict(record.report or {})
+    assert found.host_noise[judged.options.metric].note == judged.options.floor_note
 
 
 def test_without_the_base_build_the_comment_says_so_and_one_run_is_made(  # type: ignore[no-untyped-def]

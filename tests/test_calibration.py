@@ -29,6 +29,7 @@ from redis_benchmarks_spec.analysis.verdict import (
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import RunContext, RunResult
+from redis_benchmarks_spec.runner.ab_files import save_book
 from redis_benchmarks_spec.runner.ab_session import ABSessionResult
 from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.runner.session import SessionConfig
@@ -62,7 +63,7 @@ def test_floors_come_from_the_largest_a_a_offset_of_the_test_or_its_family(
     # the spread a timed interval may assume is the test's pooled A/A spread
     assert noise.spreads["get"] == pytest.approx(book.entries["vm|" + OPS + "|get"].sd)
     # the book round-trips through its file with the offsets and families
-    noise_file.save(book)
+    save_book(book)
     again = noise_file.load(book.path)
     assert again.host_noise(OPS, "vm", {"set": "string"}).floors == {"set": floors["get"]}
 

@@ -367,25 +367,30 @@ def test_cli_table_output(tmp_path: Path) -> None:
     assert "REGRESSION" in out.read_text() and "set" in out.read_text()
 
 
-def test_cli_datasink_without_reader_is_clear(monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib
-
-    from redis_benchmarks_spec.cli import compare as cli
-    real = importlib.import_module
-
-    def fake(name: str, package: str | None = None) -> object:
-        if name == cli.DATASINK_READER:
-            raise ImportError(name)
-        return real(name, package)
-
-    monkeypatch.setattr(cli.importlib, "import_module", fake)
+def test_cli_without_sources_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     # 2, not 1: CI must not mistake "could not compare" for "regression"
-    assert rbs_in_process(["compare", "--baseline-branch", "unstable", "--comparison-hash",
-                           "abc"]) == 2
-    assert "datasink compare needs redis_benchmarks_spec.datasink.reader" in capsys.readouterr().err
     assert rbs_in_process(["compare", "--fail-on-regression"]) == 2
     assert "--baseline-dir" in capsys.readouterr().err
+
+
+def test_cli_datasink_selectors_follow_the_flags() -> None:
+    """The flags become each side's selector (the CLI parses; inputs.comparison_series
+    reads): platform, last N and the dates, the end date to the end of its day."""
+    from redis_benchmarks_spec.cli.compare import _query
+    from redis_benchmarks_spec.cli.main import build_parser
+    args = build_parser().parse_args([
+        "compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
+        "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",
+        "--to-date", "2024-01-31", "--groups-regexp", "^write$"])
+    query, platforms = _query(args)
+    assert platforms == {"baseline": "x86", "comparison": "x86"}
+    for sel in (query.baseline, query.comparison):
+        assert sel.platform == "x86" and sel.last_n == 8
+        assert sel.from_ms == 1704067200000 and sel.to_ms == 1706745599999
+    assert (query.baseline.side.kind, query.comparison.side.kind) == ("branch", "hash")
+    assert not query.change_point_window  # --last-n given
+    assert query.keep is not None and query.keep.matches("t", ["write"], [])
+    assert not query.keep.matches("t", ["read"], [])
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -401,48 +406,6 @@ def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert rbs_in_process(["compare", "--baseline-branch", "a", "--comparison-branch", "b",
                            "--from-date", "yesterday"]) == 2
     assert "not an ISO date" in capsys.readouterr().err
-
-
-def test_cli_datasink_path_uses_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import contextlib
-    import types
-
-    from redis_benchmarks_spec.cli import compare as cli
-    from redis_benchmarks_spec.datasink import reader as real_reader
-
-    seen: list[real_reader.SeriesSelector] = []
-    data = {"branch": {"get": [(i, 100.0 + i / 10) for i in range(8)],
-                       "set": [(i, 100.0 + i) for i in range(8)]},
-            "hash": {"get": [(i, 100.0 + i / 10) for i in range(8)],
-                     "set": [(i, 70.0 + i) for i in range(8)], "new": [(0, 5.0)]}}
-
-    def series_by_test(client: object, selector: real_reader.SeriesSelector) -> dict:
-        seen.append(selector)
-        return {name: real_reader.Series(name, {"test_name": name}, points)
-                for name, points in data[selector.side.kind].items()}
-
-    fake = types.SimpleNamespace(SeriesSelector=real_reader.SeriesSelector,
-                                 AmbiguousSelectorError=real_reader.AmbiguousSelectorError,
-                                 series_by_test=series_by_test)
-    monkeypatch.setattr(cli, "_reader", lambda: fake)
-    monkeypatch.setattr(cli.datasink_cli, "datasink_client",
-                        lambda args: contextlib.nullcontext())
-    # no datasink behind this stand-in reader: no platform records either
-    from redis_benchmarks_spec.inputs import platform_context
-    monkeypatch.setattr(platform_context, "hosts_of", lambda *a: ([], [], []))
-    out = tmp_path / "r.json"
-    code = rbs_in_process(["compare", "--baseline-branch", "unstable", "--comparison-hash", "abc",
-                           "--platform", "x86", "--last-n", "8", "--from-date", "2024-01-01",
-                           "--to-date", "2024-01-31", "--format", "json", "--output", str(out),
-                           "--fail-on-regression"])
-    assert code == 1
-    rep = ComparisonReport.from_dict(json.loads(out.read_text()))
-    assert {r.test: r.verdict for r in rep.rows} == {"get": NO_CHANGE, "new": UNKNOWN,
-                                                    "set": REGRESSION}
-    assert any("new" in p and "baseline" in p for p in rep.problems)
-    first = seen[0]
-    assert first.platform == "x86" and first.last_n == 8
-    assert first.from_ms == 1704067200000 and first.to_ms == 1706745599999
 
 
 def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client: redis.Redis,
@@ -461,7 +424,9 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
                 doc.tested_groups = ["string"] if test == "get" else ["string", "write"]
                 doc.metrics = {OPS: float(1e5 * factor * rng.lognormal(0, 0.01))}
                 results.append(doc)
-    push_results(client, results)
+    new = make_result(150, test_name="new", branch="pr-7", hash="c150")
+    new.metrics = {OPS: 5.0}
+    push_results(client, [*results, new])
     out = tmp_path / "r.json"
     argv = ["compare", "--datasink", datasink.url, "--baseline-branch", "unstable",
             "--comparison-branch", "pr-7", "--platform", "icelake-2s", "--format", "json",
@@ -469,7 +434,8 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
     assert rbs_in_process(argv) == 1
     rep = ComparisonReport.from_dict(json.loads(out.read_text()))
     assert {r.test: (r.verdict, r.n_baseline, r.n_comparison) for r in rep.rows} == {
-        "get": (NO_CHANGE, 8, 8), "set": (REGRESSION, 8, 8)}
+        "get": (NO_CHANGE, 8, 8), "set": (REGRESSION, 8, 8), "new": (UNKNOWN, 0, 1)}
+    assert any("new" in p and "baseline" in p for p in rep.problems)
     assert rbs_in_process([*argv, "--groups-regexp", "^write$"]) == 1
     assert [r.test for r in ComparisonReport.from_dict(json.loads(out.read_text())).rows] \
         == ["set"]
@@ -477,6 +443,12 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
     (row,) = ComparisonReport.from_dict(json.loads(out.read_text())).rows
     assert (row.test, row.n_baseline, row.n_comparison) == ("get", 3, 3)
     assert rbs_in_process([*argv, "--platform", "cascadelake"]) == 2  # nothing stored there
+    # the runs are of 2023-11-14 and 15 (UTC): those days keep them, an earlier day none
+    assert rbs_in_process([*argv, "--from-date", "2023-11-14", "--to-date", "2023-11-15"]) == 1
+    assert rbs_in_process([*argv, "--to-date", "2023-11-13"]) == 0
+    rows = ComparisonReport.from_dict(json.loads(out.read_text())).rows
+    assert rows and all((r.verdict, r.n_baseline, r.n_comparison) == (UNKNOWN, 0, 0)
+                        for r in rows)
 
 
 # --- verdict rules, directly -----------------------------------------------------------------
@@ -579,3 +551,31 @@ def test_folders_label_a_suites_topologies_as_the_page_does(
         "t @ oss-standalone": ([100.0, 101.0, 99.0], [80.0, 81.0, 79.0])}
     page = from_two_folders(tmp_path / "a", tmp_path / "b", CompareOptions())
     assert set(page.sides[0].runs) == set(samples)
+
+
+# --- the report is a value -------------------------------------------------------------------
+
+
+def test_the_report_is_a_value_its_summary_counted_from_its_rows() -> None:
+    """Built once by the engine; a step that adds to it builds a new one (issue 32)."""
+    import dataclasses
+    rep = cmp.compare_samples({"a": ([100.0] * 5, [80.0, 81, 79, 80, 80]),
+                               "b": ([100.0, 101, 99, 100, 100], [100.0, 99, 101, 100, 100])},
+                              CompareOptions(noise_floor_pct=2.0))
+    assert isinstance(rep.rows, tuple) and isinstance(rep.problems, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.rows[0].verdict = NO_CHANGE  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.context = None  # type: ignore[misc]
+    assert rep.summary[REGRESSION] == 1 and sum(rep.summary.values()) == 2
+    flipped = dataclasses.replace(rep, rows=tuple(dataclasses.replace(r, verdict=UNKNOWN)
+                                                  for r in rep.rows))
+    assert flipped.summary[UNKNOWN] == 2 and rep.summary[REGRESSION] == 1  # rep unchanged
+    # written with its summary for readers of the file; read back, counted again, and a row
+    # with a field a newer version added still reads
+    raw = json.loads(json.dumps(rep.to_dict()))
+    assert raw["summary"] == rep.summary
+    raw["summary"] = {REGRESSION: 7}
+    raw["rows"][0]["added_later"] = 1
+    again = ComparisonReport.from_dict(raw)
+    assert again.summary == rep.summary and again.rows == rep.rows

@@ -8,6 +8,7 @@ interval lies above alpha)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -96,15 +97,13 @@ def test_a_timed_verdict_against_decided_instructions_is_suspect() -> None:
                                      for r in (0.765, 0.766, 0.764, 0.765, 0.7655)]},
                            CompareOptions(noise_floor_pct=0.5, metric="instructions_per_op"))
     assert ops.rows[0].verdict == REGRESSION and instr.rows[0].verdict == IMPROVEMENT
-    ops.instructions = instr
-    mark_suspect(ops)
+    ops = mark_suspect(replace(ops, instructions=instr))
     row = ops.rows[0]
     assert row.verdict == SUSPECT and "-23.5 %" in row.reason and "-15.6 %" in row.reason
     assert not ops.has_regression and ops.summary[SUSPECT] == 1
     # the same sign is left alone
     agree = compare_paired({"t": [(base, base * 1.2)] * 3 + [(base, base * 1.21)]},
                            CompareOptions(noise_floor_pct=2.0))
-    agree.instructions = instr
-    mark_suspect(agree)
+    agree = mark_suspect(replace(agree, instructions=instr))
     assert agree.rows[0].verdict in (IMPROVEMENT, UNKNOWN)
     assert agree.rows[0].verdict != SUSPECT

@@ -143,7 +143,7 @@ def test_p_values_are_plain_numbers_in_every_format() -> None:
     row = Comparison(test="t", metric=METRICS[0], n_baseline=6, n_comparison=6,
                      change_pct=-19.3, ci_low_pct=-19.5, ci_high_pct=-19.1,
                      p_value=1.78e-9, p_adjusted=1.78e-9, verdict="IMPROVEMENT")
-    report = ComparisonReport([row], {"IMPROVEMENT": 1}, CompareOptions())
+    report = ComparisonReport((row,), CompareOptions())
     console = export_console()
     print_table(console, to_rich_table(report))
     html = section_verdicts(ReportData("t", METRICS[0], [], report=report), Path("."))

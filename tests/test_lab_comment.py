@@ -6,6 +6,8 @@ files the pull request changes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
     NO_CHANGE,
@@ -26,14 +28,12 @@ def _report(metric: str, rows: list[tuple[str, str, float]]) -> ComparisonReport
     made = [Comparison(test=t, metric=metric, n_baseline=3, n_comparison=3, change_pct=c,
                        ci_low_pct=c - 0.2, ci_high_pct=c + 0.2, verdict=v, paired=True)
             for t, v, c in rows]
-    report = ComparisonReport(rows=made, summary={}, options=CompareOptions(metric=metric))
-    report.recount()
-    return report
+    return ComparisonReport(rows=tuple(made), options=CompareOptions(metric=metric))
 
 
 def _section(platform: str, instr: list[tuple[str, str, float]]) -> Section:
-    report = _report("Ops/sec", [(t, UNKNOWN, 3.0) for t, _, _ in instr])
-    report.instructions = _report("instructions_per_op", instr)
+    report = replace(_report("Ops/sec", [(t, UNKNOWN, 3.0) for t, _, _ in instr]),
+                     instructions=_report("instructions_per_op", instr))
     return Section(platform=platform, build_variant="v", state="completed",
                    report=report.to_dict(), sequential={GEO: {"pairs": 3, "looks": [3]}})
 

@@ -21,7 +21,8 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_paired,
 )
 from redis_benchmarks_spec.analysis.noise import NoiseBook
-from redis_benchmarks_spec.inputs.noise_file import NoiseBookError, load, save
+from redis_benchmarks_spec.inputs.noise_file import NoiseBookError, load
+from redis_benchmarks_spec.runner.ab_files import save_book
 from tests.cli import rbs, write_suite
 
 INSTR = "instructions_per_op"
@@ -100,7 +101,7 @@ def test_the_noise_book_pools_sessions_and_names_a_broken_file(tmp_path: Path) -
     book.record("get", INSTR, "lab-1", _pairs([0.1, -0.1, 0.05]))
     entry = book.record("get", INSTR, "lab-1", _pairs([0.2, -0.2, 0.0, 0.1]))
     assert entry is not None and entry.df == 2 + 3 and entry.sessions == 2
-    save(book)
+    save_book(book)
     again = load(tmp_path / "noise.json")
     priors = again.priors(INSTR, "lab-1", ["get", "set"])
     assert set(priors) == {"get"} and priors["get"].df == 5

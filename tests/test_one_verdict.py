@@ -123,7 +123,7 @@ def test_every_surface_gives_the_runs_verdicts(session: tuple[Path, dict[str, An
     sets = pair_runs(found.runs, METRIC)
     bisect_row = judge_pairs({"one-set": sets["one-set"].pairs},
                              CompareOptions(metric=METRIC)).rows[0]
-    one = ComparisonReport([bisect_row], {}, CompareOptions(metric=METRIC))
+    one = ComparisonReport((bisect_row,), CompareOptions(metric=METRIC))
     if expected["one-set"][0] != "BUSY":  # alone, without the other test's BH step
         assert _rows(one.to_dict())["one-set"][4:6] == expected["one-set"][4:6]
 

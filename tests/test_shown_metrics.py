@@ -146,11 +146,10 @@ def _row(test: str, metric: str, verdict: str) -> Comparison:
 
 def test_the_decided_metric_comes_first_in_every_renderer() -> None:
     """Throughput left BUSY, instructions decided: instructions first everywhere."""
-    busy = ComparisonReport([_row("t", THROUGHPUT, "BUSY")], {"BUSY": 1},
-                            CompareOptions(metric=THROUGHPUT))
-    busy.instructions = ComparisonReport([_row("t", INSTRUCTIONS, "REGRESSION")],
-                                         {"REGRESSION": 1},
-                                         CompareOptions(metric=INSTRUCTIONS))
+    counted = ComparisonReport((_row("t", INSTRUCTIONS, "REGRESSION"),),
+                               CompareOptions(metric=INSTRUCTIONS))
+    busy = ComparisonReport((_row("t", THROUGHPUT, "BUSY"),), CompareOptions(metric=THROUGHPUT),
+                            instructions=counted)
     assert [r.options.metric for r in by_decided(busy)] == [INSTRUCTIONS, THROUGHPUT]
     titles = [str(t.title) for t in rich_tables(busy)]
     assert INSTRUCTIONS in titles[0] and THROUGHPUT in titles[1]

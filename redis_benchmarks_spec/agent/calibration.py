@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.noise import NoiseBook, families_of_runs
 from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.runner.ab import ABConfig, Side
+from redis_benchmarks_spec.runner.ab_files import save_book
 from redis_benchmarks_spec.runner.ab_session import ABSessionPlan, run_session
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
@@ -78,7 +79,7 @@ def calibrate(session: SessionConfig, suites: list[Suite], config: CalibrationCo
                                          keep_disturbed=True).items():
             recorded += book.record(test, report.options.metric, platform, pairs.pairs,
                                     families.get(test, "")) is not None
-    noise_file.save(book)
+    save_book(book)
     log.info("platform %s calibrated (%s): %d test/metric entries in %s", platform, why,
              recorded, book.path)
     return CalibrationOutcome(recorded, why, tuple(changes))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -63,10 +63,9 @@ PAIRED_METHOD = ("per-pair log ratios: Student t interval and p from 5 pairs, or
                  "Wilcoxon signed-rank interval; each row names its method")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """One test's comparison; percentages are comparison relative to baseline."""
-
 
     test: str
     metric: str
@@ -94,42 +93,68 @@ class Comparison:
     pair_sd_pct: float | None = None
     noise_floor_pct: float | None = None  # the floor this row was judged against
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Comparison:
+        """A row :func:`dataclasses.asdict` wrote; keys a newer version added are ignored."""
+        return cls(**{k: v for k, v in raw.items() if k in _ROW_FIELDS})
 
-@dataclass
+
+_ROW_FIELDS = frozenset(f.name for f in fields(Comparison))
+
+
+@dataclass(frozen=True)
 class ComparisonReport:
-    """All rows of one comparison, counts per verdict, the options and non-fatal problems."""
+    """All rows of one comparison, the options and non-fatal problems: a value, built once
+    by :mod:`analysis.engine` and only read after (renderers, the PR comment, exit codes).
+    A step that adds to it (the header, a note) builds a new one with ``dataclasses.replace``.
+    Lists given for ``rows``, ``problems`` or ``hidden`` are kept as tuples."""
 
-    rows: list[Comparison]
-    summary: dict[str, int]
+    rows: tuple[Comparison, ...]
     options: CompareOptions
-    problems: list[str] = field(default_factory=list)
+    problems: tuple[str, ...] = ()
     method: str = UNPAIRED_METHOD
     context: CompareContext | None = None  # what was compared (the reports' header)
     # the same runs judged on instructions per op, when they were counted (analysis.engine)
     instructions: ComparisonReport | None = None
     # verdict metrics the runs measured that this report does not judge (analysis.engine):
     # every surface says they were hidden, and how to see them
-    hidden: list[str] = field(default_factory=list)
+    hidden: tuple[str, ...] = ()
     # the same runs judged on each memory figure after the preload (analysis.engine)
     memory: ComparisonReport | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("rows", "problems", "hidden"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """Rows per verdict (every verdict named, 0 included), counted from the rows."""
+        return {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable data; :meth:`from_dict` reads it back."""
-        return asdict(self)
+        """Plain JSON-serialisable data (``summary`` included, for readers of the file);
+        :meth:`from_dict` reads it back."""
+        out = asdict(self)
+        for name in ("rows", "problems", "hidden"):
+            out[name] = list(out[name])
+        out["summary"] = self.summary
+        for sub in ("instructions", "memory"):
+            part = getattr(self, sub)
+            out[sub] = part.to_dict() if part is not None else None
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ComparisonReport:
-        """The report :meth:`to_dict` wrote."""
+        """The report :meth:`to_dict` wrote (its ``summary`` is counted again from the rows)."""
         context = raw.get("context")
         instructions, memory = raw.get("instructions"), raw.get("memory")
-        return cls(rows=[Comparison(**r) for r in raw["rows"]],
-                   summary=dict(raw["summary"]),
+        return cls(rows=tuple(Comparison.from_dict(r) for r in raw["rows"]),
                    options=CompareOptions(**raw["options"]),
-                   problems=list(raw.get("problems", [])),
+                   problems=tuple(raw.get("problems", [])),
                    method=raw.get("method", UNPAIRED_METHOD),
                    context=CompareContext.from_dict(context) if context else None,
                    instructions=cls.from_dict(instructions) if instructions else None,
-                   hidden=list(raw.get("hidden", [])),
+                   hidden=tuple(raw.get("hidden", [])),
                    memory=cls.from_dict(memory) if memory else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
@@ -146,12 +171,8 @@ class ComparisonReport:
         return any(r.verdict == BUSY for r in self.rows) or \
             (self.instructions is not None and self.instructions.has_busy)
 
-    def recount(self) -> None:
-        """The summary again, after rows' verdicts were changed."""
-        self.summary = {v: sum(1 for r in self.rows if r.verdict == v) for v in VERDICTS}
 
-
-@dataclass
+@dataclass(frozen=True)
 class PendingRow:
     """A measured row waiting for the FDR adjustment and its verdict."""
 
@@ -174,14 +195,14 @@ def _log_sd(*sides: Sequence[float]) -> float | None:
 
 
 def base_row(test: str, baseline: Sequence[float], comparison: Sequence[float],
-             options: CompareOptions) -> Comparison:
+             options: CompareOptions, paired: bool = False) -> Comparison:
     """A row with the medians, counts and CVs of both sides and nothing decided yet."""
     return Comparison(
         test=test, metric=options.metric, n_baseline=len(baseline), n_comparison=len(comparison),
         baseline_median=stats.median(baseline) if baseline else None,
         comparison_median=stats.median(comparison) if comparison else None,
         cv_baseline=stats.cv(baseline), cv_comparison=stats.cv(comparison),
-        median_ratio_pct=_median_ratio_pct(baseline, comparison))
+        median_ratio_pct=_median_ratio_pct(baseline, comparison), paired=paired)
 
 
 def _median_ratio_pct(baseline: Sequence[float], comparison: Sequence[float]) -> float | None:
@@ -190,12 +211,13 @@ def _median_ratio_pct(baseline: Sequence[float], comparison: Sequence[float]) ->
     return _finite((stats.median(comparison) / stats.median(baseline) - 1) * 100)
 
 
-def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> None:
-    """The change, its interval and p of a log-scale shift, as percentages of the baseline."""
-    row.change_pct = stats.log_to_pct(shift.estimate)
-    row.ci_low_pct = _finite(stats.log_to_pct(shift.low))
-    row.ci_high_pct = _finite(stats.log_to_pct(shift.high))
-    row.p_value = _finite(shift.p_value)
+def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> Comparison:
+    """``row`` with the change, its interval and p of a log-scale shift, as percentages of
+    the baseline."""
+    return replace(row, change_pct=stats.log_to_pct(shift.estimate),
+                   ci_low_pct=_finite(stats.log_to_pct(shift.low)),
+                   ci_high_pct=_finite(stats.log_to_pct(shift.high)),
+                   p_value=_finite(shift.p_value))
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
@@ -203,40 +225,35 @@ def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence
     row = base_row(test, baseline, comparison, options)
     if not baseline or not comparison:
         side = "baseline" if not baseline else "comparison"
-        row.reason = f"no points on {side} side"
-        return PendingRow(row, False)
+        return PendingRow(replace(row, reason=f"no points on {side} side"), False)
     try:
         shift = stats.unpaired_shift(baseline, comparison, options.confidence)
     except ValueError as exc:
-        row.reason = str(exc)
-        return PendingRow(row, False)
-    fill_shift(row, shift)
+        return PendingRow(replace(row, reason=str(exc)), False)
+    row = fill_shift(row, shift)
     single = single_point_check(baseline, comparison, options.floor_of(test))
     if single is not None and math.isfinite(single.p_value):
         # a rank test cannot resolve one point; the prediction p joins the BH family instead
-        row.p_value = single.p_value
+        row = replace(row, p_value=single.p_value)
     return PendingRow(row, True, single, _log_sd(baseline, comparison))
 
 
 def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
                     options: CompareOptions, prior: NoisePrior | None = None) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
-    row = base_row(test, baseline, comparison, options)
-    row.paired = True
+    row = base_row(test, baseline, comparison, options, paired=True)
     if not pairs:
-        row.reason = "no complete pairs"
-        return PendingRow(row, False)
+        return PendingRow(replace(row, reason="no complete pairs"), False)
     try:
         shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options))
     except ValueError as exc:
-        row.reason = str(exc)
-        return PendingRow(row, False)
-    fill_shift(row, shift)
-    row.method = shift.method
+        return PendingRow(replace(row, reason=str(exc)), False)
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
-    row.pair_sd_pct = _finite(100 * float(np.std(ratios, ddof=1))) if len(pairs) >= 2 else None
+    row = replace(fill_shift(row, shift), method=shift.method,
+                  pair_sd_pct=_finite(100 * float(np.std(ratios, ddof=1)))
+                  if len(pairs) >= 2 else None)
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
     return PendingRow(row, True, single, log_sd)
@@ -250,15 +267,25 @@ def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
     return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=test in options.spreads)
 
 
-def _evidence(pending: PendingRow) -> Evidence:
-    row = pending.row
+def _evidence(row: Comparison, pending: PendingRow) -> Evidence:
     return Evidence(metric=row.metric, n=min(row.n_baseline, row.n_comparison),
                     change_pct=row.change_pct, ci_low_pct=row.ci_low_pct,
                     ci_high_pct=row.ci_high_pct, p_adjusted=row.p_adjusted,
                     log_sd=pending.log_sd, single_point=pending.single_point)
 
 
-def finish_report(pending: list[PendingRow], options: CompareOptions, problems: list[str],
+def _decided(item: PendingRow, adjusted: float, options: CompareOptions) -> Comparison:
+    """The row with its adjusted p, its floor and (when measured) its verdict."""
+    floor = options.floor_of(item.row.test)
+    row = replace(item.row, p_adjusted=_finite(adjusted), noise_floor_pct=floor)
+    if not item.measured:  # rows without data keep UNKNOWN and the reason they already have
+        return row
+    decision = decide(_evidence(row, item), replace(options, noise_floor_pct=floor))
+    return replace(row, verdict=decision.verdict, reason=decision.reason,
+                   runs_needed=decision.runs_needed)
+
+
+def finish_report(pending: list[PendingRow], options: CompareOptions, problems: Sequence[str],
                   method: str) -> ComparisonReport:
     """One Benjamini-Hochberg step over the measured rows, then each row's verdict.
 
@@ -266,17 +293,9 @@ def finish_report(pending: list[PendingRow], options: CompareOptions, problems: 
     :class:`PendingRow` items with :func:`base_row` and :func:`fill_shift`, then finish here.
     """
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
-    for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True):
-        item.row.p_adjusted = _finite(adjusted)
-        row_options = replace(options, noise_floor_pct=options.floor_of(item.row.test))
-        item.row.noise_floor_pct = row_options.noise_floor_pct
-        if item.measured:  # rows without data keep UNKNOWN and the reason they already have
-            decision = decide(_evidence(item), row_options)
-            item.row.verdict, item.row.reason = decision.verdict, decision.reason
-            item.row.runs_needed = decision.runs_needed
-    rows = [p.row for p in pending]
-    summary = {v: sum(1 for r in rows if r.verdict == v) for v in VERDICTS}
-    return ComparisonReport(rows, summary, options, list(problems), method)
+    rows = tuple(_decided(item, adjusted, options)
+                 for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True))
+    return ComparisonReport(rows, options, tuple(problems), method)
 
 
 def compare_samples(samples: dict[str, tuple[list[float], list[float]]],

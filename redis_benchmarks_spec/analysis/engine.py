@@ -52,8 +52,10 @@ from redis_benchmarks_spec.analysis.compare import (
     compare_paired,
     compare_samples,
 )
+from redis_benchmarks_spec.analysis.context import CompareContext
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
+from redis_benchmarks_spec.analysis.session_files import SessionPriors
 from redis_benchmarks_spec.analysis.session_runs import (
     ABRun,
     PairSet,
@@ -76,9 +78,6 @@ MEMORY_METRIC = "memory"
 #: docs/memory.md): half a percent is a change the build made
 MEMORY_NOISE_FLOOR_PCT = 0.5
 
-#: metric -> test label -> the noise known before the session (analysis.noise)
-SessionPriors = dict[str, dict[str, NoisePrior]]
-
 
 @dataclass
 class Judging:
@@ -94,6 +93,8 @@ class Judging:
     # host-noise.json); applied when the options carry none
     host_noise: dict[str, HostNoise] = field(default_factory=dict)
     memory_floor_pct: float | None = None  # None: MEMORY_NOISE_FLOOR_PCT
+    context: CompareContext | None = None  # the report's header: what was compared
+    metric_why: str = ""  # why the metric was chosen (``--metric auto``), after the method
 
 
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
@@ -103,8 +104,7 @@ def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOpt
     """Paired values per test (bisect through agents has values, not documents)."""
     if record is not None and record.metric == options.metric:
         report = compare_recorded(pairs, record, options, priors)
-        report.problems.extend(problems or [])
-        return report
+        return replace(report, problems=(*report.problems, *(problems or [])))
     return compare_paired(pairs, options, problems, priors)
 
 
@@ -115,22 +115,25 @@ def judge_samples(samples: dict[str, tuple[list[float], list[float]]], options: 
     return compare_samples(samples, options, problems)
 
 
-def _mark_busy(report: ComparisonReport, disturbed: dict[str, tuple[int, int]]) -> None:
+def _busy_row(row: Comparison, left_out: int, total: int) -> Comparison:
     """UNKNOWN with disturbed pairs is BUSY; a decided row says what it left out."""
-    for row in report.rows:
-        left_out, total = disturbed.get(row.test, (0, 0))
-        row.n_disturbed = left_out
-        if not left_out:
-            continue
-        what = f"{left_out} of {total} {'pairs' if row.paired else 'runs'} disturbed " \
-               "(other processes used the test's CPUs)"
-        if row.runs_needed is not None:  # pairs to run, counting those that get left out
-            row.runs_needed += left_out
-        if row.verdict == UNKNOWN:
-            row.verdict, row.reason = BUSY, f"BUSY: {what}; {row.reason}"
-        else:
-            row.reason = f"{row.reason}; {what}, left out"
-    report.recount()
+    if not left_out:
+        return replace(row, n_disturbed=0)
+    what = f"{left_out} of {total} {'pairs' if row.paired else 'runs'} disturbed " \
+           "(other processes used the test's CPUs)"
+    # pairs to run, counting those that get left out
+    needed = None if row.runs_needed is None else row.runs_needed + left_out
+    if row.verdict == UNKNOWN:
+        return replace(row, n_disturbed=left_out, runs_needed=needed, verdict=BUSY,
+                       reason=f"BUSY: {what}; {row.reason}")
+    return replace(row, n_disturbed=left_out, runs_needed=needed,
+                   reason=f"{row.reason}; {what}, left out")
+
+
+def _with_busy(report: ComparisonReport,
+               disturbed: dict[str, tuple[int, int]]) -> ComparisonReport:
+    return replace(report, rows=tuple(_busy_row(r, *disturbed.get(r.test, (0, 0)))
+                                      for r in report.rows))
 
 
 def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
@@ -140,8 +143,7 @@ def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
     priors = how.priors.get(options.metric) if deterministic(options.metric) else None
     report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems, priors,
                          how.record)
-    _mark_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
-    return report
+    return _with_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
 
 
 def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
@@ -151,9 +153,8 @@ def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
         sets.setdefault(test, SampleSet())
     report = compare_samples({t: (s.baseline, s.comparison) for t, s in sets.items()},
                              options, problems)
-    _mark_busy(report, {t: (s.disturbed, s.disturbed + len(s.baseline) + len(s.comparison))
-                        for t, s in sets.items()})
-    return report
+    return _with_busy(report, {t: (s.disturbed, s.disturbed + len(s.baseline) +
+                                   len(s.comparison)) for t, s in sets.items()})
 
 
 def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,
@@ -180,10 +181,8 @@ def judge_memory(runs: list[ABRun], how: Judging,
         return None
     order = {m: i for i, m in enumerate(MEMORY_METRICS)}
     rows = sorted((r for p in parts for r in p.rows), key=lambda r: (r.test, order[r.metric]))
-    report = ComparisonReport(rows, {}, how.options.for_deterministic(MEMORY_METRIC, floor),
-                              list(problems), parts[0].method)
-    report.recount()
-    return report
+    return ComparisonReport(tuple(rows), how.options.for_deterministic(MEMORY_METRIC, floor),
+                            tuple(problems), parts[0].method)
 
 
 def judged_deterministic(report: ComparisonReport) -> list[str]:
@@ -195,49 +194,58 @@ def judged_deterministic(report: ComparisonReport) -> list[str]:
 
 
 def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> ComparisonReport:
-    """The verdict of every test of these runs (module doc)."""
+    """The verdict of every test of these runs (module doc), with ``how.context`` as its
+    header and ``how.metric_why`` after its method: the report is final when it returns."""
     if how.options.metric == MEMORY_METRIC:
         memory = judge_memory(runs, how, problems)
-        return memory or _judge_metric(runs, how.options, how, list(problems))
-    report = _judge_metric(runs, how.options, how, list(problems))
-    report.memory = judge_memory(runs, how)
-    if how.options.metric != INSTRUCTIONS_METRIC and \
-            INSTRUCTIONS_METRIC in metrics_present(runs):
+        report = memory or _judge_metric(runs, how.options, how, list(problems))
+    else:
+        report = _with_others(runs, how, _judge_metric(runs, how.options, how, list(problems)))
+    method = f"{report.method}; metric {how.options.metric}: {how.metric_why}" \
+        if how.metric_why else report.method
+    return replace(report, context=how.context, method=method)
+
+
+def _with_others(runs: list[ABRun], how: Judging, report: ComparisonReport) -> ComparisonReport:
+    """The report with the same runs judged on memory and instructions (SUSPECT rows marked)
+    and the verdict metrics it does not judge named (module doc, steps 5 to 7)."""
+    present = metrics_present(runs)
+    instructions = None
+    if how.options.metric != INSTRUCTIONS_METRIC and INSTRUCTIONS_METRIC in present:
         floor = how.instructions_floor_pct
         options = how.options.for_deterministic(
             INSTRUCTIONS_METRIC, default_noise_floor(INSTRUCTIONS_METRIC) if floor is None
             else floor)
-        report.instructions = _judge_metric(runs, options, replace(how, record=None), [])
-        mark_suspect(report)
-    judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if report.instructions else [])}
-    present = metrics_present(runs)
-    report.hidden = [m for m in VERDICT_METRICS if m in present and m not in judged]
-    return report
+        instructions = _judge_metric(runs, options, replace(how, record=None), [])
+    judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if instructions else [])}
+    report = replace(report, memory=judge_memory(runs, how), instructions=instructions,
+                     hidden=tuple(m for m in VERDICT_METRICS if m in present and m not in judged))
+    return mark_suspect(report)
 
 
-def mark_suspect(report: ComparisonReport) -> None:
-    """A decided timed row whose sign contradicts the decided instruction count of the same
-    test becomes SUSPECT, with both numbers (module doc, step 6)."""
+def mark_suspect(report: ComparisonReport) -> ComparisonReport:
+    """The report with each decided timed row whose sign contradicts the decided instruction
+    count of the same test made SUSPECT, with both numbers (module doc, step 6)."""
     if report.instructions is None:
-        return
+        return report
     decided = {r.test: r for r in report.instructions.rows
                if r.verdict in (REGRESSION, IMPROVEMENT)}
-    for row in report.rows:
-        other = decided.get(row.test)
-        if other is None or row.verdict not in (REGRESSION, IMPROVEMENT) or \
-                row.verdict == other.verdict:
-            continue
-        row.reason = (f"SUSPECT: {row.metric} says {row.verdict} {_pct(row)} but "
-                      f"instructions per op, decided, say {other.verdict} {_pct(other)}; "
-                      "the timed result contradicts the deterministic one and is not a "
-                      "verdict (host noise, a saturated client, or a change that is not "
-                      "CPU work)")
-        row.verdict = SUSPECT
-    report.recount()
+    return replace(report, rows=tuple(_suspect_row(row, decided.get(row.test))
+                                      for row in report.rows))
+
+
+def _suspect_row(row: Comparison, other: Comparison | None) -> Comparison:
+    if other is None or row.verdict not in (REGRESSION, IMPROVEMENT) or \
+            row.verdict == other.verdict:
+        return row
+    return replace(row, verdict=SUSPECT, reason=(
+        f"SUSPECT: {row.metric} says {row.verdict} {_pct(row)} but instructions per op, "
+        f"decided, say {other.verdict} {_pct(other)}; the timed result contradicts the "
+        "deterministic one and is not a verdict (host noise, a saturated client, or a "
+        "change that is not CPU work)"))
 
 
 def _pct(row: Comparison) -> str:
     if row.change_pct is None or row.ci_low_pct is None or row.ci_high_pct is None:
         return "(no interval)"
     return f"{row.change_pct:+.1f} % [{row.ci_low_pct:+.1f}, {row.ci_high_pct:+.1f}]"
-

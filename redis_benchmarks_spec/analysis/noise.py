@@ -15,8 +15,8 @@ binary moved by on this host is never a verdict. Tests with no calibration keep 
 uncalibrated default (``analysis.verdict.DEFAULT_NOISE_FLOOR_PCT``), and the report says so.
 
 The book is a JSON file (``--noise-file``, default ``$RBS_NOISE_FILE`` or
-``~/.local/share/redis-benchmarks-spec/noise.json``), read and written atomically by
-:mod:`inputs.noise_file`.
+``~/.local/share/redis-benchmarks-spec/noise.json``), read by :mod:`inputs.noise_file` and
+written atomically by :mod:`runner.ab_files`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
@@ -36,12 +36,10 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
              plan: SequentialPlan, options: CompareOptions,
              prior: NoisePrior | None = None) -> PendingRow:
     baseline, comparison = [b for b, _ in pairs], [c for _, c in pairs]
-    row = base_row(test, baseline, comparison, options)
-    row.paired = True
+    row = base_row(test, baseline, comparison, options, paired=True)
     looks = [n for n in looks if n >= 2]
     if not looks:
-        row.reason = "fewer than 2 complete pairs"
-        return PendingRow(row, False)
+        return PendingRow(replace(row, reason="fewer than 2 complete pairs"), False)
     least = least_spread(test, options)
     try:
         p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior,
@@ -51,11 +49,10 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
         level = nominal_level(plan.fractions(looks), plan.alpha, plan.spending)
         shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level, prior, least)
     except ValueError as exc:
-        row.reason = str(exc)
-        return PendingRow(row, False)
-    fill_shift(row, shift)
-    row.p_value = min(p_values)
-    row.method = f"{shift.method}; repeated {1 - level:.4%} interval at look {len(looks)}"
+        return PendingRow(replace(row, reason=str(exc)), False)
+    row = replace(fill_shift(row, shift), p_value=min(p_values),
+                  method=f"{shift.method}; repeated {1 - level:.4%} interval at look "
+                         f"{len(looks)}")
     ratios = log_ratios(pairs[:looks[-1]])
     log_sd = float(ratios.std(ddof=1) / math.sqrt(2)) if ratios.size >= 2 else None
     single = SinglePoint("1 pair only") if len(pairs) == 1 else None
@@ -141,9 +138,8 @@ def compare_recorded(pairs: dict[str, list[tuple[float, float]]], record: Sequen
     looks = {t: [n for n in record.looks.get(t, []) if n <= len(p)] or [len(p)]
              for t, p in pairs.items()}
     report = compare_sequential(pairs, looks, record.plan, options, priors=priors)
-    if record.metric_why:
-        report.method = f"{report.method}; metric {record.metric}: {record.metric_why}"
-    for row in report.rows:
-        if row.test in record.stopped:
-            row.reason = f"{row.reason}; {record.line(row.test)}"
-    return report
+    method = f"{report.method}; metric {record.metric}: {record.metric_why}" \
+        if record.metric_why else report.method
+    rows = [replace(row, reason=f"{row.reason}; {record.line(row.test)}")
+            if row.test in record.stopped else row for row in report.rows]
+    return replace(report, rows=tuple(rows), method=method)

@@ -16,26 +16,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
-from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors, judged_deterministic
-from redis_benchmarks_spec.analysis.noise import (
-    NoiseBook,
-    families_of_runs,
-    family_of,
-    timed_metrics,
-)
+from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors
+from redis_benchmarks_spec.analysis.noise import NoiseBook, family_of, timed_metrics
 from redis_benchmarks_spec.analysis.sequential import (
     OBRIEN_FLEMING,
     SPENDING_FUNCTIONS,
     SequentialPlan,
 )
-from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD
-from redis_benchmarks_spec.analysis.session_runs import pair_runs
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.inputs import noise_file
-from redis_benchmarks_spec.inputs.session_folder import write_host_noise, write_priors
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
@@ -129,17 +121,6 @@ def _shown(run: ABRun, metric: str | None) -> str:
     return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"
 
 
-def same_binary(ab: ABConfig) -> bool:
-    """Both sides run the same file with the same arguments: an A/A (calibration) session."""
-    a, b = Path(ab.baseline.redis_server), Path(ab.comparison.redis_server)
-    if ab.baseline.server_args != ab.comparison.server_args:
-        return False
-    try:
-        return a.resolve() == b.resolve() or a.read_bytes() == b.read_bytes()
-    except OSError:
-        return False
-
-
 def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
     if args.no_noise_prior:
         return None
@@ -150,27 +131,12 @@ def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
                          "--no-noise-prior") from None
 
 
-def _record_aa(console: Console, book: NoiseBook | None, ab: ABConfig,
-               result: ABSessionResult) -> None:
-    """An A/A session's pair spreads go into the noise book (per test, metric, platform)."""
-    if book is None or not same_binary(ab):
-        return
-    platform = ab.session.context.platform
-    recorded = 0
-    families = families_of_runs(result.runs)
-    # deterministic metrics (instructions, memory figures) pool as priors; a timed metric's
-    # offsets and spread set its floor and least spread on this host (analysis/noise.py)
-    timed = [] if result.report.options.metric == MEMORY_METRIC else \
-        [result.report.options.metric]
-    for metric in dict.fromkeys([*timed, *judged_deterministic(result.report)]):
-        for test, pairs in pair_runs(result.runs, metric, keep_disturbed=True).items():
-            recorded += book.record(test, metric, platform, pairs.pairs,
-                                    families.get(test, "")) is not None
-    if recorded:
-        noise_file.save(book)
-        console.print(f"noise: an A/A session (the same binary on both sides): {recorded} "
-                      f"test/metric spread(s) recorded in {escape(str(book.path))}",
-                      highlight=False, soft_wrap=True)
+def _say_aa(console: Console, book: NoiseBook | None, result: ABSessionResult) -> None:
+    """An A/A session's spreads went into the noise book (``runner.ab_files``): say where."""
+    if book is not None and result.noise_recorded:
+        console.print(f"noise: an A/A session (the same binary on both sides): "
+                      f"{result.noise_recorded} test/metric spread(s) recorded in "
+                      f"{escape(str(book.path))}", highlight=False, soft_wrap=True)
 
 
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
@@ -237,18 +203,13 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     tests = ab_tests(config, suites)
     labels = [t.key for t in tests]
     priors = book.session_priors(config.context.platform, labels) if book else {}
-    config.results_dir.mkdir(parents=True, exist_ok=True)
-    write_priors(config.results_dir, priors)
     plan = _plan(args, config, suites, priors)
-    if book is not None:
+    if book is not None:  # the session writes what it judged with, and an A/A's spreads
         noise = book.session_noise(
             config.context.platform, {t.key: family_of(t.suite.tested_groups) for t in tests},
             timed_metrics(plan.metric))
-        plan = replace(plan, host_noise=noise)
-        write_host_noise(config.results_dir, noise)
+        plan = replace(plan, host_noise=noise, noise_book=book)
     result = _run(console, plan)
-    if result.record is not None:
-        (config.results_dir / SEQUENTIAL_RECORD).write_text(result.record.to_json())
     report = result.report
     for line in result.disturbed:
         console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False, soft_wrap=True)
@@ -258,7 +219,7 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
     for failed in result.failed:
         console.print(f"[red]FAILED[/] {escape(with_topology(failed))}: {escape(failed.reason)}",
                       highlight=False, soft_wrap=True)
-    _record_aa(console, book, plan.config, result)
+    _say_aa(console, book, result)
     write_report(report, args.format, None)
     out = make_console(stderr=args.format != "table")  # results on stdout, as rbs run
     if report.memory is not None and args.format == "table":

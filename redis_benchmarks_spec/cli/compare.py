@@ -3,23 +3,22 @@
 Two sources: two local results directories (``--baseline-dir``/``--comparison-dir``), or
 the datasink (``--datasink URL`` or the running embedded one) selected by branch, version
 or hash per side, scoped by platform, topology, build variant, last N points or a date
-range, and read through ``redis_benchmarks_spec.datasink.reader``.
+range, and read through ``redis_benchmarks_spec.inputs.comparison_series`` (the one reader
+of compare, the pull-request comment and reports). Parsing and printing only.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
+from redis_benchmarks_spec.analysis.changepoints import ChangePointError
 from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     CompareOptions,
@@ -49,9 +48,16 @@ from redis_benchmarks_spec.cli.compare_sides import (
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.inputs.comparison_series import (
+    SIDES,
+    SidesQuery,
+    platforms_with,
+    read_sides,
+)
+from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.results.platform import valid_name
 
-DATASINK_READER = "redis_benchmarks_spec.datasink.reader"
 #: exit codes: 1 is reserved for --fail-on-regression, so CI can tell "slower" from "broken"
 EXIT_REGRESSION = EXIT_FAILED
 
@@ -136,85 +142,53 @@ def _uses_datasink(args: argparse.Namespace) -> bool:
     return bool(args.datasink) or any(selectors)
 
 
-def _reader() -> ModuleType:
-    try:
-        return importlib.import_module(DATASINK_READER)
-    except ImportError:
-        raise CompareUsageError(f"datasink compare needs {DATASINK_READER}") from None
-
-
-def _wanted(args: argparse.Namespace, test: str, labels: dict[str, str]) -> bool:
-    """The test passes the regexps, judged from its series' ``tested_groups`` and
-    ``tested_commands`` labels (written for this: no run document is fetched)."""
-    from redis_benchmarks_spec.datasink import keys
-    wanted = NameFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)
-    groups = [g for g in labels.get(keys.LABEL_TESTED_GROUPS, "").split(";") if g]
-    commands = [c for c in labels.get(keys.LABEL_TESTED_COMMANDS, "").split(";") if c]
-    return wanted.matches(test, groups, commands)
-
-
-def _newest_ms(series: dict[str, Any]) -> int | None:
-    return max((s.points[-1][0] for s in series.values() if s.points), default=None)
+def _query(args: argparse.Namespace) -> tuple[SidesQuery, dict[str, str | None]]:
+    """What the flags ask of the datasink, and each side's platform."""
+    platforms = {side: side_platform(args, side) for side in SIDES}
+    return SidesQuery(
+        selector(args, side_of(args, "baseline"), platforms["baseline"]),
+        selector(args, side_of(args, "comparison"), platforms["comparison"]),
+        change_point_window=_change_point_window(args),
+        keep=NameFilter(args.tests_regexp, args.groups_regexp, args.commands_regexp)), platforms
 
 
 def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
-    """Samples per test from the datasink (``datasink.reader``): one TS.MRANGE per side,
-    and the named platforms' records (``inputs.platform_context``)."""
-    from redis_benchmarks_spec.inputs.platform_context import hosts_of
-    reader = _reader()
-    platforms = {side: side_platform(args, side) for side in ("baseline", "comparison")}
-    base_sel = selector(args, reader, side_of(args, "baseline"), platforms["baseline"])
-    comp_sel = selector(args, reader, side_of(args, "comparison"), platforms["comparison"])
-    by_change_point = _change_point_window(args)
-    if by_change_point:
-        base_sel = replace(base_sel, last_n=CHANGE_POINT_HISTORY)
+    """Samples per test from the datasink (``inputs.comparison_series``: one TS.MRANGE per
+    side), and the named platforms' records (``inputs.platform_context``)."""
+    query, platforms = _query(args)
     with datasink_cli.datasink_client(args) as client:
         try:
-            base = reader.series_by_test(client, base_sel)
-            comp = reader.series_by_test(client, comp_sel)
+            found = read_sides(client, query)
         except reader.AmbiguousSelectorError as exc:
             raise CompareUsageError(str(exc)) from None
-        for side, found in (("baseline", base), ("comparison", comp)):
-            if not found:
-                raise _empty_side(args, reader, client, side, platforms[side])
-        hosts, flags, problems = hosts_of(
-            client, platforms, {"baseline": _newest_ms(base), "comparison": _newest_ms(comp)})
-    return DatasinkSamples(*_samples_of(args, base, comp, problems), hosts, flags)
+        except ChangePointError as exc:
+            raise UsageError("--baseline-window change-point", str(exc),
+                             "or give --baseline-window all / --last-n N") from None
+        for side in SIDES:
+            if not found.side(side):
+                raise _empty_side(args, client, side, platforms[side])
+        hosts, flags, problems = hosts_of(client, platforms, found.newest_ms())
+    samples = found.samples()
+    problems += [*found.notes, *(
+        f"{test}: no points on the {'baseline' if not b else 'comparison'} side in the "
+        "datasink" for test, (b, c) in samples.items() if not b or not c)]
+    return DatasinkSamples(samples, problems, hosts, flags)
 
 
-def _empty_side(args: argparse.Namespace, reader: ModuleType, client: Any, side: str,
+def _empty_side(args: argparse.Namespace, client: Any, side: str,
                 platform: str | None) -> CompareUsageError:
     """A side that selects no series at all: an error naming what it asked for and, when
     it named a platform, the platforms that have results (a mistyped platform is no table
     of unknowns)."""
-    from redis_benchmarks_spec.datasink import keys
     chosen = side_of(args, side)
     asked = f"{chosen.kind} {chosen.value}" + (f" on platform {platform}" if platform else "")
     problem = f"no series of {args.metric} for {asked}"
     if not platform:
         return CompareUsageError(problem, what=f"--{side}-{chosen.kind} {chosen.value}")
-    labels = reader.series_labels(client, [f"{keys.LABEL_METRIC}={keys.label_value(args.metric)}",
-                                           f"{keys.LABEL_PLATFORM}!="], [keys.LABEL_PLATFORM])
-    known = sorted({x[keys.LABEL_PLATFORM] for x in labels if x.get(keys.LABEL_PLATFORM)})
+    known = platforms_with(client, args.metric)
     flag = f"--{side}-platform" if getattr(args, f"{side}_platform") else "--platform"
     return CompareUsageError(problem, f"platforms with results: {', '.join(known) or 'none'}",
                              what=f"{flag} {platform}")
-
-
-def _samples_of(args: argparse.Namespace, base: dict[str, Any], comp: dict[str, Any],
-                problems: list[str]) -> tuple[Samples, list[str]]:
-    if _change_point_window(args):
-        base, notes = _after_last_change(base)
-        problems.extend(notes)
-    labels = {t: (base.get(t) or comp[t]).labels for t in set(base) | set(comp)}
-    tests = [t for t in sorted(labels) if _wanted(args, t, labels[t])]
-    samples = {t: ([v for _, v in (base[t].points if t in base else [])],
-                   [v for _, v in (comp[t].points if t in comp else [])]) for t in tests}
-    for test, (b, c) in samples.items():
-        if not b or not c:
-            problems.append(f"{test}: no points on the {'baseline' if not b else 'comparison'} "
-                            "side in the datasink")
-    return samples, problems
 
 
 def _change_point_window(args: argparse.Namespace) -> bool:
@@ -222,18 +196,6 @@ def _change_point_window(args: argparse.Namespace) -> bool:
     both sides are the same builds, so both keep the same window (all, or --last-n)."""
     return bool(args.baseline_branch) and args.last_n is None and \
         args.baseline_window == "change-point" and not across_platforms(args)
-
-
-def _after_last_change(base: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Each baseline series cut to its points after the last change point, and notes."""
-    from redis_benchmarks_spec.analysis.branch_changes import after_last_change
-    from redis_benchmarks_spec.analysis.changepoints import ChangePointError
-    try:
-        trimmed, notes = after_last_change({t: s.points for t, s in base.items()})
-        return {t: replace(s, points=trimmed[t]) for t, s in base.items()}, notes
-    except ChangePointError as exc:
-        raise UsageError("--baseline-window change-point", str(exc),
-                         "or give --baseline-window all / --last-n N") from None
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -357,8 +319,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    report = judge_samples(found.samples, options, found.problems)
-    report.context = compare_context(args, found)
+    report = replace(judge_samples(found.samples, options, found.problems),
+                     context=compare_context(args, found))
     write_report(report, args.format, args.output)
     if args.html:
         _write_html(args, report, found.samples)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from types import ModuleType
-from typing import Any
 
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.datasink import keys, reader
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -36,10 +35,9 @@ class DatasinkSamples:
     noise_flags: list[str] = field(default_factory=list)
 
 
-def side_of(args: argparse.Namespace, side: str) -> Any:
+def side_of(args: argparse.Namespace, side: str) -> keys.Side:
     """The ``keys.Side`` one side's --*-branch/version/hash names (across platforms, the
     comparison defaults to the baseline's build)."""
-    from redis_benchmarks_spec.datasink import keys
     for kind in keys.SIDE_KINDS:
         value = getattr(args, f"{side}_{kind}")
         if value:
@@ -75,8 +73,8 @@ def date_ms(text: str | None, end_of_day: bool = False) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def selector(args: argparse.Namespace, reader: ModuleType, side: Any, platform: str | None
-              ) -> Any:
+def selector(args: argparse.Namespace, side: keys.Side, platform: str | None
+             ) -> reader.SeriesSelector:
     """The reader's ``SeriesSelector`` of one side."""
     return reader.SeriesSelector(
         metric=args.metric, side=side, platform=platform, topology=args.topology,

@@ -1,5 +1,6 @@
 """The noise book on disk (``--noise-file``, default ``$RBS_NOISE_FILE`` or
-``~/.local/share/redis-benchmarks-spec/noise.json``): read, and written atomically."""
+``~/.local/share/redis-benchmarks-spec/noise.json``): read here; written atomically by the
+session that adds to it (``runner.ab_files.save_book``)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,3 @@ def load(path: Path | None = None) -> NoiseBook:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NoiseBookError(f"{path}: not a noise file ({exc})") from None
 
-
-def save(book: NoiseBook) -> None:
-    book.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = book.path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(book.to_dict(), indent=1))
-    tmp.replace(book.path)

@@ -18,7 +18,6 @@ from redis_benchmarks_spec.analysis.context import context_from_results, side_fr
 from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.analysis.lab_table import LabTable, lab_table
 from redis_benchmarks_spec.analysis.report_data import (
-    History,
     ReportData,
     ReportInputError,
     SideRuns,
@@ -26,7 +25,8 @@ from redis_benchmarks_spec.analysis.report_data import (
     side_of,
 )
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON
-from redis_benchmarks_spec.datasink import keys, lab_profile, reader
+from redis_benchmarks_spec.datasink import lab_profile
+from redis_benchmarks_spec.inputs.comparison_series import HistoryQuery, history_of
 from redis_benchmarks_spec.inputs.session_folder import (
     RunsOnDisk,
     SessionFolderError,
@@ -35,7 +35,6 @@ from redis_benchmarks_spec.inputs.session_folder import (
     load_session,
     result_documents,
 )
-from redis_benchmarks_spec.results.comparison_key import split
 from redis_benchmarks_spec.results.document import RunResult
 
 
@@ -70,15 +69,15 @@ def judged(found: RunsOnDisk, options: CompareOptions,
     """The engine's report of runs read from disk, with the header of their documents
     (each side labelled by ``labels``, by default by its server binary)."""
     record = found.record if found.record and found.record.metric == options.metric else None
-    how = Judging(options, found.paired, record, found.priors, host_noise=found.host_noise)
-    report = judge(found.runs, how, found.problems)
     ok_b = [d for d in found.side(BASELINE) if d.ok]
     ok_c = [d for d in found.side(COMPARISON) if d.ok]
     names = labels or (_server_label(ok_b), _server_label(ok_c))
-    report.context = context_from_results(side_from_results(names[0], ok_b),
-                                          side_from_results(names[1], ok_c),
-                                          ok_b + ok_c, paired=found.paired)
-    return report
+    context = context_from_results(side_from_results(names[0], ok_b),
+                                   side_from_results(names[1], ok_c),
+                                   ok_b + ok_c, paired=found.paired)
+    how = Judging(options, found.paired, record, found.priors, host_noise=found.host_noise,
+                  context=context)
+    return judge(found.runs, how, found.problems)
 
 
 def from_ab_session(root: Path, options: CompareOptions,
@@ -130,11 +129,6 @@ def _commits(data: ReportData) -> list[str]:
                    for r in rs if r.context.git.hash})
 
 
-def _series_label(series: reader.Series) -> str:
-    parsed = keys.parse_key(series.key)
-    return f"{parsed.platform}/{parsed.topology}"
-
-
 def read_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:
     """The lab-wide instruction table of the branch's last profiled commit against the
     one before it (None when the lab profiled no commit of the branch)."""
@@ -150,24 +144,7 @@ def read_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable
 def attach_history(data: ReportData, client: redis.Redis, branch: str,
                    platform: str | None = None) -> None:
     """The metric's history on ``branch`` for every test, with the compared commits marked
-    where those commits have points in the datasink."""
-    history = History(branch=branch)
-    commits = _commits(data)
-    for test in data.tests:
-        name, topology = split(test)
-        sel = reader.SeriesSelector(metric=data.metric, side=keys.Side("branch", branch),
-                                    test_name=name, platform=platform, topology=topology)
-        history.lines[test] = [(_series_label(s), s.points)
-                               for s in reader.read_series(client, sel) if s.points]
-        marks: list[tuple[str, int]] = []
-        for sha in commits:
-            hsel = reader.SeriesSelector(metric=data.metric, side=keys.Side("hash", sha),
-                                         test_name=name, platform=platform,
-                                         topology=topology)
-            marks += [(sha[:10], t) for s in reader.read_series(client, hsel)
-                      for t, _ in s.points[-1:]]
-        history.markers[test] = marks
-    if not any(history.lines.values()):
-        history.note = f"no points on branch {branch} in the datasink for these tests"
-    data.history = history
+    where those commits have points in the datasink (``inputs.comparison_series``)."""
+    data.history = history_of(client, HistoryQuery(data.metric, branch, tuple(data.tests),
+                                                   tuple(_commits(data)), platform))
     data.lab_table = read_lab_table(client, ("redis", "redis", branch))

@@ -2,7 +2,9 @@
 
 * an A/B session (``rbs run --baseline-server ...``): ``<root>/baseline/rep-NN/...`` and
   ``<root>/comparison/rep-NN/...``, with ``sequential.json`` (an ``--until-decided``
-  session's design and looks) and ``noise-priors.json`` (the noise it judged with) beside;
+  session's design and looks), ``noise-priors.json`` and ``host-noise.json`` (the noise it
+  judged with, ``analysis.session_files``) beside, written by the session's owner
+  (``runner.ab_files``);
 * two results folders: when they are the two sides of one A/B session (``<root>/baseline``
   and ``<root>/comparison``), they are that session, paired, and ``rbs compare`` says what
   the run said; otherwise two independent samples, compared unpaired.
@@ -10,21 +12,22 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redis_benchmarks_spec.analysis.engine import SessionPriors
-from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD, SequentialRecord
+from redis_benchmarks_spec.analysis.session_files import (
+    HOST_NOISE_FILE,
+    PRIORS_FILE,
+    SessionPriors,
+    host_noise_from_json,
+    priors_from_json,
+)
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from redis_benchmarks_spec.results.layout import repetition_of, session_documents
-
-PRIORS_FILE = "noise-priors.json"
-HOST_NOISE_FILE = "host-noise.json"
 
 
 class SessionFolderError(ValueError):
@@ -71,30 +74,14 @@ def _read_side(directory: Path, side: str, keep: NameFilter | None,
     return out
 
 
-def write_priors(root: Path, priors: SessionPriors) -> None:
-    """The noise a session judged with, so a later report judges as the run did."""
-    doc = {metric: {test: {"sd": p.sd, "df": p.df, "source": p.source}
-                    for test, p in tests.items()} for metric, tests in priors.items()}
-    (root / PRIORS_FILE).write_text(json.dumps(doc, indent=1))
-
-
 def read_priors(root: Path) -> SessionPriors:
     path = root / PRIORS_FILE
     if not path.is_file():
         return {}
     try:
-        raw = json.loads(path.read_text())
-        return {str(m): {str(t): NoisePrior(float(p["sd"]), int(p["df"]), str(p["source"]))
-                         for t, p in tests.items()} for m, tests in raw.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SessionFolderError(f"{path}: not a noise-priors file ({exc})") from None
-
-
-def write_host_noise(root: Path, noise: dict[str, HostNoise]) -> None:
-    """The host's noise a session judged its timed metrics with (floors, spreads)."""
-    doc = {metric: {"floors": n.floors, "spreads": n.spreads, "note": n.note}
-           for metric, n in noise.items()}
-    (root / HOST_NOISE_FILE).write_text(json.dumps(doc, indent=1))
+        return priors_from_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SessionFolderError(f"{path}: {exc}") from None
 
 
 def read_host_noise(root: Path) -> dict[str, HostNoise]:
@@ -102,12 +89,9 @@ def read_host_noise(root: Path) -> dict[str, HostNoise]:
     if not path.is_file():
         return {}
     try:
-        raw = json.loads(path.read_text())
-        return {str(m): HostNoise({str(t): float(v) for t, v in n["floors"].items()},
-                                  {str(t): float(v) for t, v in n["spreads"].items()},
-                                  str(n["note"])) for m, n in raw.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SessionFolderError(f"{path}: not a host-noise file ({exc})") from None
+        return host_noise_from_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SessionFolderError(f"{path}: {exc}") from None
 
 
 def read_record(root: Path) -> SequentialRecord | None:

@@ -32,6 +32,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.inputs.comparison_series import read_side
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
@@ -60,13 +61,9 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
           topologies: list[str]) -> dict[str, list[reader.Point]]:
     """Points per row name (test, or "test @ topology" when several topologies: the label
-    of ``results.comparison_key``, as in the A/B rows of the same comment)."""
-    out: dict[str, list[reader.Point]] = {}
-    for topology in topologies:
-        found = reader.series_for_tests(client, replace(selector, topology=topology))
-        for test, pts in found.items():
-            out[label(test, topology, len(topologies) > 1)] = pts
-    return out
+    of ``results.comparison_key``, as in the A/B rows of the same comment), read by the
+    one reader of comparisons (``inputs.comparison_series``)."""
+    return {row: s.points for row, s in read_side(client, selector, tuple(topologies)).items()}
 
 
 def _values(points: dict[str, list[reader.Point]]) -> dict[str, list[float]]:
@@ -123,7 +120,7 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
-    report.context = CompareContext(
+    report = replace(report, context=CompareContext(
         baseline=SideInfo(label=base_label, commits=commits,
                           runs=sum(len(b) for b, _ in samples.values())),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
@@ -131,7 +128,7 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
                             runs=sum(len(c) for _, c in samples.values())),
         platforms=[platform], build_variants=[event.build_variant],
         noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
-                                 _newest_ms(comp_points)))
+                                 _newest_ms(comp_points))))
     return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
                               base_label)
 

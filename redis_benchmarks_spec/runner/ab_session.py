@@ -5,7 +5,10 @@ both describe what they want in an :class:`ABSessionPlan` and get an :class:`ABS
 back: every run, the report of :func:`analysis.engine.judge` (the one verdict engine), and
 for ``--until-decided`` the record of its looks. Planning the tests, choosing the metric
 (``--metric auto``), replacing disturbed pairs, the rounds of the group-sequential design and
-the judging happen here once; the CLI prints the result, the agent stores and comments it.
+the judging happen here once, and so do the writes of what the session produces besides its
+runs (the noise it is judged with, the ``--until-decided`` record, an A/A session's noise
+book entries: :mod:`runner.ab_files`); the CLI prints the result, the agent stores and
+comments it.
 """
 
 from __future__ import annotations
@@ -14,14 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.context import context_from_results, side_from_results
+from redis_benchmarks_spec.analysis.context import (
+    CompareContext,
+    context_from_results,
+    side_from_results,
+)
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, Judging, SessionPriors, judge
+from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.runner import ab_files
 from redis_benchmarks_spec.runner.ab import (
     ABConfig,
     ab_tests,
@@ -65,6 +74,9 @@ class ABSessionPlan:
     # timed metrics' noise on this host from its calibration (analysis.noise), per metric;
     # a floor given by the user (noise_floor_pct) replaces the calibrated floors
     host_noise: dict[str, HostNoise] = field(default_factory=dict)
+    # the noise book an A/A session (the same binary on both sides) records its spreads in
+    # (None: not recorded)
+    noise_book: NoiseBook | None = None
 
     def options(self, metric: str) -> CompareOptions:
         base = CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=self.alpha,
@@ -87,6 +99,7 @@ class ABSessionResult:
     report: ComparisonReport
     record: SequentialRecord | None
     metric_why: str = ""
+    noise_recorded: int = 0  # test/metric spreads an A/A session put in the noise book
 
     @property
     def failed(self) -> list[RunResult]:
@@ -114,12 +127,12 @@ def _rounds(plan: ABSessionPlan, rounds: Rounds, choice: MetricChoice, on_run: O
                                 choice.why)
 
 
-def _header(plan: ABSessionPlan, runs: list[ABRun], report: ComparisonReport) -> None:
+def _header(plan: ABSessionPlan, runs: list[ABRun]) -> CompareContext:
     docs = {side: [r.result for r in runs if r.side == side and r.result.ok]
             for side in (BASELINE, COMPARISON)}
     labels = plan.side_labels or (f"redis-server {plan.config.baseline.redis_server}",
                                   f"redis-server {plan.config.comparison.redis_server}")
-    report.context = context_from_results(
+    return context_from_results(
         side_from_results(labels[0], docs[BASELINE]),
         side_from_results(labels[1], docs[COMPARISON]),
         docs[BASELINE] + docs[COMPARISON], paired=True)
@@ -131,6 +144,8 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
     raise to stop it (the agent, when told to stop); nothing is judged then."""
     tests = ab_tests(plan.config.session, plan.suites)
     choice = MetricChoice(plan.metric, plan.config.session.thresholds)
+    root = plan.config.session.results_dir
+    ab_files.write_judging(root, plan.priors, plan.host_noise)
     record = None
     if plan.rounds is not None:
         runs, record = _rounds(plan, plan.rounds, choice, on_run, on_start)
@@ -145,12 +160,15 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
     how = Judging(plan.options(metric), paired=True, record=record, priors=plan.priors,
                   tests=[t.key for t in tests],
                   instructions_floor_pct=plan.instructions_floor_pct,
-                  memory_floor_pct=plan.noise_floor_pct if metric == MEMORY_METRIC else None)
+                  memory_floor_pct=plan.noise_floor_pct if metric == MEMORY_METRIC else None,
+                  context=_header(plan, runs),
+                  # rounds: the record says why (analysis.sequential_compare)
+                  metric_why=choice.why if plan.rounds is None else "")
     report = judge(runs, how, [*failed, *disturbed_problems([r.result for r in runs], metric)])
-    if choice.why and plan.rounds is None:
-        report.method = f"{report.method}; metric {metric}: {choice.why}"
-    _header(plan, runs, report)
-    return ABSessionResult(runs, report, record, choice.why)
+    ab_files.write_record(root, record)
+    recorded = 0 if plan.noise_book is None else \
+        ab_files.record_aa(plan.noise_book, plan.config, runs, report)
+    return ABSessionResult(runs, report, record, choice.why, recorded)
 
 
 def with_rounds(plan: ABSessionPlan, design: SequentialPlan, round_pairs: int,

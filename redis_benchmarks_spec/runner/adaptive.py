@@ -141,9 +141,9 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
                 done)
     for p in progress.values():
         p.stop_reason = p.stop_reason or MAX_REACHED
-    for row in report.rows:
-        row.reason = f"{row.reason}; {progress[row.test].line()}"
-    return AdaptiveOutcome(report, progress)
+    rows = tuple(replace(row, reason=f"{row.reason}; {progress[row.test].line()}")
+                 for row in report.rows)
+    return AdaptiveOutcome(replace(report, rows=rows), progress)
 
 
 def session_record(plan: AdaptivePlan, outcome: AdaptiveOutcome, metric: str,

@@ -1,0 +1,156 @@
+"""The one datasink reader of comparisons: ``rbs compare``, the pull-request comment and the
+reports read the series they judge or draw here.
+
+A comparison names each side by a :class:`~datasink.reader.SeriesSelector` (a branch,
+release version or commit, narrowed by platform, build variant, scope, dates, last N); this
+module reads both sides (one ``TS.MRANGE`` per side and topology), labels the rows (the test,
+or ``test @ topology`` when several topologies are read: ``results.comparison_key``), keeps
+the tests a :class:`~common.name_filter.NameFilter` keeps (judged on the series'
+``tested_groups`` / ``tested_commands`` labels, so no run document is fetched), cuts the
+baseline at its last change point when asked (``analysis.branch_changes``), and hands back
+values per row for :func:`analysis.engine.judge_samples`. Reports read a branch's history of
+the compared tests here too (:func:`history_of`).
+
+Errors are the reader's and the analysis's own: :class:`~datasink.reader.AmbiguousSelectorError`
+(a selector matched two series of one test) and
+:class:`~analysis.changepoints.ChangePointError` (no window could be cut); callers say them in
+their own words (a usage error, a line of the comment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import redis
+
+from redis_benchmarks_spec.analysis.branch_changes import after_last_change
+from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
+from redis_benchmarks_spec.analysis.report_data import History
+from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.results.comparison_key import label, split
+
+Samples = dict[str, tuple[list[float], list[float]]]
+SIDES = ("baseline", "comparison")
+
+
+@dataclass(frozen=True)
+class SidesQuery:
+    """What one comparison reads: each side's selector, the topologies, the window."""
+
+    baseline: reader.SeriesSelector
+    comparison: reader.SeriesSelector
+    # () reads the selectors' own topology and names rows by test; several topologies are
+    # read one by one, each row named ``test @ topology`` when there are two or more
+    topologies: tuple[str, ...] = ()
+    # the baseline is each test's points after its last change point (of the newest
+    # CHANGE_POINT_HISTORY points), not the selector's window
+    change_point_window: bool = False
+    keep: NameFilter | None = None  # tests kept by name, groups and commands
+
+
+@dataclass(frozen=True)
+class SidesRead:
+    """Both sides' series per row, the rows kept, and notes on the windows used."""
+
+    baseline: dict[str, reader.Series]
+    comparison: dict[str, reader.Series]
+    rows: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    def side(self, name: str) -> dict[str, reader.Series]:
+        return self.baseline if name == "baseline" else self.comparison
+
+    def values(self, side: str, row: str) -> list[float]:
+        found = self.side(side).get(row)
+        return [v for _, v in found.points] if found else []
+
+    def samples(self, rows: tuple[str, ...] | list[str] | None = None) -> Samples:
+        """(baseline values, comparison values) per row (default: every kept row)."""
+        return {r: (self.values("baseline", r), self.values("comparison", r))
+                for r in (self.rows if rows is None else rows)}
+
+    def newest_ms(self) -> dict[str, int | None]:
+        """Per side, the time of its newest point (the host noise in effect then)."""
+        return {side: max((s.points[-1][0] for s in self.side(side).values() if s.points),
+                          default=None) for side in SIDES}
+
+
+def read_side(client: redis.Redis, selector: reader.SeriesSelector,
+              topologies: tuple[str, ...] = ()) -> dict[str, reader.Series]:
+    """One side's series per row (see :class:`SidesQuery` for ``topologies``)."""
+    if not topologies:
+        return reader.series_by_test(client, selector)
+    out: dict[str, reader.Series] = {}
+    for topology in topologies:
+        found = reader.series_by_test(client, replace(selector, topology=topology))
+        for test, series in found.items():
+            out[label(test, topology, len(topologies) > 1)] = series
+    return out
+
+
+def _kept(query: SidesQuery, labels: dict[str, dict[str, str]]) -> tuple[str, ...]:
+    if query.keep is None:
+        return tuple(sorted(labels))
+    return tuple(r for r in sorted(labels) if query.keep.matches(
+        labels[r].get(keys.LABEL_TEST_NAME, r),
+        [g for g in labels[r].get(keys.LABEL_TESTED_GROUPS, "").split(";") if g],
+        [c for c in labels[r].get(keys.LABEL_TESTED_COMMANDS, "").split(";") if c]))
+
+
+def read_sides(client: redis.Redis, query: SidesQuery) -> SidesRead:
+    """Both sides of ``query``, windowed and filtered (module doc)."""
+    base_selector = replace(query.baseline, last_n=CHANGE_POINT_HISTORY) \
+        if query.change_point_window else query.baseline
+    base = read_side(client, base_selector, query.topologies)
+    comp = read_side(client, query.comparison, query.topologies)
+    notes: list[str] = []
+    if query.change_point_window and base:
+        trimmed, notes = after_last_change({t: s.points for t, s in base.items()})
+        base = {t: replace(s, points=trimmed[t]) for t, s in base.items()}
+    labels = {r: (base.get(r) or comp[r]).labels for r in set(base) | set(comp)}
+    return SidesRead(base, comp, _kept(query, labels), tuple(notes))
+
+
+def platforms_with(client: redis.Redis, metric: str) -> list[str]:
+    """Platforms that have series of ``metric``: the hint when a side found nothing."""
+    found = reader.series_labels(client, [f"{keys.LABEL_METRIC}={keys.label_value(metric)}",
+                                          f"{keys.LABEL_PLATFORM}!="], [keys.LABEL_PLATFORM])
+    return sorted({x[keys.LABEL_PLATFORM] for x in found if x.get(keys.LABEL_PLATFORM)})
+
+
+def _series_label(series: reader.Series) -> str:
+    parsed = keys.parse_key(series.key)
+    return f"{parsed.platform}/{parsed.topology}"
+
+
+@dataclass(frozen=True)
+class HistoryQuery:
+    """A report's history: the metric of its rows on a branch, the compared commits marked."""
+
+    metric: str
+    branch: str
+    rows: tuple[str, ...]
+    commits: tuple[str, ...] = ()
+    platform: str | None = None
+
+
+def history_of(client: redis.Redis, query: HistoryQuery) -> History:
+    """Per row, its series on the branch (one line per platform and topology) and where the
+    compared commits have points (a marker at each commit's newest point)."""
+    history = History(branch=query.branch)
+    for row in query.rows:
+        name, topology = split(row)
+        sel = reader.SeriesSelector(metric=query.metric, side=keys.Side("branch", query.branch),
+                                    test_name=name, platform=query.platform, topology=topology)
+        history.lines[row] = [(_series_label(s), s.points)
+                              for s in reader.read_series(client, sel) if s.points]
+        marks: list[tuple[str, int]] = []
+        for sha in query.commits:
+            hsel = replace(sel, side=keys.Side("hash", sha))
+            marks += [(sha[:10], t) for s in reader.read_series(client, hsel)
+                      for t, _ in s.points[-1:]]
+        history.markers[row] = marks
+    if not any(history.lines.values()):
+        history.note = f"no points on branch {query.branch} in the datasink for these tests"
+    return history
