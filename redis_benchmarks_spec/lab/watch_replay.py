@@ -31,6 +31,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.intake import gitsource
 from redis_benchmarks_spec.lab import deliveries, replay
 from redis_benchmarks_spec.lab.deliveries import Delivery
+from redis_benchmarks_spec.lab.stage_cost import StageCost, stage_cost
 from redis_benchmarks_spec.lab.state import LabState
 
 MAX_WEBHOOK_BODY = 1024 * 1024
@@ -45,6 +46,7 @@ class CommitRun:
     suites_run: int = 0
     minutes: float | None = None
     progress: list[RequestProgress] = field(default_factory=list)
+    cost: StageCost = field(default_factory=StageCost)  # per stage (lab/stage_cost.py)
 
 
 class WebhookLog:
@@ -112,8 +114,12 @@ def send_range(state: LabState, client: redis.Redis, items: list[Delivery],
                                      max(1.0, deadline - time.monotonic()), say)
         run.suites_run = _suites_run(run.progress)
         run.minutes = round((time.time() - started) / 60, 2)
+        confirming = time.monotonic()
         while settle() and time.monotonic() < deadline:
             time.sleep(SETTLE_INTERVAL_S)
+        run.cost = stage_cost(client, names, run.progress)
+        run.cost.confirm_s = round(time.monotonic() - confirming, 1)
+        say(f"{sha[:10]}: {run.cost.line()}")
     return runs
 
 
@@ -152,8 +158,8 @@ def write_outputs(state: LabState, runs: list[CommitRun], alerts: list[dict[str,
     folder.mkdir(parents=True, exist_ok=True)
     for n, body in enumerate(issue_bodies(state), 1):
         shutil.copyfile(body, folder / f"{n}.md")
-    summary = {"commits": [{"sha": r.sha, "suites_run": r.suites_run, "minutes": r.minutes}
-                           for r in runs],
+    summary = {"commits": [{"sha": r.sha, "suites_run": r.suites_run, "minutes": r.minutes,
+                            "stages": r.cost.to_dict()} for r in runs],
                "alerts": alerts, "notes": notes}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
