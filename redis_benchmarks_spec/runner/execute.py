@@ -7,9 +7,8 @@ import math
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -17,104 +16,49 @@ import redis
 
 from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.common.errors import TestRunError
-from redis_benchmarks_spec.common.process import ProcessRegistry, tail
+from redis_benchmarks_spec.common.process import tail
 from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
-from redis_benchmarks_spec.loadgen.result import ServerErrorReplies, exporter_data
+from redis_benchmarks_spec.loadgen.result import ServerErrorReplies
 from redis_benchmarks_spec.results import stages
 from redis_benchmarks_spec.results.assembly import RunRecords, assemble
 from redis_benchmarks_spec.results.document import (
-    DISTURBED,
     STATUS_FAILED,
     STATUS_OK,
-    CpuUsage,
-    RunContext,
     RunResult,
     result_path,
     run_dir,
 )
-from redis_benchmarks_spec.results.stages import Outcome, RunStart
+from redis_benchmarks_spec.results.stages import Outcome
 from redis_benchmarks_spec.results.tool_result import ToolResult
-from redis_benchmarks_spec.runner import dataset as dataset_mod
-from redis_benchmarks_spec.runner import deployment_data, node_stats, run_user
+from redis_benchmarks_spec.runner import deployment_data, node_stats, run_records, run_user
 from redis_benchmarks_spec.runner.client_host import LOOPBACK
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
-    ClientTiming,
     RunFailure,
     check_error_replies,
     parse_all,
     tool_version,
     wait_client,
 )
-from redis_benchmarks_spec.runner.config import SessionConfig
-from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
+from redis_benchmarks_spec.runner.cpus import CpuPlan
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
-from redis_benchmarks_spec.runner.launcher import (
-    ServerHandle,
-    ServerLauncher,
-)
+from redis_benchmarks_spec.runner.launcher import ServerHandle
 from redis_benchmarks_spec.runner.node import Node
 from redis_benchmarks_spec.runner.persistence import PersistenceChecks
-from redis_benchmarks_spec.runner.preload import (
-    PreloadContext,
-    prepare_dataset,
-)
+from redis_benchmarks_spec.runner.preload import PreloadContext, prepare_dataset
+from redis_benchmarks_spec.runner.run_env import RunEnv
 from redis_benchmarks_spec.runner.server_cpu import server_cpu
 from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
-from redis_benchmarks_spec.telemetry import info as info_mod
-from redis_benchmarks_spec.telemetry.cpu import (
-    CLIENT_CORES,
-    FOREIGN,
-    CpuSampler,
-    SaturationThresholds,
-    is_client_bound,
-    is_disturbed,
-)
+from redis_benchmarks_spec.telemetry.cpu import CpuSampler
 from redis_benchmarks_spec.telemetry.window import MeasuredWindow
 
 log = logging.getLogger(__name__)
-
-CLIENT_BOUND = "client-bound"
-SHARED_CORES = "shared-cores"
-
-
-@dataclass
-class RunEnv:
-    """What a session built once for all its tests: the configuration (whole, not copied),
-    and the live things made from it."""
-
-    config: SessionConfig
-    redis_server: str
-    drivers: dict[str, ClientDriver]
-    launcher: ServerLauncher
-    registry: ProcessRegistry
-    allocator: CpuAllocator
-    context: RunContext  # the configuration's, with the launcher kind
-    dataset_cache: Path = field(default_factory=dataset_mod.default_cache_dir)
-    timeout_buffer_s: float = 60.0
-
-    @property
-    def timing(self) -> ClientTiming:
-        return ClientTiming(self.config.test_time, self.timeout_buffer_s)
-
-
-def _run_start(suite: Suite, topology: Topology, env: RunEnv) -> RunStart:
-    start_ms = int(time.time() * 1000)
-    context = replace(env.context, topology=topology.name, topology_type=topology.type)
-    return RunStart(
-        test_name=suite.name, run_id=f"{suite.name}:{start_ms}:{uuid.uuid4().hex[:8]}",
-        context=context, suite_file=str(suite.path),
-        tested_groups=list(suite.tested_groups), tested_commands=list(suite.tested_commands),
-        tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms,
-        sweep=dict(env.config.sweep))
-
 
 def _target(host: str, port: int, auth: Credentials | None,
             cluster: bool = False) -> ClientTarget:
@@ -143,7 +87,7 @@ class SuiteRun:
             # one SAVE / DEBUG RELOAD / BGSAVE: a duration override would repeat it
             env = replace(env, config=replace(env.config, test_time=None))
         self.suite, self.topology, self.env = suite, topology, env
-        self.records = RunRecords(_run_start(suite, topology, env))
+        self.records = RunRecords(run_records.run_start(suite, topology, env))
         self.out_dir = run_dir(env.config.results_dir, suite.name, topology.name)
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
@@ -196,7 +140,7 @@ class SuiteRun:
         # a client host that cannot be reached fails the test before any server starts
         self.clients = open_client_side(env.config.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
-        records.placement = _placement(suite.name, plan, self.client_cpus,
+        records.placement = run_records.placement(suite.name, plan, self.client_cpus,
                                        env.allocator.placement.why, records.findings)
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
@@ -206,7 +150,7 @@ class SuiteRun:
         # a run that fails later keeps it
         records.memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
         if env.config.memory_only:
-            records.identity = _identity(node_stats.snapshot(deployment))
+            records.identity = run_records.identity(node_stats.snapshot(deployment))
             return
         # the tools take a password only in argv: a throwaway user's (runner/run_user.py)
         target, self.run_user, records.client_credential = run_user.for_tools(
@@ -216,7 +160,7 @@ class SuiteRun:
         persistence.before_run()
         rates = self._warm_up(drivers, target, plan)
         before = node_stats.snapshot(deployment)
-        records.identity = _identity(before)
+        records.identity = run_records.identity(before)
         tool_result = self._measure(drivers, target, plan, rates, before)
         after = self._after_run(before)
         totals = node_stats.replication_metrics(deployment, before, after)
@@ -270,7 +214,7 @@ class SuiteRun:
         """The exporter's metrics (on the tool's data with the deployment's and the save's
         figures beside its totals), the rate and sweep records, the derived metrics."""
         records, config = self.records, self.env.config
-        records.tool = _tool_outcome(self.suite, tool_result, {**totals, **saved})
+        records.tool = run_records.tool_outcome(self.suite, tool_result, {**totals, **saved})
         clients = records.clients
         paced = pacing.rate_record(clients.argv if clients else [], tool_result)
         records.add_rate(paced, pacing.saturation_note(paced))
@@ -296,7 +240,10 @@ class SuiteRun:
                               auth=self.suite.dbconfig.auth_at_start,
                               bind=env.config.client_host.server_address if env.config.client_host
                               else LOOPBACK)
-        self.records.setup = self._add_dataset(spec)
+        # recorded before the dataset is fetched: a run whose dataset fails says which
+        self.records.setup = stages.ServerSetup(list(args), run_records.dataset_record(self.suite))
+        self.records.setup = run_records.with_dataset(self.records.setup, self.suite,
+                                                      self.topology, spec, env.dataset_cache)
         self.deployment = Deployment(spec, env.launcher)
         try:
             self.deployment.start()
@@ -305,24 +252,6 @@ class SuiteRun:
         self.server = self.deployment.entry.handle
         self.records.server_log = str(self.server.log_path)
         return self.deployment
-
-    def _add_dataset(self, spec: DeploymentSpec) -> stages.ServerSetup:
-        """``dbconfig.dataset``: fetched (or found in the cache) and put in the primary's dir;
-        the servers' arguments and the dataset's record."""
-        db = self.suite.dbconfig
-        dataset = _dataset_record(self.suite)
-        if not db.dataset:
-            return stages.ServerSetup(list(spec.args), dataset)
-        if self.topology.is_cluster:
-            raise dataset_mod.DatasetError(f"dataset {db.dataset}: an RDB cannot seed a "
-                                           f"cluster topology ({self.topology.name})")
-        # recorded before the fetch: a run whose dataset cannot be fetched says which
-        self.records.setup = stages.ServerSetup(list(spec.args), dataset)
-        rdb = dataset_mod.fetch(db.dataset, self.env.dataset_cache)
-        spec.prepare_primary_dir = partial(dataset_mod.place, rdb)
-        spec.start_timeout = dataset_mod.load_timeout_s(rdb, spec.start_timeout)
-        return stages.ServerSetup(spec.args + ["--dbfilename", dataset_mod.DBFILENAME],
-                                  {**dataset, "rdb": rdb.record()})
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
         """The dataset on every node (``deployment_data``: replicas linked before or after
@@ -405,7 +334,7 @@ class SuiteRun:
             self.window.stop()
             for p in procs:
                 clients.stop(p)
-        cpu, findings = _saturation(sampler, plan, env.config.thresholds,
+        cpu, findings = run_records.saturation(sampler, plan, env.config.thresholds,
                                     clients.usage(procs, len(self.client_cpus)))
         self.records.clients = replace(started_run, duration_s=time.monotonic() - started,
                                        cpu=cpu)
@@ -478,63 +407,7 @@ def single_command(suite: Suite) -> bool:
     return suite.dbconfig.rdb_checks is not None or suite.dbconfig.wait_for_bgsave
 
 
-def _dataset_record(suite: Suite) -> dict[str, object]:
-    db = suite.dbconfig
-    record: dict[str, object] = {k: v for k, v in (
-        ("name", db.dataset_name), ("description", db.dataset_description)) if v}
-    if db.init_lua:
-        record["init_lua_scripts"] = len(db.init_lua)
-    if db.rdb_checks:
-        record["rdb_checks"] = db.rdb_checks.operation
-    if db.preload_before_replica:
-        record["preload_before_replica"] = True
-    return record
-
-
 def _here(plan: CpuPlan) -> list[int]:
     """Where preloads run on this host: the client's CPUs, or the servers' when the client
     is on another host (a preload is not measured)."""
     return plan.client or plan.server
-
-
-def _placement(test: str, plan: CpuPlan, client: list[int], why: str,
-               findings: list[stages.Findings]) -> stages.CpuPlacement:
-    """The CPUs handed out; cores shared with the servers are flagged (into ``findings``)."""
-    if plan.warning:
-        log.warning("%s: %s", test, plan.warning)
-        findings.append(stages.Findings([SHARED_CORES]))
-    return stages.CpuPlacement({"server": plan.server, "client": client}, why)
-
-
-def _identity(snapshots: node_stats.NodeSnapshots) -> stages.ServerIdentity:
-    return stages.ServerIdentity(*info_mod.server_identity(snapshots.entry))
-
-
-def _saturation(sampler: CpuSampler, plan: CpuPlan, thresholds: SaturationThresholds,
-                client_usage: CpuUsage | None) -> tuple[dict[str, CpuUsage], stages.Findings]:
-    """Both sides' CPU, the foreign load on their CPUs, and the flags they raise."""
-    client = client_usage or sampler.usage("client", len(plan.client))
-    server = sampler.usage("server", len(plan.server))
-    cpu = {"client": client, "server": server}
-    foreign = sampler.usage(FOREIGN, len(set(plan.client) | set(plan.server)))
-    if foreign.samples:
-        cpu[FOREIGN] = foreign
-    cores = sampler.usage(CLIENT_CORES, len(plan.client))
-    if cores.samples:
-        cpu[CLIENT_CORES] = cores
-    flags = []
-    if is_client_bound(client, server, thresholds, cores if cores.samples else None):
-        flags.append(CLIENT_BOUND)
-    if is_disturbed(foreign, thresholds):
-        flags.append(DISTURBED)
-    return cpu, stages.Findings(flags)
-
-
-def _tool_outcome(suite: Suite, tool_result: ToolResult,
-                  extra_totals: dict[str, float]) -> stages.ToolOutcome:
-    """The exporter's metrics, evaluated on the tool's data with the run's own figures
-    beside its totals (a new value: ``tool_result.data`` stays as the tool wrote it)."""
-    metrics, missing = evaluate_metrics(exporter_data(tool_result, extra_totals),
-                                        suite.exporter.metrics)
-    paths = {metric_name(p): p for p in suite.exporter.metrics if metric_name(p) in metrics}
-    return stages.ToolOutcome(tool_result, metrics, missing, paths)
