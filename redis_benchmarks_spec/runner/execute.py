@@ -141,7 +141,7 @@ class SuiteRun:
         self.clients = open_client_side(env.config.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
         records.placement = run_records.placement(suite.name, plan, self.client_cpus,
-                                       env.allocator.placement.why, records.findings)
+                                                  env.allocator.placement.why, records.findings)
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
