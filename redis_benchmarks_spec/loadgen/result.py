@@ -62,18 +62,20 @@ UNMEASURED_RATE_NOTE = ("client rate not measurable ({rates}): the suite measure
 
 
 def drop_unmeasured_rates(result: ToolResult) -> ToolResult:
-    """A new result with every infinite, NaN or non-positive rate set to 0 and a note naming
-    them; ``result`` and the tool's data are left as they are. The exporter's view of the
-    data (:func:`exporter_data`) leaves those rates' ``Ops/sec`` out, so an exporter path to
-    one is reported missing. For suites whose metric is not the client's rate: ``-n 1
-    BGSAVE`` returns within redis-benchmark's 1 ms clock and it prints ``inf``."""
+    """A new result with every infinite, NaN or non-positive rate set to 0, its ``Ops/sec``
+    left out of a copy of the tool's data (JSON has no infinity; an exporter path to it is
+    then reported missing), and a note naming them; ``result`` is left as it is. For suites
+    whose metric is not the client's rate: ``-n 1 BGSAVE`` returns within redis-benchmark's
+    1 ms clock and it prints ``inf``."""
     bad = unmeasured_rates(result)
     if not bad:
         return result
     per_command = {name: replace(c, ops_per_sec=0.0) if name in bad else c
                    for name, c in result.per_command.items()}
+    data = copy.deepcopy(result.data)
+    _drop_rate_keys(data, set(bad))
     dropped = replace(result, totals=replace(result.totals, ops_per_sec=0.0),
-                      per_command=per_command,
+                      per_command=per_command, data=data,
                       notes=[*result.notes, UNMEASURED_RATE_NOTE.format(rates=", ".join(bad))])
     dropped.histograms = result.histograms
     return dropped
@@ -90,18 +92,13 @@ def unmeasured_rates(result: ToolResult) -> list[str]:
 
 
 def exporter_data(result: ToolResult, extra_totals: dict[str, float]) -> dict[str, Any]:
-    """What the suite's exporter paths are evaluated on: a new copy of the tool's data
-    without the rates it could not measure, with the run's own figures (full-sync time,
-    the save's duration) beside its totals (``$."ALL STATS".Totals.<name>``). The tool's
-    data itself stays as the tool wrote it."""
-    bad = unmeasured_rates(result)
-    if not bad and not extra_totals:
+    """What the suite's exporter paths are evaluated on: the tool's data, or a new copy of it
+    with the run's own figures (full-sync time, the save's duration) beside its totals
+    (``$."ALL STATS".Totals.<name>``). The tool's data itself is left as it was parsed."""
+    if not extra_totals:
         return result.data
     data = copy.deepcopy(result.data)
-    if bad:
-        _drop_rate_keys(data, set(bad))
-    if extra_totals:
-        data.setdefault("ALL STATS", {}).setdefault("Totals", {}).update(extra_totals)
+    data.setdefault("ALL STATS", {}).setdefault("Totals", {}).update(extra_totals)
     return data
 
 
