@@ -31,15 +31,16 @@ def write_side(root: Path, sha: str, version: str, scale: float, runs: int = 5) 
     for test in TESTS:
         for run in range(runs):
             doc = make_result(run, test_name=test, hash=sha, version=version)
-            doc.metrics = {METRICS[0]: (100_000.0 + 700 * (run % 3)) * scale,
-                           METRICS[1]: (0.25 + run / 400) / scale}
+            doc = dataclasses.replace(doc, metrics={
+                METRICS[0]: (100_000.0 + 700 * (run % 3)) * scale,
+                METRICS[1]: (0.25 + run / 400) / scale})
             doc = dataclasses.replace(doc, run_id=f"{doc.run_id}-{sha[:4]}")
             assert doc.result is not None
             doc.result.histogram = latency_histogram(run, 250 / scale)
             where = root / f"rep-{run:02d}" / test / "oss-standalone"
             where.mkdir(parents=True)
             (where / "server.log").write_text("server log\n")
-            doc.paths = {"server_log": str(where / "server.log")}
+            doc = dataclasses.replace(doc, paths={"server_log": str(where / "server.log")})
             doc.write(where / "result.json")
     return root
 

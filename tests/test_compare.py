@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -421,8 +422,9 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
             for test, factor in (("get", 1.0), ("set", scale)):
                 doc = make_result(run + offset, test_name=test, branch=branch,
                                   hash=f"{side}{run:03d}", version=f"9.{run}.{offset}")
-                doc.tested_groups = ["string"] if test == "get" else ["string", "write"]
-                doc.metrics = {OPS: float(1e5 * factor * rng.lognormal(0, 0.01))}
+                doc = dataclasses.replace(
+                    doc, tested_groups=["string"] if test == "get" else ["string", "write"],
+                    metrics={OPS: float(1e5 * factor * rng.lognormal(0, 0.01))})
                 results.append(doc)
     new = make_result(150, test_name="new", branch="pr-7", hash="c150")
     new.metrics = {OPS: 5.0}

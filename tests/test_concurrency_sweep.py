@@ -6,6 +6,7 @@ Real memtier_benchmark, redis-benchmark and redis-server throughout."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -217,9 +218,9 @@ def test_the_report_draws_the_latency_surface(memtier_sweep, tmp_path: Path) -> 
     shutil.copytree(next(out.rglob("sweep.json")).parent, session)
     # a point that failed has no place on the curve: the section says so
     failed = RunResult.read(next((session / "connections-3000").rglob("result.json")))
-    failed.run_id += "-failed"
-    failed.status, failed.reason = "failed", "client timed out after 240s"
-    failed.sweep = {"param": "connections", "value": "6000"}
+    failed = dataclasses.replace(failed, run_id=failed.run_id + "-failed", status="failed",
+                                 reason="client timed out after 240s",
+                                 sweep={"param": "connections", "value": "6000"})
     failed.write(session / "failed-point.json")
     page = tmp_path / "r.html"
     rep = rbs("report", str(session), "--output", str(page))

@@ -305,7 +305,7 @@ def test_a_non_default_topology_writes_the_teams_key_and_labels(client: redis.Re
     result = make_result(topology="oss-cluster-3-primaries")
     result.context.topology_type = "oss-cluster"
     result.context.deployment_type = "docker"
-    result.metric_paths = {METRICS[0]: '$."ALL STATS".Totals."Ops/sec"'}
+    result = replace(result, metric_paths={METRICS[0]: '$."ALL STATS".Totals."Ops/sec"'})
     push_results(client, [result])
     key = BRANCH_KEY.replace("/oss-standalone/", "/oss-cluster/oss-cluster-3-primaries/")
     assert key in queryindex(client, f"test_name={TEST_NAME}")
@@ -351,12 +351,13 @@ def test_the_stored_json_is_the_documents_dict_redacted_and_without_tool_output(
     from redis_benchmarks_spec.datasink import documents
     from redis_benchmarks_spec.results.document import CpuUsage, DeploymentRecord, NodeRecord
     doc = make_result(0)
-    doc.argv = [["memtier_benchmark", "-a", "s3cret-pass", "--test-time", "5"]]
-    doc.server_args = ["--requirepass", "s3cret-pass"]
+    doc = replace(
+        doc, argv=[["memtier_benchmark", "-a", "s3cret-pass", "--test-time", "5"]],
+        server_args=["--requirepass", "s3cret-pass"],
+        cpu={"server": CpuUsage(samples=3, mean_pct=50.0, max_pct=80.0, cores_given=1)},
+        deployment=DeploymentRecord("oss-standalone", "oss-standalone", nodes=[
+            NodeRecord(0, "primary", "127.0.0.1", 6379, cpus=[1], info_delta={"x": 1.0})]))
     doc.context.extra_server_args = ["--masterauth", "s3cret-pass"]
-    doc.cpu = {"server": CpuUsage(samples=3, mean_pct=50.0, max_pct=80.0, cores_given=1)}
-    doc.deployment = DeploymentRecord("oss-standalone", "oss-standalone", nodes=[
-        NodeRecord(0, "primary", "127.0.0.1", 6379, cpus=[1], info_delta={"x": 1.0})])
     assert doc.result
     doc.result.data = {"ALL STATS": {"Totals": {"Ops/sec": 1.0}}}
     assert json.loads(doc.to_json()) == doc.to_dict()

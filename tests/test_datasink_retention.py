@@ -6,6 +6,7 @@ redis-stack-server throughout."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import time
 from pathlib import Path
@@ -39,8 +40,10 @@ AGENTS, COMMITS, TESTS = 8, 6, 5
 def _run(agent: int, commit: int, test: int) -> RunResult:
     doc = make_result(commit, test_name=f"conc-{test}", hash=f"{commit + 1:040x}",
                       platform=f"p{agent % 4}", version=None)
-    doc.run_id = f"conc-{test}:{agent % 4}:{commit}"  # the same run, whoever pushes it
-    doc.start_ms += agent % 4  # one platform's runs of a commit share nothing with another's
+    # the same run, whoever pushes it; one platform's runs of a commit share nothing with
+    # another's
+    doc = dataclasses.replace(doc, run_id=f"conc-{test}:{agent % 4}:{commit}",
+                              start_ms=doc.start_ms + agent % 4)
     return doc
 
 
@@ -78,7 +81,7 @@ def _push_year(client: redis.Redis, now: int) -> list[RunResult]:
     docs = []
     for i, age in enumerate(range(200, -1, -20)):
         doc = make_result(i, hash=f"{i + 1:040x}", version="7.2.4" if i == 3 else None)
-        doc.start_ms = now - age * DAY
+        doc = dataclasses.replace(doc, start_ms=now - age * DAY)
         docs.append(doc)
     assert len(push_results(client, docs).pushed) == len(docs)
     return docs
@@ -126,7 +129,7 @@ def test_gc_expires_old_commits_keeps_history_and_survives_a_restart(tmp_path: P
 def _pr_compare(client: redis.Redis, base: RunResult, now: int) -> pr_compare.PlatformComparison:
     """A pull request on ``base``: its head run just pushed, compared on icelake-2s."""
     head = make_result(99, branch="feature", hash="f" * 40, version=None)
-    head.start_ms = now
+    head = dataclasses.replace(head, start_ms=now)
     assert push_results(client, [head]).pushed
     event = BuildEvent(id="ev-1", request_id="rq-1", org="redis", repo="redis",
                        branch="feature", sha="f" * 40, commit_time_ms=0,

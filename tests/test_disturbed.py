@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import BUSY, IMPROVEMENT, CompareOptions
@@ -102,7 +103,7 @@ def test_an_ab_leaves_the_pair_of_a_disturbed_run_out_and_says_so() -> None:
 def _counted(rep: int, side: str, ops: float, instructions: float,
              disturbed: bool) -> ABRun:
     run = _ab(rep, side, ops, disturbed)
-    run.result.metrics[INSTRUCTIONS] = instructions
+    run.result = replace(run.result, metrics={**run.result.metrics, INSTRUCTIONS: instructions})
     return run
 
 

@@ -13,8 +13,7 @@ from redis_benchmarks_spec.loadgen.base import Invocation
 from redis_benchmarks_spec.loadgen.memtier_audit import audit_notes, in_transaction
 from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
 from redis_benchmarks_spec.loadgen.memtier_json import load_json
-from redis_benchmarks_spec.results import stages
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.assembly import merged_findings
 from redis_benchmarks_spec.runner.error_hints import (
     SUSPECTED_ERRORS,
     server_counts_errors,
@@ -54,10 +53,6 @@ def test_memtier_driver_never_fails_on_the_audit(tmp_path: Path) -> None:
     assert len(result.notes) == 1 and "error replies" in result.notes[0]
 
 
-def _result() -> RunResult:
-    return RunResult(test_name="t", run_id="t:1", status="ok")
-
-
 def test_server_counters_are_the_authority(tmp_path: Path) -> None:
     server = RedisServer(tmp_path)
     try:
@@ -76,16 +71,14 @@ def test_server_counters_are_the_authority(tmp_path: Path) -> None:
     shutil.copyfile(WRONGTYPE, inv_dir / "c.json")
     (inv_dir / "c.out").write_text("")
     tool_result = tool.parse(Invocation(HSET, inv_dir / "c.out", inv_dir / "c.json", 5.0), 0)
-    counted = _result()
-    stages.add_findings(counted, weigh_tool_notes(tool_result, server_counts_errors([after]),
-                                                  count))
-    assert counted.flags == []
-    assert "the server counted 0 error replies, and its count decides" in counted.notes[0]
+    flags, notes = merged_findings([weigh_tool_notes(tool_result,
+                                                     server_counts_errors([after]), count)])
+    assert flags == []
+    assert "the server counted 0 error replies, and its count decides" in notes[0]
     # a server without error counters (Redis < 6.2): the hint raises a flag, never a failure
     old = info_mod.InfoSnapshot({k: v for k, v in after.info.items()
                                  if k != "total_error_replies"}, after.commandstats)
     assert not server_counts_errors([old])
-    flagged = _result()
-    stages.add_findings(flagged, weigh_tool_notes(tool_result, False, 0))
-    assert flagged.flags == [SUSPECTED_ERRORS] and flagged.status == "ok"
-    assert "no error counters" in flagged.notes[0]
+    flags, notes = merged_findings([weigh_tool_notes(tool_result, False, 0)])
+    assert flags == [SUSPECTED_ERRORS]
+    assert "no error counters" in notes[0]

@@ -6,6 +6,7 @@ redis-stack-server), real folders; nothing runs a benchmark."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -59,8 +60,8 @@ def _local_runs(client: redis.Redis) -> None:
         doc = make_result(run, branch=None, version="7.0.15",
                           hash="" if run == 0 else f"{run:x}" * 40)
         doc.context.repetition = run
-        doc.redis_git_sha = "00000000"
-        doc.metrics = {METRICS[0]: 1000.0 + run}
+        doc = dataclasses.replace(doc, redis_git_sha="00000000",
+                                  metrics={METRICS[0]: 1000.0 + run})
         docs.append(doc)
     assert not push_results(client, docs).failed
 
@@ -196,7 +197,7 @@ def test_datasink_status_counts_a_swept_test_once(
     docs = []
     for run, clients in enumerate(("1", "8", "64")):
         doc = make_result(run, hash=f"{run:x}" * 40)
-        doc.sweep = {"param": "clients", "value": clients}
+        doc = dataclasses.replace(doc, sweep={"param": "clients", "value": clients})
         docs.append(doc)
     docs.append(make_result(5, test_name="other-test", hash="5" * 40))
     assert not push_results(client, docs).failed

@@ -4,6 +4,7 @@ with their commits and versions, and CSV / JSON export."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -31,8 +32,8 @@ def _fill(client: redis.Redis, platforms: tuple[str, ...] = ("icelake-2s",)) -> 
         for run, value in enumerate(VALUES):
             doc = make_result(run, hash=f"{run:x}" * 40, version=f"7.2.{run}",
                               platform=platform)
-            doc.metrics = {METRICS[0]: value}
-            doc.run_id = f"{doc.run_id}-{platform}"
+            doc = dataclasses.replace(doc, metrics={METRICS[0]: value},
+                                      run_id=f"{doc.run_id}-{platform}")
             docs.append(doc)
     assert not push_results(client, docs).failed
     return f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
@@ -84,7 +85,7 @@ def test_large_values_print_in_plain_notation(client: redis.Redis,
     docs = []
     for run, value in enumerate([56_940.2, 61_234.0, 123_456.0]):
         doc = make_result(run, hash=f"{run:x}" * 40)
-        doc.metrics = {METRICS[0]: value}
+        doc = dataclasses.replace(doc, metrics={METRICS[0]: value})
         docs.append(doc)
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
@@ -101,8 +102,8 @@ def test_a_swept_test_with_a_filter_nothing_matches_is_one_line(
     docs = []
     for run, clients in enumerate(("1", "8")):
         doc = make_result(run, hash=f"{run:x}" * 40)
-        doc.sweep = {"param": "clients", "value": clients}
-        doc.metrics = {METRICS[0]: 1000.0 + run}
+        doc = dataclasses.replace(doc, sweep={"param": "clients", "value": clients},
+                                  metrics={METRICS[0]: 1000.0 + run})
         docs.append(doc)
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
@@ -119,7 +120,7 @@ def test_a_swept_test_with_a_filter_nothing_matches_is_one_line(
                            "x.txt"]) == 2
     assert "--format csv" in capsys.readouterr().err
     plain = make_result(5, hash="5" * 40)
-    plain.metrics = {METRICS[0]: 900.0}
+    plain = dataclasses.replace(plain, metrics={METRICS[0]: 900.0})
     assert not push_results(client, [plain]).failed
     assert rbs_in_process(["history", "--test", TEST_NAME, "--datasink", url]) == 0
     out = capsys.readouterr().out

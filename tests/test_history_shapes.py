@@ -7,6 +7,7 @@ are counted against the documents on disk."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,7 @@ def test_layout_finds_every_shape_and_a_missing_document_is_an_error(
     session = tmp_path / "s"
     docs = [make_result(0), make_result(1), make_result(2)]
     docs[1].context.repetition = 1
-    docs[2].sweep = {"param": "clients", "value": "8"}
+    docs[2] = replace(docs[2], sweep={"param": "clients", "value": "8"})
     for doc in docs:
         path = document_path(session, doc)
         path.parent.mkdir(parents=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,10 +85,10 @@ def test_history_from_the_datasink_marks_the_compared_commits(tmp_path: Path,
     base, comp = two_sides(tmp_path)
     docs = [RunResult.read(p) for p in sorted(base.rglob("result.json")) +
             sorted(comp.rglob("result.json"))]
-    for doc in docs:  # both commits landed on unstable, one after the other
+    for i, doc in enumerate(docs):  # both commits landed on unstable, one after the other
         doc.context.git.branch = "unstable"
         if doc.context.git.hash == COMP_SHA:
-            doc.start_ms += 3_600_000
+            docs[i] = replace(doc, start_ms=doc.start_ms + 3_600_000)
     assert not push_results(client, docs).failed
     url = f"redis://127.0.0.1:{client.connection_pool.connection_kwargs['port']}"
     page = tmp_path / "h.html"

@@ -6,6 +6,8 @@ of one, docs/statistics.md); a real session's choice is checked in test_adaptive
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from redis_benchmarks_spec.results.document import (
     DISTURBED,
     STATUS_FAILED,
@@ -69,7 +71,7 @@ def test_topologies_of_one_suite_are_judged_apart() -> None:
     bound = runs("oss-standalone", 96.0)
     other = runs("oss-standalone-02-io-threads", 50.0)
     for run in other[:2]:  # 1 of 3 runs bound on each side: by name, 4 of 6 on each
-        run.result.cpu = bound[0].result.cpu
+        run.result = replace(run.result, cpu=bound[0].result.cpu)
     metric, why = choose_metric(bound + other, THRESHOLDS)
     assert metric == THROUGHPUT_METRIC
     assert "runs of s @ oss-standalone-02-io-threads" in why
@@ -117,7 +119,7 @@ def test_without_server_cpu_in_every_run_it_stays_on_ops_per_sec() -> None:
 
 def test_no_cpu_samples_is_not_client_limited() -> None:
     run = _run(96.0, 80.0)
-    run.result.cpu["client"] = CpuUsage(0, 0.0, 0.0, 1)
+    run.result = replace(run.result, cpu={**run.result.cpu, "client": CpuUsage(0, 0.0, 0.0, 1)})
     assert not client_limited(run.result, THRESHOLDS)
 
 
@@ -136,7 +138,7 @@ def test_runs_left_out_are_counted_in_the_reason() -> None:
     for rep in range(1, 6):
         for side in (BASELINE, COMPARISON):
             run = _run(96.0, 80.0, rep, side)
-            run.result.flags.append(DISTURBED)
+            run.result = replace(run.result, flags=[*run.result.flags, DISTURBED])
             runs.append(run)
     runs.append(_run(96.0, 80.0, 6, BASELINE, status=STATUS_FAILED))
     metric, why = choose_metric(runs, THRESHOLDS)

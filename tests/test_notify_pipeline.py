@@ -5,6 +5,7 @@ verdict table of both platforms."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -47,8 +48,8 @@ def _baseline(sink: EmbeddedDatasink, test: str) -> None:
         for run in range(4):
             doc = make_result(run, test_name=test, branch="unstable", hash="e" * 40,
                               platform=platform, build_variant=VARIANT)
-            doc.metrics = {METRICS[0]: 50_000.0 + 1000 * run}
-            doc.run_id = f"{doc.run_id}-{platform}"
+            doc = dataclasses.replace(doc, metrics={METRICS[0]: 50_000.0 + 1000 * run},
+                                      run_id=f"{doc.run_id}-{platform}")
             docs.append(doc)
     assert not push_results(sink.client(), docs).failed
 

@@ -60,14 +60,16 @@ def _fill(client: redis.Redis, platforms: tuple[str, ...]) -> None:
             for run in range(5):
                 doc = make_result(run, test_name=test, branch="unstable", hash="a" * 40,
                                   platform=platform)
-                doc.metrics = {METRICS[0]: 100_000.0 + 500 * (run % 3)}
-                docs.append(dataclasses.replace(doc, run_id=f"{doc.run_id}-{platform}-base"))
+                docs.append(dataclasses.replace(
+                    doc, metrics={METRICS[0]: 100_000.0 + 500 * (run % 3)},
+                    run_id=f"{doc.run_id}-{platform}-base"))
             for run in range(3):
                 doc = make_result(run + 10, test_name=test, branch="feature", hash=HEAD_SHA,
                                   platform=platform)
-                doc.metrics = {METRICS[0]: 80_000.0 + 400 * run}
-                doc.flags = ["client-bound"] if test == TESTS[1] else []
-                docs.append(dataclasses.replace(doc, run_id=f"{doc.run_id}-{platform}-head"))
+                docs.append(dataclasses.replace(
+                    doc, metrics={METRICS[0]: 80_000.0 + 400 * run},
+                    flags=["client-bound"] if test == TESTS[1] else [],
+                    run_id=f"{doc.run_id}-{platform}-head"))
     assert not push_results(client, docs).failed
 
 

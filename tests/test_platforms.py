@@ -6,6 +6,7 @@ a real `rbs agent` against a real broker, the HTML page in headless Chromium."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -167,7 +168,7 @@ def _push(client: redis.Redis, platform: str, values: list[float], version: str,
     for i, value in enumerate(values):
         doc = make_result(start + i, platform=platform, version=version, branch=branch,
                           hash="")
-        doc.metrics = {OPS: value}
+        doc = dataclasses.replace(doc, metrics={OPS: value})
         docs.append(doc)
     report = push_results(client, docs)
     assert len(report.pushed) == len(values), report
@@ -402,10 +403,10 @@ def test_the_pull_request_comparison_flags_a_host_whose_noise_changed(
     docs = []
     for run in range(5):  # the base branch at T0.., the head commit 100 minutes later
         doc = make_result(run, branch="unstable", hash="a" * 40, platform="icelake-2s")
-        doc.metrics = {OPS: 100_000.0 + 300 * run}
+        doc = dataclasses.replace(doc, metrics={OPS: 100_000.0 + 300 * run})
         docs.append(doc)
         doc = make_result(run + 100, branch="feature", hash=head, platform="icelake-2s")
-        doc.metrics = {OPS: 100_000.0 + 300 * run}
+        doc = dataclasses.replace(doc, metrics={OPS: 100_000.0 + 300 * run})
         docs.append(doc)
     assert not push_results(client, docs).failed
     event = BuildEvent(

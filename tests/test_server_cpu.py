@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from redis_benchmarks_spec.analysis.verdict import metric_direction
-from redis_benchmarks_spec.results import stages
-from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.server_cpu import (
     SERVER_CPU_METRIC,
     cpu_usec_per_op,
@@ -26,14 +24,11 @@ def test_cpu_time_over_commands_in_microseconds() -> None:
 ])
 def test_no_value_when_the_window_cannot_measure_it(delta: dict[str, float]) -> None:
     assert cpu_usec_per_op(delta) is None
-    result = RunResult("t", "t:1", "ok", info_delta=delta, metrics={"ops": 1.0})
-    stages.add_derived(result, server_cpu(result.info_delta))
-    assert result.metrics == {"ops": 1.0}
+    assert server_cpu(delta).values == {}
 
 
 def test_stored_as_a_lower_is_better_metric() -> None:
-    result = RunResult("t", "t:1", "ok", metrics={"ops": 1.0}, info_delta={
+    derived = server_cpu({
         "used_cpu_user": 0.5, "used_cpu_sys": 0.5, "total_commands_processed": 50_000.0})
-    stages.add_derived(result, server_cpu(result.info_delta))
-    assert result.metrics[SERVER_CPU_METRIC] == pytest.approx(20.0)
+    assert derived.values[SERVER_CPU_METRIC] == pytest.approx(20.0)
     assert metric_direction(SERVER_CPU_METRIC) == -1

@@ -3,6 +3,7 @@ value (non-swept keys unchanged), the knee named; real redis-benchmark against r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -91,8 +92,8 @@ def test_knee_is_where_throughput_stops_and_latency_grows() -> None:
 def test_swept_series_get_their_own_key_and_labels(client: redis.Redis) -> None:
     plain = make_result(0)
     swept = make_result(1)
-    swept.sweep = {"param": "clients", "value": "64"}
-    swept.run_id += "-swept"
+    swept = dataclasses.replace(swept, sweep={"param": "clients", "value": "64"},
+                                run_id=swept.run_id + "-swept")
     assert keys.series_test_name(plain) == plain.test_name  # non-swept keys unchanged
     assert not push_results(client, [plain, swept]).failed
     names = client.keys("ci.benchmarks.redis/by.branch/*Ops/sec")

@@ -7,7 +7,9 @@ for the drivers).
 
 from __future__ import annotations
 
+import copy
 import math
+from dataclasses import replace
 from typing import Any
 
 from redis_benchmarks_spec.common.errors import TestRunError
@@ -21,7 +23,7 @@ from redis_benchmarks_spec.results.tool_result import (
 
 __all__ = ["PERCENTILES", "CommandResult", "LatencySummary", "ServerErrorReplies",
            "ToolOutputError", "ToolResult", "check_measurable", "drop_unmeasured_rates",
-           "percentile_label"]
+           "exporter_data", "percentile_label", "unmeasured_rates"]
 
 class ToolOutputError(ValueError):
     """The tool's output could not be parsed; the message names the file and the field."""
@@ -60,21 +62,44 @@ UNMEASURED_RATE_NOTE = ("client rate not measurable ({rates}): the suite measure
 
 
 def drop_unmeasured_rates(result: ToolResult) -> ToolResult:
-    """``result`` with every infinite, NaN or non-positive rate set to 0 and its ``Ops/sec``
-    removed from the tool's data (an exporter path to it is then reported missing), plus a
-    note naming them. For suites whose metric is not the client's rate: ``-n 1 BGSAVE``
-    returns within redis-benchmark's 1 ms clock and it prints ``inf``."""
-    bad = [name for name, c in [*result.per_command.items(), ("Totals", result.totals)]
-           if not (math.isfinite(c.ops_per_sec) and c.ops_per_sec > 0)]
+    """A new result with every infinite, NaN or non-positive rate set to 0, its ``Ops/sec``
+    left out of a copy of the tool's data (JSON has no infinity; an exporter path to it is
+    then reported missing), and a note naming them; ``result`` is left as it is. For suites
+    whose metric is not the client's rate: ``-n 1 BGSAVE`` returns within redis-benchmark's
+    1 ms clock and it prints ``inf``."""
+    bad = unmeasured_rates(result)
     if not bad:
         return result
-    if "Totals" not in bad:  # a harmonic mean over an infinite rate overstates: drop it too
+    per_command = {name: replace(c, ops_per_sec=0.0) if name in bad else c
+                   for name, c in result.per_command.items()}
+    data = copy.deepcopy(result.data)
+    _drop_rate_keys(data, set(bad))
+    dropped = replace(result, totals=replace(result.totals, ops_per_sec=0.0),
+                      per_command=per_command, data=data,
+                      notes=[*result.notes, UNMEASURED_RATE_NOTE.format(rates=", ".join(bad))])
+    dropped.histograms = result.histograms
+    return dropped
+
+
+def unmeasured_rates(result: ToolResult) -> list[str]:
+    """The commands (and ``Totals``) whose rate is infinite, NaN or not positive; when any
+    is, ``Totals`` too (a harmonic mean over an infinite rate overstates)."""
+    bad = [name for name, c in [*result.per_command.items(), ("Totals", result.totals)]
+           if not (math.isfinite(c.ops_per_sec) and c.ops_per_sec > 0)]
+    if bad and "Totals" not in bad:
         bad.append("Totals")
-    for name in bad:
-        (result.totals if name == "Totals" else result.per_command[name]).ops_per_sec = 0.0
-    _drop_rate_keys(result.data, set(bad))
-    result.notes.append(UNMEASURED_RATE_NOTE.format(rates=", ".join(bad)))
-    return result
+    return bad
+
+
+def exporter_data(result: ToolResult, extra_totals: dict[str, float]) -> dict[str, Any]:
+    """What the suite's exporter paths are evaluated on: the tool's data, or a new copy of it
+    with the run's own figures (full-sync time, the save's duration) beside its totals
+    (``$."ALL STATS".Totals.<name>``). The tool's data itself is left as it was parsed."""
+    if not extra_totals:
+        return result.data
+    data = copy.deepcopy(result.data)
+    data.setdefault("ALL STATS", {}).setdefault("Totals", {}).update(extra_totals)
+    return data
 
 
 def _drop_rate_keys(node: Any, names: set[str]) -> None:

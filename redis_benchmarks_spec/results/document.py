@@ -146,7 +146,7 @@ class DeploymentRecord:
         return cls(**data)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
     """Everything one test run produced. ``metrics`` are the exporter's named values."""
 
@@ -318,9 +318,14 @@ def _plain(value: Any) -> Any:
 RESULT_FILE = "result.json"  # the name the runner gives every result document
 
 
+def run_dir(results_dir: Path, test_name: str, topology: str) -> Path:
+    """The directory of one test's run on one topology: ``<results_dir>/<test>/<topology>``."""
+    return results_dir / test_name / topology
+
+
 def result_path(results_dir: Path, result: RunResult) -> Path:
     """Where the runner writes ``result``: ``<results_dir>/<test>/<topology>/result.json``."""
-    return results_dir / result.test_name / result.context.topology / RESULT_FILE
+    return run_dir(results_dir, result.test_name, result.context.topology) / RESULT_FILE
 
 
 def is_result_file(path: Path) -> bool:

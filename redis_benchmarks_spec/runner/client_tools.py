@@ -1,6 +1,6 @@
 """The client tools of one run: how long one may take, waiting for it, reading and merging
 what each wrote, and the servers' own count of error replies. Nothing here writes a result
-field: :mod:`.execute` does."""
+field: :mod:`.execute` files the records the document is assembled from."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ from redis_benchmarks_spec.loadgen.fixed_requests import (
 )
 from redis_benchmarks_spec.loadgen.memtier_argv import TIME_OPTS
 from redis_benchmarks_spec.loadgen.result import ToolResult
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import DeploymentRecord
 from redis_benchmarks_spec.results.stages import Findings
 from redis_benchmarks_spec.runner.launcher import ServerHandle, ServerLauncher, ServerSpec
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
@@ -321,12 +321,13 @@ class PointSetup:
                    for t, d in drivers.items()}
         return LimitLauncher(launcher, self.limits), wrapped  # type: ignore[return-value]
 
-    def finding(self, result: RunResult) -> tuple[dict[str, Any], Findings]:
-        """The point's record for ``result`` (a run that finished), and ``below-minimum``
-        with its reason when the run sent fewer requests per connection than the rule."""
-        record = point_record(self.rule, self.limits, result.paths.get("client_0_output", ""),
-                              result.result, result.tool_duration_s)
-        nodes = result.deployment.nodes if result.deployment else []
+    def finding(self, client_output: str, tool: ToolResult | None, duration_s: float | None,
+                deployment: DeploymentRecord | None) -> tuple[dict[str, Any], Findings]:
+        """The point's record for a run that finished (its first client's output, the
+        tool's result, the clients' wall time, the deployment), and ``below-minimum`` with
+        its reason when the run sent fewer requests per connection than the rule."""
+        record = point_record(self.rule, self.limits, client_output, tool, duration_s)
+        nodes = deployment.nodes if deployment else []
         record["limits"]["server_took"] = self.limits.servers.get(nodes[0].port) \
             if nodes else None
         if record["meets_minimum"]:

@@ -15,7 +15,6 @@ import redis
 
 from redis_benchmarks_spec.loadgen.exporter import metric_name
 from redis_benchmarks_spec.results.stages import DerivedMetrics
-from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import cluster
 from redis_benchmarks_spec.runner.deployment import Deployment
 from redis_benchmarks_spec.runner.node import Node
@@ -86,19 +85,9 @@ def _check_replica_keyspace(deployment: Deployment, expected: int | None) -> Non
                                f"keys (dbconfig.check.keyspacelen), found {actual}")
 
 
-def add_totals(tool_result: ToolResult, values: dict[str, float]) -> None:
-    """Deployment figures (full-sync time) beside the tool's, where exporter paths find them
-    (``$."ALL STATS".Totals.ReplicationFullSyncSecondsV2``)."""
-    if values:
-        totals = tool_result.data.setdefault("ALL STATS", {}).setdefault("Totals", {})
-        totals.update(values)
-
-
 def totals_metrics(values: dict[str, float]) -> DerivedMetrics:
     """Deployment figures are metrics of every run on the topology, exported or not."""
-    out = DerivedMetrics()
-    for name, value in values.items():
-        path = f'$."ALL STATS".Totals.{name}'
-        out.values[metric_name(path)] = value
-        out.paths[metric_name(path)] = path
-    return out
+    paths = {metric_name(path): path for path in
+             (f'$."ALL STATS".Totals.{name}' for name in values)}
+    named = dict(zip(paths, values.values()))
+    return DerivedMetrics(named, paths)

@@ -7,114 +7,58 @@ import math
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
+from redis_benchmarks_spec.common.credentials import redact_argv
 from redis_benchmarks_spec.common.errors import TestRunError
-from redis_benchmarks_spec.common.process import ProcessRegistry, tail
+from redis_benchmarks_spec.common.process import tail
 from redis_benchmarks_spec.loadgen import pacing
 from redis_benchmarks_spec.loadgen.base import ClientDriver, ClientTarget, Invocation
-from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.fixed_requests import with_request_count
-from redis_benchmarks_spec.loadgen.result import (
-    ServerErrorReplies,
-)
+from redis_benchmarks_spec.loadgen.result import ServerErrorReplies
 from redis_benchmarks_spec.results import stages
+from redis_benchmarks_spec.results.assembly import RunRecords, assemble
 from redis_benchmarks_spec.results.document import (
-    DISTURBED,
     STATUS_FAILED,
     STATUS_OK,
-    CpuUsage,
-    RunContext,
     RunResult,
     result_path,
+    run_dir,
 )
+from redis_benchmarks_spec.results.stages import Outcome
 from redis_benchmarks_spec.results.tool_result import ToolResult
-from redis_benchmarks_spec.runner import dataset as dataset_mod
-from redis_benchmarks_spec.runner import deployment_data, node_stats, run_user
+from redis_benchmarks_spec.runner import deployment_data, node_stats, run_records, run_user
 from redis_benchmarks_spec.runner.client_host import LOOPBACK
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
-    ClientTiming,
     RunFailure,
     check_error_replies,
     parse_all,
     tool_version,
     wait_client,
 )
-from redis_benchmarks_spec.runner.config import SessionConfig
-from redis_benchmarks_spec.runner.cpus import CpuAllocator, CpuPlan
+from redis_benchmarks_spec.runner.cpus import CpuPlan
 from redis_benchmarks_spec.runner.deployment import Deployment, DeploymentSpec
 from redis_benchmarks_spec.runner.error_hints import server_counts_errors, weigh_tool_notes
 from redis_benchmarks_spec.runner.floor import below_floor
-from redis_benchmarks_spec.runner.launcher import (
-    ServerHandle,
-    ServerLauncher,
-)
+from redis_benchmarks_spec.runner.launcher import ServerHandle
 from redis_benchmarks_spec.runner.node import Node
 from redis_benchmarks_spec.runner.persistence import PersistenceChecks
-from redis_benchmarks_spec.runner.preload import (
-    PreloadContext,
-    prepare_dataset,
-)
+from redis_benchmarks_spec.runner.preload import PreloadContext, prepare_dataset
+from redis_benchmarks_spec.runner.run_env import RunEnv
 from redis_benchmarks_spec.runner.server_cpu import server_cpu
 from redis_benchmarks_spec.suites.auth import Credentials
 from redis_benchmarks_spec.suites.suite import Suite, ToolConfig
 from redis_benchmarks_spec.suites.topology import Topology
-from redis_benchmarks_spec.telemetry import info as info_mod
-from redis_benchmarks_spec.telemetry.cpu import (
-    CLIENT_CORES,
-    FOREIGN,
-    CpuSampler,
-    SaturationThresholds,
-    is_client_bound,
-    is_disturbed,
-)
+from redis_benchmarks_spec.telemetry.cpu import CpuSampler
 from redis_benchmarks_spec.telemetry.window import MeasuredWindow
 
 log = logging.getLogger(__name__)
-
-CLIENT_BOUND = "client-bound"
-SHARED_CORES = "shared-cores"
-
-
-@dataclass
-class RunEnv:
-    """What a session built once for all its tests: the configuration (whole, not copied),
-    and the live things made from it."""
-
-    config: SessionConfig
-    redis_server: str
-    drivers: dict[str, ClientDriver]
-    launcher: ServerLauncher
-    registry: ProcessRegistry
-    allocator: CpuAllocator
-    context: RunContext  # the configuration's, with the launcher kind
-    dataset_cache: Path = field(default_factory=dataset_mod.default_cache_dir)
-    timeout_buffer_s: float = 60.0
-
-    @property
-    def timing(self) -> ClientTiming:
-        return ClientTiming(self.config.test_time, self.timeout_buffer_s)
-
-
-def _new_result(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
-    start_ms = int(time.time() * 1000)
-    context = RunContext(**{**env.context.__dict__, "topology": topology.name,
-                            "topology_type": topology.type})
-    return RunResult(
-        test_name=suite.name, run_id=f"{suite.name}:{start_ms}:{uuid.uuid4().hex[:8]}",
-        status=STATUS_FAILED, context=context, suite_file=str(suite.path),
-        tested_groups=suite.tested_groups, tested_commands=suite.tested_commands,
-        tool=",".join(suite.tools), redis_server=env.redis_server, start_ms=start_ms,
-        sweep=dict(env.config.sweep))
-
 
 def _target(host: str, port: int, auth: Credentials | None,
             cluster: bool = False) -> ClientTarget:
@@ -131,9 +75,11 @@ def run_test(suite: Suite, topology: Topology, env: RunEnv) -> RunResult:
 class SuiteRun:
     """One suite on one topology, owned from plan to written result.
 
-    Everything the run starts is recorded on this object so clean-up knows what to stop, and
-    ``run`` writes ``result.json`` even when the test or its clean-up fails: a measurement that
-    was taken is never lost because a container would not stop or a log would not copy.
+    Everything the run starts is recorded on this object so clean-up knows what to stop; each
+    step's frozen record is filed in ``self.records`` (results/assembly.py), from which ``run``
+    assembles the result document once and writes ``result.json``, even when the test or its
+    clean-up fails: a measurement that was taken is never lost because a container would not
+    stop or a log would not copy.
     """
 
     def __init__(self, suite: Suite, topology: Topology, env: RunEnv) -> None:
@@ -141,8 +87,8 @@ class SuiteRun:
             # one SAVE / DEBUG RELOAD / BGSAVE: a duration override would repeat it
             env = replace(env, config=replace(env.config, test_time=None))
         self.suite, self.topology, self.env = suite, topology, env
-        self.result = _new_result(suite, topology, env)
-        self.out_dir = result_path(env.config.results_dir, self.result).parent
+        self.records = RunRecords(run_records.run_start(suite, topology, env))
+        self.out_dir = run_dir(env.config.results_dir, suite.name, topology.name)
         self.deployment: Deployment | None = None
         self.server: ServerHandle | None = None  # the entry node (first primary)
         self.server_dir: Path | None = None
@@ -152,40 +98,38 @@ class SuiteRun:
         self.run_user: run_user.RunUser | None = None  # the tools' throwaway ACL user
 
     def run(self) -> RunResult:
-        result = self.result
+        outcome = Outcome(STATUS_FAILED, "interrupted before the test finished")
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._execute()
-            result.status = STATUS_OK
+            outcome = Outcome(STATUS_OK)
         except RunFailure as exc:
-            result.reason, result.log_tail = str(exc), exc.log_tail
+            outcome = Outcome(STATUS_FAILED, str(exc), exc.log_tail)
         except ServerErrorReplies as exc:
-            result.reason = str(exc)
-            result.log_tail = "\n".join(tail(Path(p), 5) for k, p in result.paths.items()
-                                         if k.startswith("client_"))
+            outputs = self.records.clients.paths if self.records.clients else {}
+            outcome = Outcome(STATUS_FAILED, str(exc), "\n".join(
+                tail(Path(p), 5) for k, p in outputs.items() if k.startswith("client_")))
         except TestRunError as exc:  # any of the test's own reasons (common/errors.py)
-            result.reason = str(exc)
+            outcome = Outcome(STATUS_FAILED, str(exc))
         except (redis.RedisError, OSError) as exc:
-            result.reason = f"{type(exc).__name__}: {exc}"
-        except BaseException:
-            # Ctrl-C / SIGTERM / a bug: record why, write what was measured, then re-raise.
-            result.reason = result.reason or "interrupted before the test finished"
-            raise
+            outcome = Outcome(STATUS_FAILED, f"{type(exc).__name__}: {exc}")
+        # anything else (Ctrl-C / SIGTERM / a bug): the result is written, then it re-raises
         finally:
-            self._cleanup_step("summarize telemetry and profiles",
-                               lambda: stages.add_window(result, self.window.finish(
-                                   result.commandstats_delta, self.suite.tested_commands)))
-            self._cleanup()
-            result.end_ms = int(time.time() * 1000)
-            # the status stream, the PR comment and logs take the reason from this object
-            result.reason, result.log_tail = mask_text(result.reason), mask_text(result.log_tail)
-            self._write()
+            self._cleanup_step("summarize telemetry and profiles", self._finish_window)
+            self._cleanup(outcome.status == STATUS_OK)
+            result = assemble(self.records, outcome, int(time.time() * 1000))
+            self._write(result)
         return result
+
+    def _finish_window(self) -> None:
+        stats = self.records.server_stats
+        self.records.window = self.window.finish(stats.commandstats_delta if stats else {},
+                                                 self.suite.tested_commands)
 
     # -- the test, top to bottom ----------------------------------------------------------
 
     def _execute(self) -> None:
-        suite, env, result = self.suite, self.env, self.result
+        suite, env, records = self.suite, self.env, self.records
         drivers = [] if env.config.memory_only else [env.drivers[c.tool] for c in suite.clientconfigs]
         # parallel clients asking 0.5 CPU each share one core
         client_cpus = max(1, math.ceil(sum(c.cpus or 1.0 for c in suite.clientconfigs) - 1e-9))
@@ -196,103 +140,118 @@ class SuiteRun:
         # a client host that cannot be reached fails the test before any server starts
         self.clients = open_client_side(env.config.client_host, env.registry, self.out_dir)
         self.client_cpus = self.clients.cpus(client_cpus, plan.client)
-        _record_cpus(result, plan, self.client_cpus)
-        result.cpu_placement = env.allocator.placement.why
+        records.placement = run_records.placement(suite.name, plan, self.client_cpus,
+                                                  env.allocator.placement.why, records.findings)
         deployment = self._start_deployment(plan)
         server = deployment.entry.handle
         target = _target(server.host, server.port, suite.dbconfig.auth, topo.is_cluster)
-        result.network = self.clients.network(server.host, server.port)
-        result.preload_duration_s = self._prepare_deployment(plan)
-        memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
-        stages.add_memory(result, memory)  # a run that fails later keeps it
+        records.network = self.clients.network(server.host, server.port)
+        records.preload_duration_s = self._prepare_deployment(plan)
+        # a run that fails later keeps it
+        records.memory = stages.MemoryRecord(node_stats.memory_snapshot(deployment))
         if env.config.memory_only:
-            before = node_stats.snapshot(deployment)
-            result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
+            records.identity = run_records.identity(node_stats.snapshot(deployment))
             return
         # the tools take a password only in argv: a throwaway user's (runner/run_user.py)
-        target, self.run_user, result.client_credential = run_user.for_tools(
+        target, self.run_user, records.client_credential = run_user.for_tools(
             [n.client() for n in deployment.primaries], target)
         persistence = PersistenceChecks(server.client(), suite.dbconfig,
                                         topo.node_count == 1 and not topo.is_cluster)
         persistence.before_run()
         rates = self._warm_up(drivers, target, plan)
         before = node_stats.snapshot(deployment)
-        result.redis_version, result.redis_git_sha = info_mod.server_identity(before.entry)
-        try:
-            tool_result = self._run_clients(drivers, target, plan, rates)
-        except ServerErrorReplies as exc:
-            after = node_stats.snapshot(deployment)
-            # a failed test keeps every measurement it took
-            stages.add_server_stats(result, node_stats.server_stats(
-                deployment, before, after, result.deployment))
-            count, kinds = node_stats.error_replies(before, after)
-            raise ServerErrorReplies(max(count, exc.count),
-                                     f"{exc.detail}; server errorstats: {kinds or 'none'}"
-                                     ) from exc
-        # replicas apply the run's writes asynchronously: their deltas count once caught up
-        deployment.wait_in_sync()
-        after = node_stats.snapshot(deployment)
-        memory.after_run = node_stats.memory_snapshot(deployment)
-        stages.add_server_stats(result, node_stats.server_stats(deployment, before, after,
-                                                                result.deployment))
+        records.identity = run_records.identity(before)
+        tool_result = self._measure(drivers, target, plan, rates, before)
+        after = self._after_run(before)
         totals = node_stats.replication_metrics(deployment, before, after)
-        deployment_data.add_totals(tool_result, totals)
-        persistence.add_metrics(tool_result)
         # every measurement is stored before a check may fail the test
-        _finish_result(self.suite, result, tool_result)
-        stages.add_memory(result, memory)
-        paced = pacing.rate_record(result.argv, tool_result)
-        stages.add_rate(result, paced, pacing.saturation_note(paced))
-        if env.config.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
-            stages.add_concurrency(result, *env.config.point.finding(result))
-        stages.add_derived(result, deployment_data.totals_metrics(totals))
-        stages.add_derived(result, server_cpu(result.info_delta))
-        stages.add_derived(result, stages.DerivedMetrics(node_stats.persistence_metrics(after)))
+        self._add_measurements(tool_result, totals, persistence.metrics(), after)
         persistence.verify()
         server_errors, _ = node_stats.error_replies(before, after)
-        stages.add_findings(result, weigh_tool_notes(
+        records.findings.append(weigh_tool_notes(
             tool_result, server_counts_errors(after.by_node), server_errors))
         check_error_replies(before, after)
         floor = below_floor(suite.dbconfig, tool_result)
         if floor:
             raise RunFailure(floor)
 
+    def _measure(self, drivers: list[ClientDriver], target: ClientTarget, plan: CpuPlan,
+                 rates: list[float | None], before: node_stats.NodeSnapshots) -> ToolResult:
+        """The clients' run; a run the servers answered with errors keeps the servers'
+        statistics and fails with their error counts."""
+        assert self.deployment is not None
+        try:
+            return self._run_clients(drivers, target, plan, rates)
+        except ServerErrorReplies as exc:
+            after = node_stats.snapshot(self.deployment)
+            # a failed test keeps every measurement it took
+            self._server_stats(before, after)
+            count, kinds = node_stats.error_replies(before, after)
+            raise ServerErrorReplies(max(count, exc.count),
+                                     f"{exc.detail}; server errorstats: {kinds or 'none'}"
+                                     ) from exc
+
+    def _after_run(self, before: node_stats.NodeSnapshots) -> node_stats.NodeSnapshots:
+        """The servers once the replicas caught up: their statistics and memory."""
+        deployment = self.deployment
+        assert deployment is not None
+        # replicas apply the run's writes asynchronously: their deltas count once caught up
+        deployment.wait_in_sync()
+        after = node_stats.snapshot(deployment)
+        self.records.memory = replace(self.records.memory or stages.MemoryRecord(),
+                                      after_run=node_stats.memory_snapshot(deployment))
+        self._server_stats(before, after)
+        return after
+
+    def _server_stats(self, before: node_stats.NodeSnapshots,
+                      after: node_stats.NodeSnapshots) -> None:
+        assert self.deployment is not None
+        stats = node_stats.server_stats(self.deployment, before, after, self.records.deployment)
+        self.records.server_stats, self.records.deployment = stats, stats.deployment
+
+    def _add_measurements(self, tool_result: ToolResult, totals: dict[str, float],
+                          saved: dict[str, float], after: node_stats.NodeSnapshots) -> None:
+        """The exporter's metrics (on the tool's data with the deployment's and the save's
+        figures beside its totals), the rate and sweep records, the derived metrics."""
+        records, config = self.records, self.env.config
+        records.tool = run_records.tool_outcome(self.suite, tool_result, {**totals, **saved})
+        clients = records.clients
+        paced = pacing.rate_record(clients.argv if clients else [], tool_result)
+        records.add_rate(paced, pacing.saturation_note(paced))
+        if config.point is not None:  # a point of a concurrency sweep (runner/concurrency.py)
+            record, findings = config.point.finding(
+                clients.paths.get("client_0_output", "") if clients else "", tool_result,
+                clients.duration_s if clients else None, records.deployment)
+            records.concurrency = record
+            records.findings.append(findings)
+        stats = records.server_stats
+        records.derived += [deployment_data.totals_metrics(totals),
+                            server_cpu(stats.info_delta if stats else {}),
+                            stages.DerivedMetrics(node_stats.persistence_metrics(after))]
+
     def _start_deployment(self, plan: CpuPlan) -> Deployment:
         """Every node of the topology up (a cluster formed, replicas not linked yet)."""
         env = self.env
         self.server_dir = Path(tempfile.mkdtemp(prefix=f"rbs-{self.suite.name[:40]}-"))
         args = self.suite.dbconfig.server_args() + self.topology.server_args() + env.config.server_args
-        self.result.server_args = args
         spec = DeploymentSpec(self.topology, env.redis_server, args, plan, self.server_dir,
                               env.context.deployment_type,
                               wrapper=self.window.server_wrapper(self.server_dir),
                               auth=self.suite.dbconfig.auth_at_start,
                               bind=env.config.client_host.server_address if env.config.client_host
                               else LOOPBACK)
-        self._add_dataset(spec)
+        # recorded before the dataset is fetched: a run whose dataset fails says which
+        self.records.setup = stages.ServerSetup(list(args), run_records.dataset_record(self.suite))
+        self.records.setup = run_records.with_dataset(self.records.setup, self.suite,
+                                                      self.topology, spec, env.dataset_cache)
         self.deployment = Deployment(spec, env.launcher)
         try:
             self.deployment.start()
         finally:
-            self.result.deployment = self.deployment.record()
+            self.records.deployment = self.deployment.record()
         self.server = self.deployment.entry.handle
-        self.result.paths["server_log"] = str(self.server.log_path)
+        self.records.server_log = str(self.server.log_path)
         return self.deployment
-
-    def _add_dataset(self, spec: DeploymentSpec) -> None:
-        """``dbconfig.dataset``: fetched (or found in the cache) and put in the primary's dir."""
-        db = self.suite.dbconfig
-        self.result.dataset = _dataset_record(self.suite)
-        if not db.dataset:
-            return
-        if self.topology.is_cluster:
-            raise dataset_mod.DatasetError(f"dataset {db.dataset}: an RDB cannot seed a "
-                                           f"cluster topology ({self.topology.name})")
-        rdb = dataset_mod.fetch(db.dataset, self.env.dataset_cache)
-        self.result.dataset["rdb"] = rdb.record()
-        spec.prepare_primary_dir = partial(dataset_mod.place, rdb)
-        spec.start_timeout = dataset_mod.load_timeout_s(rdb, spec.start_timeout)
-        self.result.server_args = spec.args + ["--dbfilename", dataset_mod.DBFILENAME]
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
         """The dataset on every node (``deployment_data``: replicas linked before or after
@@ -309,7 +268,7 @@ class SuiteRun:
 
         duration = deployment_data.prepare(self.deployment, self.suite.dbconfig, on_node,
                                            _here(plan))
-        self.result.deployment = self.deployment.record()
+        self.records.deployment = self.deployment.record()
         return duration
 
     def _prepare(self, target: ClientTarget, client: redis.Redis, plan: CpuPlan) -> float | None:
@@ -343,16 +302,17 @@ class SuiteRun:
     def _run_clients(self, drivers: list[ClientDriver], target: ClientTarget, plan: CpuPlan,
                      rates: list[float | None]) -> ToolResult:
         """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
-        env, result, clients = self.env, self.result, self.clients
+        env, clients = self.env, self.clients
         assert clients is not None
         invocations = [self._slowed(d.invocation(cfg, target, self.out_dir / f"client-{i}",
                                                  self._test_time(), rate))
                        for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(),
                                                               rates))]
-        result.argv = [redact_argv(inv.argv) for inv in invocations]
-        result.paths.update({f"client_{i}_output": str(inv.stdout_path)
-                             for i, inv in enumerate(invocations)})
-        result.tool_version = ",".join(sorted({f"{d.tool} {tool_version(d)}" for d in drivers}))
+        started_run = stages.ClientRun(
+            [redact_argv(inv.argv) for inv in invocations],
+            {f"client_{i}_output": str(inv.stdout_path) for i, inv in enumerate(invocations)},
+            ",".join(sorted({f"{d.tool} {tool_version(d)}" for d in drivers})))
+        self.records.clients = started_run
         sampler = CpuSampler()
         assert self.deployment is not None
         sampler.watch("server", self.deployment.pids)
@@ -374,9 +334,11 @@ class SuiteRun:
             self.window.stop()
             for p in procs:
                 clients.stop(p)
-        result.tool_duration_s = time.monotonic() - started
-        cores = len(self.client_cpus)
-        _saturation(result, sampler, plan, env.config.thresholds, clients.usage(procs, cores))
+        cpu, findings = run_records.saturation(sampler, plan, env.config.thresholds,
+                                    clients.usage(procs, len(self.client_cpus)))
+        self.records.clients = replace(started_run, duration_s=time.monotonic() - started,
+                                       cpu=cpu)
+        self.records.findings.append(findings)
         return parse_all(drivers, invocations, codes,
                           rate_is_metric=not self.suite.dbconfig.wait_for_bgsave)
 
@@ -397,8 +359,9 @@ class SuiteRun:
 
     # -- the end: clean-up never loses the result -----------------------------------------
 
-    def _cleanup(self) -> None:
-        """Stop what this run started; a failing step is recorded and the others still run."""
+    def _cleanup(self, ok: bool) -> None:
+        """Stop what this run started; a failing step is recorded and the others still run.
+        ``ok``: the test passed (a failed one keeps its server log's tail)."""
         if self.clients is not None:
             self._cleanup_step("close the client side", self.clients.close)
         if self.run_user is not None:  # before the servers stop: a failure is recorded
@@ -406,9 +369,9 @@ class SuiteRun:
         if self.deployment is not None:
             # each node by its own id; one that will not stop is recorded, the others still are
             for what, error in self.deployment.stop():
-                log.warning("%s: could not %s: %s", self.result.test_name, what, error)
-                self.result.cleanup_errors.append(f"{what}: {error}")
-        self._cleanup_step("keep the server log", self._keep_server_log)
+                log.warning("%s: could not %s: %s", self.suite.name, what, error)
+                self.records.cleanup_errors.append(f"{what}: {error}")
+        self._cleanup_step("keep the server log", partial(self._keep_server_log, ok))
         if self.server_dir is not None:
             shutil.rmtree(self.server_dir, ignore_errors=True)
 
@@ -416,27 +379,27 @@ class SuiteRun:
         try:
             step()
         except (OSError, RuntimeError, redis.RedisError) as exc:
-            log.warning("%s: could not %s: %s", self.result.test_name, what, exc)
-            self.result.cleanup_errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            log.warning("%s: could not %s: %s", self.suite.name, what, exc)
+            self.records.cleanup_errors.append(f"{what}: {type(exc).__name__}: {exc}")
 
-    def _keep_server_log(self) -> None:
+    def _keep_server_log(self, ok: bool) -> None:
         """The entry node's log as redis-server.log; other nodes' logs beside it."""
         if self.deployment is None or not self.deployment.nodes:
             return
+        paths: dict[str, str] = {}
         for node in self.deployment.nodes[1:]:
             kept_node = self.out_dir / f"redis-server-{node.role}-{node.index}.log"
             shutil.copyfile(node.handle.log_path, kept_node)
-            self.result.paths[f"server_log_{node.index}"] = str(kept_node)
+            paths[f"server_log_{node.index}"] = str(kept_node)
         kept = self.out_dir / "redis-server.log"
         shutil.copyfile(self.deployment.entry.handle.log_path, kept)
-        self.result.paths["server_log"] = str(kept)
-        if self.result.status != STATUS_OK and not self.result.log_tail:
-            self.result.log_tail = tail(kept)
+        paths["server_log"] = str(kept)
+        self.records.logs = stages.KeptLogs(paths, "" if ok else tail(kept))
 
-    def _write(self) -> None:
-        path = result_path(self.env.config.results_dir, self.result)
+    def _write(self, result: RunResult) -> None:
+        path = result_path(self.env.config.results_dir, result)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.result.write(path)
+        result.write(path)
 
 
 def single_command(suite: Suite) -> bool:
@@ -444,52 +407,7 @@ def single_command(suite: Suite) -> bool:
     return suite.dbconfig.rdb_checks is not None or suite.dbconfig.wait_for_bgsave
 
 
-def _dataset_record(suite: Suite) -> dict[str, object]:
-    db = suite.dbconfig
-    record: dict[str, object] = {k: v for k, v in (
-        ("name", db.dataset_name), ("description", db.dataset_description)) if v}
-    if db.init_lua:
-        record["init_lua_scripts"] = len(db.init_lua)
-    if db.rdb_checks:
-        record["rdb_checks"] = db.rdb_checks.operation
-    if db.preload_before_replica:
-        record["preload_before_replica"] = True
-    return record
-
-
 def _here(plan: CpuPlan) -> list[int]:
     """Where preloads run on this host: the client's CPUs, or the servers' when the client
     is on another host (a preload is not measured)."""
     return plan.client or plan.server
-
-
-def _record_cpus(result: RunResult, plan: CpuPlan, client: list[int]) -> None:
-    result.cpus = {"server": plan.server, "client": client}
-    if plan.warning:
-        log.warning("%s: %s", result.test_name, plan.warning)
-        result.flags.append(SHARED_CORES)
-
-
-def _saturation(result: RunResult, sampler: CpuSampler, plan: CpuPlan,
-                thresholds: SaturationThresholds, client_usage: CpuUsage | None) -> None:
-    client = client_usage or sampler.usage("client", len(plan.client))
-    server = sampler.usage("server", len(plan.server))
-    result.cpu = {"client": client, "server": server}
-    foreign = sampler.usage(FOREIGN, len(set(plan.client) | set(plan.server)))
-    if foreign.samples:
-        result.cpu[FOREIGN] = foreign
-    cores = sampler.usage(CLIENT_CORES, len(plan.client))
-    if cores.samples:
-        result.cpu[CLIENT_CORES] = cores
-    if is_client_bound(client, server, thresholds, cores if cores.samples else None):
-        result.flags.append(CLIENT_BOUND)
-    if is_disturbed(foreign, thresholds):
-        result.flags.append(DISTURBED)
-
-
-def _finish_result(suite: Suite, result: RunResult, tool_result: ToolResult) -> None:
-    result.result = tool_result
-    metrics, missing = evaluate_metrics(tool_result.data, suite.exporter.metrics)
-    result.metrics, result.missing_metrics = metrics, missing
-    result.metric_paths = {metric_name(p): p for p in suite.exporter.metrics
-                           if metric_name(p) in metrics}

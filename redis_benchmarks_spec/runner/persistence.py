@@ -11,7 +11,9 @@ own counters prove the command ran once, on the whole dataset, and left it uncha
 - ``wait_for_bgsave``: BGSAVE answers as soon as it forks, so the client's latency is fork
   time. After the client, wait until no background save is running, confirm one finished
   after the client started (``rdb_last_save_time`` advanced, status ok, no AOF, no save
-  points), and add ``RdbLastBgsaveTimeSec`` and ``RdbLastForkUsec`` to ``ALL STATS.Totals``.
+  points), and return ``RdbLastBgsaveTimeSec`` and ``RdbLastForkUsec``: the exporter finds
+  them beside ``ALL STATS.Totals`` (``loadgen.result.exporter_data``; the tool's own data is
+  left as the tool wrote it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.common.errors import TestRunError
-from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.suites.dbconfig import DbConfig, RdbChecks
 
 BGSAVE_TIMEOUT_S = 3600.0
@@ -70,10 +71,10 @@ class PersistenceChecks:
             self._save_time_before = int(info["rdb_last_save_time"])
             self._saves_before = int(info["rdb_saves"]) if "rdb_saves" in info else None
 
-    def add_metrics(self, tool_result: ToolResult) -> None:
-        """wait_for_bgsave: wait for the save, confirm it, add its metrics to the result."""
-        if self.db.wait_for_bgsave:
-            self._bgsave_metrics(tool_result)
+    def metrics(self) -> dict[str, float]:
+        """wait_for_bgsave: wait for the save, confirm it, and return its figures (placed
+        beside the tool's totals for the exporter); {} otherwise."""
+        return self._bgsave_metrics() if self.db.wait_for_bgsave else {}
 
     def verify(self) -> None:
         """rdb_checks' completion checks (after the measurements are stored)."""
@@ -113,7 +114,7 @@ class PersistenceChecks:
                                              f"loaded, {expired} expired; expected "
                                              f"{checks.keyspacelen} and 0")
 
-    def _bgsave_metrics(self, tool_result: ToolResult) -> None:
+    def _bgsave_metrics(self) -> dict[str, float]:
         deadline = time.monotonic() + self.bgsave_timeout_s
         while int(self.client.info("persistence").get("rdb_bgsave_in_progress", 1)):
             if time.monotonic() > deadline:
@@ -125,9 +126,8 @@ class PersistenceChecks:
         reason = _unconfirmed(self._save_time_before, self._saves_before, info, save_points)
         if reason:
             raise PersistenceCheckFailed(f"wait_for_bgsave: {reason}")
-        totals = tool_result.data.setdefault("ALL STATS", {}).setdefault("Totals", {})
-        totals["RdbLastBgsaveTimeSec"] = int(info["rdb_last_bgsave_time_sec"])
-        totals["RdbLastForkUsec"] = int(info["latest_fork_usec"])
+        return {"RdbLastBgsaveTimeSec": int(info["rdb_last_bgsave_time_sec"]),
+                "RdbLastForkUsec": int(info["latest_fork_usec"])}
 
 
 def _unconfirmed(before: int | None, saves_before: int | None, info: dict[str, Any],

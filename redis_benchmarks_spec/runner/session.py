@@ -23,9 +23,10 @@ from redis_benchmarks_spec.results.document import (
 from redis_benchmarks_spec.runner.config import SessionConfig
 from redis_benchmarks_spec.runner.cpus import CpuAllocator
 from redis_benchmarks_spec.runner.dataset import default_cache_dir
-from redis_benchmarks_spec.runner.execute import RunEnv, run_test
+from redis_benchmarks_spec.runner.execute import run_test
 from redis_benchmarks_spec.runner.launcher import ProcessLauncher, ServerLauncher
 from redis_benchmarks_spec.runner.phases import PhaseDriver, PhaseLauncher
+from redis_benchmarks_spec.runner.run_env import RunEnv
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.topology import Topology
 
