@@ -8,13 +8,6 @@ main dictionary may still be rehashing into its larger table (``serverCron`` fin
 10K hashes gave ``allocator_allocated`` 1.7 MB in one run of five (the figure from before the
 preload) and overheads 3 % apart; so the figures are read again every cron period or two
 until they stop moving.
-
-Before that, the other normal clients must be gone: a loader's or a tool's connection that
-the server has not freed yet holds its query and output buffers in
-``used_memory_overhead``. Measured here (an A/A of 10K hashes, memory only): two levels
-22 KB apart (1,433.5 K and 1,456.3 K), depending on whether the preload connection's close
-had been processed when INFO came; so the figures are read once this connection is the
-node's only normal client (at most ``SETTLE_TIMEOUT_S``).
 """
 
 from __future__ import annotations
@@ -43,14 +36,6 @@ def read_memory(client: redis.Redis) -> dict[str, float]:
     return memory.node_figures(info, stats)
 
 
-def _other_clients(client: redis.Redis) -> int:
-    """Normal clients of the node besides this connection (0 when CLIENT LIST is refused)."""
-    try:
-        return max(0, len(client.client_list(_type="normal")) - 1)
-    except redis.ResponseError:
-        return 0
-
-
 def _steady(before: dict[str, float], now: dict[str, float]) -> bool:
     for name in _STEADY:
         a, b = before.get(name), now.get(name)
@@ -68,8 +53,6 @@ def node_memory(client: redis.Redis, timeout_s: float = SETTLE_TIMEOUT_S,
     hz = float(client.info("server").get("hz", 10) or 10)
     period = min(1.0, 2.5 / hz)
     deadline = time.monotonic() + timeout_s
-    while _other_clients(client) and time.monotonic() < deadline:
-        sleep(0.02)
     previous = read_memory(client)
     while True:
         sleep(period)
