@@ -426,8 +426,8 @@ def test_cli_compare_against_a_real_datasink(datasink: EmbeddedDatasink, client:
                     doc, tested_groups=["string"] if test == "get" else ["string", "write"],
                     metrics={OPS: float(1e5 * factor * rng.lognormal(0, 0.01))})
                 results.append(doc)
-    new = make_result(150, test_name="new", branch="pr-7", hash="c150")
-    new.metrics = {OPS: 5.0}
+    new = dataclasses.replace(make_result(150, test_name="new", branch="pr-7", hash="c150"),
+                              metrics={OPS: 5.0})
     push_results(client, [*results, new])
     out = tmp_path / "r.json"
     argv = ["compare", "--datasink", datasink.url, "--baseline-branch", "unstable",

@@ -3,9 +3,11 @@
 Two sources: two local results directories (``--baseline-dir``/``--comparison-dir``), or
 the datasink (``--datasink URL`` or the running embedded one) selected by branch, version
 or hash per side, scoped by platform, topology, build variant, last N points or a date
-range, and read through ``redis_benchmarks_spec.inputs.comparison_series`` (the one reader
-of compare, the pull-request comment and reports). Parsing and printing only.
+range, and read the way the pull-request comment and reports read them.
 """
+
+# This module parses flags and prints; the datasink is read by inputs/comparison_series.py
+# (the one reader of compare, the pull-request comment and reports).
 
 from __future__ import annotations
 
