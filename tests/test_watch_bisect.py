@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from redis_benchmarks_spec.intake.trigger import (
 )
 from redis_benchmarks_spec.lab.watch_replay import subject_of
 from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, step
+from redis_benchmarks_spec.notify.watch_service import Confirmer, ServiceConfig
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
     client_fixture,
@@ -132,6 +135,56 @@ def test_a_range_left_bisecting_without_a_bisector_is_told_as_the_range(
     (told,) = step(ctx)
     assert told.alert is not None and "cannot bisect" in told.alert.placed
     assert len(receiver.posts) == 2
+
+
+@dataclass
+class HeldBisector(StandInBisector):
+    """A bisection that lasts until ``release`` is set (builds and runs take hours)."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def place(self, before: str, after: str, series: SeriesStep) -> BisectOutcome:
+        self.asked.append((before, after, series))
+        assert self.release.wait(60), "the test never let the bisection end"
+        return BisectOutcome(["b" * 40, FOUND, after], first_bad=self.first_bad)
+
+
+def _until(check: Any) -> bool:
+    deadline = time.monotonic() + 30
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(check())
+
+
+def test_the_service_bisects_apart_and_decides_other_candidates_meanwhile(
+        client: redis.Redis, tmp_path: Path, targets: Any) -> None:
+    where_to, receiver, issues = targets
+    history(client, tmp_path / "p", 10, ["lab-a"])
+    reruns = LabReruns(client, {sha(10): 10_000.0, sha(11): 10_400.0,
+                                sha(30): 10_000.0, sha(31): 10_000.0}, tmp_path / "p")
+    bisector = HeldBisector(FOUND)
+    ctx = skipped_context(client, reruns, where_to, bisector)
+    ctx.owner = "c1"
+    service = Confirmer([ctx], ServiceConfig("c1", interval_s=0.01))
+    assert [d.candidate.state for d in service.once()] == ["confirming", "bisecting"]
+    assert _until(lambda: bisector.asked) and service.bisecting()
+    # while it runs, a new candidate is asked for and decided, and nothing is bisected twice
+    watch_store.add_candidate(client, WHERE, sha(30), sha(31),
+                              SeriesStep("t-get", "lab-a", BUILD_VARIANT, COUNT, 4.0))
+    decided = service.once()
+    assert [(d.candidate.after, d.candidate.state) for d in decided] == [
+        (sha(31), "confirming"), (sha(31), "rejected")]
+    assert service.once() == [] and len(bisector.asked) == 1 and receiver.posts == []
+    assert watch_store.get_candidate(client, WHERE, sha(11)).state == "bisecting"
+    # the bisection ends: its alert is told at the next step, once, and the lease is free
+    bisector.release.set()
+    assert _until(lambda: not service.bisecting())
+    (told,) = service.once()
+    assert told.alert is not None and (told.alert.sha, told.alert.pr) == (FOUND, 12999)
+    assert [p["rbs"]["sha"] for p in receiver.posts] == [FOUND]
+    assert "bisected" in (issues / "1.md").read_text()
+    assert watch_store.take_lease(client, WHERE, sha(11), "c2", 60)
+    assert service.once() == [] and len(bisector.asked) == 1
 
 
 def test_parent_and_child_are_never_bisected(client: redis.Redis, tmp_path: Path,

@@ -150,20 +150,36 @@ ENTRY_ERRORS = (ValueError, TypeError, KeyError, LookupError, AttributeError,
 LEASE_S = 7 * 3600
 
 
-def step(ctx: ConfirmContext) -> list[Decided]:
+#: the states a step works on, in order; the first two only ask and read (a step over
+#: them takes seconds), a bisection waits for builds and runs (hours at worst)
+STATES = ("candidate", "confirming", "bisecting")
+QUICK_STATES = STATES[:2]
+
+
+def step(ctx: ConfirmContext, states: tuple[str, ...] = STATES) -> list[Decided]:
     """Ask for the re-runs of new candidates; decide those whose re-runs ended; bisect
-    confirmed ones whose commits are not parent and child."""
+    confirmed ones whose commits are not parent and child (of ``states``, those named:
+    the service bisects apart, :func:`bisect_one`)."""
+    work_of: dict[str, Work] = {"candidate": _ask, "confirming": _decide_ended,
+                                "bisecting": bisect}
     out: list[Decided] = []
-    for state, work in (("candidate", _ask), ("confirming", _decide_ended),
-                        ("bisecting", bisect)):
-        for c in _pending(ctx, state):
-            done = _guarded(ctx, c, work)
+    for state in states:
+        for c in pending(ctx, state):
+            done = _guarded(ctx, c, work_of[state])
             if done is not None:
                 out.append(done)
     return out
 
 
-def _pending(ctx: ConfirmContext, state: str) -> list[Candidate]:
+def bisect_one(ctx: ConfirmContext, c: Candidate) -> Decided | None:
+    """:func:`bisect` of one listed candidate under its lease (None: another confirmer
+    holds it or moved it on), a bad entry dead-lettered as in :func:`step`."""
+    return _guarded(ctx, c, bisect)
+
+
+def pending(ctx: ConfirmContext, state: str) -> list[Candidate]:
+    """The branch's candidates in ``state`` (bad entries dead-lettered on the way, when the
+    context has a sink for them)."""
     if ctx.dead_letter is None:
         return watch_store.candidates(ctx.datasink, ctx.where, state)
     good, bad = watch_store.scan_candidates(ctx.datasink, ctx.where)

@@ -7,6 +7,13 @@ re-runs ended, bisections of confirmed ranges, alerts), each candidate under a l
 that two confirmers (a second host, or a replay beside the service) never work on one
 candidate twice. It stops after the current step on SIGTERM.
 
+A bisection waits for builds and runs (hours at worst), so the service does not hold its
+steps for it: each confirmed range is bisected in a thread of its own (one at a time, under
+the candidate's lease), while the steps go on asking for and deciding other candidates'
+re-runs; the bisection's alert is told at the first step after it ends. A bisection that
+fails for a server that does not answer is tried again at a later step; one that fails
+otherwise is logged with its reason and left ``bisecting`` for the next start.
+
 A stored candidate that cannot be read, or whose data breaks its confirmation (malformed
 JSON, a series step without its fields, a re-run reference that names nothing), is
 dead-lettered: copied with its reason to the broker's dead-letter stream (where ``rbs admin
@@ -18,6 +25,7 @@ a broker or datasink that does not answer is logged and retried at the next step
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +37,14 @@ from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch
 from redis_benchmarks_spec.events.consumer import DEAD_LETTER_FIELD_PREFIX, publish
 from redis_benchmarks_spec.events.messages import now_ms
 from redis_benchmarks_spec.events.names import StreamNames
-from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, Decided, step
+from redis_benchmarks_spec.notify.watch_confirm import (
+    QUICK_STATES,
+    ConfirmContext,
+    Decided,
+    bisect_one,
+    pending,
+    step,
+)
 
 log = logging.getLogger(__name__)
 GROUP = "confirmer"  # what a dead letter names as the group that gave up on the entry
@@ -60,7 +75,7 @@ class ServiceConfig:
 
 
 class Confirmer:
-    """Steps the confirmer of every watched branch until stopped."""
+    """Steps the confirmer of every watched branch until stopped; bisects apart."""
 
     def __init__(self, contexts: list[ConfirmContext], config: ServiceConfig,
                  on_decided: Callable[[Decided], None] | None = None) -> None:
@@ -68,16 +83,21 @@ class Confirmer:
         self.config = config
         self.on_decided = on_decided
         self._stop = threading.Event()
+        self._bisection: threading.Thread | None = None  # at most one at a time
+        self._bisected: queue.SimpleQueue[Decided] = queue.SimpleQueue()
+        self._given_up: set[str] = set()  # bisections that failed for another reason
 
     def stop(self) -> None:
         self._stop.set()
 
     def once(self) -> list[Decided]:
-        """One step of each branch; a server that does not answer skips that branch."""
+        """One step of each branch (a server that does not answer skips that branch), a
+        bisection started when none runs, and what ended bisections told."""
         out: list[Decided] = []
         for ctx in self.contexts:
             try:
-                decided = step(ctx)
+                decided = step(ctx, QUICK_STATES)
+                self._start_bisection(ctx)
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("confirmer: %s/%s %s: %s; retrying at the next step",
                             ctx.where.org, ctx.where.repo, ctx.where.branch, exc)
@@ -87,10 +107,41 @@ class Confirmer:
                           "retrying at the next step", ctx.where.org, ctx.where.repo,
                           ctx.where.branch, exc)
                 continue
-            for d in decided:
-                self._say(d)
             out += decided
+        while not self._bisected.empty():
+            out.append(self._bisected.get())
+        for d in out:
+            self._say(d)
         return out
+
+    def bisecting(self) -> bool:
+        """True while a bisection runs."""
+        return self._bisection is not None and self._bisection.is_alive()
+
+    def _start_bisection(self, ctx: ConfirmContext) -> None:
+        if self.bisecting():
+            return
+        waiting = [c for c in pending(ctx, "bisecting") if c.id not in self._given_up]
+        if waiting:
+            self._bisection = threading.Thread(
+                target=self._bisect, args=(ctx, waiting[0]), daemon=True,
+                name=f"bisect-{waiting[0].after[:10]}")
+            self._bisection.start()
+
+    def _bisect(self, ctx: ConfirmContext, c: watch_store.Candidate) -> None:
+        try:
+            decided = bisect_one(ctx, c)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("confirmer: bisection of %s: %s; retrying at a later step",
+                        c.after[:10], exc)
+            return
+        except Exception as exc:  # noqa: BLE001  (a thread's error has nowhere else to go)
+            self._given_up.add(c.id)
+            log.error("confirmer: bisection of %s failed: %s: %s; left bisecting until the "
+                      "next start", c.after[:10], type(exc).__name__, exc)
+            return
+        if decided is not None:
+            self._bisected.put(decided)
 
     def _say(self, d: Decided) -> None:
         c = d.candidate
@@ -101,7 +152,9 @@ class Confirmer:
             self.on_decided(d)
 
     def run(self, max_steps: int | None = None) -> int:
-        """Step until :meth:`stop` (or ``max_steps``); the number of steps taken."""
+        """Step until :meth:`stop` (or ``max_steps``); the number of steps taken. A
+        bisection still running is left to its thread (the candidate stays ``bisecting``
+        and is bisected again at the next start: its builds are reused)."""
         steps = 0
         while not self._stop.is_set() and (max_steps is None or steps < max_steps):
             self.once()
