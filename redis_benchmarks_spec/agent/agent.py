@@ -248,10 +248,11 @@ class Agent:
 
     def _select_by_code(self, event: BuildEvent, suites: list[Suite]) -> list[Suite]:
         """A pull request runs the suites that execute the code it changes (recorded, and
-        said in the comment: the record's note); a branch event runs every suite."""
+        said in the comment: the record's note); a push runs every suite, or, when the
+        platform names sentinels, those and the suites its change reaches (recorded)."""
         chosen, selection = self.consumer.call(lambda: code_selection.choose(
             self.client, self.datasink, self.config.names, event, suites,
-            self.config.max_suites))
+            self.config.selection))
         if selection is not None:
             self.consumer.call(lambda: code_selection.record(
                 self.client, self.config.names, event, self.config.platform, selection,

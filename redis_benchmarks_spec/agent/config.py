@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from redis_benchmarks_spec.agent.code_selection import SelectionPolicy
 from redis_benchmarks_spec.agent.platform_config import CalibrationConfig, UntilDecidedBudget
 from redis_benchmarks_spec.builder import signing
 from redis_benchmarks_spec.common.paths import inside
@@ -43,8 +44,8 @@ class AgentConfig:
     until_decided: UntilDecidedBudget | None = None
     # calibration A/A sessions of this platform (agent/calibration.py); None: none
     calibration: CalibrationConfig | None = None
-    # most suites a pull-request event runs (platform config ``selection.max_suites``)
-    max_suites: int | None = None
+    # the platform config's ``selection`` (pull requests' budget, pushes' sentinels)
+    selection: SelectionPolicy = field(default_factory=SelectionPolicy)
 
     @property
     def session(self) -> SessionConfig:

@@ -31,6 +31,11 @@ changed code, most exercised first; see ``analysis/suite_selection.py``)::
 
     selection:
       max_suites: 12
+      sentinels: [redis-benchmark-1Kkeys-string-get-100B]   # optional
+
+With ``sentinels`` (a list of suite names, possibly empty), a tracked branch's push is
+selected too: it runs those suites and the ones that execute the code the push changes
+(against the profile map of the commit pushed before it); without it a push runs every suite.
 
 No ``until_decided`` section (or no file): the agent runs each suite once per event, as
 before. A ``client_host`` section runs the client tools on another host over SSH (see
@@ -114,6 +119,9 @@ class PlatformConfig:
     # most suites a pull request runs (those executing its changed code, most exercised
     # first: analysis/suite_selection.py); None: no cap
     max_suites: int | None = None
+    # the suites every push of a tracked branch runs besides those its change reaches;
+    # None: a push runs every suite
+    sentinels: tuple[str, ...] | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -214,7 +222,7 @@ def parse(raw: Any) -> PlatformConfig:
                           client_host=_client_host(raw.get("client_host")),
                           calibration=None if calibration is None
                           else parse_calibration(calibration),
-                          max_suites=_max_suites(raw.get("selection")))
+                          **_selection(raw.get("selection")))
 
 
 def parse_calibration(raw: Any) -> CalibrationConfig:
@@ -239,12 +247,24 @@ def _calibration(raw: dict[str, Any]) -> CalibrationConfig:
                              _int(raw, "test_time", 1, 600, 2), server)
 
 
-def _max_suites(raw: Any) -> int | None:
-    """``selection: {max_suites: N}`` (1..10000), the pull-request suite budget."""
+def _selection(raw: Any) -> dict[str, Any]:
+    """``selection: {max_suites: N, sentinels: [names]}``: the pull-request suite budget
+    (1..10000) and the suites every tracked-branch push runs."""
+    if raw is None:
+        return {}
+    return _section("selection", raw, ("max_suites", "sentinels"), lambda section: {
+        "max_suites": None if section.get("max_suites") is None
+        else _int(section, "max_suites", 1, 10_000, 10_000),
+        "sentinels": _sentinels(section.get("sentinels", None))})
+
+
+def _sentinels(raw: Any) -> tuple[str, ...] | None:
     if raw is None:
         return None
-    return _section("selection", raw, ("max_suites",),
-                    lambda section: _int(section, "max_suites", 1, 10_000, 10_000))
+    if not isinstance(raw, list) or len(raw) > 1000 or \
+            not all(isinstance(n, str) and _SUITE_NAME.match(n) for n in raw):
+        raise ValueError(f"sentinels: {str(raw)[:80]!r} is not a list of suite names")
+    return tuple(raw)
 
 
 def _client_host(raw: Any) -> ClientHostConfig | None:

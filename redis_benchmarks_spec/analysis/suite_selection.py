@@ -1,4 +1,5 @@
-"""Which suites a pull request runs: those that execute the code it changes.
+"""Which suites a pull request (or a tracked branch's push) runs: those that execute the
+code it changes.
 
 Inputs are plain values (computed elsewhere): the changed files and functions of base..head,
 the reasons the change reaches everything (a build file, the allocator, a header whose edit
@@ -142,23 +143,26 @@ def by_command(change: Change, candidates: list[Candidate]) -> list[str]:
 
 
 def select(change: Change | None, profiles: dict[str, list[tuple[str, str, float]]],
-           candidates: list[Candidate], budget: int | None = None) -> Selection:
-    """The :class:`Selection` for a pull request (see the module docstring)."""
+           candidates: list[Candidate], budget: int | None = None,
+           who: str = "this PR") -> Selection:
+    """The :class:`Selection` for a pull request (see the module docstring); ``who`` names
+    the change in the reason ("this push" for a tracked branch)."""
     names = [c.name for c in candidates]
     total = len(names)
     if change is None or change.everything:
-        why = "no record of what this pull request changes" if change is None else \
+        named = who.replace("PR", "pull request")
+        why = f"no record of what {named} changes" if change is None else \
             change.everything[0]
         kept, cut = _covering(candidates, budget)
         return Selection(kept, FULL, f"all {total} suites run: {why}{cut}")
     files = _files_text(list(change.files))
     mapped = [c for c in candidates if profiles.get(c.name)]
     if mapped:
-        return _by_profile(change, profiles, candidates, budget)
+        return _by_profile(change, profiles, candidates, budget, who)
     matched, _ = _capped(by_command(change, candidates), budget)
     if matched:
         return Selection(matched, BY_COMMAND, f"{len(matched)} of {total} suites test a "
-                                              f"command whose function in {files} this PR "
+                                              f"command whose function in {files} {who} "
                                               "changes (command names: no profile of the "
                                               "base commit yet)")
     kept, cut = _covering(candidates, budget)
@@ -167,7 +171,7 @@ def select(change: Change | None, profiles: dict[str, list[tuple[str, str, float
 
 
 def _by_profile(change: Change, profiles: dict[str, list[tuple[str, str, float]]],
-                candidates: list[Candidate], budget: int | None) -> Selection:
+                candidates: list[Candidate], budget: int | None, who: str) -> Selection:
     """Rule 2 of the module docstring, with the sentence that explains it."""
     scores = by_profile(change, profiles, candidates)
     kept, cut = _capped(sorted(scores, key=lambda n: (-scores[n], n)), budget)
@@ -185,7 +189,7 @@ def _by_profile(change: Change, profiles: dict[str, list[tuple[str, str, float]]
     mapped = sum(1 for c in candidates if profiles.get(c.name))
     if not kept:
         return Selection([], NONE, f"none of the {mapped} profiled suites executes the "
-                                   f"{what} in {files} that this PR changes{note}")
+                                   f"{what} in {files} that {who} changes{note}")
     return Selection(kept, BY_PROFILE, f"{len(kept)} of {len(candidates)} suites execute "
-                                       f"{what} in {files} that this PR changes (callgrind "
+                                       f"{what} in {files} that {who} changes (callgrind "
                                        f"profiles of the base commit{note}){cut}", scores)

@@ -117,11 +117,16 @@ def _push(payload: dict[str, Any], policy: TriggerPolicy) -> Decision:
     if payload.get("deleted") or after == ZERO_SHA:
         return Decision(None, f"branch {branch!r} was deleted")
     head_commit = payload.get("head_commit") or {}
+    before = payload.get("before")
     request = BuildRequest(
         org=_owner(repo), repo=_get(repo, "name", str), branch=branch, sha=after,
         commit_time_ms=_iso_ms(head_commit.get("timestamp") if isinstance(head_commit, dict)
                                else None),
-        source=_source(policy, _get(repo, "clone_url", str)), **_common(policy),
+        source=_source(policy, _get(repo, "clone_url", str)),
+        # the commit the branch pointed at before: what the push changes is before..after
+        # (the agents' suite selection); a new branch (all zeros) has none
+        base_sha=_sha(before) if isinstance(before, str) and before != ZERO_SHA else None,
+        **_common(policy),
     )
     return Decision(request, f"push to {branch}")
 

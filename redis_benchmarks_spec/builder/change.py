@@ -38,6 +38,7 @@ _DECLARATION = re.compile(r"^\s*($|//|/\*|\*|#\s*(include|define)\b|"
                           r"[A-Za-z_][\w \t\*]*\([^)]*\)?[^{]*;\s*$)")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
 _PATH = re.compile(r"^[A-Za-z0-9._/+-]{1,300}$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass
@@ -119,6 +120,22 @@ def change_key(prefix: str, base: str, head: str) -> str:
 def save(client: redis.Redis, prefix: str, change: ChangeSet) -> None:
     client.set(change_key(prefix, change.base, change.head), json.dumps(asdict(change)),
                ex=CHANGE_TTL_S)
+
+
+def base_key(prefix: str, request_id: str) -> str:
+    return f"{prefix}:change-base:{request_id}"
+
+
+def save_base(client: redis.Redis, prefix: str, request_id: str, base: str) -> None:
+    """Which base a request's change record is of (a push's event names no base)."""
+    client.set(base_key(prefix, request_id), base, ex=CHANGE_TTL_S)
+
+
+def base_of(client: redis.Redis, prefix: str, request_id: str) -> str | None:
+    """The base :func:`save_base` stored for the request (None: none, or not a commit)."""
+    raw: Any = client.get(base_key(prefix, request_id))
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+    return text if isinstance(text, str) and _SHA.match(text) else None
 
 
 def load(client: redis.Redis, prefix: str, base: str, head: str) -> ChangeSet | None:

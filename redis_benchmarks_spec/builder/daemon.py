@@ -224,8 +224,9 @@ class Builder:
         self.consumer.ack(entry.id)
 
     def _store_change(self, request: BuildRequest) -> None:
-        """What a pull request changes (base..head), for the agents' suite selection; a
-        request without a base or a git mirror gets none (the agents then run every suite)."""
+        """What a pull request or a push changes (base..head), for the agents' suite
+        selection, and which base it is of (a push's event names none); a request without
+        a base or a git mirror gets none (the agents then run every suite)."""
         if request.base_sha is None or request.source.kind != SOURCE_GIT \
                 or self.config.git.mirror_dir is None:
             return
@@ -240,6 +241,8 @@ class Builder:
             return
         change_mod.save(self.client, self.config.names.prefix,
                         change_mod.parse_diff(text, request.base_sha, request.sha))
+        change_mod.save_base(self.client, self.config.names.prefix, request.id,
+                             request.base_sha)
 
     def _variants(self, request: BuildRequest) -> list[str]:
         return request.build_variants or self.config.default_variants or \

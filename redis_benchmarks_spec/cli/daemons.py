@@ -17,6 +17,7 @@ import redis
 
 from redis_benchmarks_spec.agent import platform_config
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
+from redis_benchmarks_spec.agent.code_selection import SelectionPolicy
 from redis_benchmarks_spec.agent.host_record import NoiseOptions, record_host
 from redis_benchmarks_spec.agent.platform_config import PlatformConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
@@ -248,7 +249,8 @@ def _agent_config(args: argparse.Namespace, key: bytes,
         max_deliveries=args.max_deliveries,
         until_decided=platform.until_decided if platform else None,
         calibration=platform.calibration if platform else None,
-        max_suites=platform.max_suites if platform else None)
+        selection=SelectionPolicy(platform.max_suites, platform.sentinels) if platform
+        else SelectionPolicy())
 
 
 def _say_client_host(config: ClientHostConfig) -> None:

@@ -58,6 +58,10 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-suites", type=int, default=None,
                    help="most suites a pull request runs on a platform (those that execute "
                         "its changed code, most exercised first)")
+    p.add_argument("--sentinels", default=None, metavar="NAMES",
+                   help="comma list of suites every push of unstable runs; with it a push "
+                        "runs those and the suites that execute what it changes (default: "
+                        "every suite)")
     p.add_argument("--build-cache", type=Path, default=None, metavar="DIR",
                    help="kept build trees and artifacts (default: in the lab folder); one "
                         "that outlives the lab makes later builds incremental")
@@ -91,7 +95,19 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
         platforms=platforms, agent_args=agent_args,
         metric="instructions_per_op" if counted else "auto",
         max_pairs=args.max_pairs, first_round=min(5, args.max_pairs),
-        max_suites=args.max_suites, build_cache=args.build_cache)
+        max_suites=args.max_suites, build_cache=args.build_cache,
+        sentinels=_sentinels(args.sentinels, suites))
+
+
+def _sentinels(text: str | None, suites: Path) -> tuple[str, ...] | None:
+    """``--sentinels`` as suite names of ``--suites-dir`` (one line naming a stranger)."""
+    if text is None:
+        return None
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    for name in names:
+        if not (suites / f"{name}.yml").is_file():
+            raise UsageError(f"--sentinels {name}", f"no suite file {name}.yml in {suites}")
+    return names
 
 
 def cmd_up(args: argparse.Namespace) -> int:

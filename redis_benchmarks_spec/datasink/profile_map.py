@@ -94,3 +94,17 @@ def load(client: redis.Redis, org: str, repo: str, sha: str) -> dict[str, list[F
         except (ValueError, TypeError) as exc:
             log.warning("profile map %s/%s: field %r unreadable (%s)", org, repo, test, exc)
     return out
+
+
+def carry_forward(client: redis.Redis, org: str, repo: str, base: str, head: str) -> int:
+    """Copy the base commit's entries into the head's map where the head has none (a
+    push that did not run a suite leaves its profile as it was); how many were copied.
+    Entries are read through :func:`load` (validated), never copied raw."""
+    key = map_key(org, repo, head)
+    pipe = client.pipeline(transaction=False)
+    tests = []
+    for test, functions in load(client, org, repo, base).items():
+        pipe.hsetnx(key, test, json.dumps([[f.function, f.file, f.inclusive_per_op]
+                                           for f in functions]))
+        tests.append(test)
+    return sum(1 for added in pipe.execute() if added) if tests else 0

@@ -17,6 +17,7 @@ the process the lab started (its argv), then the two servers by their pidfiles.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -44,9 +45,9 @@ until_decided:
   metric: {metric}
 """
 SELECTION = """\
-# pull requests run the suites that execute their changed code, at most this many
+# pull requests run the suites that execute their changed code (at most max_suites);
+# with sentinels, a push runs those and the suites that execute what it changes
 selection:
-  max_suites: {max_suites}
 """
 
 
@@ -74,6 +75,7 @@ class LabOptions:
     # outlives the lab makes the next lab's builds incremental or free
     build_cache: Path | None = None
     max_suites: int | None = None  # the platforms' pull-request suite budget
+    sentinels: tuple[str, ...] | None = None  # None: a push runs every suite
     metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
     # more environment for one platform's agent (the watch's RBS_FINGERPRINT_CHANGE_AT)
     platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -176,8 +178,12 @@ def _write_platform_configs(options: LabOptions) -> None:
     text = PLATFORM_CONFIG.format(max_pairs=options.max_pairs, first_round=options.first_round,
                                   round_pairs=options.round_pairs,
                                   time_budget=options.time_budget, metric=options.metric)
-    if options.max_suites is not None:
-        text += SELECTION.format(max_suites=options.max_suites)
+    if options.max_suites is not None or options.sentinels is not None:
+        text += SELECTION
+        if options.max_suites is not None:
+            text += f"  max_suites: {options.max_suites}\n"
+        if options.sentinels is not None:
+            text += f"  sentinels: {json.dumps(list(options.sentinels))}\n"
     for platform in options.platforms:
         (folder / f"{platform}.yml").write_text(text)
 
