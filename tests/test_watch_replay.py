@@ -111,7 +111,7 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
         publish(broker, names.build_requests, BuildRequest(
             org="redis", repo="redis", branch=branch, sha=s, commit_time_ms=1,
             source=SourceLocation("git", "https://github.com/redis/redis.git"), pr=pr,
-            build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"]))
+            build_variants=["gcc:12.2.0-amd64-debian-bookworm-default"], base_sha="d" * 40))
     reruns = BrokerReruns(broker, names)
     ref = reruns.request(sha, ["t-1", "t.2"], ["lab-b"])
     request_id, _, entry = ref.partition("@")
@@ -119,6 +119,7 @@ def test_reruns_copy_the_request_that_brought_the_commit(redis_server: Any) -> N
     copy = BuildRequest.decode(row[1], entry)
     assert (copy.id, copy.sha, copy.pr, copy.platforms) == (request_id, sha, None, ["lab-b"])
     assert copy.branch == "unstable"
+    assert copy.base_sha is None  # the push's base is not copied: no selection of a re-run
     assert re.fullmatch(copy.filters.tests_regexp, "t.2")
     assert not re.fullmatch(copy.filters.tests_regexp, "t-2")  # names, not patterns
     assert reruns.ended([ref]) is False  # nothing was built yet

@@ -33,6 +33,7 @@ from redis_benchmarks_spec.lab import deliveries, replay
 from redis_benchmarks_spec.lab.deliveries import Delivery
 from redis_benchmarks_spec.lab.stage_cost import StageCost, stage_cost
 from redis_benchmarks_spec.lab.state import LabState
+from redis_benchmarks_spec.pullrequest import selection_record
 
 MAX_WEBHOOK_BODY = 1024 * 1024
 SETTLE_INTERVAL_S = 2.0
@@ -47,6 +48,9 @@ class CommitRun:
     minutes: float | None = None
     progress: list[RequestProgress] = field(default_factory=list)
     cost: StageCost = field(default_factory=StageCost)  # per stage (lab/stage_cost.py)
+    # per platform: the suites its agent chose for this push and why (platforms that
+    # name sentinels; none: every suite ran)
+    selection: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class WebhookLog:
@@ -89,6 +93,17 @@ def _suites_run(progress: list[RequestProgress]) -> int:
     return max((pp.total for prog in progress for pp in prog.platforms.values()), default=0)
 
 
+def _selections(client: redis.Redis, names: StreamNames,
+                progress: list[RequestProgress]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for prog in progress:
+        for event_id, platform in sorted(prog.platforms):
+            found = selection_record.load(client, names, event_id, platform)
+            if found is not None:
+                out[platform] = {"suites": found.suites, "reason": found.reason}
+    return out
+
+
 def send_range(state: LabState, client: redis.Redis, items: list[Delivery],
                settle: Callable[[], bool], say: Callable[[str], None],
                timeout_s: float) -> list[CommitRun]:
@@ -113,6 +128,9 @@ def send_range(state: LabState, client: redis.Redis, items: list[Delivery],
         run.progress = replay.follow(state, client, [(request, str(answer["entry_id"]))],
                                      max(1.0, deadline - time.monotonic()), say)
         run.suites_run = _suites_run(run.progress)
+        run.selection = _selections(client, names, run.progress)
+        for platform, chosen in sorted(run.selection.items()):
+            say(f"{sha[:10]} on {platform}: suites: {chosen['reason']}")
         run.minutes = round((time.time() - started) / 60, 2)
         confirming = time.monotonic()
         while settle() and time.monotonic() < deadline:
@@ -159,7 +177,8 @@ def write_outputs(state: LabState, runs: list[CommitRun], alerts: list[dict[str,
     for n, body in enumerate(issue_bodies(state), 1):
         shutil.copyfile(body, folder / f"{n}.md")
     summary = {"commits": [{"sha": r.sha, "suites_run": r.suites_run, "minutes": r.minutes,
-                            "stages": r.cost.to_dict()} for r in runs],
+                            "stages": r.cost.to_dict(), "selection": r.selection}
+                           for r in runs],
                "alerts": alerts, "notes": notes}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -82,8 +82,10 @@ class BrokerReruns:
     def request(self, sha: str, tests: list[str], platforms: list[str]) -> str:
         """Publish a copy of the request that brought ``sha``; ``<request id>@<entry id>``."""
         original = self._original(sha)
+        # no base: a re-run runs the tests it names, never a selection of them by change
         rerun = replace(original, id=new_id(), requested_at_ms=now_ms(), platforms=platforms,
-                        filters=SuiteFilters(tests_regexp="|".join(re.escape(t) for t in tests)))
+                        filters=SuiteFilters(tests_regexp="|".join(re.escape(t) for t in tests)),
+                        base_sha=None)
         entry = publish(self.broker, self.names.build_requests, rerun)
         return f"{rerun.id}@{entry}"
 
