@@ -109,7 +109,7 @@ def test_the_derived_keys_hold_the_folded_table(client: redis.Redis) -> None:
     # after: zzlNext 2500, call 1000, lookupKey 500 of 4200
     assert [m.decode() for m, _ in top] == ["lookupKey", "call", "zzlNext"]
     assert abs(top[-1][1] - round(table.rows[0].share_pct, 4)) < 1e-9
-    moved = dict((m.decode(), v) for m, v in client.zrange(change, 0, -1, withscores=True))
+    moved = {m.decode(): v for m, v in client.zrange(change, 0, -1, withscores=True)}
     assert moved["lookupKey"] < 0 < moved["zzlNext"]
     assert client.hgetall(lab_profile.top_key("redis", "redis", "unstable", "info")) == \
         {b"commit": B.encode(), b"previous": A.encode(), b"suites": b"2"}

@@ -43,7 +43,9 @@ def groups_html(table: LabTable) -> str:
         span = max(1, len(group.rows))
         lead = (f'<td rowspan="{span}"><b>{html.escape(name)}</b></td>'
                 f'<td rowspan="{span}">{group.suites}</td>')
-        cells = [f"<td><code>{html.escape(r.function)}</code></td><td>{r.share_pct:.2f} %"
+        # the function cell is not every row's first: align it as the first column is
+        cells = [f'<td style="text-align:left"><code>{html.escape(r.function)}</code></td>'
+                 f"<td>{r.share_pct:.2f} %"
                  f"</td><td>{r.suites}</td><td>{_pp(r.change_pp)}</td>" for r in group.rows]
         body += "".join(f"<tr>{lead if i == 0 else ''}{c}</tr>"
                         for i, c in enumerate(cells or ["<td colspan=4>no counts</td>"]))
