@@ -54,7 +54,8 @@ def groups_html(table: LabTable) -> str:
             f"both; <code>unknown</code>: profiles stored without their groups), by share of "
             f"the group's instructions, and the change {_against(table)}.</p>"
             '<table class="lab-groups"><tr><th>group</th><th>suites</th><th>function</th>'
-            "<th>share of the group's instructions</th><th>suites</th><th>change</th></tr>"
+            "<th>share of the group's instructions</th>"
+            f"<th>suites ≥ {DOMINANT_PCT:g} %</th><th>change</th></tr>"
             + body + "</table>")
 
 
