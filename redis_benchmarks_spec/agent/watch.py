@@ -32,11 +32,13 @@ import redis
 from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, Judgement, judge
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery
+from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.datasink import keys, lab_profile, watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch, SeriesStep
 from redis_benchmarks_spec.datasink.writer import PushOptions, timestamp_of
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
+from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
 
@@ -98,6 +100,7 @@ class BranchWatch:
     def arrived(self, results: list[RunResult]) -> list[Seen]:
         """Judge every watched series of ``results`` (those of a tracked branch)."""
         seen: list[Seen] = []
+        profiled: set[tuple[str, str, str]] = set()
         for result in results:
             git = result.context.git
             if result.status != "ok" or not result.context.is_history or git.pr \
@@ -105,27 +108,32 @@ class BranchWatch:
                 continue
             fp = point_fingerprint(self._host_id(git.hash), result.context.build_variant)
             where = Branch(git.org, git.repo, git.branch)
-            self._record_profile(result)
+            if self._record_profile(result):
+                profiled.add((git.org, git.repo, str(git.branch)))
             ts = timestamp_of(result, PushOptions())
             for series in keys.series_ids(result):
                 if series.side.kind != "branch" or series.metric not in self.config.metrics:
                     continue
                 watch_store.record_fingerprint(self.client, where, series.key, ts, fp)
                 seen.append(self._judge(where, result, series))
+        for branch in sorted(profiled):
+            publish_lab_table(self.client, branch)
         return seen
 
-    def _record_profile(self, result: RunResult) -> None:
-        """The run's self counts per function, for the lab-wide instruction table."""
+    def _record_profile(self, result: RunResult) -> bool:
+        """The run's self counts per function and its suite's groups, for the lab-wide
+        instruction table (False when the run has no per-function count)."""
         path = result.paths.get(PATH_KEY)
         functions = read_functions(Path(path)) if path else []
         rows = [(str(f["function"]), str(f.get("file") or ""), float(f.get("self_per_op", 0)))
                 for f in functions]
         if not rows:
-            return
+            return False
         git = result.context.git
         total = float(result.metrics.get(COUNT_METRIC) or sum(r[2] for r in rows))
         lab_profile.record(self.client, (git.org, git.repo, str(git.branch)), str(git.hash),
-                           result.test_name, (total, rows))
+                           result.test_name, (total, rows), tuple(result.tested_groups))
+        return True
 
     def _points(self, where: Branch, result: RunResult,
                 series: keys.SeriesId) -> list[ArrivalPoint]:
@@ -172,6 +180,16 @@ class BranchWatch:
                                 f"points from here are judged apart from the history "
                                 f"before it (no alert across the boundary)")
         return Seen(result.test_name, series.metric, ctx.platform, got)
+
+
+def publish_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:
+    """Fold the branch's last profiled commit into its lab table and store the table's top
+    rows as the derived keys the Grafana panel reads (``lab_profile.store_top``)."""
+    table = read_lab_table(client, where)
+    if table is not None:
+        lab_profile.store_top(client, where, (table.commit, table.previous, table.suites),
+                              [(r.function, r.share_pct, r.change_pp) for r in table.rows])
+    return table
 
 
 class WatchingPusher:

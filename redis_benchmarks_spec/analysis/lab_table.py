@@ -5,17 +5,21 @@ into one table: each function's share of all the instructions per operation of a
 (the sum of its self counts over the sum of the suites' whole counts), how many suites it
 takes at least ``DOMINANT_PCT`` of, and the change of its share against the previous
 profiled commit, in percentage points. The top of it is the "biggest win" list: functions
-that cost much in many suites. Measured, not estimated: the counts are the runs' callgrind
-counts. Nothing here reads or prints.
+that cost much in many suites. The same fold per suite group (a suite's ``tested-groups``;
+a suite of two groups counts in both) gives each group's top functions by share of that
+group's instructions. Measured, not estimated: the counts are the runs' callgrind counts.
+Nothing here reads or prints.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 SuiteProfile = tuple[float, list[tuple[str, str, float]]]
 DOMINANT_PCT = 5.0
 TOP = 25
+GROUP_TOP = 5
+UNKNOWN_GROUP = "unknown"  # a suite whose profile was stored without its groups
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class LabTable:
     previous: str | None
     suites: int
     rows: list[LabRow]
+    groups: dict[str, LabTable] = field(default_factory=dict)  # group -> its own table
 
 
 def _shares(profiles: dict[str, SuiteProfile]) -> tuple[dict[str, float], dict[str, int],
@@ -58,9 +63,36 @@ def _shares(profiles: dict[str, SuiteProfile]) -> tuple[dict[str, float], dict[s
 
 def lab_table(commit: str, profiles: dict[str, SuiteProfile], previous: str | None = None,
               previous_profiles: dict[str, SuiteProfile] | None = None,
-              top: int = TOP) -> LabTable:
+              top: int = TOP, groups: dict[str, tuple[str, ...]] | None = None) -> LabTable:
     """The ``top`` functions of ``commit`` by share of all suites' instructions; changes are
-    measured on the suites both commits ran (so a suite added later moves nothing)."""
+    measured on the suites both commits ran (so a suite added later moves nothing). With
+    ``groups`` (test -> its groups), also a table per group of its ``GROUP_TOP`` functions."""
+    table = _fold(commit, profiles, previous, previous_profiles, top)
+    if groups:
+        return replace(table, groups=group_tables(table, profiles, previous_profiles, groups))
+    return table
+
+
+def group_tables(table: LabTable, profiles: dict[str, SuiteProfile],
+                 previous_profiles: dict[str, SuiteProfile] | None,
+                 groups: dict[str, tuple[str, ...]]) -> dict[str, LabTable]:
+    """Group -> the fold of its suites of ``table``'s commit (members by this commit's
+    groups, so the previous commit's suites are compared group for group)."""
+    members: dict[str, list[str]] = {}
+    for suite in profiles:
+        for group in groups.get(suite) or (UNKNOWN_GROUP,):
+            members.setdefault(group, []).append(suite)
+    out = {}
+    for group, suites in sorted(members.items()):
+        before = {s: previous_profiles[s] for s in suites if s in previous_profiles} \
+            if previous_profiles else None
+        out[group] = _fold(table.commit, {s: profiles[s] for s in suites}, table.previous,
+                           before, GROUP_TOP)
+    return out
+
+
+def _fold(commit: str, profiles: dict[str, SuiteProfile], previous: str | None,
+          previous_profiles: dict[str, SuiteProfile] | None, top: int) -> LabTable:
     shares, dominant, files = _shares(profiles)
     before: dict[str, float] | None = None
     if previous_profiles:

@@ -6,7 +6,10 @@ One row per metric family (throughput, latency), and a row of two platforms side
 (``$platform`` and ``$platform_b``, one line each, on one release or branch, and their
 host noise); every panel is a ``TS.MRANGE ... FILTER``
 on our labels; variables (test, platform, topology, branch, version, build variant) list the
-index sets with ``SMEMBERS``, so they never scan keys.
+index sets with ``SMEMBERS``, so they never scan keys. A last row shows the lab-wide
+instruction table of ``$branch`` (``datasink.lab_profile``'s derived keys): the plugin's
+``ZRANGE`` (index range, ``WITHSCORES``: one field per function) and ``HGETALL``, turned into
+sorted tables by Grafana's ``reduce`` and ``sortBy`` transformations.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import keys, lab_profile
 from redis_benchmarks_spec.datasink.platforms import LABEL_HOST_NOISE
 
 DATASOURCE = {"type": "redis-datasource", "uid": "${DS_REDIS}"}
@@ -74,6 +77,32 @@ FAMILIES: dict[str, list[Panel]] = {
               LABEL_HOST_NOISE, "µs", side_by_side=True),
     ],
 }
+
+
+@dataclass(frozen=True)
+class CommandPanel:
+    """A panel on one of ``lab_profile``'s derived keys, read by a plain Redis command."""
+
+    title: str
+    command: str  # the plugin's command id: "zrange" or "hgetall"
+    kind: str  # lab_profile.TOP_KINDS
+    unit: str
+    index_range: tuple[str, str] = ("0", "-1")  # ZRANGE by index: -25 -1 is the top 25
+    description: str = ""
+
+
+LAB_ROW = "Where Redis spends its instructions on $branch"
+LAB_PANELS = [
+    CommandPanel("Share of all suites' instructions: top 25 functions", "zrange", "share",
+                 "percent", ("-25", "-1"),
+                 "Self instructions per op of each function summed over every suite the lab "
+                 "profiled for the branch's last profiled commit, as a share of all of their "
+                 "instructions (rbs report --history-datasink shows it per suite group)."),
+    CommandPanel("Change of share against the previous profiled commit (pp)", "zrange",
+                 "change", "none", ("0", "-1"),
+                 "Percentage points, measured on the suites both commits ran."),
+    CommandPanel("Which commit the table is of", "hgetall", "info", "none"),
+]
 SIDE_BY_SIDE_NOTE = ("Unpaired runs from two hosts, not a paired A/B: for the change with "
                      "its interval and the hosts' descriptions and noise, run `rbs compare "
                      "--baseline-platform A --comparison-platform B --baseline-version V`.")
@@ -127,6 +156,38 @@ def _panel(panel: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
     }
 
 
+def lab_key_pattern(kind: str) -> str:
+    """The derived key ``kind`` of the dashboard's ``$org/$repo`` and ``$branch``."""
+    return lab_profile.TOP_KEY.format(org="$org", repo="$repo", kind=kind, branch="$branch")
+
+
+def _command_panel(panel: CommandPanel, pid: int, x: int, y: int) -> dict[str, Any]:
+    target: dict[str, Any] = {"refId": "A", "datasource": DATASOURCE, "type": "command",
+                              "command": panel.command, "keyName": lab_key_pattern(panel.kind)}
+    transformations: list[dict[str, Any]] = []
+    if panel.command == "zrange":  # one row, a field per function: rows, largest first
+        target.update({"min": panel.index_range[0], "max": panel.index_range[1],
+                       "zrangeQuery": ""})
+        transformations = [
+            {"id": "reduce", "options": {"mode": "seriesToRows", "reducers": ["lastNotNull"],
+                                         "includeTimeField": False}},
+            {"id": "sortBy", "options": {"sort": [{"field": "Last *", "desc": True}]}}]
+    return {"id": pid, "type": "table", "title": panel.title, "datasource": DATASOURCE,
+            "gridPos": {"h": 12 if panel.command == "zrange" else 4, "w": 12, "x": x, "y": y},
+            "fieldConfig": {"defaults": {"unit": panel.unit, "decimals": 2}, "overrides": []},
+            "targets": [target], "transformations": transformations,
+            **({"description": panel.description} if panel.description else {})}
+
+
+def _lab_row(pid: int, y: int) -> list[dict[str, Any]]:
+    panels: list[dict[str, Any]] = [{"id": pid, "type": "row", "title": LAB_ROW,
+                                     "collapsed": False,
+                                     "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []}]
+    for i, panel in enumerate(LAB_PANELS):
+        panels.append(_command_panel(panel, pid + 1 + i, 12 * (i % 2), y + 1 + 12 * (i // 2)))
+    return panels
+
+
 def dashboard() -> dict[str, Any]:
     """The dashboard JSON (importable in Grafana; pick the datasink's data source)."""
     panels: list[dict[str, Any]] = []
@@ -139,6 +200,7 @@ def dashboard() -> dict[str, Any]:
             panels.append(_panel(panel, pid, 12 * (i % 2), y + 8 * (i // 2)))
             pid += 1
         y += 8 * ((len(members) + 1) // 2)
+    panels += _lab_row(pid, y)
     return {"title": TITLE, "uid": UID, "schemaVersion": 39, "version": 1,
             "tags": ["redis", "benchmarks"], "time": {"from": "now-90d", "to": "now"},
             "templating": {"list": _variables()}, "panels": panels,

@@ -2,10 +2,18 @@
 key family ``ci.benchmarks.redis/lab-profile/{org}/{repo}/...``).
 
 - ``.../{org}/{repo}/commit/{sha}``: hash, test -> JSON ``{"total": instructions per op,
-  "functions": [[function, file, self instructions per op], ...]}`` (most expensive first);
+  "functions": [[function, file, self instructions per op], ...], "groups": [group, ...]}``
+  (most expensive first; ``groups`` are the suite's ``tested-groups``, absent in entries of
+  agents older than it, read as ``unknown``);
 - ``.../{org}/{repo}/branch/{branch}``: sorted set of the profiled commits of a tracked
   branch, scored by the time their first profile arrived, so "the previous profiled commit"
-  is one ``ZREVRANGE`` away.
+  is one ``ZREVRANGE`` away;
+- ``.../{org}/{repo}/top-share/{branch}``, ``.../top-change/{branch}``: sorted sets,
+  function -> share of all suites' instructions (%) and its change against the previous
+  profiled commit (percentage points), of the branch's folded lab table (its top rows), and
+  ``.../top-info/{branch}``: hash ``commit``, ``previous``, ``suites`` of that table. Derived,
+  rewritten whole each time the table is folded, so a Grafana panel reads the table with one
+  ``ZRANGE`` (``datasink.grafana``).
 
 Written by the agent's watch (``agent.watch.WatchingPusher``) for every tracked-branch result
 with a per-function count (the ``instructions`` profiler); read by the report's lab-wide
@@ -31,7 +39,13 @@ MAX_FIELD_BYTES = 256 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9._:/-]{1,200}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
+UNKNOWN_GROUP = "unknown"
+MAX_GROUPS = 16
+TOP_KEY = PREFIX + "/{org}/{repo}/top-{kind}/{branch}"  # kind: share, change, info
+TOP_KINDS = ("share", "change", "info")
+
 SuiteProfile = tuple[float, list[tuple[str, str, float]]]  # total per op, functions
+TopRow = tuple[str, float, float | None]  # function, share %, change in pp (None: no previous)
 
 
 def _key(org: str, repo: str, *parts: str) -> str:
@@ -41,10 +55,26 @@ def _key(org: str, repo: str, *parts: str) -> str:
     return "/".join((PREFIX, org, repo, *parts))
 
 
+def top_key(org: str, repo: str, branch: str, kind: str) -> str:
+    """The derived key ``kind`` (``share``, ``change`` or ``info``) of a branch's lab table."""
+    if kind not in TOP_KINDS:
+        raise ValueError(f"lab profile: {kind!r} is not one of {TOP_KINDS}")
+    for value in (org, repo, branch):
+        if not _NAME.match(value):
+            raise ValueError(f"lab profile: {value!r} is not a name")
+    return TOP_KEY.format(org=org, repo=repo, kind=kind, branch=branch)
+
+
+def _groups(groups: list[str] | tuple[str, ...]) -> list[str]:
+    kept = sorted({g for g in groups if _NAME.match(g)})[:MAX_GROUPS]
+    return kept or [UNKNOWN_GROUP]
+
+
 def record(client: redis.Redis, where: tuple[str, str, str], sha: str, test: str,
-           profile: SuiteProfile) -> None:
-    """Store one suite's self counts for ``sha`` of the tracked branch ``where`` (org, repo,
-    branch); the commit joins the branch's profiled commits on its first profile."""
+           profile: SuiteProfile, groups: tuple[str, ...] = ()) -> None:
+    """Store one suite's self counts (and its ``tested-groups``) for ``sha`` of the tracked
+    branch ``where`` (org, repo, branch); the commit joins the branch's profiled commits on
+    its first profile."""
     org, repo, branch = where
     if not _SHA.match(sha):
         raise ValueError(f"lab profile: {sha!r} is not a 40-hex commit")
@@ -53,7 +83,8 @@ def record(client: redis.Redis, where: tuple[str, str, str], sha: str, test: str
             for f, file, c in sorted(functions, key=lambda r: -r[2])[:MAX_FUNCTIONS] if c > 0]
     pipe = client.pipeline()
     pipe.hset(_key(org, repo, "commit", sha), test,
-              json.dumps({"total": float(total), "functions": rows}))
+              json.dumps({"total": float(total), "functions": rows,
+                          "groups": _groups(groups)}))
     pipe.zadd(_key(org, repo, "branch", branch), {sha: time.time()}, nx=True)
     pipe.execute()
 
@@ -69,8 +100,16 @@ def profiled_commits(client: redis.Redis, where: tuple[str, str, str], last: int
 def load(client: redis.Redis, org: str, repo: str, sha: str) -> dict[str, SuiteProfile]:
     """test -> (total per op, [(function, file, self per op)]) of ``sha``; a garbled field
     is left out."""
+    return load_suites(client, org, repo, sha)[0]
+
+
+def load_suites(client: redis.Redis, org: str, repo: str,
+                sha: str) -> tuple[dict[str, SuiteProfile], dict[str, tuple[str, ...]]]:
+    """:func:`load`, and test -> its groups (``("unknown",)`` for an entry written without
+    them, as older agents did)."""
     raw: Any = client.hgetall(_key(org, repo, "commit", sha))
     out: dict[str, SuiteProfile] = {}
+    groups: dict[str, tuple[str, ...]] = {}
     for name, value in raw.items():
         test = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
         if len(value) > MAX_FIELD_BYTES or not _NAME.match(test):
@@ -79,6 +118,29 @@ def load(client: redis.Redis, org: str, repo: str, sha: str) -> dict[str, SuiteP
             doc = bounded_loads(value, 4)
             out[test] = (float(doc["total"]), [(str(f)[:200], str(file)[:200], float(c))
                                                for f, file, c in doc["functions"]])
-        except (ValueError, TypeError, KeyError):
+            named = doc.get("groups")
+            groups[test] = tuple(_groups([str(g) for g in named]
+                                         if isinstance(named, list) else []))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            out.pop(test, None)
             continue
-    return out
+    return out, groups
+
+
+def store_top(client: redis.Redis, where: tuple[str, str, str],
+              table: tuple[str, str | None, int], rows: list[TopRow]) -> None:
+    """Replace the branch's derived keys with the folded table (``table``: commit, previous
+    profiled commit or None, suites) and its ``rows``, in one transaction."""
+    org, repo, branch = where
+    commit, previous, suites = table
+    keys = {kind: top_key(org, repo, branch, kind) for kind in TOP_KINDS}
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(*keys.values())
+    if rows:
+        pipe.zadd(keys["share"], {f: round(share, 4) for f, share, _ in rows})
+        changes = {f: round(change, 4) for f, _, change in rows if change is not None}
+        if changes:
+            pipe.zadd(keys["change"], changes)
+    pipe.hset(keys["info"], mapping={"commit": commit, "previous": previous or "",
+                                     "suites": str(suites)})
+    pipe.execute()

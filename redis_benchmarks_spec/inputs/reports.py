@@ -131,14 +131,15 @@ def _commits(data: ReportData) -> list[str]:
 
 def read_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:
     """The lab-wide instruction table of the branch's last profiled commit against the
-    one before it (None when the lab profiled no commit of the branch)."""
+    one before it, with its table per suite group (None when the lab profiled no commit of
+    the branch)."""
     commits = lab_profile.profiled_commits(client, where, 2)
     if not commits:
         return None
     org, repo, _ = where
-    now = lab_profile.load(client, org, repo, commits[-1])
+    now, groups = lab_profile.load_suites(client, org, repo, commits[-1])
     before = lab_profile.load(client, org, repo, commits[0]) if len(commits) > 1 else None
-    return lab_table(commits[-1], now, commits[0] if before else None, before)
+    return lab_table(commits[-1], now, commits[0] if before else None, before, groups=groups)
 
 
 def attach_history(data: ReportData, client: redis.Redis, branch: str,
