@@ -257,6 +257,8 @@ class Agent:
             self.consumer.call(lambda: code_selection.record(
                 self.client, self.config.names, event, self.config.platform, selection,
                 len(suites)))
+            if event.pr is None:
+                return chosen  # a push: recorded, no comment to tell
             self._selected[event.id] = f"Suites: {selection.reason}."
             if not chosen:
                 self._save_record(event, ABRecord(note=""))
