@@ -27,6 +27,8 @@ from tests.pipeline_fixtures import tiny_redis_repo
 ROOT = Path(__file__).resolve().parents[1]
 GEO, GET = "redis-benchmark-1Kkeys-geo-geodist", "redis-benchmark-1Kkeys-string-get-100B"
 BASE, HEAD = "155acef51ac7826ed294a4b61d891f1c7a9a40ac", "61c85a2b2081dffaf45eb8c6b7754b8d9a80c60d"
+BEFORE = "79fe450ebcdde3cfb69025eb845315189ba7ec7c"  # BASE's parent
+EXPIRE = "redis-benchmark-1Kkeys-generic-expire"
 
 
 def _alive(pid: int) -> bool:
@@ -114,3 +116,33 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     assert final == bodies[-1].read_text()
     assert final.splitlines()[1].startswith("**Improvement**")
     assert "in geo.c that this PR changes" in final and "| Function | File |" in final
+
+
+@pytest.mark.slow
+def test_a_push_of_unstable_runs_what_it_changes_and_the_sentinels(tmp_path: Path) -> None:
+    """Two real pushes (builds cached): the first finds no profile map of the commit
+    before it and runs every suite; the second (#11552) runs the suite that executes its
+    changed geo.c and the sentinel, not EXPIRE, and says why."""
+    suites = _suites(tmp_path / "s")
+    shutil.copy(ROOT / "test-suites" / f"{EXPIRE}.yml", suites)
+    out = tmp_path / "out"
+    done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source",
+               str(history.bare_repo()), "--range", f"{BEFORE}..{HEAD}", "--out", str(out),
+               "--suites-dir", str(suites), "--sentinels", GET,
+               "--build-cache", str(ROOT / ".cache" / "lab-builds"),
+               "--agent-args", "--profilers instructions --profile-requests 3000 "
+                               "--test-time 2 --noise-seconds 0", timeout=3000)
+    logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
+    assert done.returncode == 0, (done.stdout, done.stderr, logs)
+    first, second = json.loads((out / "summary.json").read_text())["commits"]
+    assert (first["sha"], second["sha"]) == (BASE, HEAD)
+    assert first["suites_run"] == 3 and set(first["selection"]) == {"lab-a", "lab-b"}
+    for chosen in first["selection"].values():
+        assert chosen["reason"] == f"all 3 suites run: no profile map of {BEFORE[:10]}, " \
+                                   "the commit pushed before"
+    assert second["suites_run"] == 2
+    for chosen in second["selection"].values():
+        assert chosen["suites"] == [GEO, GET]
+        assert "1 of 3 suites execute functions in geo.c that this push changes" in \
+            chosen["reason"] and "plus 1 sentinel suite(s)" in chosen["reason"]
+    assert f"{HEAD[:10]} on lab-a: suites: 1 of 3 suites execute" in done.stdout + done.stderr

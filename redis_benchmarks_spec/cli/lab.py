@@ -39,6 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     lab_replay.register(lab_sub)
 
 
+#: what every push of the tracked branch runs in the lab, besides the suites its change
+#: reaches: a read, a write, and the pipelined protocol path (docs/lab.md)
+DEFAULT_SENTINELS = ("redis-benchmark-1Kkeys-string-get-100B", "redis-benchmark-string-set-100B",
+                     "redis-benchmark-ping-mbulk-pipeline-100")
+
+
 def _root(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=DEFAULT_ROOT, dest="lab_dir",
                    help="the lab folder: state file, logs, servers' data, build trees")
@@ -59,9 +65,10 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
                    help="most suites a pull request runs on a platform (those that execute "
                         "its changed code, most exercised first)")
     p.add_argument("--sentinels", default=None, metavar="NAMES",
-                   help="comma list of suites every push of unstable runs; with it a push "
-                        "runs those and the suites that execute what it changes (default: "
-                        "every suite)")
+                   help="comma list of suites every push of unstable runs besides those "
+                        "that execute what it changes (default: "
+                        f"{', '.join(DEFAULT_SENTINELS)}, those of them in --suites-dir; "
+                        "'every': a push runs every suite)")
     p.add_argument("--build-cache", type=Path, default=None, metavar="DIR",
                    help="kept build trees and artifacts (default: in the lab folder); one "
                         "that outlives the lab makes later builds incremental")
@@ -100,9 +107,12 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
 
 
 def _sentinels(text: str | None, suites: Path) -> tuple[str, ...] | None:
-    """``--sentinels`` as suite names of ``--suites-dir`` (one line naming a stranger)."""
-    if text is None:
+    """``--sentinels`` as suite names of ``--suites-dir`` (one line naming a stranger);
+    None: every suite."""
+    if text == "every":
         return None
+    if text is None:
+        return tuple(n for n in DEFAULT_SENTINELS if (suites / f"{n}.yml").is_file())
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     for name in names:
         if not (suites / f"{name}.yml").is_file():
