@@ -20,6 +20,11 @@ a shipped suite runs (docs/real_prs.md):
     .venv/bin/python benchmarks/watch_replay.py                    # the long range
     .venv/bin/python benchmarks/watch_replay.py --short            # 5 commits, GEODIST only
     .venv/bin/python benchmarks/watch_replay.py --skipped          # 6, 155acef5 not pushed
+    .venv/bin/python benchmarks/watch_replay.py --wide             # the long range, 10 suites
+
+Every push runs the suites its change reaches and the lab's sentinels that the suites folder
+holds (docs/lab.md); ``--wide`` adds the three default sentinels and four more suites to the
+three above, so the selection has something to leave out.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ SHORT = ("72e90695", "61c85a2b", [GEO])  # 4 commits of history, then #11552
 # a push of two commits: 4 commits of history, then 155acef5 and #11552 pushed at once, so
 # the change is confirmed across a skipped commit and bisected
 SKIPPED = ("c8181314", "61c85a2b", [GEO])
+WIDE = ["redis-benchmark-1Kkeys-string-get-100B", "redis-benchmark-string-set-100B",
+        "redis-benchmark-ping-mbulk-pipeline-100", "redis-benchmark-hash-hset-100B",
+        "redis-benchmark-list-lpush-100B", "redis-benchmark-zset-zadd",
+        "redis-benchmark-string-incr"]
 
 
 def suites(folder: Path, names: list[str]) -> Path:
@@ -58,7 +67,8 @@ def suites(folder: Path, names: list[str]) -> Path:
 
 def report(summary: dict, in_range: list[str]) -> int:
     for c in summary["commits"]:
-        print(f"{c['sha'][:10]}  suites {c['suites_run']}  {c['minutes']} min")
+        why = next(iter(c.get("selection", {}).values()), {}).get("reason", "every suite")
+        print(f"{c['sha'][:10]}  suites {c['suites_run']}  {c['minutes']} min  ({why[:110]})")
     for a in summary["alerts"]:
         interval = f"[{a['low_pct']}, {a['high_pct']}]"
         print(f"ALERT {a['sha'][:10]} #{a['pr']} {a['metric']} {a['change_pct']:+.2f}% "
@@ -80,6 +90,8 @@ def main() -> int:
     p.add_argument("--short", action="store_true", help="5 commits ending at #11552, GEODIST")
     p.add_argument("--skipped", action="store_true",
                    help="c8181314..61c85a2b with 155acef5 pushed with #11552: bisected")
+    p.add_argument("--wide", action="store_true",
+                   help="the long range with 10 suites (the selection leaves some out)")
     p.add_argument("--fingerprint-change-at", default=None, metavar="SHA")
     p.add_argument("--platforms", default="lab-a,lab-b")
     p.add_argument("--profile-requests", type=int, default=3000)
@@ -87,6 +99,8 @@ def main() -> int:
     args = p.parse_args()
     repo = history.bare_repo()
     first, last, names = SKIPPED if args.skipped else SHORT if args.short else LONG
+    if args.wide:
+        names = [*LONG[2], *WIDE]
     a = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{first}^{{commit}}"],
                        capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     b = history.full_sha(repo, last)

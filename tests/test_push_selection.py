@@ -18,7 +18,7 @@ from redis_benchmarks_spec.agent.code_selection import SelectionPolicy
 from redis_benchmarks_spec.analysis.suite_selection import BY_PROFILE, FULL
 from redis_benchmarks_spec.api.github import TriggerPolicy, decide
 from redis_benchmarks_spec.builder import change as change_mod
-from redis_benchmarks_spec.datasink import profile_map
+from redis_benchmarks_spec.datasink import lab_profile, profile_map
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.lab.deliveries import push_payload
@@ -76,6 +76,21 @@ def test_a_push_runs_what_its_change_executes_the_unmapped_and_the_sentinels(
     carried = profile_map.load(client, "redis", "redis", HEAD)
     assert sorted(carried) == [GEO, GET]
     assert carried[GET][1].function == "lookupKey"
+
+
+def test_the_lab_table_of_a_push_holds_the_suites_it_did_not_rerun(client: redis.Redis) -> None:
+    base_map(client)
+    recorded(client, GEODIST)
+    where = ("redis", "redis", "unstable")
+    lab_profile.record(client, where, BASE, GET, (1000.0, [("lookupKey", "db.c", 80.0)]),
+                       ("string",))
+    lab_profile.record(client, where, HEAD, GEO, (2000.0, [("geohashDecode", "geohash.c",
+                                                             90.0)]), ("geo",))
+    code_selection.choose(client, client, NAMES, push_event(), suites(),
+                          SelectionPolicy(sentinels=()))
+    profiles, groups = lab_profile.load_suites(client, "redis", "redis", HEAD)
+    assert profiles[GET] == (1000.0, [("lookupKey", "db.c", 80.0)]) and groups[GET] == ("string",)
+    assert profiles[GEO][0] == 2000.0  # the pushed commit's own profile stays
 
 
 def test_a_sentinel_the_change_reaches_is_run_once(client: redis.Redis) -> None:

@@ -9,7 +9,8 @@ then it runs those, the suites that execute what the push changes against the co
 before it, and the suites that map has no profile of yet; a push whose change reaches
 everything, or whose base has no map, runs every suite. The map of the base is carried
 forward to the pushed commit (the suites it did not run execute no changed code), so the
-next push finds a whole map."""
+next push finds a whole map, and so is its lab-wide instruction profile
+(``datasink.lab_profile``), so the commit's lab table holds every suite."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from redis_benchmarks_spec.analysis.suite_selection import (
     select,
 )
 from redis_benchmarks_spec.builder import change as change_mod
-from redis_benchmarks_spec.datasink import profile_map
+from redis_benchmarks_spec.datasink import lab_profile, profile_map
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.pullrequest import selection_record
@@ -126,8 +127,10 @@ def _carry_forward(datasink: redis.Redis | None, event: BuildEvent, base: str) -
         return
     try:
         carried = profile_map.carry_forward(datasink, event.org, event.repo, base, event.sha)
+        # the lab-wide instruction table of the pushed commit holds every suite too
+        lab_profile.carry_forward(datasink, event.org, event.repo, base, event.sha)
     except (redis.RedisError, ValueError) as exc:
-        log.warning("profile map of %s not carried to %s: %s", base[:12], event.sha[:12], exc)
+        log.warning("profiles of %s not carried to %s: %s", base[:12], event.sha[:12], exc)
         return
     log.info("profile map: %d suite(s) carried from %s to %s", carried, base[:12],
              event.sha[:12])

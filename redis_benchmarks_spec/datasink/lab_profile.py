@@ -127,6 +127,24 @@ def load_suites(client: redis.Redis, org: str, repo: str,
     return out, groups
 
 
+def carry_forward(client: redis.Redis, org: str, repo: str, base: str, head: str) -> int:
+    """Copy the base commit's suite profiles to ``head`` where ``head`` has none (a push
+    that did not re-run a suite, because its change does not reach it, spends what the
+    base spent there); how many were copied. Read through :func:`load_suites` (validated)."""
+    for sha in (base, head):
+        if not _SHA.match(sha):
+            raise ValueError(f"lab profile: {sha!r} is not a 40-hex commit")
+    profiles, groups = load_suites(client, org, repo, base)
+    if not profiles:
+        return 0
+    key = _key(org, repo, "commit", head)
+    pipe = client.pipeline(transaction=False)
+    for test, (total, functions) in profiles.items():
+        pipe.hsetnx(key, test, json.dumps({"total": total, "functions": [list(f) for f in functions],
+                                           "groups": list(groups[test])}))
+    return sum(1 for added in pipe.execute() if added)
+
+
 def store_top(client: redis.Redis, where: tuple[str, str, str],
               table: tuple[str, str | None, int], rows: list[TopRow]) -> None:
     """Replace the branch's derived keys with the folded table (``table``: commit, previous
