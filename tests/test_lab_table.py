@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -20,6 +21,7 @@ from redis_benchmarks_spec.datasink import lab_profile
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from tests import browser
+from tests.cli import rbs
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     client_fixture,
     datasink_fixture,
@@ -142,3 +144,34 @@ def test_the_report_shows_the_table_of_two_commits(client: redis.Redis, tmp_path
     # the agent's watch stored the table the Grafana panel reads
     assert client.zscore(lab_profile.top_key(*WHERE, "share"), "zzlNext") is not None
     assert seen.console == []
+
+
+def test_rbs_lab_table_shows_any_commit_against_another(client: redis.Redis,
+                                                         datasink: Any, tmp_path: Path) -> None:
+    """Three profiled commits: the default is the last against the one before; --commit
+    picks the middle one (against the first), --against another; the page reads in a
+    headless browser; a bad flag is one line."""
+    where = ("redis", "redis", "unstable")
+    for n, sha in enumerate(("a" * 40, "b" * 40, "c" * 40)):
+        lab_profile.record(client, where, sha, "get",
+                           (1000.0, [("lookupKey", "db.c", 100.0 + 50 * n)]), ("string",))
+    url = datasink.url
+    last = rbs("lab", "table", "--datasink", url)
+    assert last.returncode == 0, last.stderr
+    assert "unstable at cccccccccc, 1 suite(s), against bbbbbbbbbb" in last.stdout
+    assert "lookupKey" in last.stdout and "+5.00pp" in last.stdout
+    page = tmp_path / "t.html"
+    middle = rbs("lab", "table", "--datasink", url, "--commit", "b" * 40, "--html", str(page))
+    assert middle.returncode == 0, middle.stderr
+    assert "against aaaaaaaaaa" in middle.stdout and "15.00%" in middle.stdout
+    seen = browser.render(page, tmp_path / "shot.png")
+    assert "Where Redis spends its instructions: bbbbbbbbbb" in seen.dom
+    assert "against aaaaaaaaaa" in seen.dom and "<b>string</b>" in seen.dom
+    assert seen.console == []
+    chosen = rbs("lab", "table", "--datasink", url, "--commit", "c" * 40, "--against", "a" * 40)
+    assert "against aaaaaaaaaa" in chosen.stdout and "+10.00pp" in chosen.stdout
+    for bad, words in ((["--commit", "abc"], "--commit abc"),
+                       (["--commit", "d" * 40], "profiled no suite of dddd")):
+        refused = rbs("lab", "table", "--datasink", url, *bad)
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr

@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 
 from redis_benchmarks_spec.analysis import plots, report, shown
 from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
+from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.analysis.lab_table_report import section_lab_instructions
 from redis_benchmarks_spec.analysis.memory_report import section_memory
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
@@ -247,5 +248,19 @@ def write(data: ReportData, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(render(data, path.parent.resolve()))
+    tmp.replace(path)
+    return path
+
+
+def write_lab_table(table: LabTable, path: Path, branch: str) -> Path:
+    """A page of the lab-wide instruction table alone (``rbs lab table``, the replay)."""
+    data = ReportData(f"Where Redis spends its instructions: {branch} at {table.commit[:10]}",
+                      "instructions_per_op", [], lab_table=table)
+
+    def heading(d: ReportData, _out: Path) -> str:
+        return f"<h1>{esc(d.title)}</h1>"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(data, path.parent.resolve(), [heading, section_lab_instructions]))
     tmp.replace(path)
     return path

@@ -20,7 +20,7 @@ DEFAULT_ROOT = Path(".cache") / "lab"
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``rbs lab``."""
-    lab = sub.add_parser("lab", help="the pipeline on this machine: up, down, status, replay")
+    lab = sub.add_parser("lab", help="the pipeline on this machine: up, down, status, replay, table")
     lab_sub = lab.add_subparsers(dest="lab_command", metavar="COMMAND", required=True)
     up = lab_sub.add_parser("up", help="start broker, datasink, api, builder, one agent per "
                                        "platform and a local GitHub stand-in")
@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.set_defaults(func=cmd_status)
     from redis_benchmarks_spec.cli import lab_replay  # the replay's flags live beside it
     lab_replay.register(lab_sub)
+    from redis_benchmarks_spec.cli import lab_table
+    lab_table.register(lab_sub, _root)
 
 
 #: what every push of the tracked branch runs in the lab, besides the suites its change

@@ -17,7 +17,7 @@ import redis
 
 from redis_benchmarks_spec.agent.watch import ENV_CHANGE_AT
 from redis_benchmarks_spec.bisection.watch_range import RangeBisector, RangeSetup
-from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli import checks, lab_table
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.datasink import watch_store
@@ -155,6 +155,7 @@ def cmd_replay_range(args: argparse.Namespace) -> int:
         notes = [{"sha": x["sha"], "kind": x["kind"], "text": x["text"]}
                  for x in watch_store.log_lines(ctx.datasink, WHERE) if x["kind"] != "alert"]
         watch_replay.write_outputs(state, runs, alerts, notes, args.out)
+        say(lab_table.write_page(ctx.datasink, deliveries.BRANCH, args.out / "lab-table.html"))
         bad = replay.ended_done([p for r in runs for p in r.progress], list(state.platforms))
     except (replay.ReplayError, OSError, redis.RedisError) as exc:
         raise UsageError("rbs lab replay", str(exc).splitlines()[0] if str(exc) else

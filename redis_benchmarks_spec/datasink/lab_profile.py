@@ -97,6 +97,19 @@ def profiled_commits(client: redis.Redis, where: tuple[str, str, str], last: int
     return [s for s in reversed(shas) if _SHA.match(s)]
 
 
+def profiled_before(client: redis.Redis, where: tuple[str, str, str], sha: str) -> str | None:
+    """The branch's profiled commit just before ``sha`` (None: ``sha`` is its first, or
+    not one of them)."""
+    org, repo, branch = where
+    key = _key(org, repo, "branch", branch)
+    rank: Any = client.zrank(key, sha)
+    if rank is None or rank == 0:
+        return None
+    raw: Any = client.zrange(key, rank - 1, rank - 1)
+    found = [r.decode() if isinstance(r, bytes) else str(r) for r in raw]
+    return found[0] if found and _SHA.match(found[0]) else None
+
+
 def load(client: redis.Redis, org: str, repo: str, sha: str) -> dict[str, SuiteProfile]:
     """test -> (total per op, [(function, file, self per op)]) of ``sha``; a garbled field
     is left out."""

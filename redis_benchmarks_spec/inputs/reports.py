@@ -129,17 +129,25 @@ def _commits(data: ReportData) -> list[str]:
                    for r in rs if r.context.git.hash})
 
 
-def read_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:
-    """The lab-wide instruction table of the branch's last profiled commit against the
-    one before it, with its table per suite group (None when the lab profiled no commit of
-    the branch)."""
-    commits = lab_profile.profiled_commits(client, where, 2)
-    if not commits:
-        return None
+def read_lab_table(client: redis.Redis, where: tuple[str, str, str], commit: str | None = None,
+                   against: str | None = None) -> LabTable | None:
+    """The lab-wide instruction table of ``commit`` (default: the branch's last profiled
+    commit) against ``against`` (default: the profiled commit before it), with its table
+    per suite group (None when the lab profiled no such commit of the branch)."""
     org, repo, _ = where
-    now, groups = lab_profile.load_suites(client, org, repo, commits[-1])
-    before = lab_profile.load(client, org, repo, commits[0]) if len(commits) > 1 else None
-    return lab_table(commits[-1], now, commits[0] if before else None, before, groups=groups)
+    if commit is None:
+        commits = lab_profile.profiled_commits(client, where, 2)
+        if not commits:
+            return None
+        commit, previous = commits[-1], (commits[0] if len(commits) > 1 else None)
+    else:
+        previous = lab_profile.profiled_before(client, where, commit)
+    previous = against or previous
+    now, groups = lab_profile.load_suites(client, org, repo, commit)
+    if not now:
+        return None
+    before = lab_profile.load(client, org, repo, previous) if previous else None
+    return lab_table(commit, now, previous if before else None, before or None, groups=groups)
 
 
 def attach_history(data: ReportData, client: redis.Redis, branch: str,
