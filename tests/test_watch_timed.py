@@ -1,0 +1,104 @@
+"""A change only a timed metric saw (ops/sec) is confirmed by several interleaved re-runs of
+its two commits, judged on the re-runs alone (notify/watch_confirm.py), on a real datasink,
+the lab's GitHub stand-in and a local webhook receiver: a real drop is told (with one re-run
+a side, as before, it could never be: no rank interval of 2 runs reaches 95 %); a candidate
+whose first run was a noise extreme, with flat re-runs, is rejected; a count needs one
+re-run a side."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.datasink import watch_store
+from redis_benchmarks_spec.datasink.watch_store import SeriesStep
+from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.notify.watch_confirm import TIMED_RERUNS, ConfirmContext, step
+from redis_benchmarks_spec.results.document import RunResult
+from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
+    BUILD_VARIANT,
+    client_fixture,
+    datasink_fixture,
+    make_result,
+)
+from tests.test_watch_agent import COUNT, WHERE, sha
+from tests.test_watch_alert import targets_fixture  # noqa: F401  (fixture by import)
+
+OPS = "ALL_STATS.Totals.Ops/sec"
+_runs = itertools.count(1000)
+
+
+def run(commit: str, ops: float) -> RunResult:
+    n = next(_runs)
+    r = make_result(n, test_name="t-get", platform="lab-a", hash=commit)
+    return dataclasses.replace(r, run_id=f"{r.run_id}:lab-a", metrics={OPS: ops, COUNT: 1e4})
+
+
+class TimedReruns:
+    """Builder and agents stood in for: each re-run pushes one run of the commit at its
+    level, with 2 % noise (the datasink is real)."""
+
+    def __init__(self, client: redis.Redis, levels: dict[str, float]) -> None:
+        self.client, self.levels, self.asked = client, levels, []
+        self.rng = random.Random(7)
+
+    def request(self, commit: str, tests: list[str], platforms: list[str]) -> str:
+        self.asked.append(commit)
+        push_results(self.client, [run(commit, self.levels[commit] * self.rng.gauss(1, 0.02))])
+        return f"{commit}@0-1"
+
+    def ended(self, refs: list[str]) -> bool:
+        return True
+
+
+def candidate(client: redis.Redis, first_before: float, first_after: float,
+              metric: str = OPS) -> None:
+    """The first runs of sha(1) and sha(2), and the candidate they raised."""
+    push_results(client, [run(sha(1), first_before), run(sha(2), first_after)])
+    watch_store.add_candidate(client, WHERE, sha(1), sha(2), SeriesStep(
+        "t-get", "lab-a", BUILD_VARIANT, metric,
+        100 * (first_after / first_before - 1)))
+
+
+def context(client: redis.Redis, reruns: TimedReruns, targets: Any) -> ConfirmContext:
+    return ConfirmContext(client, WHERE, targets, reruns,
+                          lambda s: "Cheaper replies (#12001)" if s == sha(2) else "",
+                          lambda s: sha(1) if s == sha(2) else None)
+
+
+def test_a_timed_drop_is_confirmed_by_interleaved_reruns_and_told(
+        client: redis.Redis, targets: Any) -> None:
+    where_to, receiver, _issues = targets
+    candidate(client, 100_000.0, 75_000.0)
+    reruns = TimedReruns(client, {sha(1): 100_000.0, sha(2): 75_000.0})
+    decided = step(context(client, reruns, where_to))
+    assert reruns.asked == [sha(1), sha(2)] * TIMED_RERUNS  # interleaved, 4 a side
+    (told,) = [d.alert for d in decided if d.alert]
+    assert told.sha == sha(2) and told.metric == OPS and -28 < told.change_pct < -22
+    assert told.high_pct is not None and told.high_pct < 0
+    assert [p["rbs"]["sha"] for p in receiver.posts] == [sha(2)]
+
+
+def test_a_noise_extreme_with_flat_reruns_is_rejected(client: redis.Redis,
+                                                      targets: Any) -> None:
+    """The first run of sha(2) was 25 % low (a neighbour); its re-runs are not: nothing is
+    told."""
+    where_to, receiver, _issues = targets
+    candidate(client, 100_000.0, 75_000.0)
+    reruns = TimedReruns(client, {sha(1): 100_000.0, sha(2): 100_000.0})
+    decided = step(context(client, reruns, where_to))
+    assert [d.candidate.state for d in decided] == ["confirming", "rejected"]
+    assert receiver.posts == []
+
+
+def test_a_count_needs_one_rerun_a_side(client: redis.Redis, targets: Any) -> None:
+    where_to, _receiver, _issues = targets
+    candidate(client, 1e4, 1e4, metric=COUNT)
+    reruns = TimedReruns(client, {sha(1): 1.0, sha(2): 1.0})
+    step(context(client, reruns, where_to))
+    assert reruns.asked == [sha(1), sha(2)]
