@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from pathlib import Path
 from typing import Any
 
 import redis
