@@ -54,6 +54,10 @@ TOP_MOVERS = 5
 #: rank interval can reach 95 % (the first runs, which raised the candidate, are left out of
 #: a timed confirmation: judged on them, a noise extreme would confirm itself)
 TIMED_RERUNS = 4
+#: a change the re-runs leave undecided (the right sign and size, an interval that still
+#: holds zero: a count that moves ~2 % run to run, as EXPIRE's does) gets one more round of
+#: re-runs a side, up to this many rounds (counts start with one, timed metrics with four)
+MAX_RERUN_ROUNDS = {True: 4, False: 8}  # keyed by "an instruction count saw it"
 
 
 class Reruns(Protocol):
@@ -235,13 +239,22 @@ def _decide_ended(ctx: ConfirmContext, c: Candidate) -> Decided | None:
 def _ask(ctx: ConfirmContext, c: Candidate) -> Decided:
     """Ask for the re-runs of a new candidate's two commits."""
     steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
+    # a count is confirmed by one re-run a side; timed metrics need several, interleaved
+    return _more_reruns(ctx, c, steps, 1 if _counted(steps) else TIMED_RERUNS)
+
+
+def _counted(steps: list[SeriesStep]) -> bool:
+    return any(kind_of(s.metric) == INSTRUCTIONS for s in steps)
+
+
+def _more_reruns(ctx: ConfirmContext, c: Candidate, steps: list[SeriesStep],
+                 rounds: int) -> Decided:
+    """Ask ``rounds`` more re-runs of each of the candidate's commits, interleaved."""
     tests = sorted({s.test for s in steps})
     platforms = sorted({s.platform for s in steps})
-    # a count is confirmed by one re-run a side; timed metrics need several, interleaved
-    rounds = 1 if any(kind_of(s.metric) == INSTRUCTIONS for s in steps) else TIMED_RERUNS
     try:
-        c.reruns = [ctx.reruns.request(sha, tests, platforms)
-                    for _ in range(rounds) for sha in (c.before, c.after)]
+        c.reruns = [*c.reruns, *[ctx.reruns.request(sha, tests, platforms)
+                                 for _ in range(rounds) for sha in (c.before, c.after)]]
         c.state = "confirming"
     except LookupError as exc:
         c.state, c.reason = "rejected", f"cannot re-run: {exc}"
@@ -296,12 +309,21 @@ Confirmed = tuple[SeriesStep, float, Any, Any, list[HistoryPoint], float]
 
 def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[Confirmed]:
     """(series, change, low, high, points, base) of each series that shows ``c`` again."""
-    out = []
+    return _judged(ctx, c)[0]
+
+
+def _judged(ctx: ConfirmContext, c: Candidate) -> tuple[list[Confirmed], bool]:
+    """:func:`_confirmed`, and whether a series not confirmed is undecided: the re-runs
+    show the step's sign and at least half its size, but the interval holds zero."""
+    out, undecided = [], False
     for s in watch_store.series_steps(ctx.datasink, ctx.where, c.id):
         judged = _judge(ctx, c, s)
         if judged is not None and judged[0]:
             out.append((s, *judged[1:]))
-    return out
+        elif judged is not None:
+            change = judged[1]
+            undecided |= change * s.change_pct > 0 and abs(change) >= abs(s.change_pct) / 2
+    return out, undecided
 
 
 def _choose(confirmed: list[Confirmed]) -> tuple[list[Confirmed], Confirmed]:
@@ -321,9 +343,15 @@ def _reject(ctx: ConfirmContext, c: Candidate, reason: str) -> Decided:
 def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
     """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one
     (or hand it to the bisector when commits lie between its two)."""
-    confirmed = _confirmed(ctx, c)
+    confirmed, undecided = _judged(ctx, c)
     if not confirmed:
-        return _reject(ctx, c, "the re-runs did not show the step again")
+        steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
+        rounds = len(c.reruns) // 2
+        if undecided and rounds < MAX_RERUN_ROUNDS[_counted(steps)]:
+            c.reason = f"undecided after {rounds} re-run(s) a side: one more"
+            return _more_reruns(ctx, c, steps, 1)
+        return _reject(ctx, c, "the re-runs did not show the step again" if not undecided
+                       else f"undecided after {rounds} re-runs a side")
     if ctx.parent_of(c.after) == c.before:
         return _tell(ctx, c, confirmed, c.after,
                      "placed on this commit (its parent is the previous point)")
