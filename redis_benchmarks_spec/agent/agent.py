@@ -33,44 +33,25 @@ import redis
 from redis.client import Pipeline
 
 from redis_benchmarks_spec.agent import ab_event, code_selection
-from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_if_due
+from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_platform
 from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
+from redis_benchmarks_spec.agent.dead_letter import stage_dead_lettered
 from redis_benchmarks_spec.agent.ledger import Ledger
-from redis_benchmarks_spec.agent.selection import for_platform, select_valid
+from redis_benchmarks_spec.agent.selection import for_platform, rejected_tests, select_valid
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
 from redis_benchmarks_spec.common.paths import inside
-from redis_benchmarks_spec.events import validation
-from redis_benchmarks_spec.events.consumer import (
-    ConsumerStopped,
-    Entry,
-    GroupConsumer,
-)
-from redis_benchmarks_spec.events.errors import MessageError
+from redis_benchmarks_spec.events.consumer import ConsumerStopped, Entry, GroupConsumer
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
-from redis_benchmarks_spec.events.messages import (
-    ARTIFACT_REDIS,
-    DEAD_LETTERED,
-    ArtifactRef,
-    BuildEvent,
-    MalformedMessage,
-    RunStatus,
-)
-from redis_benchmarks_spec.events.status import (
-    EVENT_DONE,
-    is_cancelled,
-    record_statuses,
-    stage_event_end,
-)
-from redis_benchmarks_spec.events.validation import MAX_TEXT
-from redis_benchmarks_spec.inputs import noise_file
+from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ArtifactRef, BuildEvent, RunStatus
+from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record_statuses
 from redis_benchmarks_spec.pullrequest import ab_record
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
-from redis_benchmarks_spec.suites.validate import Rejected, validate_catalog
+from redis_benchmarks_spec.suites.validate import Rejected
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +71,11 @@ SUITE_ERRORS = (OSError, RuntimeError, ValueError)
 CALIBRATION_CHECK_S = 60.0
 
 
-def _default_runner(config: SessionConfig, suites: list[Suite]) -> list[RunResult]:
-    return run_suites(config, suites)
-
-
 class Agent:
     """One lab-host agent: a consumer of its platform's group (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, config: AgentConfig, push: Pusher,
-                 runner: Runner = _default_runner, on_event_done: EventDone | None = None,
+                 runner: Runner = run_suites, on_event_done: EventDone | None = None,
                  datasink: redis.Redis | None = None, on_selected: Selected | None = None
                  ) -> None:
         self.client = client
@@ -135,19 +112,8 @@ class Agent:
             return None
         self._calibration_checked = time.monotonic()
         self.heartbeat.info = "calibrating"
-        try:
-            catalog = validate_catalog(self.config.suites_dir)
-            suites = [s for s in catalog.suites if s.name in plan.tests]
-            missing = sorted(set(plan.tests) - {s.name for s in suites})
-            if missing:
-                log.error("calibration: no valid suite %s in %s", missing[0],
-                          self.config.suites_dir)
-            if not suites:
-                return None
-            return calibrate_if_due(calibration_session(self.config), suites, plan)
-        except (*SUITE_ERRORS, noise_file.NoiseBookError) as exc:
-            log.error("calibration of %s did not run: %s", self.config.platform, exc)
-            return None
+        return calibrate_platform(calibration_session(self.config), self.config.suites_dir,
+                                  plan)
 
     def run(self, max_events: int | None = None) -> int:
         """Serve build events until stopped, calibrating when due between them; returns
@@ -187,26 +153,11 @@ class Agent:
             self._notify_ended()
 
     def _dead_lettered(self, pipe: Pipeline, fields: Mapping[Any, Any], reason: str) -> None:
-        """The consumer's dead-letter hook: the event ends ``dead-lettered`` on this
-        platform, for itself and every test not yet final, in the dead letter's transaction."""
-        try:
-            event = BuildEvent.decode(fields)
-        except MalformedMessage:
-            return  # no event id to record a state under: the dead letter is the record
-        if not for_platform(event, self.config.platform):
-            return
-        why = reason.replace("\x00", "\\0")[:MAX_TEXT]
-        try:
-            end = RunStatus(event_id=event.id, platform=self.config.platform,
-                            agent=self.config.consumer, test_name=EVENT_DONE,
-                            state=DEAD_LETTERED, reason=why)
-        except MessageError as exc:
-            log.error("event %s: no dead-lettered status recorded: %s", event.id, exc)
-            return
-        ended = stage_event_end(self.client, pipe, self.config.names, end)
-        log.error("event %s on %s: dead-lettered with %d open test(s): %s", event.id,
-                  self.config.platform, len(ended) - 1, why)
-        self._ended.append(event)
+        """The consumer's dead-letter hook (:mod:`.dead_letter`); the event-done hook runs
+        for the event once the dead letter is written."""
+        event = stage_dead_lettered(self.client, pipe, self.config, fields, reason)
+        if event is not None:
+            self._ended.append(event)
 
     def _notify_ended(self) -> None:
         while self._ended:
@@ -275,12 +226,8 @@ class Agent:
     def _rejected(self, event: BuildEvent, rejected: list[Rejected]) -> None:
         """A selected suite file the validator rejects is a failed test with the reason
         (logged by select_valid); a file name that is no test name gets the log line only."""
-        for r in rejected:
-            try:
-                validation.name("test_name", r.name)
-            except validation.ValidationError:
-                continue
-            self._status(event, r.name, "failed", r.line()[:validation.MAX_TEXT])
+        for name, line in rejected_tests(rejected):
+            self._status(event, name, "failed", line)
 
     def _event_done(self, event: BuildEvent) -> None:
         if self.on_event_done is None:

@@ -30,6 +30,7 @@ from redis_benchmarks_spec.runner.ab_files import save_book
 from redis_benchmarks_spec.runner.ab_session import ABSessionPlan, run_session
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
+from redis_benchmarks_spec.suites.validate import validate_catalog
 from redis_benchmarks_spec.telemetry.fingerprint import host_fingerprint
 
 log = logging.getLogger(__name__)
@@ -95,3 +96,26 @@ def calibrate_if_due(session: SessionConfig, suites: list[Suite],
     if not why:
         return None
     return calibrate(session, suites, config, book, why)
+
+
+#: what a calibration may raise (a binary that will not start, a bad suite file, an
+#: unreadable noise book): logged, and the agent goes on with the floors it has
+CALIBRATION_ERRORS = (OSError, RuntimeError, ValueError, noise_file.NoiseBookError)
+
+
+def calibrate_platform(session: SessionConfig, suites_dir: Path,
+                       config: CalibrationConfig) -> CalibrationOutcome | None:
+    """The agent's calibration: the plan's suites of ``suites_dir``, :func:`calibrate_if_due`;
+    a suite that is missing or a failure is logged (None)."""
+    try:
+        catalog = validate_catalog(suites_dir)
+        suites = [s for s in catalog.suites if s.name in config.tests]
+        missing = sorted(set(config.tests) - {s.name for s in suites})
+        if missing:
+            log.error("calibration: no valid suite %s in %s", missing[0], suites_dir)
+        if not suites:
+            return None
+        return calibrate_if_due(session, suites, config)
+    except CALIBRATION_ERRORS as exc:
+        log.error("calibration of %s did not run: %s", session.context.platform, exc)
+        return None

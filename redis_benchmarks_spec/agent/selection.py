@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from redis_benchmarks_spec.events import validation
 from redis_benchmarks_spec.events.messages import BuildEvent
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
 from redis_benchmarks_spec.suites.suite import Suite
@@ -56,3 +57,16 @@ def select_valid(event: BuildEvent, agent_filter: SuiteFilter,
 def for_platform(event: BuildEvent, platform: str) -> bool:
     """An event with a platform list is only for those platforms."""
     return not event.platforms or platform in event.platforms
+
+
+def rejected_tests(rejected: list[Rejected]) -> list[tuple[str, str]]:
+    """(test name, reason) of each rejected suite file whose name is a test name (the
+    others are logged only: there is no test to record a state under)."""
+    out = []
+    for r in rejected:
+        try:
+            validation.name("test_name", r.name)
+        except validation.ValidationError:
+            continue
+        out.append((r.name, r.line()[:validation.MAX_TEXT]))
+    return out
