@@ -146,14 +146,19 @@ class SeriesId:
             return self.topology
         return f"{self.deployment_type}/{self.topology}"
 
-    @functools.cached_property
-    def key(self) -> str:
-        """The series key, exactly as the Grafana dashboards expect it."""
-        return "/".join((
+    def __post_init__(self) -> None:
+        # the key computed once, here: a push reads every key, and functools.cached_property's
+        # lock (Python < 3.12) cost it more than computing the key
+        object.__setattr__(self, "_key", "/".join((
             PREFIX, f"by.{self.side.kind}", self.scope.triggering_env, self.scope.github_org,
             self.scope.github_repo, self.test_name, self.build_variant, self.platform,
             self.deployment_path, self.side.value, self.metric,
-        ))
+        )))
+
+    @property
+    def key(self) -> str:
+        """The series key, exactly as the Grafana dashboards expect it."""
+        return self.__dict__["_key"]  # type: ignore[no-any-return]
 
     def labels(self) -> dict[str, str]:
         """The labels naming this series (each path component, under its own name), plus
@@ -404,15 +409,33 @@ def history_metrics(result: RunResult) -> list[str]:
     return names
 
 
-def series_ids(result: RunResult) -> list[SeriesId]:
-    """Every series one run writes: one per history metric and side."""
+@dataclass(frozen=True)
+class RunNames:
+    """What names one run's series and index entries, derived once (a push reads each
+    several times: its series, its index sets, its test's run index)."""
+
+    scope: Scope
+    test_name: str  # :func:`series_test_name`
+    sides: tuple[Side, ...]
+    metrics: tuple[str, ...]  # :func:`history_metrics`
+
+    @classmethod
+    def of(cls, result: RunResult) -> RunNames:
+        return cls(Scope.of(result), series_test_name(result), tuple(sides_of(result)),
+                   tuple(history_metrics(result)))
+
+
+def series_ids(result: RunResult, names: RunNames | None = None) -> list[SeriesId]:
+    """Every series one run writes: one per history metric and side (``names``: the run's
+    :class:`RunNames`, when the caller has them already)."""
     ctx = result.context
-    scope = Scope.of(result)
+    names = names or RunNames.of(result)
+    paths = result.metric_paths
     return [
-        SeriesId(side, scope, series_test_name(result), ctx.build_variant, ctx.platform,
-                 ctx.topology, metric, ctx.topology_type, result.metric_paths.get(metric, ""))
-        for side in sides_of(result)
-        for metric in history_metrics(result)
+        SeriesId(side, names.scope, names.test_name, ctx.build_variant, ctx.platform,
+                 ctx.topology, metric, ctx.topology_type, paths.get(metric, ""))
+        for side in names.sides
+        for metric in names.metrics
     ]
 
 
