@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from redis_benchmarks_spec.results.document import RunResult
@@ -134,6 +134,8 @@ class SeriesId:
     metric: str
     deployment_type: str = ""  # the topology's type; '' means the same as its name
     metric_jsonpath: str = ""
+    #: the series key, exactly as the Grafana dashboards expect it (set by __post_init__)
+    key: str = field(init=False, repr=False, compare=False)
 
     @property
     def is_default_deployment(self) -> bool:
@@ -147,18 +149,14 @@ class SeriesId:
         return f"{self.deployment_type}/{self.topology}"
 
     def __post_init__(self) -> None:
-        # the key computed once, here: a push reads every key, and functools.cached_property's
-        # lock (Python < 3.12) cost it more than computing the key
-        object.__setattr__(self, "_key", "/".join((
+        # the key computed once, here, and read as a plain attribute: a push reads every key
+        # two or three times, and functools.cached_property's lock (Python < 3.12) or a
+        # property's call cost it more than computing the key
+        object.__setattr__(self, "key", "/".join((
             PREFIX, f"by.{self.side.kind}", self.scope.triggering_env, self.scope.github_org,
             self.scope.github_repo, self.test_name, self.build_variant, self.platform,
             self.deployment_path, self.side.value, self.metric,
         )))
-
-    @property
-    def key(self) -> str:
-        """The series key, exactly as the Grafana dashboards expect it."""
-        return self.__dict__["_key"]  # type: ignore[no-any-return]
 
     def labels(self) -> dict[str, str]:
         """The labels naming this series (each path component, under its own name), plus
