@@ -424,8 +424,3 @@ def test_a_document_with_keys_that_are_not_strings_is_stored_all_the_same(
     assert push_results(client, [doc]).ok
     raw = client.get(keys.run_key(doc.run_id))
     assert raw and json.loads(raw)["memory"]["nodes"] == {"0": {"used_memory": 1.0}}
-
-
-def test_the_datasink_writes_snapshots_uncompressed(client: redis.Redis) -> None:
-    """LZF on every stored document was a quarter of the server's CPU while agents push."""
-    assert client.config_get("rdbcompression") == {"rdbcompression": "no"}

@@ -272,10 +272,6 @@ class EmbeddedDatasink:
             # durable enough for results: AOF fsynced every second, plus periodic snapshots
             "--appendonly", "yes", "--appendfsync", "everysec",
             "--dbfilename", "datasink.rdb", "--save", "300 1 60 1000",
-            # snapshots and AOF rewrites uncompressed: LZF on every document was a quarter of
-            # the server's CPU while agents push (docs/history.md, "Ingest"); the files are
-            # ~1.5x larger and load faster
-            "--rdbcompression", "no",
             "--loadmodule", str(binaries.timeseries_module),
         ]
 
