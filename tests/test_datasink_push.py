@@ -424,3 +424,22 @@ def test_a_document_with_keys_that_are_not_strings_is_stored_all_the_same(
     assert push_results(client, [doc]).ok
     raw = client.get(keys.run_key(doc.run_id))
     assert raw and json.loads(raw)["memory"]["nodes"] == {"0": {"used_memory": 1.0}}
+
+
+def test_a_hash_series_creation_packed_from_shared_parts_is_the_whole_command() -> None:
+    """by.hash creations are packed from a tail shared by a commit's runs (options, labels):
+    each must be byte for byte the full TS.ADD, label values made safe included, and a run
+    of another commit or platform must not take a tail that is not its own."""
+    import hiredis
+
+    from redis_benchmarks_spec.datasink import writer
+    runs = [make_result(0, platform="lab(1)=x", hash="abcd1234"),
+            make_result(1, test_name="t2", platform="lab(1)=x", hash="abcd1234"),
+            make_result(2, platform="other", hash="abcd1234"), make_result(3, hash="ffff9999")]
+    for options in (PushOptions(), PushOptions(timestamp="start", retention_ms=7_000)):
+        prepared = writer.prepare_batch(runs, options, (set(), set()))
+        want = {s.key: hiredis.pack_command(tuple(writer.add_args(s, plan, options)))
+                for plan in prepared.plans for s in plan.series if s.side.kind == "hash"}
+        got = {args[1]: resp for args, resp in zip(prepared.batch.commands, prepared.batch.resp)
+               if resp is not None}
+        assert got == want and len(got) == len(runs) * len(METRICS)
