@@ -6,15 +6,19 @@ each the runs of its platform and its share of the suites, through the agents' o
 path (:func:`datasink.writer.push_results` with the series it created remembered), and
 each also re-pushes the previous commit of another agent's share, as an agent that
 recovers a dead holder's unconfirmed results does: the points must still come out exactly
-once.
+once (those re-pushed points are work the clock sees but the ingest figure does not count).
+Each agent builds its result documents and connects before the clock starts, as a lab
+host's agent, a daemon holding its results, pushes them: the clock measures pushing.
 """
 
 from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import redis
 
@@ -124,37 +128,76 @@ class AgentOutcome:
     repushed: int = 0
     points: int = 0
     failed: int = 0
-    elapsed_s: float = 0.0
+    started: float = 0.0  # time.monotonic() (one clock for every process) of the first push
+    ended: float = 0.0
+    cpu_s: float = 0.0  # this process's CPU while it pushed (user + system)
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.ended - self.started
 
 
-def run_agent(job: AgentJob) -> AgentOutcome:
-    """Push this agent's runs commit by commit; re-push a neighbour's previous commit."""
-    client = redis.Redis.from_url(job.url, socket_timeout=120)
+def agent_runs(job: AgentJob) -> list[tuple[list[RunResult], list[RunResult]]]:
+    """Per commit: this agent's runs, and the neighbour's previous-commit runs it re-pushes.
+    Built before the clock starts: a real agent's results exist before it pushes them."""
     neighbour = replace(job, agent=(job.agent + 1) % job.agents)
-    known: set[str] = set()
-    out = AgentOutcome()
-    started = time.perf_counter()
+    out = []
     for commit in range(job.shape.commits):
         runs = [make_run(job.shape, commit, p, s) for p, s in job.share()]
+        again = [make_run(job.shape, commit - 1, p, s) for p, s in neighbour.share()[:2]] \
+            if commit and job.agents > 1 else []
+        out.append((runs, again))
+    return out
+
+
+def run_agent(job: AgentJob, start: Any = None) -> AgentOutcome:
+    """Push this agent's runs commit by commit; re-push a neighbour's previous commit.
+    ``start`` (a barrier) lines the agents up once every one has built its runs and
+    connected, so the clock measures pushing only."""
+    client = redis.Redis.from_url(job.url, socket_timeout=120)
+    client.ping()
+    work = agent_runs(job)
+    known: set[str] = set()
+    out = AgentOutcome()
+    if start is not None:
+        start.wait()
+    cpu, out.started = _cpu_s(), time.monotonic()
+    for runs, again in work:
         report = push_results(client, runs, known_series=known)
         out.pushed += len(report.pushed)
         out.points += report.datapoints
         out.failed += len(report.failed)
-        if commit and job.agents > 1:
-            again = [make_run(job.shape, commit - 1, p, s) for p, s in neighbour.share()[:2]]
+        if again:
             out.repushed += len(push_results(client, again, known_series=known).pushed)
-    out.elapsed_s = time.perf_counter() - started
+    out.ended, out.cpu_s = time.monotonic(), _cpu_s() - cpu
     client.close()
     return out
 
 
+def _cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _agent_process(job: AgentJob, start: Any, results: Any) -> None:
+    results.put((job.agent, run_agent(job, start)))
+
+
 def fill(url: str, shape: LabShape, agents: int) -> tuple[list[AgentOutcome], float]:
-    """Every agent pushing at once (processes); the outcomes and the wall time."""
+    """Every agent pushing at once (processes, started and lined up before the clock); the
+    outcomes and the wall time from the first push's start to the last push's end."""
     jobs = [AgentJob(url, shape, a, agents) for a in range(agents)]
-    started = time.perf_counter()
     if agents == 1:
         outcomes = [run_agent(jobs[0])]
     else:
-        with multiprocessing.get_context("fork").Pool(agents) as pool:
-            outcomes = pool.map(run_agent, jobs)
-    return outcomes, time.perf_counter() - started
+        ctx = multiprocessing.get_context("fork")
+        start, results = ctx.Barrier(agents), ctx.Queue()
+        procs = [ctx.Process(target=_agent_process, args=(job, start, results))
+                 for job in jobs]
+        for proc in procs:
+            proc.start()
+        got = dict(results.get(timeout=3600) for _ in procs)
+        for proc in procs:
+            proc.join(timeout=60)
+        outcomes = [got[a] for a in range(agents)]
+    return outcomes, max(o.ended for o in outcomes) - min(o.started for o in outcomes)

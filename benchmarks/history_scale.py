@@ -72,6 +72,7 @@ class Point:
     rdb: int = 0
     family_bytes: dict[str, float] = field(default_factory=dict)
     ingest: float = 0.0
+    cpu_per_k: tuple[float, float] = (0.0, 0.0)  # CPU s per 1,000 points: agents, server
     latency: dict[str, tuple[float, float]] = field(default_factory=dict)
     memory_after_gc: int = 0
     gc_line: str = ""
@@ -89,8 +90,16 @@ def percentiles(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 
 def server_cpu_s(client: redis.Redis) -> float:
+    """The server's CPU seconds, with its finished children's (AOF rewrites, snapshots: a
+    push that grows the AOF sets them off). Waits for a child still running to end."""
+    while True:
+        persistence = client.info("persistence")
+        if not (persistence["aof_rewrite_in_progress"] or persistence["rdb_bgsave_in_progress"]):
+            break
+        time.sleep(0.05)
     info = client.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    return sum(float(info[f"used_cpu_{kind}"]) for kind in
+               ("user", "sys", "user_children", "sys_children"))
 
 
 def used_memory(client: redis.Redis) -> int:
@@ -213,13 +222,16 @@ def run_point(shape: LabShape, args: argparse.Namespace) -> Point:
             outcomes, wall = fill(sink.url or "", shape, args.agents)
             server_cpu = server_cpu_s(client) - cpu_before
             pushed_points = sum(o.points for o in outcomes)
+            agents_cpu = sum(o.cpu_s for o in outcomes)
             point.ingest = pushed_points / wall
+            point.cpu_per_k = (1000 * agents_cpu / pushed_points, 1000 * server_cpu / pushed_points)
             print(f"  ingest: {pushed_points:,} points ({sum(o.pushed for o in outcomes):,} "
                   f"runs + {sum(o.repushed for o in outcomes):,} re-pushed) by {args.agents} "
                   f"agent(s) in {wall:.1f} s = {point.ingest:,.0f} points/s; failed "
-                  f"{sum(o.failed for o in outcomes)}; server CPU {server_cpu:.1f} s "
-                  f"({100 * server_cpu / wall:.0f} % of one core), load average "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)
+                  f"{sum(o.failed for o in outcomes)}; CPU per 1,000 points: agents "
+                  f"{point.cpu_per_k[0] * 1000:.1f} ms, server {point.cpu_per_k[1] * 1000:.1f} ms "
+                  f"(with its AOF rewrites; {100 * server_cpu / wall:.0f} % of one core), load "
+                  f"average {os.getloadavg()[0]:.1f}", flush=True)
             print(f"  exactly once: {check_exactly_once(client, shape)}", flush=True)
             point.memory = used_memory(client) - empty
             point.rdb = rdb_bytes(client, Path(tmp))

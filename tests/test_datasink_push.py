@@ -379,3 +379,67 @@ def test_a_documents_context_is_read_from_its_first_bytes(client: redis.Redis) -
     assert found == {d.run_id: d.to_dict()["context"] for d in docs}
     folded = documents.encode_folded(docs[0].to_dict())  # compressed: read it whole instead
     assert documents.peek_context(folded[:documents.HEAD_BYTES]) is None
+
+
+def test_one_batch_of_mixed_scopes_and_platforms_indexes_each_run_where_it_belongs(
+        client: redis.Redis) -> None:
+    """Runs of a batch share their index entries by scope, platform, build variant,
+    topology, metrics and sides: interleaved runs of two scopes and two platforms must each
+    land in their own scope's sets, with their own commit's first and last times."""
+    runs = [make_result(0, hash="aaaa1111"),
+            make_result(1, test_name="other", triggering_env="nightly", branch="7.2",
+                        platform="cascadelake", hash="bbbb2222"),
+            make_result(5, platform="cascadelake", hash="aaaa1111"),
+            make_result(2, test_name="third", hash="aaaa1111"),
+            make_result(-3, test_name="third", hash="cccc3333", version=None)]
+    assert push_results(client, runs).ok
+    ci, nightly = keys.Scope("ci"), keys.Scope("nightly")
+    assert sorted(reader.scopes(client), key=lambda s: s.path) == [ci, nightly]
+    assert reader.list_tests(client, ci) == sorted([TEST_NAME, "third"])
+    assert reader.list_tests(client, nightly) == ["other"]
+    assert reader.list_platforms(client, ci) == ["cascadelake", "icelake-2s"]
+    assert reader.list_platforms(client, nightly) == ["cascadelake"]
+    assert reader.list_branches(client, ci) == ["unstable"]
+    assert reader.list_branches(client, nightly) == ["7.2"]
+    idx, other = keys.index_keys(ci), keys.index_keys(nightly)
+    assert client.smembers(idx.hashes) == {b"aaaa1111", b"cccc3333"}
+    assert client.smembers(other.hashes) == {b"bbbb2222"}
+    start = {r.run_id: r.start_ms for r in runs}
+    a_times = [start[r.run_id] for r in runs if r.context.git.hash == "aaaa1111"]
+    assert client.zscore(idx.hash_first, "aaaa1111") == min(a_times)
+    assert client.zscore(idx.hash_last, "aaaa1111") == max(a_times)
+    assert client.zscore(idx.hash_times, "cccc3333") == runs[4].start_ms
+    assert client.zscore(other.hash_first, "aaaa1111") is None
+    assert client.zscore(other.hash_last, "bbbb2222") == runs[1].start_ms
+    assert set(client.hkeys(idx.tested)) == {TEST_NAME.encode(), b"third"}
+
+
+def test_a_document_with_keys_that_are_not_strings_is_stored_all_the_same(
+        client: redis.Redis) -> None:
+    """orjson's fast path takes string keys only; a document holding another key (a
+    node's index in a dict) is still written, with the key as JSON text, as before."""
+    from redis_benchmarks_spec.datasink import documents
+    doc = replace(make_result(0), memory={"nodes": {0: {"used_memory": 1.0}}})
+    assert json.loads(documents.encode_lean(doc))["memory"] == {"nodes": {"0": {"used_memory": 1.0}}}
+    assert push_results(client, [doc]).ok
+    raw = client.get(keys.run_key(doc.run_id))
+    assert raw and json.loads(raw)["memory"]["nodes"] == {"0": {"used_memory": 1.0}}
+
+
+def test_a_hash_series_creation_packed_from_shared_parts_is_the_whole_command() -> None:
+    """by.hash creations are packed from a tail shared by a commit's runs (options, labels):
+    each must be byte for byte the full TS.ADD, label values made safe included, and a run
+    of another commit or platform must not take a tail that is not its own."""
+    import hiredis
+
+    from redis_benchmarks_spec.datasink import writer
+    runs = [make_result(0, platform="lab(1)=x", hash="abcd1234"),
+            make_result(1, test_name="t2", platform="lab(1)=x", hash="abcd1234"),
+            make_result(2, platform="other", hash="abcd1234"), make_result(3, hash="ffff9999")]
+    for options in (PushOptions(), PushOptions(timestamp="start", retention_ms=7_000)):
+        prepared = writer.prepare_batch(runs, options, (set(), set()))
+        want = {s.key: hiredis.pack_command(tuple(writer.add_args(s, plan, options)))
+                for plan in prepared.plans for s in plan.series if s.side.kind == "hash"}
+        got = {args[1]: resp for args, resp in zip(prepared.batch.commands, prepared.batch.resp)
+               if resp is not None}
+        assert got == want and len(got) == len(runs) * len(METRICS)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from redis_benchmarks_spec.results.document import RunResult
@@ -134,6 +134,8 @@ class SeriesId:
     metric: str
     deployment_type: str = ""  # the topology's type; '' means the same as its name
     metric_jsonpath: str = ""
+    #: the series key, exactly as the Grafana dashboards expect it (set by __post_init__)
+    key: str = field(init=False, repr=False, compare=False)
 
     @property
     def is_default_deployment(self) -> bool:
@@ -146,14 +148,15 @@ class SeriesId:
             return self.topology
         return f"{self.deployment_type}/{self.topology}"
 
-    @functools.cached_property
-    def key(self) -> str:
-        """The series key, exactly as the Grafana dashboards expect it."""
-        return "/".join((
+    def __post_init__(self) -> None:
+        # the key computed once, here, and read as a plain attribute: a push reads every key
+        # two or three times, and functools.cached_property's lock (Python < 3.12) or a
+        # property's call cost it more than computing the key
+        object.__setattr__(self, "key", "/".join((
             PREFIX, f"by.{self.side.kind}", self.scope.triggering_env, self.scope.github_org,
             self.scope.github_repo, self.test_name, self.build_variant, self.platform,
             self.deployment_path, self.side.value, self.metric,
-        ))
+        )))
 
     def labels(self) -> dict[str, str]:
         """The labels naming this series (each path component, under its own name), plus
@@ -404,15 +407,33 @@ def history_metrics(result: RunResult) -> list[str]:
     return names
 
 
-def series_ids(result: RunResult) -> list[SeriesId]:
-    """Every series one run writes: one per history metric and side."""
+@dataclass(frozen=True)
+class RunNames:
+    """What names one run's series and index entries, derived once (a push reads each
+    several times: its series, its index sets, its test's run index)."""
+
+    scope: Scope
+    test_name: str  # :func:`series_test_name`
+    sides: tuple[Side, ...]
+    metrics: tuple[str, ...]  # :func:`history_metrics`
+
+    @classmethod
+    def of(cls, result: RunResult) -> RunNames:
+        return cls(Scope.of(result), series_test_name(result), tuple(sides_of(result)),
+                   tuple(history_metrics(result)))
+
+
+def series_ids(result: RunResult, names: RunNames | None = None) -> list[SeriesId]:
+    """Every series one run writes: one per history metric and side (``names``: the run's
+    :class:`RunNames`, when the caller has them already)."""
     ctx = result.context
-    scope = Scope.of(result)
+    names = names or RunNames.of(result)
+    paths = result.metric_paths
     return [
-        SeriesId(side, scope, series_test_name(result), ctx.build_variant, ctx.platform,
-                 ctx.topology, metric, ctx.topology_type, result.metric_paths.get(metric, ""))
-        for side in sides_of(result)
-        for metric in history_metrics(result)
+        SeriesId(side, names.scope, names.test_name, ctx.build_variant, ctx.platform,
+                 ctx.topology, metric, ctx.topology_type, paths.get(metric, ""))
+        for side in names.sides
+        for metric in names.metrics
     ]
 
 

@@ -25,17 +25,40 @@ class Batch:
     def __init__(self) -> None:
         self.commands: list[tuple[Any, ...]] = []
         self.owners: list[list[RunResult]] = []
+        self.resp: list[bytes | None] = []  # a command queued in RESP already, else None
 
     def queue(self, owners: list[RunResult], *args: Any) -> int:
         """Queue one command; returns its index among the replies."""
         self.commands.append(args)
         self.owners.append(owners)
+        self.resp.append(None)
         return len(self.commands) - 1
+
+    def queue_resp(self, owners: list[RunResult], resp: bytes, *args: Any) -> int:
+        """Queue one command already in RESP (:func:`command_resp`); ``args`` (its name and
+        key) name it should it be refused."""
+        index = self.queue(owners, *args)
+        self.resp[index] = resp
+        return index
 
     def packed(self) -> bytes:
         """Every command in RESP, packed by hiredis (redis-py's own packing checks and
         copies every argument first: a third of a push's client time)."""
-        return b"".join(map(hiredis.pack_command, self.commands))
+        return b"".join([resp if resp is not None else hiredis.pack_command(args)
+                         for resp, args in zip(self.resp, self.commands)])
+
+
+def bulk_strings(args: tuple[Any, ...]) -> bytes:
+    """``args`` in RESP as a command's arguments, without the command's ``*N`` header: the
+    parts of a command that many commands share are packed once (:func:`command_resp`)."""
+    packed = hiredis.pack_command(args)
+    return packed[packed.index(b"\r\n") + 2:]
+
+
+def command_resp(head: tuple[Any, ...], tail: tuple[int, bytes]) -> bytes:
+    """One command in RESP: ``head``'s arguments, then a tail of ``tail[0]`` arguments
+    packed already by :func:`bulk_strings` (``tail[1]``)."""
+    return b"*%d\r\n%b%b" % (len(head) + tail[0], bulk_strings(head), tail[1])
 
 
 class Wire:

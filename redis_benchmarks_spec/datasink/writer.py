@@ -20,7 +20,7 @@ from typing import Any, Literal
 import redis
 
 from redis_benchmarks_spec.datasink import documents, keys
-from redis_benchmarks_spec.datasink.wire import Batch, Wire, wire
+from redis_benchmarks_spec.datasink.wire import Batch, Wire, bulk_strings, command_resp, wire
 from redis_benchmarks_spec.results.document import RunResult
 
 TimestampSource = Literal["start", "commit"]
@@ -209,11 +209,14 @@ class PlannedRun:
 
     result: RunResult
     ts: int
+    names: keys.RunNames
     series: list[keys.SeriesId]
 
     @classmethod
     def of(cls, result: RunResult, options: PushOptions) -> PlannedRun:
-        return cls(result, timestamp_of(result, options), keys.series_ids(result))
+        names = keys.RunNames.of(result)
+        return cls(result, timestamp_of(result, options), names,
+                   keys.series_ids(result, names))
 
     @functools.cached_property
     def run_labels(self) -> dict[str, str]:
@@ -245,15 +248,17 @@ def prepare_batch(results: list[RunResult], options: PushOptions,
     madd: list[tuple[keys.SeriesId, PlannedRun]] = []
     created: dict[str, int] = {}
     one_commit: set[str] = set()
+    tails: dict[tuple[str, str, str], tuple[int, bytes]] = {}
     for plan in plans:
         for s in plan.series:
             key = s.key
             if key in known or key in inflight or key in created:
                 madd.append((s, plan))
+            elif s.side.kind == "hash":
+                created[key] = queue_hash_add(batch, (s, plan), options, tails)
+                one_commit.add(key)
             else:
                 created[key] = batch.queue([plan.result], *add_args(s, plan, options))
-                if s.side.kind == "hash":
-                    one_commit.add(key)
     madd_at = batch.queue([p.result for _s, p in madd], "TS.MADD", *[
         arg for s, p in madd for arg in (s.key, p.ts, p.result.metrics[s.metric])]) \
         if madd else -1
@@ -306,10 +311,31 @@ def add_args(series: keys.SeriesId, plan: PlannedRun, options: PushOptions) -> l
     labels = keys.series_labels(series, {} if series.side.kind == "hash" else plan.run_labels)
     # by.hash and by.version series hold the few runs of one commit or release: a small
     # chunk saves most of the default 4 KiB each (docs/history.md)
-    chunk = SMALL_CHUNK_BYTES.get(series.side.kind)
     return ["TS.ADD", series.key, plan.ts, float(plan.result.metrics[series.metric]),
-            "RETENTION", options.retention_ms, *(["CHUNK_SIZE", chunk] if chunk else []),
-            "DUPLICATE_POLICY", "LAST", "ON_DUPLICATE", "LAST", "LABELS", *_flatten(labels)]
+            *_creation_args(options.retention_ms, SMALL_CHUNK_BYTES.get(series.side.kind)),
+            *_flatten(labels)]
+
+
+@functools.lru_cache(maxsize=16)
+def _creation_args(retention_ms: int, chunk: int | None) -> tuple[Any, ...]:
+    """The options of a TS.ADD that may create its series, up to its labels."""
+    return ("RETENTION", retention_ms, *(("CHUNK_SIZE", chunk) if chunk else ()),
+            "DUPLICATE_POLICY", "LAST", "ON_DUPLICATE", "LAST", "LABELS")
+
+
+def queue_hash_add(batch: Batch, point: tuple[keys.SeriesId, PlannedRun], options: PushOptions,
+                   tails: dict[tuple[str, str, str], tuple[int, bytes]]) -> int:
+    """Queue the TS.ADD creating a by.hash series (:func:`add_args`), its options and labels
+    packed once per commit, metric and platform in ``tails``: every run creates five such
+    series, and packing their ~20 arguments each was a fifth of a push's client work."""
+    series, plan = point
+    tail_key = (series.side.value, series.metric, series.platform)
+    tail = tails.get(tail_key)
+    if tail is None:
+        rest = tuple(add_args(series, plan, options)[4:])  # the same for every run of the commit
+        tail = tails[tail_key] = (len(rest), bulk_strings(rest))
+    head = ("TS.ADD", series.key, plan.ts, float(plan.result.metrics[series.metric]))
+    return batch.queue_resp([plan.result], command_resp(head, tail), *head[:2])
 
 
 def madd_refusals(points: list[tuple[keys.SeriesId, PlannedRun]],
@@ -335,33 +361,37 @@ def readd(link: Wire, points: list[tuple[keys.SeriesId, PlannedRun]],
 
 def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
     """Queue the index-set updates that let readers list tests, branches, versions...:
-    one command per set for the whole batch."""
+    one command per set for the whole batch. Runs of one scope, platform, build variant,
+    topology, metrics and sides (most of a batch) share their entries: each is added once
+    for the group, not once per run."""
     members: dict[tuple[str, str], dict[str, list[RunResult]]] = {}
     times: dict[tuple[str, str], dict[str, int]] = {}  # (flag, zset) -> commit -> time
 
-    def add(command: str, key: str, value: str, run: RunResult) -> None:
-        members.setdefault((command, key), {}).setdefault(value, []).append(run)
+    def add(command: str, key: str, value: str, runs: list[RunResult]) -> None:
+        members.setdefault((command, key), {}).setdefault(value, []).extend(runs)
 
-    for plan in plans:
-        run, ctx = plan.result, plan.result.context
-        scope = keys.Scope.of(run)
+    for (scope, platform, build_variant, topology, metrics, sides), group in \
+            _index_groups(plans).items():
+        runs = [plan.result for plan in group]
         idx = keys.index_keys(scope)
-        add("SADD", keys.SCOPES_KEY, scope.path, run)
-        add("SADD", idx.tests, keys.series_test_name(run), run)
-        add("HSET", idx.tested, keys.series_test_name(run), run)
-        for metric in keys.history_metrics(run):
-            add("SADD", idx.metrics, metric, run)
-        add("SADD", idx.platforms, ctx.platform, run)
-        add("SADD", idx.build_variants, ctx.build_variant, run)
-        add("SADD", idx.topologies, ctx.topology, run)
+        add("SADD", keys.SCOPES_KEY, scope.path, runs)
+        for plan in group:
+            add("SADD", idx.tests, plan.names.test_name, [plan.result])
+            add("HSET", idx.tested, plan.names.test_name, [plan.result])
+        for metric in metrics:
+            add("SADD", idx.metrics, metric, runs)
+        add("SADD", idx.platforms, platform, runs)
+        add("SADD", idx.build_variants, build_variant, runs)
+        add("SADD", idx.topologies, topology, runs)
         side_sets = {"branch": idx.branches, "version": idx.versions, "hash": idx.hashes}
-        for side in keys.sides_of(run):
-            add("SADD", side_sets[side.kind], side.value, run)
+        for side in sides:
+            add("SADD", side_sets[side.kind], side.value, runs)
             if side.kind == "hash":  # gc expires a commit's series by its newest point
                 for flag, key in (("GT", idx.hash_times), ("GT", idx.hash_last),
                                   ("LT", idx.hash_first)):
-                    _keep(times.setdefault((flag, key), {}), side.value, plan.ts, flag)
-                    add("ZADD" + flag, key, side.value, run)
+                    for plan in group:
+                        _keep(times.setdefault((flag, key), {}), side.value, plan.ts, flag)
+                    add("ZADD" + flag, key, side.value, runs)
     for (command, key), values in members.items():
         owners = list({id(r): r for runs in values.values() for r in runs}.values())
         if command == "SADD":
@@ -373,6 +403,16 @@ def queue_indexes(batch: Batch, plans: list[PlannedRun]) -> None:
             flag = command[4:]
             batch.queue(owners, "ZADD", key, flag, *[
                 arg for value in values for arg in (times[(flag, key)][value], value)])
+
+
+def _index_groups(plans: list[PlannedRun]) -> dict[tuple[Any, ...], list[PlannedRun]]:
+    """Plans by what their index entries besides the test name depend on."""
+    groups: dict[tuple[Any, ...], list[PlannedRun]] = {}
+    for plan in plans:
+        ctx, names = plan.result.context, plan.names
+        groups.setdefault((names.scope, ctx.platform, ctx.build_variant, ctx.topology,
+                           names.metrics, names.sides), []).append(plan)
+    return groups
 
 
 def _keep(times: dict[str, int], commit: str, ts: int, flag: str) -> None:
@@ -393,10 +433,10 @@ def queue_documents(batch: Batch, plans: list[PlannedRun]) -> None:
     batch.queue(runs, "MSET", *[arg for r in runs
                                 for arg in (keys.run_key(r.run_id), documents.encode_lean(r))])
     by_test: dict[str, list[RunResult]] = {}
-    for run in runs:
+    for plan in plans:
         # under the series' test name: a sweep's runs are found beside each swept value's series
-        key = keys.test_runs_key(keys.Scope.of(run), keys.series_test_name(run))
-        by_test.setdefault(key, []).append(run)
+        key = keys.test_runs_key(plan.names.scope, plan.names.test_name)
+        by_test.setdefault(key, []).append(plan.result)
     for key, owners in by_test.items():
         batch.queue(owners, "ZADD", key, *[a for r in owners for a in (r.start_ms, r.run_id)])
 

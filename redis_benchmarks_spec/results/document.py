@@ -251,7 +251,10 @@ class RunResult:
         top = self._top()
         if without_tool_data and top["result"]:
             top["result"] = {**top["result"], "data": {}}
-        return orjson.dumps(top, default=_fields_of, option=orjson.OPT_NON_STR_KEYS)
+        try:  # string keys only (every document so far): orjson's faster path
+            return orjson.dumps(top, default=_fields_of)
+        except orjson.JSONEncodeError:  # a key that is not a string: the same text, slower
+            return orjson.dumps(top, default=_fields_of, option=orjson.OPT_NON_STR_KEYS)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RunResult:
