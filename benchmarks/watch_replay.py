@@ -52,10 +52,10 @@ SHORT = ("72e90695", "61c85a2b", [GEO])  # 4 commits of history, then #11552
 # a push of two commits: 4 commits of history, then 155acef5 and #11552 pushed at once, so
 # the change is confirmed across a skipped commit and bisected
 SKIPPED = ("c8181314", "61c85a2b", [GEO])
-WIDE = ["redis-benchmark-1Kkeys-string-get-100B", "redis-benchmark-string-set-100B",
-        "redis-benchmark-ping-mbulk-pipeline-100", "redis-benchmark-hash-hset-100B",
-        "redis-benchmark-list-lpush-100B", "redis-benchmark-zset-zadd",
-        "redis-benchmark-string-incr"]
+WIDE = ["redis-benchmark-1Kkeys-string-get-1000B-pipeline-100", "redis-benchmark-hash-hset-100B",
+        "redis-benchmark-ping-mbulk-pipeline-100", "redis-benchmark-1Kkeys-list-lrange-100",
+        "redis-benchmark-1Kkeys-zset-zrange-100", "redis-benchmark-set-sadd",
+        "redis-benchmark-1Kkeys-string-mget-10keys-100B"]  # one topology each
 
 
 def suites(folder: Path, names: list[str]) -> Path:
