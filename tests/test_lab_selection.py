@@ -65,6 +65,13 @@ def test_build_file_and_allocator_reach_everything() -> None:
     assert found.everything == ["src/Makefile is a build file", "src/zmalloc.c is the allocator"]
 
 
+def test_a_makefile_under_tests_builds_no_server() -> None:
+    """abc345ad (#11199) edits tests/modules/Makefile: the test modules' build, not the
+    server's (the replay ran every suite for it)."""
+    text = "--- a/tests/modules/Makefile\n+++ b/tests/modules/Makefile\n@@ -1 +1 @@\n-a\n+b\n"
+    assert change_mod.parse_diff(text).everything == []
+
+
 def test_profiles_pick_the_suite_that_executes_the_changed_function() -> None:
     profiles = {GEO: [("geodistCommand", "geo.c", 2100.0),
                       ("addReplyDoubleDistance", "geo.c", 1200.0)],

@@ -136,3 +136,24 @@ def test_a_count_that_moves_two_percent_gets_more_reruns_before_it_is_told(
     assert told.sha == sha(2) and told.metric == COUNT and told.high_pct is not None
     assert -7 < told.change_pct < -3 and told.high_pct < 0
     assert [p["rbs"]["sha"] for p in receiver.posts] == [sha(2)]
+
+
+def test_a_confirmed_count_change_under_the_floor_is_a_note_not_an_alert(
+        client: redis.Redis, targets: Any) -> None:
+    """#11199 (abc345ad) added firePostExecutionUnitJobs to every command: +1.08 % on the
+    pipelined PING in the replay, confirmed with its mover. Real, and under 3 %: one line
+    in the branch's log (rbs history), no issue, no webhook post."""
+    where_to, receiver, issues = targets
+    push_results(client, [run(sha(1), 1e5, 1000.0), run(sha(2), 1e5, 1010.8)])
+    watch_store.add_candidate(client, WHERE, sha(1), sha(2), SeriesStep(
+        "t-get", "lab-a", BUILD_VARIANT, COUNT, 1.08))
+    reruns = Replayed(client, {sha(1): [1000.5], sha(2): [1010.6]})
+    decided = step(context(client, reruns, where_to))
+    assert [d.alert for d in decided] == [None, None]
+    assert decided[-1].candidate.state == "confirmed"
+    assert "below the 3 % alert floor" in decided[-1].candidate.reason
+    (line,) = watch_store.log_lines(client, WHERE)
+    assert line["kind"] == "small-change" and line["sha"] == sha(2)
+    assert "+1.0" in line["text"] and "Cheaper replies (#12001)" in line["text"]
+    assert receiver.posts == [] and not issues.exists()
+    assert watch_store.alert_summaries(client, WHERE) == {}

@@ -24,7 +24,10 @@ CHANGE_TTL_S = 14 * 24 * 3600
 MAX_ITEMS = 2000
 MAX_BYTES = 512 * 1024
 # a change to these reaches every command: the whole suite list runs
-BUILD_FILES = re.compile(r"(^|/)(Makefile|[^/]*\.mk|CMakeLists\.txt|configure[^/]*)$|^deps/")
+# a build file of the server: not one under tests/ (tests/modules/Makefile builds the test
+# modules, never redis-server)
+BUILD_FILES = re.compile(
+    r"^(?!tests/)(.*/)?(Makefile|[^/]*\.mk|CMakeLists\.txt|configure[^/]*)$|^deps/")
 ALLOCATOR = re.compile(r"(^|/)(zmalloc\.[ch]|.*jemalloc.*|.*malloc.*\.[ch])$")
 CODE = re.compile(r"\.(c|h|cc|cpp|hpp)$")
 _HUNK = re.compile(r"^@@ -\d+(,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")

@@ -96,11 +96,12 @@ def _watch_lines(client: redis.Redis, history: History) -> dict[str, list[str]]:
                                history.query.branch)
     out: dict[str, list[str]] = {}
     for line in watch_store.log_lines(client, where):
-        if line["kind"] == "alert" or line["text"].startswith(
+        if line["kind"] in ("alert", "small-change") or line["text"].startswith(
                 f"host changed on {series.platform} "):
             out.setdefault(line["sha"], []).append(
                 "HOST CHANGED (boundary)" if line["kind"] == "host-changed"
-                else f"ALERT {line['text']}")
+                else f"ALERT {line['text']}" if line["kind"] == "alert"
+                else f"small change: {line['text']}")
     return out
 
 

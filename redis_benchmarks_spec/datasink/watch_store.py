@@ -203,7 +203,8 @@ def claim_alert(client: redis.Redis, where: Branch, cid: str) -> bool:
 
 
 def add_log(client: redis.Redis, where: Branch, kind: str, sha: str, text: str) -> None:
-    """One line for ``rbs history``: an ``alert`` or a ``host-changed`` note at ``sha``."""
+    """One line for ``rbs history``: an ``alert``, a ``host-changed`` note or a
+    ``small-change`` note (confirmed, under the alert floor) at ``sha``."""
     line = {"kind": kind, "sha": sha, "text": text[:500], "at_ms": int(time.time() * 1000)}
     pipe = client.pipeline()
     pipe.rpush(where.key("log"), json.dumps(line))

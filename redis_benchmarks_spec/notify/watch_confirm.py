@@ -58,6 +58,10 @@ TIMED_RERUNS = 4
 #: holds zero: a count that moves ~2 % run to run, as EXPIRE's does) gets one more round of
 #: re-runs a side, up to this many rounds (counts start with one, timed metrics with four)
 MAX_RERUN_ROUNDS = {True: 4, False: 8}  # keyed by "an instruction count saw it"
+#: a confirmed change of instruction counts smaller than this (every series that confirmed
+#: it) is a note, not an alert: a real +1 % (a new call per command) is worth a line in
+#: ``rbs history``, not an issue; timed metrics have their own 5 % floor at detection
+ALERT_FLOOR_PCT = 3.0
 
 
 class Reruns(Protocol):
@@ -139,6 +143,7 @@ class ConfirmContext:
     # None: its error is raised
     dead_letter: Callable[[BadEntry], None] | None = None
     owner: str = ""  # this confirmer's name: work on a candidate only under its lease
+    alert_floor_pct: float = ALERT_FLOOR_PCT  # smaller confirmed count changes: a note
 
 
 @dataclass
@@ -390,9 +395,18 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_
     chosen, (s, change, low, high, points, base) = _choose(confirmed)
     c.state, c.placed_on = "confirmed", placed_on
     c.reason = f"{len(confirmed)} series confirmed"
-    watch_store.save_candidate(ctx.datasink, ctx.where, c)
     sha = placed_on or c.after
     subject = ctx.subject_of(sha)
+    largest = max(abs(x[1]) for x in chosen)
+    if kind_of(s.metric) == INSTRUCTIONS and largest < ctx.alert_floor_pct:
+        c.reason += f", below the {ctx.alert_floor_pct:g} % alert floor: a note"
+        watch_store.save_candidate(ctx.datasink, ctx.where, c)
+        watch_store.add_log(ctx.datasink, ctx.where, "small-change", sha, (
+            f"{s.metric} {change:+.2f}% on {', '.join(sorted({x[0].test for x in chosen}))} "
+            f"({', '.join(sorted({x[0].platform for x in chosen}))}) at {sha[:10]} "
+            f"{subject[:120]}: confirmed, under the {ctx.alert_floor_pct:g} % alert floor"))
+        return Decided(c)
+    watch_store.save_candidate(ctx.datasink, ctx.where, c)
     alert = Alert(sha, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
                   sorted({x[0].platform for x in chosen}), s.metric, round(change, 3),
                   None if low is None else round(low, 3),
