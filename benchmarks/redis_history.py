@@ -3,7 +3,7 @@ commit once, and keep the binary by sha.
 
 ``../shared/vendor/redis-unstable-2021.git.tar.gz`` (see that folder's README) is a bare git
 repository of Redis ``unstable`` 2021-02..2024-10. It is unpacked into
-``.cache/redis-history/`` and reused. A commit is built with ``make -j2 redis-server`` in a
+``.cache/redis-history/`` (or ``$RBS_TEST_CACHE/redis-history/``) and reused. A commit is built with ``make -j2 redis-server`` in a
 git worktree of its own (removed afterwards); the binary is kept as
 ``.cache/redis-history/bin/<sha>/redis-server``, so a second call builds nothing. Used by
 ``benchmarks/real_prs.py`` and ``tests/test_redis_history.py``.
@@ -11,12 +11,15 @@ git worktree of its own (removed afterwards); the binary is kept as
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import tarfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +48,28 @@ def _bundle() -> Path:
     return found[0] if found else vendor_candidates()[0] / BUNDLE_NAME
 
 
+def cache_root() -> Path:
+    """Where builds and unpacked bundles are kept: ``$RBS_TEST_CACHE`` when set (a folder
+    outside the clone, shared by clones), else the clone's ``.cache``."""
+    given = os.environ.get("RBS_TEST_CACHE")
+    return Path(given).expanduser().resolve() if given else ROOT / ".cache"
+
+
+@contextlib.contextmanager
+def locked(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock`` (created): parallel test processes that need the
+    same unpack or build wait for the first one instead of racing it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 BUNDLE = _bundle()
-CACHE = ROOT / ".cache" / "redis-history"
+CACHE = cache_root() / "redis-history"
 BARE_NAME = "redis-unstable-2021.git"
 BUILD_TIMEOUT_S = 1200
 GIT_TIMEOUT_S = 120
@@ -72,6 +95,13 @@ def bare_repo(bundle: Path = BUNDLE, cache: Path = CACHE) -> Path:
     repo = cache / BARE_NAME
     if (repo / "HEAD").is_file():
         return repo
+    with locked(cache / "unpack.lock"):
+        if (repo / "HEAD").is_file():  # unpacked while this process waited
+            return repo
+        return _unpack(bundle, cache, repo)
+
+
+def _unpack(bundle: Path, cache: Path, repo: Path) -> Path:
     if not bundle.is_file():
         raise HistoryError(f"{bundle}: no such bundle (see ../shared/vendor/README.md)")
     cache.mkdir(parents=True, exist_ok=True)
@@ -122,6 +152,14 @@ def build(repo: Path, sha: str, cache: Path = CACHE,
     binary = binary_path(sha, cache)
     if binary.is_file():
         return Built(sha, binary, 0.0)
+    with locked(cache / "locks" / f"{sha}.lock"):
+        if binary.is_file():  # built while this process waited
+            return Built(sha, binary, 0.0)
+        return _build_locked(repo, sha, cache, timeout_s)
+
+
+def _build_locked(repo: Path, sha: str, cache: Path, timeout_s: float) -> Built:
+    binary = binary_path(sha, cache)
     tree = cache / "worktrees" / sha
     if tree.exists():  # a build that was interrupted
         git(repo, "worktree", "remove", "--force", str(tree))

@@ -1,8 +1,46 @@
 #!/usr/bin/env bash
-# The whole test suite. Tests start their own redis-server / redis-stack-server processes on
-# free ports; nothing here touches servers it did not start.
+# The whole test suite, in two phases (tests/tiers.py says which test runs where):
+#   1. every test that does not judge time or CPU, in parallel processes (pytest-xdist);
+#      modules that share a build tree, the Docker engine or a download run in one worker;
+#   2. the `timing` tests alone, one after another, with nothing of the suite beside them.
+# Then the 25 slowest tests of both phases. Tests start their own redis-server /
+# redis-stack-server processes on free ports; nothing here touches servers it did not start.
+# `scripts/test.sh --fast` runs the fast tier only (pure logic and parsers, `make test-fast`).
+# RBS_TEST_WORKERS sets phase 1's processes (default: the CPU count, at least 2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 export PATH="$ROOT/.venv/bin:$PATH"
-exec .venv/bin/pytest -q -ra --timeout=900 --durations=15 tests "$@"
+REPORTS="$ROOT/.cache/test-reports"
+mkdir -p "$REPORTS"
+rm -f "$REPORTS"/*.xml
+WORKERS="${RBS_TEST_WORKERS:-$(nproc)}"
+if [ "$WORKERS" -lt 2 ]; then WORKERS=2; fi
+PYTEST=(.venv/bin/pytest -q -ra --timeout=900 -p no:cacheprovider)
+
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  RBS_FAST_TIER=1 "${PYTEST[@]}" -n "$WORKERS" -m fast --junitxml="$REPORTS/fast.xml" tests "$@"
+  exec .venv/bin/python scripts/slowest.py "$REPORTS/fast.xml"
+fi
+
+started=$SECONDS
+set +e
+"${PYTEST[@]}" -n "$WORKERS" --dist loadgroup -m "not timing" \
+  --junitxml="$REPORTS/parallel.xml" tests "$@"
+parallel=$?
+echo "phase 1 (parallel, $WORKERS processes): $((SECONDS - started)) s, exit $parallel"
+started=$SECONDS
+"${PYTEST[@]}" -p no:xdist -m timing --junitxml="$REPORTS/timing.xml" tests "$@"
+timing=$?
+echo "phase 2 (timing tests alone): $((SECONDS - started)) s, exit $timing"
+set -e
+.venv/bin/python scripts/slowest.py "$REPORTS/parallel.xml" "$REPORTS/timing.xml"
+# pytest's 5 is "no test collected": fine for one phase of a selection, a defect for both
+if [ "$parallel" -eq 5 ] && [ "$timing" -eq 5 ]; then
+  echo "no test ran" >&2
+  exit 5
+fi
+for code in "$parallel" "$timing"; do
+  if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then exit "$code"; fi
+done

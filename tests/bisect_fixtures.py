@@ -9,10 +9,11 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from benchmarks.redis_history import cache_root
 from tests.cli import write_suite
 
 REPO = Path(__file__).resolve().parents[1]
-WORK = REPO / ".cache" / "bisect-test"
+WORK = cache_root() / "bisect-test"
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.common.process import free_port, wait_for
-from tests import offmachine
+from tests import offmachine, tiers
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -97,3 +97,34 @@ def _stay_on_this_machine() -> Iterator[None]:
     found = offmachine.take()
     if found:
         pytest.fail("connected outside this machine: " + "; ".join(found[:5]), pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test's phase and group from tests/tiers.py (before pytest-xdist reads groups)."""
+    for item in items:
+        module = item.path.stem
+        name = getattr(item, "originalname", item.name)
+        if tiers.is_timing(module, name):
+            item.add_marker(pytest.mark.timing)
+        if tiers.is_fast(module, name, list(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.fast)
+        item.add_marker(pytest.mark.xdist_group(tiers.group_of(module)))
+
+
+FAST_TIER_ENV = "RBS_FAST_TIER"
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_nothing(request: pytest.FixtureRequest,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``make test-fast`` a test that starts a process fails: the tier is pure."""
+    import os
+    if os.environ.get(FAST_TIER_ENV) != "1":
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{request.node.nodeid} is in the fast tier (tests/tiers.py) "
+                             "but starts a process")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)

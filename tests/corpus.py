@@ -13,8 +13,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from benchmarks.redis_history import cache_root, locked
+
 PACKAGE = "redis-benchmarks-specification==0.3.47"
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "corpus" / "rbs-spec-0.3.47"
+CACHE = cache_root() / "corpus" / "rbs-spec-0.3.47"
 
 
 def corpus_suites() -> Path:
@@ -22,6 +24,13 @@ def corpus_suites() -> Path:
     suites = CACHE / "redis_benchmarks_specification" / "test-suites"
     if suites.is_dir():
         return suites
+    with locked(CACHE.parent / "corpus.lock"):
+        if not suites.is_dir():  # not fetched by another test process meanwhile
+            _fetch()
+    return suites
+
+
+def _fetch() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
                         PACKAGE, "-d", tmp], check=True, timeout=300)
@@ -32,4 +41,3 @@ def corpus_suites() -> Path:
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(CACHE, ignore_errors=True)
         shutil.move(str(unpacked), CACHE)
-    return suites

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.redis_history import cache_root
 from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.push import DatasinkPusher
 from redis_benchmarks_spec.builder import artifacts
@@ -77,7 +78,7 @@ def test_trigger_build_agent_end_to_end(redis_server, redis_source_repo: Path,  
     sha = queued[0].request.sha
     builder = Builder(client, BuilderConfig(
         names=names, consumer="builder-1", variants=load_variants(), block_ms=200,
-        work_dir=tmp_path / "build", cache_dir=REPO / ".cache" / "builds"))
+        work_dir=tmp_path / "build", cache_dir=cache_root() / "builds"))
     assert builder.run(max_requests=1) == 1
     failures = [(f.get(b"reason"), f.get(b"log_tail", b"")[-800:]) for _, f in client.xrange(names.build_failures)]
     assert failures == []

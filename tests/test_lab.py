@@ -91,7 +91,7 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     # the agents only know these two suites; pull requests run what executes their change
     done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
                "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
-               "--build-cache", str(ROOT / ".cache" / "lab-builds"), "--max-pairs", "5",
+               "--build-cache", str(history.cache_root() / "lab-builds"), "--max-pairs", "5",
                "--agent-args", "--profilers instructions --profile-requests 3000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
@@ -129,7 +129,7 @@ def test_a_push_of_unstable_runs_what_it_changes_and_the_sentinels(tmp_path: Pat
     done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source",
                str(history.bare_repo()), "--range", f"{BEFORE}..{HEAD}", "--out", str(out),
                "--suites-dir", str(suites), "--sentinels", GET,
-               "--build-cache", str(ROOT / ".cache" / "lab-builds"),
+               "--build-cache", str(history.cache_root() / "lab-builds"),
                "--agent-args", "--profilers instructions --profile-requests 3000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}

@@ -10,6 +10,7 @@ import psutil
 import pytest
 import redis
 
+from benchmarks.redis_history import cache_root, locked
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, STATUS_OK, RunResult
 from redis_benchmarks_spec.runner.cluster import SLOTS, slot_ranges
@@ -398,13 +399,13 @@ def corpus_suites(tmp_path: Path) -> Path:
     import sys
     import zipfile
 
-    cache = REPO / ".cache" / "corpus"
-    cache.mkdir(parents=True, exist_ok=True)
-    wheels = sorted(cache.glob("redis_benchmarks_specification-0.3.47-*.whl"))
-    if not wheels:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", CORPUS, "-d",
-                        str(cache)], check=True, timeout=300, capture_output=True)
+    cache = cache_root() / "corpus"
+    with locked(cache / "wheel.lock"):
         wheels = sorted(cache.glob("redis_benchmarks_specification-0.3.47-*.whl"))
+        if not wheels:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", CORPUS, "-d",
+                            str(cache)], check=True, timeout=300, capture_output=True)
+            wheels = sorted(cache.glob("redis_benchmarks_specification-0.3.47-*.whl"))
     with zipfile.ZipFile(wheels[0]) as wheel:
         members = [m for m in wheel.namelist() if "/test-suites/" in m]
         wheel.extractall(tmp_path, members)

@@ -1,0 +1,52 @@
+"""The tiers of tests/tiers.py name real modules, and the fast tier stays pure: none of its
+modules starts a process (``subprocess``, the ``rbs`` CLI as a child) or a server fixture
+outside the tests it deselects."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests import tiers
+
+TESTS = Path(__file__).resolve().parent
+MODULES = {p.stem for p in TESTS.glob("test_*.py")}
+#: what starts a process in a test module
+SPAWNS = re.compile(r"\bsubprocess\b|\bPopen\b|(?<![\w.])rbs\(")
+
+
+@pytest.mark.parametrize("listed", sorted(
+    tiers.TIMING_MODULES | set(tiers.GROUPS) | tiers.FAST_MODULES
+    | {t.split("::")[0] for t in tiers.TIMING_TESTS}))
+def test_every_listed_module_exists(listed: str) -> None:
+    assert listed in MODULES, f"tests/tiers.py names {listed}, which is not a test module"
+
+
+def test_listed_single_tests_exist() -> None:
+    for entry in tiers.TIMING_TESTS | tiers.NOT_FAST_TESTS:
+        module, name = entry.split("::")
+        assert f"def {name}(" in (TESTS / f"{module}.py").read_text(), entry
+
+
+@pytest.mark.parametrize("module", sorted(tiers.FAST_MODULES))
+def test_a_fast_module_starts_no_process(module: str) -> None:
+    text = (TESTS / f"{module}.py").read_text()
+    for entry in tiers.NOT_FAST_TESTS:  # the tests taken out of the tier by name
+        if entry.startswith(f"{module}::"):
+            start = text.index(f"def {entry.split('::')[1]}(")
+            end = text.find("\ndef ", start + 1)
+            text = text[:start] + text[end if end > 0 else len(text):]
+    found = SPAWNS.search(text)
+    assert found is None, f"{module} is in the fast tier but starts a process: {found.group()!r}"
+
+
+def test_a_module_is_either_timing_or_fast() -> None:
+    assert not tiers.TIMING_MODULES & tiers.FAST_MODULES
+
+
+def test_a_server_fixture_takes_a_test_out_of_the_fast_tier() -> None:
+    assert tiers.is_fast("test_compare", "t", ["tmp_path"])
+    assert not tiers.is_fast("test_compare", "t", ["datasink", "tmp_path"])
+    assert not tiers.is_fast("test_runner", "t", ["tmp_path"])
