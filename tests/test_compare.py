@@ -403,7 +403,7 @@ def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "--tests-regexp" in capsys.readouterr().err
     assert rbs_in_process(["compare", "--baseline-dir", str(base), "--comparison-dir", str(comp),
                            "--tests-regexp", "^nothing$"]) == 2
-    assert "no tests to compare" in capsys.readouterr().err
+    assert "--tests-regexp '^nothing$'" in capsys.readouterr().err  # echoed (issue 45)
     assert rbs_in_process(["compare", "--baseline-branch", "a", "--comparison-branch", "b",
                            "--from-date", "yesterday"]) == 2
     assert "not an ISO date" in capsys.readouterr().err

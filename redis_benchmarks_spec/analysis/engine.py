@@ -57,6 +57,7 @@ from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
 from redis_benchmarks_spec.analysis.session_files import SessionPriors
 from redis_benchmarks_spec.analysis.session_runs import (
+    SIDES,
     ABRun,
     PairSet,
     SampleSet,
@@ -146,6 +147,16 @@ def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
     return _with_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
 
 
+def _absent_side(row: Comparison, found: SampleSet | None) -> Comparison:
+    """A test one side has no run of at all is UNKNOWN for that, whatever the other side's
+    runs were (disturbed ones too): the reason names the side that lacks it."""
+    missing = [side for side in SIDES if found is None or side not in found.sides]
+    if not missing or len(missing) == len(SIDES):
+        return row
+    return replace(row, verdict=UNKNOWN, runs_needed=None,
+                   reason=f"no run of this test on the {missing[0]} side")
+
+
 def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
                     problems: list[str]) -> ComparisonReport:
     sets: dict[str, SampleSet] = sample_runs(runs, options.metric, keys_of(runs))
@@ -153,8 +164,9 @@ def _judge_unpaired(runs: list[ABRun], options: CompareOptions, how: Judging,
         sets.setdefault(test, SampleSet())
     report = compare_samples({t: (s.baseline, s.comparison) for t, s in sets.items()},
                              options, problems)
-    return _with_busy(report, {t: (s.disturbed, s.disturbed + len(s.baseline) +
-                                   len(s.comparison)) for t, s in sets.items()})
+    report = _with_busy(report, {t: (s.disturbed, s.disturbed + len(s.baseline) +
+                                     len(s.comparison)) for t, s in sets.items()})
+    return replace(report, rows=tuple(_absent_side(r, sets.get(r.test)) for r in report.rows))
 
 
 def _judge_metric(runs: list[ABRun], options: CompareOptions, how: Judging,

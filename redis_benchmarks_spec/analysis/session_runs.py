@@ -109,6 +109,8 @@ class SampleSet:
     baseline: list[float] = field(default_factory=list)
     comparison: list[float] = field(default_factory=list)
     disturbed: int = 0
+    # the sides with a usable run, disturbed or not: a side missing here has no run at all
+    sides: set[str] = field(default_factory=set)
 
 
 def sample_runs(runs: list[ABRun], metric: str,
@@ -121,6 +123,7 @@ def sample_runs(runs: list[ABRun], metric: str,
         if not usable(run.result, metric):
             continue
         entry = out.setdefault(keys(run.result), SampleSet())
+        entry.sides.add(run.side)
         if not deterministic(metric) and disturbed(run.result):
             entry.disturbed += 1
             continue

@@ -105,6 +105,15 @@ def wants_ab(args: argparse.Namespace) -> bool:
     return bool(args.baseline_server or args.comparison_server)
 
 
+def ab_repetitions(args: argparse.Namespace, config: SessionConfig) -> int:
+    """Pairs per test of an A/B session's first (or only) round: ``--repetitions``, else
+    the default of its kind (fixed, ``--until-decided``, memory only)."""
+    default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
+    if config.memory_only:  # deterministic: the t interval's 5 pairs decide
+        default = MEMORY_REPETITIONS
+    return int(args.repetitions or default)
+
+
 def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
     if args.max_repetitions is not None:
         return int(args.max_repetitions)
@@ -141,10 +150,7 @@ def _say_aa(console: Console, book: NoiseBook | None, result: ABSessionResult) -
 
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
           priors: SessionPriors) -> ABSessionPlan:
-    default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
-    if config.memory_only:  # deterministic: the t interval's 5 pairs decide
-        default = MEMORY_REPETITIONS
-    repetitions = args.repetitions or default
+    repetitions = ab_repetitions(args, config)
     ab = ABConfig(
         session=config,
         baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args)),

@@ -54,11 +54,40 @@ def executable(flag: str, value: str) -> str:
                          "give the path of the binary, e.g. ~/redis/src/redis-server")
     if not path.is_file():
         raise UsageError(f"{flag} {value}", "not a file")
+    kind = _program_kind(path)
+    if kind is None:
+        raise UsageError(f"{flag} {value}", "not an ELF binary nor a script (it starts with "
+                         f"{_head(path)!r})", "give the compiled program, e.g. "
+                         "~/redis/src/redis-server after `make` in the Redis source")
     if not os.access(path, os.X_OK):
-        raise UsageError(f"{flag} {value}", "not executable", f"chmod +x {path}")
+        raise UsageError(f"{flag} {value}", f"not executable: {kind} without the execute permission",
+                         f"chmod +x {path}")
     # absolute, since servers start in their own folders; not resolved: Debian's
     # redis-server is a link to redis-check-rdb, and the name it is run by picks the program
     return str(path.absolute())
+
+
+#: the first bytes of a program the kernel runs: ELF (Linux), Mach-O (macOS), a script
+_MAGIC = {b"\x7fELF": "an ELF binary", b"\xcf\xfa\xed\xfe": "a Mach-O binary",
+          b"\xce\xfa\xed\xfe": "a Mach-O binary", b"\xca\xfe\xba\xbe": "a Mach-O binary"}
+
+
+def _head(path: Path, size: int = 16) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
+def _program_kind(path: Path) -> str | None:
+    """What the file is, when it is a program (None: a text or data file)."""
+    head = _head(path)
+    if not head and not os.access(path, os.R_OK):
+        return "a file"  # unreadable: the execute bit is what is left to judge
+    if head.startswith(b"#!"):
+        return "a script"
+    return _MAGIC.get(head[:4])
 
 
 def tool(flag: str, value: str | None, name: str) -> str:

@@ -35,7 +35,7 @@ from redis_benchmarks_spec.analysis.report import (
     to_markdown,
 )
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
-from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli import checks, folder_checks
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.compare_sides import (
     CompareUsageError,
@@ -279,6 +279,7 @@ def _compare_folders(args: argparse.Namespace, options: CompareOptions) -> int:
         found = load_folders(args.baseline_dir, args.comparison_dir, keep)
     except SessionFolderError as exc:
         raise CompareUsageError(str(exc)) from None
+    folder_checks.check_sides(args, found)
     report = judged(found, options, (str(args.baseline_dir), str(args.comparison_dir)))
     if not report.rows:
         err = Console(stderr=True)

@@ -88,8 +88,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if started:
             services.down(Path(state.root))
     for pr in summary["prs"]:
-        say(f"{pr['name']}: {len(pr['tests'])} verdict row(s), label to final comment "
-            f"{pr['minutes']} min; comment in {args.out / 'comments' / (pr['name'] + '.md')}")
+        took = "no final comment" if pr["minutes"] is None else \
+            f"label to final comment {pr['minutes']} min"
+        say(f"{pr['name']}: {len(pr['tests'])} verdict row(s), {took}; "
+            f"comment in {args.out / 'comments' / (pr['name'] + '.md')}")
     for line in bad:
         print(f"rbs lab replay: {line}", file=sys.stderr)
     return EXIT_FAILED if bad else 0

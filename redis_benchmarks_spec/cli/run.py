@@ -39,6 +39,7 @@ from redis_benchmarks_spec.cli.run_checks import (
     check_test_names,
     check_topology,
     parse_cpus,
+    selection_flags,
     server_env_arg,
 )
 from redis_benchmarks_spec.cli.run_plan import print_plan
@@ -190,7 +191,7 @@ def select_suites(args: argparse.Namespace,
         _no_suite_in_topology(args.topology, replace(flt, topology=None).select(catalog.suites))
     if not selected:
         why = f"; {len(skipped)} that match are invalid (above)" if skipped else ""
-        raise UsageError("selection", f"no valid suite of the {len(catalog.suites)} in "
+        raise UsageError(selection_flags(args), f"no valid suite of the {len(catalog.suites)} in "
                          f"{directory} matches{why}",
                          f"`rbs suites lint {directory}` shows every problem" if skipped else
                          "`rbs run --dry-run` without filters lists them all")

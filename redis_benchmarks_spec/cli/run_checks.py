@@ -176,3 +176,14 @@ def _did_you_mean(test: str, names: list[str]) -> str:
     if contains:
         return "did you mean " + " or ".join(contains) + "?"
     return "`rbs suites list` shows the names"
+
+
+def selection_flags(args: argparse.Namespace) -> str:
+    """The selection flags as given (a regexp that matches nothing is echoed), or
+    "selection" when none narrowed it."""
+    given = [f"--{flag.replace('_', '-')} {getattr(args, flag)!r}"
+             for flag in ("tests_regexp", "groups_regexp", "commands_regexp")
+             if getattr(args, flag) not in (None, "", ".*")]
+    given += [f"--{flag.replace('_', '-')} {getattr(args, flag)}"
+              for flag in ("priority_min", "priority_max") if getattr(args, flag) is not None]
+    return " ".join(given) or "selection"

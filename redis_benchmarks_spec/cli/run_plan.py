@@ -8,6 +8,8 @@ import json
 
 from rich.markup import escape
 
+from redis_benchmarks_spec.analysis.session_runs import SIDES as AB_SIDES
+from redis_benchmarks_spec.cli.ab import ab_repetitions, max_pairs, wants_ab
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, plan_tests
 from redis_benchmarks_spec.runner.sweep import Sweep
@@ -19,15 +21,20 @@ def print_plan(config: SessionConfig, suites: list[Suite], args: argparse.Namesp
     """Each planned test with its topology, tools and suite arguments (or why it would be
     skipped), then how many runs the repetitions and sweep values make."""
     tests = plan_tests(config, suites)
-    rounds = args.repetitions or 1
+    ab = wants_ab(args)
+    rounds = ab_repetitions(args, config) if ab else args.repetitions or 1
     values = list(sweep.values) if sweep else []
     runnable = [t for t in tests if not t.skip_reason]
-    runs = len(runnable) * rounds * max(1, len(values))
+    sides = len(AB_SIDES) if ab else 1
+    runs = len(runnable) * rounds * max(1, len(values)) * sides
+    # an A/B re-runs disturbed pairs, and --until-decided adds rounds: up to max_pairs each
+    most = len(runnable) * max_pairs(args, rounds) * sides if ab else runs
     if args.format == "json":
         print(json.dumps({
             "tests": [_record(t) for t in tests], "repetitions": rounds,
             "sweep": {"param": sweep.param, "values": values} if sweep else None,
-            "test_time": args.test_time, "runs": runs}, indent=2))
+            "test_time": args.test_time, "sides": sides, "runs": runs, "max_runs": most},
+            indent=2))
         return
     console = make_console()
     for test in tests:
@@ -37,8 +44,19 @@ def print_plan(config: SessionConfig, suites: list[Suite], args: argparse.Namesp
         console.print(f"{escape(test.suite.name)} {escape(f'[{topology}]')} "
                       f"{','.join(test.suite.tools)}: {escape(arguments)}{note}",
                       highlight=False, soft_wrap=True)
-    console.print(_total(len(runnable), rounds, sweep, runs, args.test_time), highlight=False,
-                  soft_wrap=True)
+    line = _total(len(runnable), rounds, sweep, runs, args.test_time)
+    if ab:
+        line = line.replace(" = ", f" x {sides} sides (A/B) = ", 1) + \
+            _ab_note(args, runs, most)
+    console.print(line, highlight=False, soft_wrap=True)
+
+
+def _ab_note(args: argparse.Namespace, runs: int, most: int) -> str:
+    if most <= runs:
+        return ""
+    why = "more rounds until each test is decided" if args.until_decided else \
+        "disturbed pairs re-run"
+    return f"; up to {most} run(s) with {why}"
 
 
 def _record(test: PlannedTest) -> dict[str, object]:

@@ -121,9 +121,23 @@ def ended_done(progress: list[RequestProgress], platforms: list[str]) -> list[st
     return bad
 
 
-def _bodies(state: LabState, number: int) -> list[Path]:
+def _written_at(body: Path) -> float:
+    """When the stand-in wrote a body (its ``.json`` beside), 0 when it does not say."""
+    try:
+        return float(json.loads(body.with_suffix(".json").read_text())["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def _bodies(state: LabState, number: int, since: float) -> list[Path]:
+    """The PR's bodies written since ``since`` (the label of this replay): a lab that
+    replayed the same PR before holds older bodies, whose times would make a negative
+    "label to final comment"."""
     folder = state.folder / "github" / deliveries.ORG / deliveries.REPO / str(number)
-    return sorted(folder.glob("*.md"), key=lambda p: int(p.stem)) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    found = sorted(folder.glob("*.md"), key=lambda p: int(p.stem))
+    return [p for p in found if _written_at(p) >= since]
 
 
 # what a body says while some platform has not finished (notify/pr_body.py)
@@ -139,11 +153,11 @@ def copy_comments(state: LabState, t: Tracked, out: Path) -> tuple[str, float | 
     """The PR's bodies into ``out/comments``; (final body, seconds label -> final body)."""
     wait_until = time.monotonic() + FINAL_WAIT_S
     while time.monotonic() < wait_until:
-        found = _bodies(state, t.pr.number)
+        found = _bodies(state, t.pr.number, t.labelled_at)
         if found and _final(found[-1]):
             break
         time.sleep(1.0)
-    found = _bodies(state, t.pr.number)
+    found = _bodies(state, t.pr.number, t.labelled_at)
     folder = out / "comments"
     folder.mkdir(parents=True, exist_ok=True)
     for i, path in enumerate(found, 1):
@@ -151,8 +165,7 @@ def copy_comments(state: LabState, t: Tracked, out: Path) -> tuple[str, float | 
     if not found:
         return "", None
     shutil.copyfile(found[-1], folder / f"{t.pr.name}.md")
-    meta = json.loads(found[-1].with_suffix(".json").read_text())
-    seconds = float(meta["at"]) - t.labelled_at if _final(found[-1]) else None
+    seconds = _written_at(found[-1]) - t.labelled_at if _final(found[-1]) else None
     return found[-1].read_text(), seconds
 
 

@@ -116,7 +116,7 @@ def send_range(state: LabState, client: redis.Redis, items: list[Delivery],
         sha = str(item.payload["after"])
         run = CommitRun(sha)
         runs.append(run)
-        started = time.time()
+        started = time.monotonic()  # a duration: never the wall clock, which may step back
         answer = deliveries.post(f"{state.api_url}/webhook", secret, item)
         status = answer.get("http_status")
         say(f"{item.name}: push -> {status} {answer.get('status', '')}")
@@ -131,7 +131,7 @@ def send_range(state: LabState, client: redis.Redis, items: list[Delivery],
         run.selection = _selections(client, names, run.progress)
         for platform, chosen in sorted(run.selection.items()):
             say(f"{sha[:10]} on {platform}: suites: {chosen['reason']}")
-        run.minutes = round((time.time() - started) / 60, 2)
+        run.minutes = round((time.monotonic() - started) / 60, 2)
         confirming = time.monotonic()
         while settle() and time.monotonic() < deadline:
             time.sleep(SETTLE_INTERVAL_S)
