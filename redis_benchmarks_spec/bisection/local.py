@@ -15,8 +15,6 @@
 from __future__ import annotations
 
 import math
-import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +22,7 @@ from pathlib import Path
 from redis_benchmarks_spec.analysis.compare import BUSY, CompareOptions
 from redis_benchmarks_spec.analysis.session_runs import ABRun, deterministic
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
-from redis_benchmarks_spec.bisection.gitrange import commit_range, git
+from redis_benchmarks_spec.bisection.gitrange import commit_range
 from redis_benchmarks_spec.bisection.search import (
     METRIC_AUTO,
     METRIC_INSTRUCTIONS,
@@ -38,7 +36,8 @@ from redis_benchmarks_spec.bisection.search import (
     Prober,
     search,
 )
-from redis_benchmarks_spec.builder.compile import BuildError, run_make
+from redis_benchmarks_spec.builder.commit_builds import CommitBuildError, CommitBuilds
+from redis_benchmarks_spec.builder.source import SourceError
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import DISTURBED
@@ -73,51 +72,33 @@ class BisectPlan:
 
 
 class Builds:
-    """redis-server per commit, built in one work tree and cached by sha."""
+    """redis-server per commit, built in one work tree and cached by sha and build flags:
+    the builder's :class:`~builder.commit_builds.CommitBuilds` under the work folder, the
+    cache ``rbs run --baseline-commit`` shares."""
 
     def __init__(self, plan: BisectPlan) -> None:
         self.plan = plan
-        self.tree = plan.work_dir / "tree"
-        self.made = 0  # compiles
-        self.shas: set[str] = set()  # commits obtained, compiled or cached
+        self.commits = CommitBuilds(plan.repo, plan.variant, plan.work_dir)
 
-    def _tree(self) -> Path:
-        """The work tree, holding every commit of the repository's branches (a work tree
-        left by an earlier bisection is reused: its object files are what saves time)."""
-        if not (self.tree / ".git").exists():
-            self.tree.parent.mkdir(parents=True, exist_ok=True)
-            git(self.plan.repo, "clone", "-q", "--no-checkout",
-                str(self.plan.repo.resolve()), str(self.tree))
-        git(self.tree, "fetch", "-q", "--no-tags", str(self.plan.repo.resolve()),
-            "+refs/heads/*:refs/remotes/bisect/*")
-        return self.tree
+    @property
+    def made(self) -> int:
+        return self.commits.made
 
-    def _kept(self, sha: str) -> Path:
-        return self.plan.work_dir / "bin" / f"{sha}-{self.plan.variant.id.replace(':', '_')}"
+    @property
+    def shas(self) -> set[str]:
+        return self.commits.shas
 
     def cached(self, sha: str) -> bool:
         """``sha``'s redis-server is built already (this bisection or an earlier one)."""
-        return (self._kept(sha) / "redis-server").exists()
+        return self.commits.cached(sha)
 
     def server(self, sha: str) -> tuple[Path, float]:
         """The redis-server of ``sha`` and the seconds its build took (0 when cached)."""
-        self.shas.add(sha)
-        kept = self._kept(sha)
-        binary = kept / "redis-server"
-        if binary.exists():
-            return binary, 0.0
-        tree = self._tree()
-        git(tree, "-c", "advice.detachedHead=false", "checkout", "-q", "--force", sha)
-        start = time.monotonic()
-        log = self.plan.work_dir / f"build-{sha[:12]}.log"
         try:
-            run_make(tree, self.plan.variant, log)
-        except BuildError as exc:
-            raise BisectError(f"build of {sha[:12]} failed: {exc} ({log})") from exc
-        self.made += 1
-        kept.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(tree / "src" / "redis-server", binary)
-        return binary, time.monotonic() - start
+            built = self.commits.server(sha)
+        except (CommitBuildError, SourceError) as exc:
+            raise BisectError(str(exc)) from exc
+        return built.binary, built.seconds
 
 
 class LocalProber:

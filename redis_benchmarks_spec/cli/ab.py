@@ -27,6 +27,7 @@ from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
+from redis_benchmarks_spec.cli.run_commits import ab_sides, wants_commits
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
@@ -102,7 +103,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
 
 
 def wants_ab(args: argparse.Namespace) -> bool:
-    return bool(args.baseline_server or args.comparison_server)
+    """Two servers, or two commits to build (``cli.run_commits``)."""
+    return bool(args.baseline_server or args.comparison_server or wants_commits(args))
 
 
 def ab_repetitions(args: argparse.Namespace, config: SessionConfig) -> int:
@@ -151,11 +153,14 @@ def _say_aa(console: Console, book: NoiseBook | None, result: ABSessionResult) -
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
           priors: SessionPriors) -> ABSessionPlan:
     repetitions = ab_repetitions(args, config)
+    commits = ab_sides(args)  # an A/B of two commits: each side filed under its commit
+    gits = commits[0] if commits else (None, None)
     ab = ABConfig(
         session=config,
-        baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args)),
+        baseline=Side("baseline", args.baseline_server, shlex.split(args.baseline_server_args),
+                      git=gits[0]),
         comparison=Side("comparison", args.comparison_server,
-                        shlex.split(args.comparison_server_args)),
+                        shlex.split(args.comparison_server_args), git=gits[1]),
         repetitions=repetitions)
     metric = MEMORY_METRIC if config.memory_only else \
         args.metric or (AUTO if args.until_decided else THROUGHPUT_METRIC)
@@ -164,6 +169,7 @@ def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
         alpha=args.alpha, noise_floor_pct=args.noise_floor,
         instructions_floor_pct=args.instructions_noise_floor,
         max_pairs=max_pairs(args, repetitions), priors=priors,
+        side_labels=commits[1] if commits else None,
         # under --profilers instructions the deciding evidence is the instruction count,
         # which keeps every pair: timed pairs of a server under callgrind are not re-run
         replace_disturbed="instructions" not in config.window.profilers.names)

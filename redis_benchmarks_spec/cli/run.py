@@ -42,6 +42,13 @@ from redis_benchmarks_spec.cli.run_checks import (
     selection_flags,
     server_env_arg,
 )
+from redis_benchmarks_spec.cli.run_commits import (
+    add_commit_args,
+    build_commits,
+    resolve_commits,
+    say_plan,
+    wants_commits,
+)
 from redis_benchmarks_spec.cli.run_plan import print_plan
 from redis_benchmarks_spec.cli.sweep import (
     add_sweep_args,
@@ -158,6 +165,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "CSV or GitHub Markdown on stdout; progress lines go to stderr then")
     add_profiling_args(p)
     add_ab_args(p)
+    add_commit_args(p)
     add_sweep_args(p)
     add_client_host_args(p)
     g = p.add_argument_group("datasink")
@@ -332,6 +340,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``rbs run``: 0 all ran ok, 1 a test failed, 2 usage or input error, 130 interrupted."""
     check_run_args(args)
     sweep = check_sweep(args)
+    # the commits resolved (and the build variant set) before the session is configured
+    commits = resolve_commits(args) if wants_commits(args) else None
     # stdout holds the results (the table, or a json/csv/markdown document alone); progress,
     # per-test lines, problems of suites and notes go to stderr
     console = make_console(stderr=True)
@@ -341,6 +351,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = session_config(args, args.results_dir)
     say_capabilities(console, config, suites)
     say_first_topology(console, config, suites)
+    if commits is not None:
+        say_plan(console, commits)
     if args.dry_run:
         print_plan(config, suites, args, sweep)
         return 0
@@ -349,6 +361,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_datasink(args)
     if config.client_host is not None:
         check_client_host(config.client_host)
+    if commits is not None:  # after every check: a build is the slow part
+        build_commits(console, args, commits)
+        args.commit_plan = commits
     config = replace(config, results_dir=session_dir(args.results_dir))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.run_commits import check_commit_args, wants_commits
 from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.runner.server_env import ServerEnvError, parse_pairs
 from redis_benchmarks_spec.suites.validate import ValidatedCatalog
@@ -36,7 +37,8 @@ def check_run_args(args: argparse.Namespace) -> None:
         if getattr(args, attr):
             setattr(args, attr, checks.executable(flag, getattr(args, attr)))
     _check_ab(args)
-    if not (args.baseline_server or args.comparison_server or args.dry_run):
+    if not (args.baseline_server or args.comparison_server or args.dry_run or
+            wants_commits(args)):
         checks.tool("--redis-server", args.redis_server, "redis-server")
     if args.test_time is not None and args.test_time <= 0:
         raise UsageError(f"--test-time {args.test_time}", "must be a positive number of seconds")
@@ -79,10 +81,12 @@ def default_results_dir(args: argparse.Namespace) -> Path:
 
 
 def _check_ab(args: argparse.Namespace) -> None:
-    if bool(args.baseline_server) != bool(args.comparison_server):
+    if wants_commits(args):
+        check_commit_args(args)
+    elif bool(args.baseline_server) != bool(args.comparison_server):
         given = "--baseline-server" if args.baseline_server else "--comparison-server"
         raise UsageError(given, "A/B mode needs both --baseline-server and --comparison-server")
-    ab = bool(args.baseline_server)
+    ab = bool(args.baseline_server) or wants_commits(args)
     if ab and args.format == "csv":
         raise UsageError("--format csv", "not available in A/B mode",
                          "use table, markdown or json for the comparison")

@@ -1,0 +1,153 @@
+"""redis-server of a commit of a local Redis repository, built once per commit and flags.
+
+The one local build cache, shared by ``rbs bisect --local`` and ``rbs run
+--baseline-commit/--comparison-commit``:
+
+* commits are named by a ref or sha the user typed; :func:`commit_ref_problem` holds them to
+  a pattern before git sees them, and :meth:`CommitBuilds.resolve` turns them into full shas
+  (``git rev-parse --verify --end-of-options <ref>^{commit}``);
+* every build happens in **one work tree** (``<dir>/tree``, a clone of the repository checked
+  out commit by commit): ``make`` recompiles only what a checkout changed, so a nearby commit
+  costs a few object files and a link;
+* compiling is the builder's own :func:`.compile.run_make` with the build variant (its
+  compiler and ``REDIS_CFLAGS``, in the builder's sandbox), as the lab builds;
+* each built redis-server is kept as ``<dir>/bin/<sha>-<variant>-<flags>/redis-server``,
+  ``<flags>`` a digest of the make variables, so a variant whose flags change is rebuilt and
+  a commit built once (by either command) takes no time the next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from redis_benchmarks_spec.builder.compile import BuildError, run_make
+from redis_benchmarks_spec.builder.source import SourceError, git
+from redis_benchmarks_spec.builder.variants import BuildVariant
+from redis_benchmarks_spec.events.validation import ref_problem
+
+#: ``rbs bisect --local``'s ``--work-dir`` default, and ``rbs run``'s ``--build-dir``
+DEFAULT_BUILD_DIR = Path(".cache") / "bisect"
+_HEX = re.compile(r"[0-9a-f]{4,64}")
+_SUFFIX = re.compile(r"((?:[~^][0-9]{0,4})*)$")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# a branch or tag name as people type them; git allows more (';', '$', quotes...), never here
+_REF_CHARS = re.compile(r"[A-Za-z0-9._/-]{1,255}")
+
+
+class CommitBuildError(RuntimeError):
+    """A commit could not be resolved or built; the message names it (and the log)."""
+
+
+def commit_ref_problem(value: str) -> str | None:
+    """Why ``value`` is not a commit name we pass to git (None: it is one): a hex sha (4 to
+    64 digits), ``HEAD`` or a branch/tag name, optionally followed by ``~N``/``^N``."""
+    base = value[:_SUFFIX.search(value).start()]  # type: ignore[union-attr]
+    if not base:
+        return "is empty"
+    if base.startswith("-"):
+        return "starts with '-'"
+    if _HEX.fullmatch(base) or base == "HEAD":
+        return None
+    if not _REF_CHARS.fullmatch(base):
+        return "only letters, digits and . _ / - are taken in a branch or tag name"
+    return ref_problem(base)
+
+
+@dataclass(frozen=True)
+class CommitBuild:
+    """The redis-server of one commit, the seconds its build took and whether it was
+    already built (then 0 seconds)."""
+
+    sha: str
+    binary: Path
+    seconds: float
+    cached: bool
+
+
+def flags_digest(variant: BuildVariant) -> str:
+    """8 hex digits of the make variables: the build flags part of a cache entry's name."""
+    text = json.dumps(variant.make_env(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+class CommitBuilds:
+    """redis-server per commit of ``repo``, built in one work tree under ``directory``."""
+
+    def __init__(self, repo: Path, variant: BuildVariant, directory: Path) -> None:
+        self.repo = repo.absolute()
+        self.variant = variant
+        self.directory = directory.absolute()
+        self.tree = self.directory / "tree"
+        self.made = 0  # compiles
+        self.shas: set[str] = set()  # commits obtained, compiled or cached
+
+    def resolve(self, ref: str) -> str:
+        """The full sha ``ref`` names in the repository (checked before git sees it)."""
+        problem = commit_ref_problem(ref)
+        if problem is not None:
+            raise CommitBuildError(f"{ref!r} is not a commit name: {problem}")
+        try:
+            found = git("-C", str(self.repo), "rev-parse", "--verify", "--quiet",
+                        "--end-of-options", f"{ref}^{{commit}}").strip()
+        except SourceError:
+            raise CommitBuildError(f"{ref}: no such commit in {self.repo}") from None
+        if not _FULL_SHA.fullmatch(found):
+            raise CommitBuildError(f"{ref}: git named no commit in {self.repo} ({found!r})")
+        return found
+
+    def subject(self, sha: str) -> str:
+        """The commit's subject line (its message's first line)."""
+        return git("-C", str(self.repo), "log", "-1", "--format=%s", sha).strip()
+
+    def kept(self, sha: str) -> Path:
+        """The folder that holds (or will hold) ``sha``'s redis-server."""
+        name = f"{sha}-{self.variant.id.replace(':', '_')}-{flags_digest(self.variant)}"
+        return self.directory / "bin" / name
+
+    def cached(self, sha: str) -> bool:
+        """``sha``'s redis-server is built already (by this command or an earlier one)."""
+        return (self.kept(sha) / "redis-server").is_file()
+
+    def log_path(self, sha: str) -> Path:
+        return self.directory / f"build-{sha[:12]}.log"
+
+    def server(self, sha: str) -> CommitBuild:
+        """The redis-server of ``sha`` (a full sha), built unless it is cached."""
+        if not _FULL_SHA.fullmatch(sha):
+            raise CommitBuildError(f"{sha!r}: not a full commit sha (resolve it first)")
+        self.shas.add(sha)
+        binary = self.kept(sha) / "redis-server"
+        if binary.is_file():
+            return CommitBuild(sha, binary, 0.0, True)
+        tree = self._tree()
+        git("-C", str(tree), "-c", "advice.detachedHead=false", "checkout", "-q", "--force",
+            "--detach", sha, "--")
+        start = time.monotonic()
+        log = self.log_path(sha)
+        try:
+            run_make(tree, self.variant, log)
+        except BuildError as exc:
+            raise CommitBuildError(f"build of {sha[:12]} failed: {exc} (log {log})") from exc
+        self.made += 1
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        staged = binary.with_name(".redis-server.partial")
+        shutil.copy2(tree / "src" / "redis-server", staged)
+        staged.replace(binary)  # a torn copy is never taken for a build
+        return CommitBuild(sha, binary, time.monotonic() - start, False)
+
+    def _tree(self) -> Path:
+        """The work tree, holding every commit of the repository's branches (a tree left by
+        an earlier build is reused: its object files are what saves time)."""
+        if not (self.tree / ".git").exists():
+            self.tree.parent.mkdir(parents=True, exist_ok=True)
+            git("clone", "-q", "--no-checkout", "--end-of-options", str(self.repo),
+                str(self.tree))
+        git("-C", str(self.tree), "fetch", "-q", "--no-tags", "--end-of-options",
+            str(self.repo), "+refs/heads/*:refs/remotes/builds/*", "+HEAD:refs/remotes/builds/HEAD")
+        return self.tree
