@@ -20,6 +20,7 @@ from redis_benchmarks_spec.analysis.compare import Comparison, ComparisonReport
 from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.analysis.lab_table_report import section_lab_instructions
 from redis_benchmarks_spec.analysis.memory_report import section_memory
+from redis_benchmarks_spec.analysis.movers_report import section_movers
 from redis_benchmarks_spec.analysis.platform_report import section_platforms
 from redis_benchmarks_spec.analysis.rate_curve import section_rate_curves
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
@@ -32,8 +33,8 @@ from redis_benchmarks_spec.results.document import RunResult
 Section = Callable[[ReportData, Path], str]
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:.5em 0;max-width:100%}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;overflow-wrap:anywhere}
 td:first-child,th:first-child{text-align:left}
 .REGRESSION{color:#b00;font-weight:bold}.IMPROVEMENT{color:#070;font-weight:bold}
 .UNKNOWN{color:#a60}.BUSY{color:#a0a}.SUSPECT{color:#b80;font-weight:bold}.flag{background:#fec;padding:0 4px;border-radius:3px;margin-right:4px}
@@ -61,8 +62,20 @@ def _pct(v: float | None) -> str:
 def section_header(data: ReportData, out_dir: Path) -> str:
     lines = header_lines(data.report.context if data.report else None)
     items = "".join(f"<li>{esc(line)}</li>" for line in lines)
-    return f"<h1>{esc(data.title)}</h1><p>metric <code>{esc(data.metric)}</code></p>" \
-           f"<ul>{items}</ul>"
+    return f"<h1>{esc(data.title)}</h1>{_metric_line(data)}<ul>{items}</ul>"
+
+
+def _metric_line(data: ReportData) -> str:
+    """The metric the verdicts are decided on (the one with the most decided tests, as the
+    terminal leads with it), and the others the page also judges."""
+    if data.report is None:
+        return f"<p>metric <code>{esc(data.metric)}</code></p>"
+    judged = shown.by_decided(data.report)
+    lead = judged[0].options.metric
+    also = "".join(f"; also judged: {esc(shown.metric_name(r.options.metric))} "
+                   f"<code>{esc(r.options.metric)}</code>" for r in judged[1:])
+    return (f'<p class="decided-metric" data-metric="{esc(lead)}">decided on '
+            f"<b>{esc(shown.metric_name(lead))}</b> <code>{esc(lead)}</code>{also}</p>")
 
 
 def _verdict_row(row: Comparison) -> str:
@@ -229,7 +242,8 @@ def section_problems(data: ReportData, out_dir: Path) -> str:
     return "<h2>Problems</h2><ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>"
 
 
-SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_sweeps,
+SECTIONS: list[Section] = [section_header, section_platforms, section_verdicts, section_movers,
+                           section_sweeps,
                            section_rate_curves, section_memory, section_tests, section_history,
                            section_lab_instructions,
                            section_problems]

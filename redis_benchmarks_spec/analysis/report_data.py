@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
+from redis_benchmarks_spec.analysis.function_movers import FunctionMove
 from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
@@ -56,6 +57,9 @@ class ReportData:
     problems: list[str] = field(default_factory=list)
     # the lab-wide instruction table of the branch's last profiled commit (docs/watch.md)
     lab_table: LabTable | None = None
+    # per test whose instruction count changed (decided), the functions that moved most
+    # (inputs.profiles.report_movers fills it from the runs' per-function files)
+    movers: dict[str, list[FunctionMove]] = field(default_factory=dict)
 
     @property
     def tests(self) -> list[str]:

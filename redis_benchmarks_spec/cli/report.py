@@ -95,6 +95,9 @@ def write_html(data: Any, path: Path) -> Path:
     except ImportError as exc:
         raise UsageError("--html/rbs report", f"needs matplotlib ({exc})",
                          "pip install 'redis-benchmarks-spec[report]'") from None
+    from redis_benchmarks_spec.inputs.profiles import report_movers
+    if not data.movers:  # the functions that moved, as the terminal lists them
+        data.movers = report_movers(data)
     try:
         return html_report.write(data, path)
     except OSError as exc:
