@@ -113,5 +113,6 @@ def test_two_commits_built_cached_and_compared(repo: Path, tmp_path: Path) -> No
     binary = BUILDS / "bin"
     assert len([p for p in binary.iterdir() if p.name.startswith((PARENT, MERGE))]) >= 2
     version = subprocess.run([str(next(binary.glob(f"{MERGE}-*")) / "redis-server"),
-                              "--version"], capture_output=True, text=True, timeout=30)
+                              "--version"], capture_output=True, text=True, timeout=30,
+                             check=True)
     assert f"sha={MERGE[:8]}" in version.stdout
