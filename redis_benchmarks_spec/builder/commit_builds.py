@@ -18,14 +18,13 @@ The one local build cache, shared by ``rbs bisect --local`` and ``rbs run
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.builder.artifacts import env_digest
 from redis_benchmarks_spec.builder.compile import BuildError, run_make
 from redis_benchmarks_spec.builder.source import SourceError, git
 from redis_benchmarks_spec.builder.variants import BuildVariant
@@ -71,9 +70,9 @@ class CommitBuild:
 
 
 def flags_digest(variant: BuildVariant) -> str:
-    """8 hex digits of the make variables: the build flags part of a cache entry's name."""
-    text = json.dumps(variant.make_env(), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    """The build flags part of an entry's name: the digest of the make variables the
+    builder's artifact keys carry (:func:`.artifacts.env_digest`), one rule for both."""
+    return env_digest(variant.make_env())
 
 
 class CommitBuilds:
