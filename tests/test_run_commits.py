@@ -116,3 +116,41 @@ def test_two_commits_built_cached_and_compared(repo: Path, tmp_path: Path) -> No
                               "--version"], capture_output=True, text=True, timeout=30,
                              check=True)
     assert f"sha={MERGE[:8]}" in version.stdout
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "HOME": str(repo.parent), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, timeout=60, env=env).stdout.strip()
+
+
+def test_a_clone_s_remote_branches_resolve_and_reach_the_work_tree(tmp_path: Path) -> None:
+    """A developer's clone: unstable and the feature branch exist only as origin/...; the
+    merge base is found through origin/unstable and the feature's commit is in the tree."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    _git(upstream, "init", "-q", "-b", "unstable")
+    (upstream / "a.txt").write_text("a\n")
+    _git(upstream, "add", "a.txt")
+    _git(upstream, "commit", "-q", "-m", "base commit")
+    base = _git(upstream, "rev-parse", "HEAD")
+    _git(upstream, "checkout", "-q", "-b", "feature")
+    (upstream / "a.txt").write_text("b\n")
+    _git(upstream, "commit", "-q", "-am", "the feature")
+    feature = _git(upstream, "rev-parse", "HEAD")
+    _git(upstream, "checkout", "-q", "unstable")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(upstream), str(clone)],
+                   check=True, timeout=60)
+    _git(clone, "update-ref", "-d", "refs/heads/unstable")  # only origin/unstable is left
+    builds = CommitBuilds(clone, load_variants()[VARIANT], tmp_path / "builds")
+    assert builds.resolve("origin/feature") == feature
+    tree = builds._tree()
+    assert _git(tree, "cat-file", "-t", feature) == "commit"
+    dry = rbs("run", "--test", TEST, "--comparison-commit", "origin/feature", "--source",
+              str(clone), "--build-dir", str(tmp_path / "builds"), "--dry-run", timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert f"baseline: commit {base[:12]} (merge base with unstable) base commit" in dry.stderr
+    assert f"comparison: commit {feature[:12]} (origin/feature) the feature" in dry.stderr

@@ -7,7 +7,7 @@ The one local build cache, shared by ``rbs bisect --local`` and ``rbs run
   a pattern before git sees them, and :meth:`CommitBuilds.resolve` turns them into full shas
   (``git rev-parse --verify --end-of-options <ref>^{commit}``);
 * every build happens in **one work tree** (``<dir>/tree``, a clone of the repository checked
-  out commit by commit): ``make`` recompiles only what a checkout changed, so a nearby commit
+  out commit by commit; committed code only, never the repository's uncommitted changes): ``make`` recompiles only what a checkout changed, so a nearby commit
   costs a few object files and a link;
 * compiling is the builder's own :func:`.compile.run_make` with the build variant (its
   compiler and ``REDIS_CFLAGS``, in the builder's sandbox), as the lab builds;
@@ -147,6 +147,18 @@ class CommitBuilds:
             self.tree.parent.mkdir(parents=True, exist_ok=True)
             git("clone", "-q", "--no-checkout", "--end-of-options", str(self.repo),
                 str(self.tree))
+        # every ref of the repository (branches, tags, remote-tracking ones such as
+        # origin/feature) and its HEAD: a commit named by any of them is in the tree
+        specs = ["+refs/*:refs/rbs-source/*"]
+        if self._has_head():  # a detached HEAD is under no ref; an unborn one names nothing
+            specs.append("+HEAD:refs/rbs-source/HEAD")
         git("-C", str(self.tree), "fetch", "-q", "--no-tags", "--end-of-options",
-            str(self.repo), "+refs/heads/*:refs/remotes/builds/*", "+HEAD:refs/remotes/builds/HEAD")
+            str(self.repo), *specs)
         return self.tree
+
+    def _has_head(self) -> bool:
+        try:
+            git("-C", str(self.repo), "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        except SourceError:
+            return False
+        return True

@@ -123,9 +123,17 @@ def _side(builds: CommitBuilds, name: str, flag: str, ref: str) -> CommitSide:
     return CommitSide(name, ref, sha, builds.subject(sha))
 
 
+def _branch_tip(builds: CommitBuilds, branch: str) -> str:
+    """The branch, or its ``origin/`` copy in a clone that never checked it out."""
+    try:
+        return builds.resolve(branch)
+    except CommitBuildError:
+        return builds.resolve(f"origin/{branch}")
+
+
 def _merge_base(builds: CommitBuilds, branch: str, sha: str) -> str:
     try:
-        base = builds.resolve(branch)
+        base = _branch_tip(builds, branch)
         return git("-C", str(builds.repo), "merge-base", "--end-of-options", base, sha).strip()
     except (CommitBuildError, SourceError) as exc:
         raise UsageError("--baseline-commit", f"not given, and no merge base of {branch} "
