@@ -18,6 +18,7 @@ The one local build cache, shared by ``rbs bisect --local`` and ``rbs run
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
 import time
@@ -124,6 +125,15 @@ class CommitBuilds:
         binary = self.kept(sha) / "redis-server"
         if binary.is_file():
             return CommitBuild(sha, binary, 0.0, True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # one build at a time in the shared tree (a bisection and an A/B may both build)
+        with (self.directory / "tree.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if binary.is_file():  # built by the other while this one waited
+                return CommitBuild(sha, binary, 0.0, True)
+            return self._build(sha, binary)
+
+    def _build(self, sha: str, binary: Path) -> CommitBuild:
         tree = self._tree()
         git("-C", str(tree), "-c", "advice.detachedHead=false", "checkout", "-q", "--force",
             "--detach", sha, "--")
