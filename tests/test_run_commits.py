@@ -3,8 +3,8 @@
 Commit names are checked before git sees them; the merge base with ``unstable`` is A's
 default; both commits of a real pull request of the vendored Redis history (#11552,
 GEODIST, also benchmarks/real_prs.py's and tests/test_redis_history.py's) are built with
-the builder's compile step, kept in ``.cache/commit-builds`` by commit and flags (a CI run
-builds them once), and A/B'd with each side filed under its commit.
+the builder's compile step, kept in ``.cache/commit-builds`` (``$RBS_TEST_CACHE/commit-builds``)
+by commit and flags (a CI run builds them once), and A/B'd with each side filed under its commit.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from redis_benchmarks_spec.builder.commit_builds import (
 )
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
-from tests.cli import REPO, rbs
+from tests.cli import rbs
 
 #: PR #11552 (Speedup GEODIST): its merge commit and its parent
 MERGE = "61c85a2b2081dffaf45eb8c6b7754b8d9a80c60d"
 PARENT = "155acef51ac7826ed294a4b61d891f1c7a9a40ac"
-BUILDS = REPO / ".cache" / "commit-builds"
+BUILDS = history.cache_root() / "commit-builds"  # $RBS_TEST_CACHE when given
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 TEST = "redis-benchmark-1Kkeys-geo-geodist"
 

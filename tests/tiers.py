@@ -45,6 +45,7 @@ GROUPS: dict[str, str] = {
     "test_builder_e2e": "redis-builds",
     "test_lab": "redis-builds",
     "test_wheel": "redis-builds",
+    "test_run_commits": "redis-builds",  # .cache/commit-builds: two commits of the history
     # containers with our label are listed host-wide; the corpus is downloaded once
     "test_docker_launcher": "docker",
     "test_hostile_docker": "docker",
