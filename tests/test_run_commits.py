@@ -23,7 +23,9 @@ from redis_benchmarks_spec.builder.commit_builds import (
 )
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
-from tests.cli import rbs
+from redis_benchmarks_spec.runner.ab_files import write_sides
+from tests.cli import rbs, rbs_in_process
+from tests.report_fixtures import BASE_SHA, COMP_SHA, write_side
 
 #: PR #11552 (Speedup GEODIST): its merge commit and its parent
 MERGE = "61c85a2b2081dffaf45eb8c6b7754b8d9a80c60d"
@@ -106,6 +108,7 @@ def test_two_commits_built_cached_and_compared(repo: Path, tmp_path: Path) -> No
     session = next((tmp_path / "one").iterdir())
     assert _git_of(session, "baseline") == {PARENT}
     assert _git_of(session, "comparison") == {MERGE}
+    assert "Speedup GEODIST" in (session / "sides.json").read_text()  # for later reports
     # the second time, both builds come from the cache: no compile at all
     again = rbs(*argv, "--results-dir", str(tmp_path / "two"), timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -154,3 +157,19 @@ def test_a_clone_s_remote_branches_resolve_and_reach_the_work_tree(tmp_path: Pat
     assert dry.returncode == 0, dry.stderr
     assert f"baseline: commit {base[:12]} (merge base with unstable) base commit" in dry.stderr
     assert f"comparison: commit {feature[:12]} (origin/feature) the feature" in dry.stderr
+
+
+def test_a_later_report_of_the_session_names_both_commits(tmp_path: Path) -> None:
+    """The session writes its sides' names (sides.json); ``rbs report`` of the folder names
+    both commits and their subjects as the run did."""
+    root = tmp_path / "session"
+    write_side(root / "baseline", BASE_SHA, "7.2.4", 1.0, runs=3)
+    write_side(root / "comparison", COMP_SHA, "7.2.4", 0.9, runs=3)
+    labels = (f"commit {BASE_SHA[:12]} (unstable) Improve TLS error handling. (#11563)",
+              f"commit {COMP_SHA[:12]} Speedup GEODIST with fixedpoint_d2string (#11552)")
+    write_sides(root, labels)
+    page = tmp_path / "report.html"
+    assert rbs_in_process(["report", str(root), "-o", str(page)]) == 0
+    text = page.read_text()
+    assert "Improve TLS error handling. (#11563)" in text
+    assert "Speedup GEODIST with fixedpoint_d2string (#11552)" in text

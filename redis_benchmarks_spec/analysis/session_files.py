@@ -1,6 +1,7 @@
 """What an A/B session folder holds beside its runs, as text: the noise priors and the
 host's noise its verdicts were judged with, so a later ``rbs report``/``rbs compare`` of the
-folder judges as the run did. One definition each: the session's owner
+folder judges as the run did, and the names of its sides when it was given them (two
+commits and their subjects, ``sides.json``), so a later report names them as the run did. One definition each: the session's owner
 (:mod:`runner.ab_files`) writes them, :mod:`inputs.session_folder` reads them back. The
 record of an ``--until-decided`` session is :mod:`analysis.sequential_compare`'s
 (``sequential.json``).
@@ -15,6 +16,9 @@ from redis_benchmarks_spec.analysis.verdict import HostNoise
 
 PRIORS_FILE = "noise-priors.json"
 HOST_NOISE_FILE = "host-noise.json"
+#: what each side is, when the session named it (two commits and their subjects)
+SIDES_FILE = "sides.json"
+SIDES_VERSION = 1
 
 #: metric -> test label -> the noise known before the session (analysis.noise)
 SessionPriors = dict[str, dict[str, NoisePrior]]
@@ -53,3 +57,20 @@ def host_noise_from_json(text: str) -> dict[str, HostNoise]:
                                   str(n["note"])) for m, n in raw.items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a host-noise file ({exc})") from None
+
+
+def sides_to_json(labels: tuple[str, str]) -> str:
+    """The report header's names of the two sides (``sides.json``)."""
+    return json.dumps({"version": SIDES_VERSION, "baseline": labels[0],
+                       "comparison": labels[1]}, indent=1)
+
+
+def sides_from_json(text: str) -> tuple[str, str]:
+    """What :func:`sides_to_json` wrote; ValueError saying what is wrong."""
+    try:
+        raw = json.loads(text)
+        if raw.get("version") != SIDES_VERSION:
+            raise ValueError(f"version {raw.get('version')!r}, not {SIDES_VERSION}")
+        return str(raw["baseline"])[:500], str(raw["comparison"])[:500]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a sides file ({exc})") from None

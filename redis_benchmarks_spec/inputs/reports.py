@@ -71,7 +71,7 @@ def judged(found: RunsOnDisk, options: CompareOptions,
     record = found.record if found.record and found.record.metric == options.metric else None
     ok_b = [d for d in found.side(BASELINE) if d.ok]
     ok_c = [d for d in found.side(COMPARISON) if d.ok]
-    names = labels or (_server_label(ok_b), _server_label(ok_c))
+    names = labels or found.labels or (_server_label(ok_b), _server_label(ok_c))
     context = context_from_results(side_from_results(names[0], ok_b),
                                    side_from_results(names[1], ok_c),
                                    ok_b + ok_c, paired=found.paired)

@@ -19,9 +19,11 @@ from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD,
 from redis_benchmarks_spec.analysis.session_files import (
     HOST_NOISE_FILE,
     PRIORS_FILE,
+    SIDES_FILE,
     SessionPriors,
     host_noise_from_json,
     priors_from_json,
+    sides_from_json,
 )
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.analysis.verdict import HostNoise
@@ -46,6 +48,8 @@ class RunsOnDisk:
     root: Path | None = None  # the session's folder, when the runs are one session's
     # per timed metric, the host's noise the session was judged with (host-noise.json)
     host_noise: dict[str, HostNoise] = field(default_factory=dict)
+    # what the session named its sides (sides.json: two commits and their subjects)
+    labels: tuple[str, str] | None = None
 
     def side(self, name: str) -> list[RunResult]:
         return [r.result for r in self.runs if r.side == name]
@@ -94,6 +98,16 @@ def read_host_noise(root: Path) -> dict[str, HostNoise]:
         raise SessionFolderError(f"{path}: {exc}") from None
 
 
+def read_sides(root: Path) -> tuple[str, str] | None:
+    path = root / SIDES_FILE
+    if not path.is_file():
+        return None
+    try:
+        return sides_from_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SessionFolderError(f"{path}: {exc}") from None
+
+
 def read_record(root: Path) -> SequentialRecord | None:
     path = root / SEQUENTIAL_RECORD
     if not path.is_file():
@@ -114,7 +128,7 @@ def load_session(root: Path, keep: NameFilter | None = None) -> RunsOnDisk:
     runs = [*_read_side(root / BASELINE, BASELINE, keep, problems),
             *_read_side(root / COMPARISON, COMPARISON, keep, problems)]
     return RunsOnDisk(runs, True, read_record(root), read_priors(root), problems, root,
-                      read_host_noise(root))
+                      read_host_noise(root), read_sides(root))
 
 
 def _session_root(baseline: Path, comparison: Path) -> Path | None:

@@ -21,9 +21,11 @@ from redis_benchmarks_spec.analysis.sequential_compare import SEQUENTIAL_RECORD,
 from redis_benchmarks_spec.analysis.session_files import (
     HOST_NOISE_FILE,
     PRIORS_FILE,
+    SIDES_FILE,
     SessionPriors,
     host_noise_to_json,
     priors_to_json,
+    sides_to_json,
 )
 from redis_benchmarks_spec.analysis.session_runs import ABRun, pair_runs
 from redis_benchmarks_spec.analysis.verdict import HostNoise
@@ -37,6 +39,13 @@ def write_judging(root: Path, priors: SessionPriors, host_noise: dict[str, HostN
     (root / PRIORS_FILE).write_text(priors_to_json(priors))
     if host_noise:
         (root / HOST_NOISE_FILE).write_text(host_noise_to_json(host_noise))
+
+
+def write_sides(root: Path, labels: tuple[str, str] | None) -> None:
+    """The names of the sides the session was given (two commits), for later reports."""
+    if labels is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / SIDES_FILE).write_text(sides_to_json(labels))
 
 
 def write_record(root: Path, record: SequentialRecord | None) -> None:

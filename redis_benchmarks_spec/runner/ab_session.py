@@ -146,6 +146,7 @@ def run_session(plan: ABSessionPlan, on_run: OnRun | None = None,
     choice = MetricChoice(plan.metric, plan.config.session.thresholds)
     root = plan.config.session.results_dir
     ab_files.write_judging(root, plan.priors, plan.host_noise)
+    ab_files.write_sides(root, plan.side_labels)
     record = None
     if plan.rounds is not None:
         runs, record = _rounds(plan, plan.rounds, choice, on_run, on_start)
