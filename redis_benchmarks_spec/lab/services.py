@@ -23,11 +23,12 @@ import secrets
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.lab.state import LabState, Service, load, save, state_path
@@ -190,7 +191,8 @@ def _write_platform_configs(options: LabOptions) -> None:
 
 def up(options: LabOptions) -> LabState:
     """Start the lab in ``options.root`` (:class:`LabError` if one runs there already)."""
-    root = options.root.resolve()
+    root = absolute(options.root)
+    options = replace(options, root=root)  # every folder below it goes on absolute
     if state_path(root).exists():
         raise LabError(f"{state_path(root)}: a lab already runs in {root} (rbs lab down first)")
     root.mkdir(parents=True, exist_ok=True)
