@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.credentials import DAEMON_SECRETS, without_secrets
 from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
@@ -222,13 +223,17 @@ def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path) 
     state.github_url = f"http://127.0.0.1:{gh_port}"
     env = {**os.environ, "RBS_GITHUB_TOKEN_FILE": str(token),
            "RBS_GITHUB_API_URL": state.github_url, **options.extra_env}
-    env.pop("RBS_GITHUB_TOKEN", None)
+    for given in ("RBS_GITHUB_TOKEN", "RBS_WEBHOOK_SECRET", "RBS_WEBHOOK_SECRET_FILE"):
+        env.pop(given, None)  # the lab's own are files (above and --secret-file)
     state.services.append(_spawn(root, "github", [
         sys.executable, "-m", "redis_benchmarks_spec.lab.github_local", "--port", str(gh_port),
-        "--record-dir", str(root / "github"), "--token-file", str(token)], env))
+        "--record-dir", str(root / "github"), "--token-file", str(token)],
+        without_secrets(env)))
     for name, argv in _daemon_specs(options, state, secret):
         more = options.platform_env.get(name[6:], {}) if name.startswith("agent-") else {}
-        state.services.append(_spawn(root, name, argv, {**env, **more}))
+        # each daemon gets the secrets it reads and no other (docs/security.md)
+        keep = DAEMON_SECRETS[name.split("-", 1)[0]]
+        state.services.append(_spawn(root, name, argv, without_secrets({**env, **more}, keep)))
     save(state)
     if not wait_for(lambda: _healthy(state.api_url) or _any_exited(state), timeout=120,
                     interval=0.5) or _any_exited(state):
