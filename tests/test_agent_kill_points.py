@@ -125,3 +125,23 @@ def test_a_test_done_but_left_running_is_ended_without_running_it_again(
             last[status.test_name] = status.state
     assert set(last) == {*TESTS, "gone-suite", EVENT_DONE}, last
     assert all(s in ("completed", "failed") for s in last.values()), last
+
+
+def test_a_cancelled_event_a_killed_holder_had_started_ends_named(
+        redis_server, names, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from redis_benchmarks_spec.agent.ledger import CANCELLED
+    from redis_benchmarks_spec.events.status import cancel
+    client = redis_server.client()
+    event = publish_event(client, names, "c" * 40)
+    record_statuses(client, names, [
+        RunStatus(event_id=event.id, platform="p1", agent="p1-a", test_name=t, state=s)
+        for t, s in ((TESTS[0], "running"), (TESTS[1], "pending"))])
+    cancel(client, names, event.request_id)
+    collector = Collector()
+    agent = make_agent(redis_server, names, tmp_path, "p1", "p1-a", collector.for_agent("a"),
+                       suites=suites_dir(tmp_path, count=2))
+    assert agent.run(max_events=1) == 1
+    assert _states(client, names, event.id) == {
+        TESTS[0]: ("failed", CANCELLED), TESTS[1]: ("failed", CANCELLED),
+        EVENT_DONE: ("failed", CANCELLED)}
+    assert collector.pushed == [] and client.xpending(names.builds, "platform:p1")["pending"] == 0

@@ -178,11 +178,15 @@ class Agent:
         event = self.consumer.decode(entry, BuildEvent)
         if event is None:
             return False  # dead-lettered
-        if not for_platform(event, self.config.platform) or \
-                is_cancelled(self.client, self.config.names, event.id, event.request_id):
+        if not for_platform(event, self.config.platform):
             self.consumer.ack(entry.id)
             return True
         ledger = Ledger(self.client, self.config.names.prefix, event.id, self.config.platform)
+        if is_cancelled(self.client, self.config.names, event.id, event.request_id):
+            # a holder killed before the cancel left tests open: they end, named
+            self.consumer.call(lambda: ledger.end_cancelled(self.config.consumer))
+            self.consumer.ack(entry.id)
+            return True
         self._push_unconfirmed(event, ledger)
         for status in self.consumer.call(lambda: ledger.open_ends(self.config.consumer)):
             self.consumer.call(lambda s=status: ledger.finish(s))  # done, never ended

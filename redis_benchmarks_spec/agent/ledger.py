@@ -33,6 +33,9 @@ LEDGER_TTL_S = 30 * 24 * 3600
 NOT_RUN = "not run: left open by an agent that stopped, and not selected when the event resumed"
 
 
+CANCELLED = "cancelled before this platform finished it"
+
+
 def final_status(event_id: str, platform: str, agent: str, test: str,
                  results: list[RunResult], error: str = "") -> RunStatus:
     """The status a test ends with: failed (with the reasons) when it raised, has a failed
@@ -89,14 +92,24 @@ class Ledger:
         test of the platform still open that is not in ``ran`` (:data:`NOT_RUN`); what was
         written."""
         ran = set(ran)
+        why = end.reason if end.reason == CANCELLED else NOT_RUN
         leftovers = [RunStatus(event_id=self.event_id, platform=self.platform,
                                agent=end.agent, test_name=s.test_name, state="failed",
-                               reason=NOT_RUN)
+                               reason=why)
                      for s in self._open() if s.test_name not in ran]
         pipe = self.client.pipeline(transaction=True)
         stage_statuses(pipe, self.names, [*leftovers, end])
         pipe.execute()
         return [*leftovers, end]
+
+    def end_cancelled(self, agent: str) -> list[RunStatus]:
+        """A cancelled event that an earlier holder had started: its open tests and the
+        event end ``failed``, "cancelled" (nothing when no holder recorded a status)."""
+        if not self._open():
+            return []
+        end = RunStatus(event_id=self.event_id, platform=self.platform, agent=agent,
+                        test_name=EVENT_DONE, state="failed", reason=CANCELLED)
+        return self.end_event(end, ran=())
 
     def stored(self) -> dict[str, list[RunResult]]:
         """Every test's recorded results."""
