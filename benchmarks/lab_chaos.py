@@ -74,6 +74,11 @@ def _real(numbers: list[int], folder: Path) -> tuple[Path, Path, None]:
     return history.bare_repo(), lab_replay.prs_file(numbers, folder), None
 
 
+def _builds() -> Path:
+    from benchmarks import redis_history as history
+    return history.cache_root() / "lab-builds"
+
+
 class Chaos:
     """Kills a random service of the lab every few seconds while ``running`` is set."""
 
@@ -205,7 +210,7 @@ def main() -> int:
     lab, out = work / "lab", work / "out"
     flags = ["--suites-dir", str(suites), "--platforms", "lab-a", "--max-pairs", "2",
              "--agent-args", "--noise-seconds 0 --test-time 1"] if args.tiny else \
-        ["--build-cache", str(ROOT / ".cache" / "lab-builds")]
+        ["--build-cache", str(_builds())]
     up = _rbs("lab", "up", "--dir", str(lab), "--source", str(source), *flags, timeout=600)
     if up.returncode != 0:
         print(up.stdout + up.stderr, file=sys.stderr)
