@@ -125,3 +125,25 @@ def test_stream_names_prefix_and_env() -> None:
     assert names.platform_group("icelake") == "platform:icelake"
     assert names.platform_of_group("platform:icelake") == "icelake"
     assert StreamNames().dead_letter == "rbs:dead-letter"
+
+
+@pytest.mark.parametrize("branch", ["unstable\u202e", "fe\u200bat", "a\u2066b\u2069",
+                                    "\ufeffmain", "x\u00a0y", "a\u2028b"])
+def test_a_ref_that_shows_as_another_name_is_refused_on_the_stream(branch: str) -> None:
+    """Anyone with broker access writes entries: a branch with a bidirectional or invisible
+    character (Trojan Source) is refused where the entry is decoded, naming the character."""
+    from redis_benchmarks_spec.events.messages import (
+        SOURCE_GIT,
+        BuildRequest,
+        MalformedMessage,
+        SourceLocation,
+    )
+    good = BuildRequest(org="redis", repo="redis", branch="unstable", sha="a" * 40,
+                        commit_time_ms=1, source=SourceLocation(SOURCE_GIT, "/srv/redis"))
+    fields = {k.encode() if isinstance(k, str) else k: v for k, v in good.encode().items()}
+    assert BuildRequest.decode(fields).branch == "unstable"
+    fields[b"branch"] = b"s:" + branch.encode()
+    with pytest.raises(MalformedMessage, match=r"U\+[0-9A-F]{4}"):
+        BuildRequest.decode(fields)
+    assert "ünïcode/feature" == BuildRequest.decode(
+        {**fields, b"branch": "s:ünïcode/feature".encode()}).branch

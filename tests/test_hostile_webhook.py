@@ -8,6 +8,7 @@ import http.client
 import json
 import socket
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -108,7 +109,11 @@ def test_replay_deep_json_and_label_case(api: Api, redis_server) -> None:  # typ
 
 @pytest.mark.parametrize(("side", "ref"), [("base", "has space"), ("head", "has space"),
                                            ("base", "feat..x"), ("head", "-x"),
-                                           ("base", "a@{b"), ("base", 7)])
+                                           ("base", "a@{b"), ("base", 7),
+                                           # shown as another name (Trojan Source)
+                                           ("head", "fix-\u202etxt.exe"),
+                                           ("base", "unstable\u200b"),
+                                           ("head", "a\u2066b\u2069")])
 def test_both_refs_are_checked(api: Api, redis_server, side: str, ref: object) -> None:  # type: ignore[no-untyped-def]
     data = json.loads(payload())
     data["pull_request"][side]["ref"] = ref
@@ -129,7 +134,41 @@ def test_a_stored_pr_info_with_a_bad_ref_is_refused_where_read(redis_server) -> 
     client.set(pr_state.info_key(names, "r1"), json.dumps(good))
     assert pr_state.load_info(client, names, "r1") is not None
     for key, bad in (("base_ref", "has space"), ("head_ref", "--upload-pack=x"),
+                     ("head_ref", "fix\u202etxt.exe"),
                      ("base_ref", "a..b"), ("base_sha", "--x")):
         client.set(pr_state.info_key(names, "r1"), json.dumps({**good, key: bad}))
         with pytest.raises(pr_state.PrInfoError, match=key):
             pr_state.load_info(client, names, "r1")
+
+
+def _form_deliver(api: Api, body: bytes, signed: bytes, event: str = "pull_request"
+                  ) -> tuple[int, dict]:  # type: ignore[type-arg]
+    return api.post_raw("POST", "/webhook", body, {
+        "X-GitHub-Event": event, "Content-Type": "application/x-www-form-urlencoded",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": signature_for(SECRET.encode(), signed)})
+
+
+def test_form_encoded_deliveries_under_the_same_signature(api: Api, redis_server) -> None:  # type: ignore[no-untyped-def]
+    """GitHub's other content type: ``payload=<urlencoded JSON>``, signed over the body as
+    sent. Accepted like JSON; a signature over anything else, or a form holding more than
+    the payload, is refused and nothing is enqueued."""
+    client = redis_server.client()
+    text = payload(sha="d" * 40)
+    form = b"payload=" + urllib.parse.quote_plus(text.decode()).encode()
+    status, answer = _form_deliver(api, form, signed=text)  # signed over the JSON: wrong
+    assert status == 401, answer
+    status, answer = _form_deliver(api, form + b"&x=1", signed=form + b"&x=1")
+    assert status == 400 and "payload" in answer["error"], answer
+    assert client.xlen(api.names.build_requests) == 0
+    status, answer = _form_deliver(api, form, signed=form)
+    assert status == 201 and answer["sha"] == "d" * 40, answer
+    status, answer = _form_deliver(api, form, signed=form)  # the same body again
+    assert status == 202 and answer["status"] == "duplicate delivery", answer
+    push = json.loads((SAMPLE.parent / "event_webhook_pushed_repo.json").read_bytes())
+    push["ref"] = "refs/heads/unstable\u202e"
+    form = b"payload=" + urllib.parse.quote_plus(json.dumps(push)).encode()
+    status, answer = _form_deliver(api, form, signed=form, event="push")
+    assert status == 400 and "U+202E" in answer["error"], answer
+    assert client.xlen(api.names.build_requests) == 1
+    assert api.daemon.alive() and "Traceback" not in api.daemon.log()

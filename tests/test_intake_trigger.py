@@ -135,7 +135,8 @@ def test_cli_trigger(redis_server, repo, capsys) -> None:  # type: ignore[no-unt
 
 @pytest.mark.parametrize("argv", [["--branch", "feat..x"], ["--branch", "has space"],
                                   ["--commit", "HEAD", "--branch=-x"],
-                                  ["--tag", "v1..2"]])
+                                  ["--tag", "v1..2"], ["--branch", "unstable\u202e"],
+                                  ["--branch", "fe\u200bat"]])
 def test_cli_trigger_bad_ref_is_one_usage_line(redis_server, repo, argv) -> None:  # type: ignore[no-untyped-def]
     from tests.hostile_fixtures import RBS, daemon_env
     done = subprocess.run([*RBS, "trigger", "--repo", str(repo), *argv, "--broker",

@@ -47,7 +47,8 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr + up.stdout
         state = json.loads((lab / "lab.json").read_text())
         names = [s["name"] for s in state["services"]]
-        assert names == ["github", "api", "builder", "agent-p1", "agent-p2", "confirmer"]
+        assert names == ["github", "api", "builder", "agent-p1", "agent-p2", "confirmer",
+                         "keeper"]
         pids = [s["pid"] for s in state["services"]]
         assert all(_alive(pid) for pid in pids)
         cpus = state["platforms"]
@@ -63,12 +64,12 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
                                    timeout=10)
         assert refused.value.code == 401
         status = rbs("lab", "status", "--dir", str(lab))
-        assert status.returncode == 0 and status.stdout.count(": running") == 6
+        assert status.returncode == 0 and status.stdout.count(": running") == 7
     finally:
         down = rbs("lab", "down", "--dir", str(lab))
     assert down.returncode == 0, down.stderr
     assert "agent-p1: stopped" in down.stdout and "broker: stopped" in down.stdout
-    assert "confirmer: stopped" in down.stdout
+    assert "confirmer: stopped" in down.stdout and "keeper: stopped" in down.stdout
     assert not any(_alive(pid) for pid in pids)
     assert not (lab / "lab.json").exists()
     again = rbs("lab", "status", "--dir", str(lab))

@@ -69,6 +69,7 @@ FAST_MODULES = frozenset({
     "test_name_filter",
     "test_numbers",
     "test_paired_stats",
+    "test_paths_at_the_edge",
     "test_reports_text",
     "test_result_versions",
     "test_sequential",

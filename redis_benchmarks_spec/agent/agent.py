@@ -36,7 +36,7 @@ from redis_benchmarks_spec.agent import ab_event, code_selection
 from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_platform
 from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
 from redis_benchmarks_spec.agent.dead_letter import stage_dead_lettered
-from redis_benchmarks_spec.agent.ledger import Ledger
+from redis_benchmarks_spec.agent.ledger import Ledger, final_status
 from redis_benchmarks_spec.agent.selection import for_platform, rejected_tests, select_valid
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
@@ -178,12 +178,18 @@ class Agent:
         event = self.consumer.decode(entry, BuildEvent)
         if event is None:
             return False  # dead-lettered
-        if not for_platform(event, self.config.platform) or \
-                is_cancelled(self.client, self.config.names, event.id, event.request_id):
+        if not for_platform(event, self.config.platform):
             self.consumer.ack(entry.id)
             return True
         ledger = Ledger(self.client, self.config.names.prefix, event.id, self.config.platform)
+        if is_cancelled(self.client, self.config.names, event.id, event.request_id):
+            # a holder killed before the cancel left tests open: they end, named
+            self.consumer.call(lambda: ledger.end_cancelled(self.config.consumer))
+            self.consumer.ack(entry.id)
+            return True
         self._push_unconfirmed(event, ledger)
+        for status in self.consumer.call(lambda: ledger.open_ends(self.config.consumer)):
+            self.consumer.call(lambda s=status: ledger.finish(s))  # done, never ended
         suites, rejected = select_valid(event, self.config.suite_filter, self.config.suites_dir)
         self._rejected(event, rejected)
         suites = self._select_by_code(event, suites)
@@ -192,7 +198,10 @@ class Agent:
             self._status(event, suite.name, "pending")
         if todo and not self._run_event(entry, event, todo, ledger):
             return False
-        self._status(event, EVENT_DONE, "completed", f"{len(suites)} suite(s)")
+        end = RunStatus(event_id=event.id, platform=self.config.platform,
+                        agent=self.config.consumer, test_name=EVENT_DONE, state="completed",
+                        reason=f"{len(suites)} suite(s)")
+        self.consumer.call(lambda: ledger.end_event(end, [s.name for s in suites]))
         self.consumer.ack(entry.id)
         self._event_done(event)
         return True
@@ -243,13 +252,9 @@ class Agent:
         for test, results in ledger.unpushed().items():
             log.info("pushing results of %s recorded by a previous holder", test)
             self.push(results)
-            ledger.mark_done(test)
             # the previous holder died before the final status: finish it, or it stays
             # "running" forever
-            failed = [r for r in results if not r.ok]
-            self._status(event, test, "failed" if failed or not results else "completed",
-                         "; ".join(r.reason for r in failed) or
-                         ("" if results else "no result recorded"))
+            self._finish(event, ledger, test, results)
 
     def _run_event(self, entry: Entry, event: BuildEvent, todo: list[Suite],
                    ledger: Ledger) -> bool:
@@ -366,15 +371,19 @@ class Agent:
 
     def _finish_suite(self, event: BuildEvent, ledger: Ledger, test: str,
                       results: list[RunResult], error: str = "") -> None:
-        """Record, push, mark done, final status (each broker step retried in place)."""
+        """Record, push, then mark done with the final status (each broker step retried
+        in place)."""
         self.consumer.call(lambda: ledger.record(test, results))
-        self.push(results)
-        self.consumer.call(lambda: ledger.mark_done(test))
-        failed = [r for r in results if not r.ok]
-        why = error or "; ".join(r.reason for r in failed) or \
-            ("" if results else "no result recorded")
-        self._status(event, test, "failed" if failed or error or not results else "completed",
-                     why)
+        if results:
+            self.push(results)
+        self._finish(event, ledger, test, results, error)
+
+    def _finish(self, event: BuildEvent, ledger: Ledger, test: str, results: list[RunResult],
+                error: str = "") -> None:
+        """Done and its final status in one transaction (:meth:`Ledger.finish`)."""
+        status = final_status(event.id, self.config.platform, self.config.consumer, test,
+                              results, error)
+        self.consumer.call(lambda: ledger.finish(status))
 
     def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
                    ledger: Ledger, lost: threading.Event) -> None:
@@ -386,9 +395,7 @@ class Agent:
             results = self.runner(session, [suite])
         except SUITE_ERRORS as exc:
             log.error("event %s: suite %s could not run: %s", event.id, suite.name, exc)
-            ledger.record(suite.name, [])
-            ledger.mark_done(suite.name)
-            self._status(event, suite.name, "failed", f"{type(exc).__name__}: {exc}")
+            self._finish_suite(event, ledger, suite.name, [], f"{type(exc).__name__}: {exc}")
             return
         log.info("event %s: %s ran %d test(s) in %.1fs", event.id, suite.name, len(results),
                  time.monotonic() - started)
@@ -398,9 +405,4 @@ class Agent:
                         suite.name)
             return
         # each step retried in place on a lost broker: a finished test is never run again
-        self.consumer.call(lambda: ledger.record(suite.name, results))
-        self.push(results)
-        self.consumer.call(lambda: ledger.mark_done(suite.name))
-        failed = [r for r in results if not r.ok]
-        self._status(event, suite.name, "failed" if failed else "completed",
-                     "; ".join(r.reason for r in failed))
+        self._finish_suite(event, ledger, suite.name, results)

@@ -1,7 +1,9 @@
 """The GitHub webhook receiver: a plain WSGI application, served by waitress.
 
 ``POST /webhook`` (or ``/``): bounded body (413), ``X-Hub-Signature-256`` checked over the raw
-body with the shared secret in constant time (401, nothing enqueued), JSON parsed with a
+body with the shared secret in constant time (401, nothing enqueued), the payload taken from
+the body as GitHub sends it (``application/json``, or ``application/x-www-form-urlencoded``
+with one ``payload=`` field: the signature covers the form body as sent), JSON parsed with a
 depth limit (400), then :func:`redis_benchmarks_spec.api.github.decide` says whether to
 enqueue a build request (201) or not (202). A redelivery (same ``X-GitHub-Delivery``) and a
 replayed body (same payload sha256 under another delivery id) are enqueued only once.
@@ -14,6 +16,7 @@ import hashlib
 import hmac
 import json
 import logging
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +53,8 @@ end
 return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
 """
 MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
+FORM_TYPE = "application/x-www-form-urlencoded"  # GitHub's other content type (payload=)
+MAX_FORM_FIELDS = 4
 
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 202: "202 Accepted", 400: "400 Bad Request",
                401: "401 Unauthorized", 404: "404 Not Found", 405: "405 Method Not Allowed",
@@ -90,6 +95,24 @@ def verify_signature(secret: bytes, body: bytes, header: str | None) -> bool:
     if not header or not header.startswith(SIGNATURE_PREFIX):
         return False
     return hmac.compare_digest(signature_for(secret, body).encode(), header.strip().encode())
+
+
+def payload_json(body: bytes, content_type: str) -> bytes:
+    """The JSON of a delivery whose (signed, raw) body is ``body``: the body itself, or the
+    one ``payload`` field of a form-encoded delivery; :class:`ValueError` when a form holds
+    anything else."""
+    if content_type.split(";", 1)[0].strip().lower() != FORM_TYPE:
+        return body
+    try:
+        fields = urllib.parse.parse_qs(body.decode("ascii"), keep_blank_values=True,
+                                       strict_parsing=True, errors="strict",
+                                       max_num_fields=MAX_FORM_FIELDS)
+    except UnicodeDecodeError as exc:
+        raise ValueError("a form-encoded body holds bytes that are not ASCII") from exc
+    if set(fields) != {"payload"} or len(fields["payload"]) != 1:
+        raise ValueError(f"a form-encoded delivery holds one 'payload' field, not "
+                         f"{sorted(fields)[:5]}")
+    return fields["payload"][0].encode()
 
 
 class WebhookApp:
@@ -136,7 +159,8 @@ class WebhookApp:
         if event == "ping":
             return 200, {"status": "pong"}
         try:
-            payload = safejson.loads(body, MAX_JSON_DEPTH)
+            payload = safejson.loads(payload_json(body, environ.get("CONTENT_TYPE", "")),
+                                     MAX_JSON_DEPTH)
             decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from redis_benchmarks_spec.bisection.search import BisectError
+from redis_benchmarks_spec.common.process import tool_env
 
 GIT_TIMEOUT_S = 300
 
@@ -15,7 +16,7 @@ def git(repo: Path, *args: str) -> str:
     """``git -C repo args`` (argv, never a shell); :class:`BisectError` with git's reason."""
     try:
         proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
+                              timeout=GIT_TIMEOUT_S, check=False, env=tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BisectError(f"git {' '.join(args)}: {exc}") from exc
     if proc.returncode != 0:

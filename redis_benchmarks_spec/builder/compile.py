@@ -52,7 +52,9 @@ class Artifact:
 def _version_line(argv: list[str], sandbox: Sandbox | None = None) -> str:
     """The first output line of ``argv`` (a ``--version`` call, in ``sandbox`` if given)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        # sandboxed or not, it needs none of the daemon's environment (its secrets)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False,
+                              env=sandbox_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         if sandbox is not None:
             sandbox.remove(argv)

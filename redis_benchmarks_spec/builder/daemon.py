@@ -40,6 +40,7 @@ from redis_benchmarks_spec.builder.source import (
     update_mirror,
 )
 from redis_benchmarks_spec.builder.variants import BuildVariant
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.events.consumer import (
     ConsumerStopped,
     Entry,
@@ -99,6 +100,12 @@ class BuilderConfig:
     keep_trees: Path | None = None
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
+
+    def __post_init__(self) -> None:
+        # builds run ``make`` and ``git`` in other folders: every folder absolute from here
+        self.work_dir = absolute(self.work_dir)
+        self.cache_dir = absolute(self.cache_dir) if self.cache_dir is not None else None
+        self.keep_trees = absolute(self.keep_trees) if self.keep_trees is not None else None
 
 
 class Builder:

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import tool_env
+
 ENGINES = ("auto", "bwrap", "docker")
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 # the only host files visible besides /usr (merged-usr Debian: /bin, /lib are links into it)
@@ -72,7 +74,7 @@ class Sandbox:
             return
         name = argv[list(argv).index("--name") + 1]
         subprocess.run([self.docker_bin, "rm", "-f", name], capture_output=True, timeout=60,
-                       check=False)
+                       check=False, env=tool_env())
 
     def choose(self, image: str) -> str:
         """The engine for a variant whose build image is ``image``."""
@@ -133,7 +135,8 @@ def _docker_has(docker_bin: str, image: str) -> bool:
         return False
     try:
         proc = subprocess.run([docker_bin, "image", "inspect", "--format", "{{.Id}}", "--",
-                               image], capture_output=True, timeout=30, check=False)
+                               image], capture_output=True, timeout=30, check=False,
+                              env=tool_env())
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0

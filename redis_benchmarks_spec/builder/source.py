@@ -30,6 +30,7 @@ from pathlib import Path
 
 import redis
 
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import minimal_env
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
@@ -84,6 +85,12 @@ class GitOptions:
     # checkout is forced over it so only the files that differ get new mtimes and make
     # recompiles only what they touch
     reuse_tree: bool = False
+
+    def __post_init__(self) -> None:
+        # the mirror is handed to ``git -C <tree> fetch``: a relative one would be read
+        # from inside the tree
+        if self.mirror_dir is not None:
+            object.__setattr__(self, "mirror_dir", absolute(self.mirror_dir))
 
 
 def git(*args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_commits import ab_sides, wants_commits
+from redis_benchmarks_spec.common.paths import absolute_program
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
@@ -52,8 +53,8 @@ MEMORY_REPETITIONS = 5
 
 def add_ab_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("interleaved A/B (both servers required)")
-    g.add_argument("--baseline-server", default=None, help="redis-server binary of side A")
-    g.add_argument("--comparison-server", default=None, help="redis-server binary of side B")
+    g.add_argument("--baseline-server", default=None, type=absolute_program, help="redis-server binary of side A")
+    g.add_argument("--comparison-server", default=None, type=absolute_program, help="redis-server binary of side B")
     g.add_argument("--baseline-server-args", default="",
                    help="extra redis-server arguments for side A only")
     g.add_argument("--comparison-server-args", default="",

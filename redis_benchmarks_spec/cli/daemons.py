@@ -37,6 +37,7 @@ from redis_benchmarks_spec.cli.platform import add_noise_args, noise_seconds
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
+from redis_benchmarks_spec.common.paths import absolute_location, absolute_program
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -81,7 +82,7 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                    help="where pull-request code is compiled: docker (the variant's "
                         "build_image), bwrap (bubblewrap), or auto: docker when the engine "
                         "has the image, else bwrap (see docs/security.md)")
-    b.add_argument("--git-remote", default=None,
+    b.add_argument("--git-remote", default=None, type=absolute_location,
                    help="fetch every git source from this URL instead of the request's")
     b.add_argument("--git-mirror", type=Path, default=None, metavar="DIR",
                    help="keep local bare mirrors of git remotes here")
@@ -117,8 +118,8 @@ def _register_agent(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--datasink", default=os.environ.get(ENV_DATASINK), metavar="URL",
                    help=f"RedisTimeSeries URL (default: ${ENV_DATASINK}, else the embedded "
                         "datasink)")
-    a.add_argument("--memtier-bin", default=None)
-    a.add_argument("--redis-benchmark-bin", default=None)
+    a.add_argument("--memtier-bin", default=None, type=absolute_program)
+    a.add_argument("--redis-benchmark-bin", default=None, type=absolute_program)
     a.add_argument("--capability", action="append", default=[], metavar="NAME",
                    help="a capability the operator qualified this host for (repeatable, e.g. "
                         "local-disk); suites whose required-runner-capabilities it lacks are "

@@ -14,6 +14,7 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common import credentials
+from redis_benchmarks_spec.common.paths import absolute_file
 from redis_benchmarks_spec.datasink import reader, retention, run_reader
 from redis_benchmarks_spec.datasink.embedded import (
     DEFAULT_PORT,
@@ -89,9 +90,10 @@ def add_remote_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--datasink", default=None, metavar="URL",
                    help="redis:// or rediss:// URL of a RedisTimeSeries datasink")
     g.add_argument("--username", default=None)
-    g.add_argument("--tls-ca-cert", default=None, help="CA bundle to verify the server")
-    g.add_argument("--tls-cert", default=None, help="client certificate (mutual TLS)")
-    g.add_argument("--tls-key", default=None, help="client private key (mutual TLS)")
+    g.add_argument("--tls-ca-cert", default=None, type=absolute_file,
+                   help="CA bundle to verify the server")
+    g.add_argument("--tls-cert", default=None, type=absolute_file, help="client certificate (mutual TLS)")
+    g.add_argument("--tls-key", default=None, type=absolute_file, help="client private key (mutual TLS)")
 
 
 def remote_config(args: argparse.Namespace) -> DatasinkConfig | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.lab import services
+from redis_benchmarks_spec.lab import keeper, services
 from redis_benchmarks_spec.lab.state import LabState, LabStateError
 from redis_benchmarks_spec.suites.catalog import default_suites_dir
 
@@ -172,4 +172,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     for name, ok in alive:
         console.print(f"{name}: {'running' if ok else 'NOT RUNNING'}", highlight=False,
                       markup=False)
+    for line in keeper.describe(state.folder):  # what the keeper restarted, and when
+        console.print(line, highlight=False, markup=False)
     return 0 if all(ok for _, ok in alive) else 1

@@ -2,7 +2,10 @@
 
 One class so that every (sub)command gets the same behaviour: ``-v`` accepted anywhere on
 the command line, defaults shown in ``--help``, help text without reStructuredText markup,
-and a parse error reported as one line naming the command (exit code 2).
+a parse error reported as one line naming the command (exit code 2), and every path made
+absolute where it enters: each :class:`~pathlib.Path` the parse yields (a flag's value or its
+default, alone or in a list) is absolute against the folder ``rbs`` was started in, so no
+command hands a relative path to a child that runs elsewhere (``git -C``, a daemon).
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
 from redis_benchmarks_spec.cli.errors import EXIT_USAGE
+from redis_benchmarks_spec.common.paths import absolute
 
 # a reStructuredText role (:mod:`x`, :func:`y`): text written for maintainers
 _ROLE = re.compile(r":(?:mod|func|class|meth|attr|data):`")
@@ -56,6 +62,24 @@ class RbsParser(argparse.ArgumentParser):
         self.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="debug logging (accepted anywhere on the command line)")
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None,
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's parse, then every path in the result made absolute (once, here)."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        for name, value in vars(parsed).items():
+            setattr(parsed, name, _absolute(value))
+        return parsed, rest
+
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (hint: {self.prog} --help)\n")
         sys.exit(EXIT_USAGE)
+
+
+def _absolute(value: Any) -> Any:
+    """``value`` with its paths absolute (a path, or a list or tuple of them)."""
+    if isinstance(value, Path):
+        return absolute(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Path) for v in value):
+        return type(value)(absolute(v) if isinstance(v, Path) else v for v in value)
+    return value

@@ -18,6 +18,7 @@ from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
 from redis_benchmarks_spec.common import credentials
+from redis_benchmarks_spec.common.paths import absolute_location
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.errors import MessageError
 from redis_benchmarks_spec.events.follow import (
@@ -71,7 +72,7 @@ def _check_repo(location: str) -> None:
 
 def _register_trigger(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("trigger", help="queue build requests for commits of a git repository")
-    p.add_argument("--repo", required=True, help="local repository path or git remote URL")
+    p.add_argument("--repo", required=True, type=absolute_location, help="local repository path or git remote URL")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--commit", help="one commit (sha or any commit-ish)")
     what.add_argument("--tag", help="a tag (sets the request's tag and version)")
@@ -267,7 +268,7 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--branches", type=_csv, default=("unstable",),
                    help="comma list of branches whose pushes are benchmarked")
     p.add_argument("--repos", type=_csv, default=(), help="comma list of org/repo to accept")
-    p.add_argument("--git-remote", help="mirror the builders fetch from (default: clone_url)")
+    p.add_argument("--git-remote", type=absolute_location, help="mirror the builders fetch from (default: clone_url)")
     p.add_argument("--platforms", type=_csv, default=())
     p.add_argument("--build-variants", type=_csv, default=())
     p.add_argument("--max-body", type=int, default=5 * 1024 * 1024, help="bytes")

@@ -15,6 +15,7 @@ import redis
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common.paths import absolute_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "header and history; no per-run plots)")
     p.add_argument("--output", "-o", type=Path, default=None,
                    help="HTML file (default: report.html in the folder)")
-    p.add_argument("--html", nargs="?", const="", default=None, metavar="FILE",
+    p.add_argument("--html", nargs="?", const="", default=None, metavar="FILE", type=absolute_file,
                    help="the same as --output (rbs compare and rbs run spell it --html); "
                         "alone: the default file")
     p.add_argument("--metric", default=None,

@@ -57,6 +57,7 @@ from redis_benchmarks_spec.cli.sweep import (
     paced_suites,
     report_sweep,
 )
+from redis_benchmarks_spec.common.paths import absolute_program
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import STATUS_FAILED, GitInfo, RunContext, RunResult
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
@@ -102,9 +103,9 @@ LOCAL_CAPABILITIES = ("local-disk",)
 
 def add_tool_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("tools")
-    g.add_argument("--redis-server", default=None, help="redis-server binary (default: PATH)")
-    g.add_argument("--redis-benchmark-bin", default=None, help="redis-benchmark (default: PATH)")
-    g.add_argument("--memtier-bin", default=None,
+    g.add_argument("--redis-server", default=None, type=absolute_program, help="redis-server binary (default: PATH)")
+    g.add_argument("--redis-benchmark-bin", default=None, type=absolute_program, help="redis-benchmark (default: PATH)")
+    g.add_argument("--memtier-bin", default=None, type=absolute_program,
                    help="memtier_benchmark (default: PATH, then .cache/tools/bin)")
     g.add_argument("--capability", action="append", default=None, metavar="NAME",
                    help="what this host offers for suites' required-runner-capabilities "

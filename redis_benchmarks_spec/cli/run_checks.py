@@ -11,6 +11,7 @@ from pathlib import Path
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.cli.run_commits import check_commit_args, wants_commits
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.runner.cpus import host_cpus
 from redis_benchmarks_spec.runner.server_env import ServerEnvError, parse_pairs
 from redis_benchmarks_spec.suites.validate import ValidatedCatalog
@@ -77,7 +78,7 @@ def default_results_dir(args: argparse.Namespace) -> Path:
     """``results/`` for runs (what `rbs datasink push results/` means), ``results/ab/`` for
     A/B sessions, whose runs are not history."""
     ab = bool(args.baseline_server or args.comparison_server)
-    return RESULTS_ROOT / "ab" if ab else RESULTS_ROOT
+    return absolute(RESULTS_ROOT / "ab" if ab else RESULTS_ROOT)
 
 
 def _check_ab(args: argparse.Namespace) -> None:

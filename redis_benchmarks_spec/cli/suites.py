@@ -11,6 +11,7 @@ from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console, print_table
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.suites.catalog import default_suites_dir, load_catalog
 from redis_benchmarks_spec.suites.problems import ERROR, Problem
 from redis_benchmarks_spec.suites.validate import default_strict, lint_catalog
@@ -67,7 +68,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     directory = checks.existing_dir("suites directory", args.suites_dir or default_suites_dir())
     strict = args.strict if args.strict is not None else default_strict(directory)
     others = args.other_suites_dir if args.other_suites_dir is not None else \
-        [Path(d) for d in os.environ.get("RBS_OTHER_SUITES_DIRS", "").split(os.pathsep) if d]
+        [absolute(d) for d in os.environ.get("RBS_OTHER_SUITES_DIRS", "").split(os.pathsep) if d]
     problems = lint_catalog(directory, others, strict=strict)
     console = make_console(stderr=True)
     for p in problems:

@@ -38,6 +38,35 @@ QUERY_SECRETS = ("password", "pass", "passwd", "pwd", "auth", "secret", "token",
 _URL_START = re.compile(r"(?i)^(rediss?|unix|https?|s3|git|ssh|file)://|^(rediss?|unix):")
 
 
+# environment variables that carry a credential, or name the file that holds one
+_SECRET_ENV = re.compile(r"(?i)(PASSWORD|PASSWD|SECRET|TOKEN|_KEY|CREDENTIALS?|_AUTH)(_FILE)?$")
+#: the secrets each ``rbs`` daemon reads from its environment (docs/security.md); a
+#: daemon's child gets these and no other
+DAEMON_SECRETS: dict[str, tuple[str, ...]] = {
+    "api": ("RBS_BROKER_PASSWORD", "RBS_WEBHOOK_SECRET", "RBS_GITHUB_TOKEN"),
+    "builder": ("RBS_BROKER_PASSWORD", "RBS_ARTIFACT_KEY", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN"),
+    "agent": ("RBS_BROKER_PASSWORD", "RBS_DATASINK_PASSWORD", "RBS_ARTIFACT_KEY",
+              "RBS_GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"),
+    "confirmer": ("RBS_BROKER_PASSWORD", "RBS_DATASINK_PASSWORD", "RBS_GITHUB_TOKEN"),
+}
+
+
+def secret_env_name(name: str) -> bool:
+    """``name`` is an environment variable that holds a credential (``RBS_BROKER_PASSWORD``,
+    ``RBS_ARTIFACT_KEY``, ``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``, ...) or the name of
+    the file holding one (``..._FILE``)."""
+    return bool(_SECRET_ENV.search(name))
+
+
+def without_secrets(environ: Mapping[str, str], keep: Sequence[str] = ()) -> dict[str, str]:
+    """``environ`` less every credential variable, except those named in ``keep`` (and
+    their ``_FILE`` forms): the environment of a child that needs no secret, or only its
+    own."""
+    kept = set(keep) | {f"{k}_FILE" for k in keep}
+    return {k: v for k, v in environ.items() if k in kept or not secret_env_name(k)}
+
+
 class CredentialError(ValueError):
     """A password file that cannot be read."""
 

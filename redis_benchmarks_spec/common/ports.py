@@ -10,6 +10,9 @@ import psutil
 def is_free(host: str, port: int) -> bool:
     """True when nothing listens on ``host:port`` and we could bind it now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as redis-server binds: a port whose last server was killed holds connections in
+        # TIME_WAIT, which do not stop a new server from listening there
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.credentials import without_secrets
 from redis_benchmarks_spec.common.limits import nofile_prefix
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,14 @@ def minimal_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
     env.setdefault("PATH", DEFAULT_PATH)
     return {**env, **(extra or {})}
+
+
+def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a trusted tool we run (git, docker, perf, valgrind's control):
+    ours (``HOME``, ``SSH_AUTH_SOCK``, ``DOCKER_HOST`` may matter to it) less every
+    credential (:func:`credentials.without_secrets`). Code from a pull request gets
+    :func:`minimal_env` instead."""
+    return {**without_secrets(os.environ), **(extra or {})}
 
 
 def dies_with_parent(argv: Sequence[str]) -> list[str]:

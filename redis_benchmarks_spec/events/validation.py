@@ -9,6 +9,7 @@ has passed them, whether it was decoded or built by our own code. Each check rai
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 from redis_benchmarks_spec.events.errors import MessageError
@@ -23,6 +24,12 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 MAX_REF_BYTES = 1024  # git sets no limit; this bounds keys, labels and comments
 MAX_REF_COMPONENT_BYTES = 255  # a loose ref is a file: one component is one file name
+# characters git allows in a ref that make it read as another name where it is shown
+# (a comment, a dashboard, a terminal): format characters (Cf: the bidirectional overrides
+# and isolates U+202A-202E and U+2066-2069 of "Trojan Source", zero-width spaces and joiners,
+# U+FEFF, the soft hyphen), other controls (C1), line and paragraph separators and spaces
+# other than ASCII's
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Zs"})
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 _URL = re.compile(r"(https?|git|ssh|file)://[^\s]{1,2000}|/[^\s]{0,2000}")
 _KEY = re.compile(r"[!-~]{1,1024}")  # printable ASCII, no space
@@ -90,7 +97,8 @@ def ref_problem(value: str) -> str | None:
     starting with ``.`` or ending in ``.lock``; no leading or trailing ``/``, no trailing
     ``.``; not ``-...``, ``HEAD`` or ``@``), plus bounds: valid UTF-8 (a JSON string can hold
     a lone surrogate), at most :data:`MAX_REF_BYTES` bytes and
-    :data:`MAX_REF_COMPONENT_BYTES` per ``/`` component.
+    :data:`MAX_REF_COMPONENT_BYTES` per ``/`` component, and no character that makes it
+    show as another name (:func:`invisible_character`).
     """
     if not value:
         return "is empty"
@@ -103,6 +111,9 @@ def ref_problem(value: str) -> str | None:
     bad = _REF_FORBIDDEN.search(value)
     if bad:
         return f"contains {bad.group()!r}, which git does not allow in a ref"
+    hidden = invisible_character(value)
+    if hidden is not None:
+        return hidden
     if value.startswith(("-", "/")) or value.endswith(("/", ".")) or value in ("HEAD", "@"):
         return "is not a name git accepts for a branch (check-ref-format)"
     for part in value.split("/"):
@@ -110,6 +121,17 @@ def ref_problem(value: str) -> str | None:
             return f"has a component {part[:40]!r} starting with '.' or ending in '.lock'"
         if len(part.encode("utf-8")) > MAX_REF_COMPONENT_BYTES:
             return f"has a component longer than {MAX_REF_COMPONENT_BYTES} bytes"
+    return None
+
+
+def invisible_character(value: str) -> str | None:
+    """Why ``value`` would not show as what it is (its first bidirectional, invisible or
+    control character, named), or None."""
+    for char in value:
+        if char != " " and unicodedata.category(char) in INVISIBLE_CATEGORIES:
+            name = unicodedata.name(char, "unnamed")
+            return (f"contains U+{ord(char):04X} ({name}), an invisible or bidirectional "
+                    "character that makes a name show as another")
     return None
 
 

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.noise import NoiseBook
+from redis_benchmarks_spec.common.paths import absolute
 
 NOISE_FILE_ENV = "RBS_NOISE_FILE"
 
@@ -20,7 +21,7 @@ class NoiseBookError(ValueError):
 def default_path() -> Path:
     env = os.environ.get(NOISE_FILE_ENV)
     if env:
-        return Path(env)
+        return absolute(env)  # read by daemons that run in other folders
     return Path.home() / ".local" / "share" / "redis-benchmarks-spec" / "noise.json"
 
 

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import tool_env
+
 GIT_TIMEOUT_S = 120
 CLONE_TIMEOUT_S = 900
 _GITHUB_URL = re.compile(r"github\.com[:/](?P<org>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$")
@@ -36,7 +38,8 @@ def git(repo: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> bytes:
     """Run ``git -C repo args...``; its stdout, or :class:`GitError`."""
     argv = ["git", "-C", str(repo), *args]
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
+                              env=tool_env())
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"{' '.join(argv)} timed out after {timeout}s") from exc
     except FileNotFoundError as exc:
@@ -64,7 +67,8 @@ def local_repo(location: str) -> Iterator[Path]:
         target = Path(tmp) / "repo.git"
         argv = ["git", "clone", "--bare", "--quiet", location, str(target)]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=CLONE_TIMEOUT_S, check=False)
+            done = subprocess.run(argv, capture_output=True, timeout=CLONE_TIMEOUT_S,
+                                  check=False, env=tool_env())
         except subprocess.TimeoutExpired as exc:
             raise GitError(f"cloning {location} timed out") from exc
         if done.returncode != 0:

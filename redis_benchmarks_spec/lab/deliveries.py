@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -156,18 +157,32 @@ def range_deliveries(git_dir: Path, spec: str, skip: tuple[str, ...] = ()) -> li
     return out
 
 
-def post(webhook_url: str, secret: bytes, delivery: Delivery) -> dict[str, Any]:
+#: how long a delivery is sent again while the receiver is down (restarted by the keeper)
+REDELIVER_S = 120.0
+
+
+def post(webhook_url: str, secret: bytes, delivery: Delivery,
+         redeliver_s: float = REDELIVER_S) -> dict[str, Any]:
     """POST ``delivery`` signed as GitHub does; the receiver's JSON answer (with its
-    ``http_status``). An unreachable receiver raises ``OSError``."""
+    ``http_status``). A receiver that is down (refused, or 5xx: restarting) gets the same
+    delivery again, same id, every second for ``redeliver_s``, as a maintainer redelivers
+    from GitHub's page; then ``OSError``."""
     body = json.dumps(delivery.payload).encode()
-    request = urllib.request.Request(webhook_url, data=body, method="POST", headers={
-        "X-GitHub-Event": delivery.event, "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": signature_for(secret, body),
-        "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/rbs-lab"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            answer = json.loads(resp.read() or b"{}")
-            status = resp.status
-    except urllib.error.HTTPError as exc:
-        answer, status = {"error": exc.read().decode(errors="replace")[:300]}, exc.code
-    return {**answer, "http_status": status}
+    headers = {"X-GitHub-Event": delivery.event, "X-GitHub-Delivery": str(uuid.uuid4()),
+               "X-Hub-Signature-256": signature_for(secret, body),
+               "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/rbs-lab"}
+    deadline = time.monotonic() + redeliver_s
+    while True:
+        request = urllib.request.Request(webhook_url, data=body, method="POST",
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as resp:
+                return {**json.loads(resp.read() or b"{}"), "http_status": resp.status}
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500 or time.monotonic() > deadline:
+                return {"error": exc.read().decode(errors="replace")[:300],
+                        "http_status": exc.code}
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(1.0)

@@ -51,6 +51,18 @@ def _request_of(client: redis.Redis, names: StreamNames, entry_id: str) -> Build
     return BuildRequest.decode(rows[0][1], entry_id)
 
 
+def _enqueued_before(client: redis.Redis, names: StreamNames, digest: str) -> str | None:
+    """The entry id of the request the webhook enqueued for the payload ``digest``."""
+    request_id = client.get(names.webhook_payload_key(digest))
+    if request_id is None:
+        return None
+    rows: Any = client.xrange(names.build_requests)
+    for entry_id, fields in rows:
+        if BuildRequest.decode(fields, entry_id.decode()).id == request_id.decode():
+            return str(entry_id.decode())
+    return None
+
+
 def send(state: LabState, client: redis.Redis, items: list[Delivery],
          say: Callable[[str], None], timeout_s: float) -> dict[str, Tracked]:
     """Post every delivery in order; what each pull request's deliveries enqueued. A push
@@ -68,6 +80,13 @@ def send(state: LabState, client: redis.Redis, items: list[Delivery],
             entry.labelled_at = time.time()
         answer = deliveries.post(f"{state.api_url}/webhook", secret, item)
         status = answer.get("http_status")
+        if status == 202 and item.event == "pull_request" and \
+                answer.get("status") == "duplicate delivery":
+            # a label is a new payload: only our redelivery repeats it, after a receiver
+            # that enqueued it died before answering
+            entry_id = _enqueued_before(client, names, str(answer.get("payload_sha256")))
+            if entry_id is not None:
+                answer, status = {**answer, "entry_id": entry_id}, 201
         say(f"{item.name}: {item.event} -> {status} {answer.get('status', answer)}")
         if status == 202 and item.event == "push":
             continue  # this base was pushed before: its build is stored already

@@ -23,13 +23,16 @@ import secrets
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.common.credentials import DAEMON_SECRETS, without_secrets
+from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
+from redis_benchmarks_spec.lab.keeper import KEEPER
 from redis_benchmarks_spec.lab.state import LabState, Service, load, save, state_path
 
 TRIGGER_LABEL = "action:run-benchmark"
@@ -115,12 +118,16 @@ def _secret_files(root: Path) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
-def _spawn(root: Path, name: str, argv: list[str], env: dict[str, str]) -> Service:
+def spawn(root: Path, name: str, argv: list[str], env: dict[str, str]) -> Service:
+    """Start ``argv`` as the lab's service ``name``: its own session, its log appended."""
     log = root / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
+        # in the lab folder, whatever folder `rbs lab up` ran in: every path it is given is
+        # absolute, and `python -m` must not import a package the current folder holds (a
+        # clone's root holds one: maybe another version)
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=root)
     return Service(name=name, pid=proc.pid, argv=argv, log=str(log))
 
 
@@ -190,7 +197,8 @@ def _write_platform_configs(options: LabOptions) -> None:
 
 def up(options: LabOptions) -> LabState:
     """Start the lab in ``options.root`` (:class:`LabError` if one runs there already)."""
-    root = options.root.resolve()
+    root = absolute(options.root)
+    options = replace(options, root=root)  # every folder below it goes on absolute
     if state_path(root).exists():
         raise LabError(f"{state_path(root)}: a lab already runs in {root} (rbs lab down first)")
     root.mkdir(parents=True, exist_ok=True)
@@ -203,16 +211,24 @@ def up(options: LabOptions) -> LabState:
                      platforms=dict(zip(options.platforms, sets, strict=True)),
                      suites_dir=str(options.suites_dir))
     try:
-        _start_all(options, state, secret, token)
+        env = _start_all(options, state, secret, token)
     except LabError:
         save(state)
         down(root)
         raise
+    # last, once every service runs: it restarts one that dies (lab/keeper.py)
+    # it holds the secrets of what it restarts (every daemon's), no other
+    keeps = [name for names in DAEMON_SECRETS.values() for name in names]
+    state.services.append(spawn(root, KEEPER, [
+        sys.executable, "-m", "redis_benchmarks_spec.lab.keeper", "--dir", str(root)],
+        without_secrets(env, keeps)))
     save(state)
     return state
 
 
-def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path) -> None:
+def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path
+               ) -> dict[str, str]:
+    """Start the servers and the services; the lab's environment (the keeper's)."""
     root = Path(state.root)
     state.broker_url = _server(root, "broker")
     state.datasink_url = _server(root, "datasink")
@@ -220,13 +236,18 @@ def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path) 
     state.github_url = f"http://127.0.0.1:{gh_port}"
     env = {**os.environ, "RBS_GITHUB_TOKEN_FILE": str(token),
            "RBS_GITHUB_API_URL": state.github_url, **options.extra_env}
-    env.pop("RBS_GITHUB_TOKEN", None)
-    state.services.append(_spawn(root, "github", [
+    for given in ("RBS_GITHUB_TOKEN", "RBS_WEBHOOK_SECRET", "RBS_WEBHOOK_SECRET_FILE"):
+        env.pop(given, None)  # the lab's own are files (above and --secret-file)
+    state.services.append(spawn(root, "github", [
         sys.executable, "-m", "redis_benchmarks_spec.lab.github_local", "--port", str(gh_port),
-        "--record-dir", str(root / "github"), "--token-file", str(token)], env))
+        "--record-dir", str(root / "github"), "--token-file", str(token)],
+        without_secrets(env)))
     for name, argv in _daemon_specs(options, state, secret):
         more = options.platform_env.get(name[6:], {}) if name.startswith("agent-") else {}
-        state.services.append(_spawn(root, name, argv, {**env, **more}))
+        # each daemon gets the secrets it reads and no other (docs/security.md)
+        keep = DAEMON_SECRETS[name.split("-", 1)[0]]
+        service = spawn(root, name, argv, without_secrets({**env, **more}, keep))
+        state.services.append(replace(service, env=more))
     save(state)
     if not wait_for(lambda: _healthy(state.api_url) or _any_exited(state), timeout=120,
                     interval=0.5) or _any_exited(state):
@@ -234,6 +255,7 @@ def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path) 
         what = f"{dead.name} exited: {tail(Path(dead.log), 3)}" if dead else \
             "rbs api did not answer /healthz within 120 s"
         raise LabError(what)
+    return env
 
 
 def _healthy(api_url: str) -> bool:
@@ -245,7 +267,7 @@ def _healthy(api_url: str) -> bool:
         return False
 
 
-def _alive(service: Service) -> bool:
+def alive(service: Service) -> bool:
     """True while ``service.pid`` is still the process the lab started: its command line
     ends with the arguments the lab gave (a console script shows as ``python rbs ...``)."""
     try:
@@ -258,15 +280,15 @@ def _alive(service: Service) -> bool:
 
 
 def _any_exited(state: LabState) -> Service | None:
-    return next((s for s in state.services if not _alive(s)), None)
+    return next((s for s in state.services if not alive(s)), None)
 
 
 def _stop(service: Service, timeout: float) -> str:
     """SIGTERM the service; its process group SIGKILLed if it outlives ``timeout``."""
-    if not _alive(service):
+    if not alive(service):
         return "not running"
     os.kill(service.pid, signal.SIGTERM)
-    if wait_for(lambda: not _alive(service), timeout=timeout, interval=0.2):
+    if wait_for(lambda: not alive(service), timeout=timeout, interval=0.2):
         return "stopped"
     try:  # its children too: a test's servers run in sessions of their own
         children = psutil.Process(service.pid).children(recursive=True)
@@ -276,7 +298,7 @@ def _stop(service: Service, timeout: float) -> str:
     for child in children:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
-    wait_for(lambda: not _alive(service), timeout=10, interval=0.2)
+    wait_for(lambda: not alive(service), timeout=10, interval=0.2)
     return f"killed after {timeout:.0f}s"
 
 
@@ -285,7 +307,11 @@ def down(root: Path, timeout: float = 120.0) -> list[tuple[str, str]]:
     root = root.resolve()
     state = load(root)
     outcomes = []
-    for service in reversed(state.services):
+    keeper = [s for s in state.services if s.name == KEEPER]
+    for service in keeper:  # first: nothing stopped below is started again
+        outcomes.append((service.name, _stop(service, timeout)))
+    state = load(root)  # with the pids of what the keeper restarted
+    for service in reversed([s for s in state.services if s.name != KEEPER]):
         outcomes.append((service.name, _stop(service, timeout)))
     for name in ("datasink", "broker"):
         if (root / name).is_dir():
@@ -302,4 +328,4 @@ def down(root: Path, timeout: float = 120.0) -> list[tuple[str, str]]:
 def running(root: Path) -> tuple[LabState, list[tuple[str, bool]]]:
     """The lab's state and whether each service still runs."""
     state = load(root.resolve())
-    return state, [(s.name, _alive(s)) for s in state.services]
+    return state, [(s.name, alive(s)) for s in state.services]

@@ -25,6 +25,8 @@ class Service:
     pid: int
     argv: list[str]
     log: str
+    # environment besides the lab's (no secret: those come from the keeper's, by kind)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 import platformdirs
 
 from redis_benchmarks_spec.common.errors import TestRunError
+from redis_benchmarks_spec.common.paths import absolute
 
 CHUNK = 1 << 20
 RDB_MAGIC = b"REDIS"  # every RDB file starts with REDIS and a 4-digit version
@@ -55,7 +56,7 @@ class CachedDataset:
 def default_cache_dir() -> Path:
     """``$RBS_DATASET_CACHE``, else the user cache dir (shared by every run on the host)."""
     env = os.environ.get("RBS_DATASET_CACHE")
-    return Path(env) if env else Path(platformdirs.user_cache_dir("redis-benchmarks-spec")) \
+    return absolute(env) if env else Path(platformdirs.user_cache_dir("redis-benchmarks-spec")) \
         / "datasets"
 
 

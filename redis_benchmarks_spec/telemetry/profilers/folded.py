@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import tool_env
 from redis_benchmarks_spec.telemetry.profilers.base import ProfilerError
 from redis_benchmarks_spec.telemetry.profilers.tools import find_tool
 
@@ -70,7 +71,7 @@ def top_symbols(stacks: list[tuple[list[str], int]], n: int) -> tuple[list[Symbo
 def _run(argv: list[str], stdin: bytes | None, out_path: Path) -> None:
     try:
         done = subprocess.run(argv, input=stdin, capture_output=True, timeout=TOOL_TIMEOUT_S,
-                              check=False)
+                              check=False, env=tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProfilerError(f"{Path(argv[0]).name}: {exc}") from exc
     if done.returncode != 0:

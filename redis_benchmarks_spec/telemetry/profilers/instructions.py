@@ -43,6 +43,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.common.process import tool_env
 from redis_benchmarks_spec.results.profile import ProfileSummary
 from redis_benchmarks_spec.telemetry.profilers.base import (
     FinishInput,
@@ -104,7 +105,8 @@ def hardware_instructions_counted() -> bool:
         return False
     try:
         done = subprocess.run([perf, "stat", "-x,", "-e", "instructions:u", "true"],
-                              capture_output=True, text=True, timeout=30, check=False)
+                              capture_output=True, text=True, timeout=30, check=False,
+                              env=tool_env())
     except (OSError, subprocess.TimeoutExpired):
         return False
     counts = parse_stat_csv(done.stderr)
@@ -200,7 +202,8 @@ class Instructions:
         for _ in range(CONTROL_ATTEMPTS):
             try:
                 done = subprocess.run(argv, capture_output=True, text=True,
-                                      timeout=CONTROL_TIMEOUT_S, check=False)
+                                      timeout=CONTROL_TIMEOUT_S, check=False,
+                                      env=tool_env())
             except (OSError, subprocess.TimeoutExpired) as exc:
                 problem = str(exc)
                 continue

@@ -22,6 +22,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import tool_env
 from redis_benchmarks_spec.results.profile import ProfileSummary
 from redis_benchmarks_spec.telemetry.profilers import folded
 from redis_benchmarks_spec.telemetry.profilers.base import (
@@ -123,7 +124,7 @@ def perf_script(data: Path) -> bytes:
     perf = find_tool("perf") or "perf"
     try:
         done = subprocess.run([perf, "script", "-i", str(data)], capture_output=True,
-                              timeout=SCRIPT_TIMEOUT_S, check=False)
+                              timeout=SCRIPT_TIMEOUT_S, check=False, env=tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProfilerError(f"perf script: {exc}") from exc
     if done.returncode != 0:
