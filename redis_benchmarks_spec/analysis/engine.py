@@ -67,16 +67,18 @@ from redis_benchmarks_spec.analysis.session_runs import (
     sample_runs,
 )
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
-from redis_benchmarks_spec.results.memory import MEMORY_METRICS
+from redis_benchmarks_spec.common.metrics import (
+    INSTRUCTIONS_METRIC,
+    MEMORY_FLOOR_PCT,
+    MEMORY_METRICS,
+    MEMORY_SESSION,
+)
 
-INSTRUCTIONS_METRIC = "instructions_per_op"
 #: the metrics a session is judged on by default, when its runs measured them
 VERDICT_METRICS = (DEFAULT_METRIC, INSTRUCTIONS_METRIC)
 #: the metric of a memory-only session: every memory figure, a row per test and figure
-MEMORY_METRIC = "memory"
-#: a dataset's bytes repeat to well under 0.1 % for one build (an A/A's spread, measured in
-#: docs/memory.md): half a percent is a change the build made
-MEMORY_NOISE_FLOOR_PCT = 0.5
+MEMORY_METRIC = MEMORY_SESSION
+MEMORY_NOISE_FLOOR_PCT = MEMORY_FLOOR_PCT
 
 
 @dataclass

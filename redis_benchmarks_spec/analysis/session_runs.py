@@ -16,19 +16,16 @@ Every surface (the A/B table, ``--format json|markdown``, ``rbs compare`` of fol
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
-from redis_benchmarks_spec.results.memory import is_dataset_memory
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
 SIDES = (BASELINE, COMPARISON)
-
-_DETERMINISTIC = re.compile(r"^instructions_", re.IGNORECASE)
 
 
 @dataclass
@@ -42,10 +39,9 @@ class ABRun:
 
 
 def deterministic(metric: str) -> bool:
-    """Instruction counts and the memory a preloaded dataset takes (``results.memory``;
-    ``memory``: all of those figures): foreign load on the host does not move them."""
-    return bool(_DETERMINISTIC.search(metric)) or is_dataset_memory(metric) or \
-        metric == "memory"
+    """Instruction counts and the memory a preloaded dataset takes (``memory``: all of those
+    figures): foreign load on the host does not move them (``common.metrics``)."""
+    return catalogued(metric).deterministic
 
 
 def disturbed(doc: RunResult) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.common.metrics import words as metric_words
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig, GithubException, create_issue
@@ -74,14 +75,9 @@ def _interval(alert: Alert) -> str:
     return f"95% interval [{alert.low_pct:+.2f}%, {alert.high_pct:+.2f}%]"
 
 
-#: what a reader sees for a metric's series name
-METRIC_WORDS = {"instructions_per_op": "instructions per operation",
-                "ALL_STATS.Totals.Ops/sec": "operations per second"}
-
-
 def title(alert: Alert) -> str:
     pr = f" (#{alert.pr})" if alert.pr else ""
-    metric = METRIC_WORDS.get(alert.metric, alert.metric)
+    metric = metric_words(alert.metric)
     return (f"{alert.direction.capitalize()} {alert.change_pct:+.2f}% {metric} at "
             f"{alert.sha[:10]}{pr}")
 
@@ -93,7 +89,7 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
     lines = [f"**{title(alert)}**", "",
              f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
              f"Previous benchmarked commit `{alert.before[:10]}`; {alert.placed}.", "",
-             (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
+             (f"- Size: **{alert.change_pct:+.2f}%** {metric_words(alert.metric)} "
               f"(`{alert.metric}`), {_interval(alert)}"),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
              f"- Platforms: {', '.join(alert.platforms)}", ""]
