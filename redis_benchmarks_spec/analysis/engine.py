@@ -138,11 +138,17 @@ def _with_busy(report: ComparisonReport,
                                       for r in report.rows))
 
 
+def priors_for(priors: SessionPriors, metric: str) -> dict[str, NoisePrior] | None:
+    """The tests' noise priors ``metric`` is judged with: a prior holds only while the noise
+    is what it was at calibration, true of deterministic metrics only (``common.metrics``).
+    The ``--until-decided`` loop and the final verdict both ask here."""
+    return priors.get(metric) if deterministic(metric) else None
+
+
 def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
     sets: dict[str, PairSet] = pair_runs(runs, options.metric, keys_of(runs), how.tests)
-    # a prior holds only while the noise is what it was at calibration: instruction counts
-    priors = how.priors.get(options.metric) if deterministic(options.metric) else None
+    priors = priors_for(how.priors, options.metric)
     report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems, priors,
                          how.record)
     return _with_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
