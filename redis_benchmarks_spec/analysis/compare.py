@@ -35,6 +35,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 __all__ = [
     "BUSY",
@@ -245,7 +246,8 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     if not pairs:
         return PendingRow(replace(row, reason="no complete pairs"), False)
     try:
-        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options))
+        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options),
+                                  catalogued(options.metric).min_pairs)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
     single = SinglePoint("1 pair only: no spread to judge a change against") \

@@ -209,8 +209,10 @@ def least_spread_shift(ratios: np.ndarray, least: NoisePrior,
 
 def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
                       prior: NoisePrior | None = None,
-                      least: NoisePrior | None = None) -> ShiftEstimate:
-    """The t interval from :data:`MIN_T_PAIRS` pairs (:data:`MIN_KNOWN_SPREAD_PAIRS` with a
+                      least: NoisePrior | None = None,
+                      min_pairs: int = MIN_T_PAIRS) -> ShiftEstimate:
+    """The t interval from ``min_pairs`` pairs (the metric's: :data:`MIN_T_PAIRS`, 3 for memory
+    whose bytes repeat exactly, ``common.metrics``) (:data:`MIN_KNOWN_SPREAD_PAIRS` with a
     prior or a least spread; an outlying pair stays in and widens it), else the signed-rank
     one. With a noise ``prior`` (deterministic metrics) the t
     interval pools its spread from :data:`MIN_PRIOR_PAIRS` pairs, unless a pair is outlying
@@ -219,7 +221,7 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     happen to agree on a noisy host do not decide."""
     ratios = log_ratios(pairs)
     known = prior is not None or (least is not None and least.measured)
-    if ratios.size < (MIN_KNOWN_SPREAD_PAIRS if known else MIN_T_PAIRS):
+    if ratios.size < (MIN_KNOWN_SPREAD_PAIRS if known else min_pairs):
         return paired_shift(pairs, confidence)
     outlying = t_assumptions(ratios).startswith("Shapiro")
     if prior is not None and ratios.size >= MIN_PRIOR_PAIRS and not outlying and \

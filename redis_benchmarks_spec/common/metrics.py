@@ -60,6 +60,11 @@ COUNT_FLOOR_PCT = 0.5
 MEMORY_FLOOR_PCT = 0.5
 #: a prior assumed, not measured on the host that judges, is worth this many pairs' dof
 PRIOR_DF = 4
+#: pairs from which a metric's own spread may decide without a prior: 5 in general (two-level
+#: instruction counts, from hash seeds, gave 3-4 agreeing pairs in 8-9 % of ten-test A/A
+#: sessions: analysis.null_check); 3 for memory after the preload, whose bytes repeat exactly
+MIN_PAIRS = 5
+MEMORY_MIN_PAIRS = 3
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class Metric:
     prior_sd: float = 0.0  # host-dependent kinds: the pair spread assumed uncalibrated
     prior_source: str = ""
     prior_df: int = PRIOR_DF
+    min_pairs: int = MIN_PAIRS  # pairs from which its own spread decides without a prior
     # a timed figure is the server's speed only when nothing slowed the server while it was
     # taken; a deterministic one is the same under any profiler
     timed: bool = True
@@ -100,7 +106,7 @@ def _count(name: str, words: str, unit: str = "instructions") -> Metric:
 
 def _memory(name: str, words: str, unit: str = "bytes", higher: bool = False) -> Metric:
     return Metric(name, unit, MEMORY, higher, words, MEMORY_FLOOR_PCT, deterministic=True,
-                  timed=False)
+                  timed=False, min_pairs=MEMORY_MIN_PAIRS)
 
 
 _THROUGHPUT_PRIOR = "A/A pairs on uncalibrated hosts spread 11-36 % (docs/statistics.md)"
@@ -180,6 +186,7 @@ def metric(name: str) -> Metric:
         # what the load allocated moves with the run: timed, with throughput's safety
         return replace(base, name=name, words=f"{base.words} after the run",
                        deterministic=False, timed=True, floor_pct=TIMED_FLOOR_PCT,
+                       min_pairs=MIN_PAIRS,
                        prior_sd=THROUGHPUT_PRIOR_SD, prior_source=_THROUGHPUT_PRIOR)
     for pattern, family in _FAMILIES:
         if pattern.search(name):
