@@ -86,3 +86,47 @@ def test_an_aa_stops_as_it_is_judged_and_never_decides_a_change(tmp_path: Path,
     _agree(stops, verdicts)
     assert not {REGRESSION, IMPROVEMENT} & set(verdicts.values())
     assert NO_CHANGE in verdicts.values() or UNKNOWN in verdicts.values()
+
+
+# --- a timed figure taken under a profiler is not the server's speed -----------------------
+
+
+def _profiled_runs(pairs: int = 5) -> list:
+    from redis_benchmarks_spec.analysis.session_runs import ABRun
+    from redis_benchmarks_spec.results.document import RunResult
+    from redis_benchmarks_spec.results.profile import PROFILED
+    rng = np.random.default_rng(7)
+    runs = []
+    for rep in range(pairs):
+        for side, work in (("baseline", 1000.0), ("comparison", 960.0)):
+            # callgrind: ~7,400 ops/sec where the server does ~43,000; a count 4 % lower
+            ops = 7400.0 * float(np.exp(rng.normal(0, 0.1)))
+            doc = RunResult("zincrby", f"{side}-{rep}", "ok", flags=[PROFILED],
+                            metrics={THROUGHPUT_METRIC: ops, SERVER_CPU_METRIC: 30.0,
+                                     "instructions_per_op": work * (1 + 1e-4 * rep)})
+            runs.append(ABRun(side, rep, doc))
+    return runs
+
+
+@pytest.mark.parametrize("asked", [THROUGHPUT_METRIC, SERVER_CPU_METRIC])
+def test_an_instrumented_session_is_judged_on_instructions_and_names_what_it_left(
+        asked: str) -> None:
+    from redis_benchmarks_spec.analysis.compare import CompareOptions
+    from redis_benchmarks_spec.analysis.engine import Judging, judge
+    from redis_benchmarks_spec.analysis.shown import by_decided, hidden_note
+    report = judge(_profiled_runs(), Judging(CompareOptions(metric=asked)))
+    # the decided metric is the report's own (the header names it), no timed table at all
+    assert report.options.metric == "instructions_per_op"
+    assert [r.verdict for r in report.rows] == [IMPROVEMENT]
+    assert [r.options.metric for r in by_decided(report)] == ["instructions_per_op"]
+    assert asked in report.instrumented and asked not in report.hidden
+    assert "measured under a profiler, not judged" in hidden_note(report)
+    # and it survives the JSON every surface reads
+    from redis_benchmarks_spec.analysis.compare import ComparisonReport
+    assert ComparisonReport.from_dict(report.to_dict()).instrumented == report.instrumented
+
+
+def test_a_profiled_run_gives_no_timed_series() -> None:
+    from redis_benchmarks_spec.datasink.keys import history_metrics
+    doc = _profiled_runs(1)[0].result
+    assert history_metrics(doc) == ["instructions_per_op"]

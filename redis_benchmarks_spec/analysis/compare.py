@@ -122,9 +122,12 @@ class ComparisonReport:
     hidden: tuple[str, ...] = ()
     # the same runs judged on each memory figure after the preload (analysis.engine)
     memory: ComparisonReport | None = None
+    # timed metrics the runs measured only under a profiler (not the server's speed): named,
+    # never judged (analysis.engine)
+    instrumented: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("rows", "problems", "hidden"):
+        for name in ("rows", "problems", "hidden", "instrumented"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
@@ -136,7 +139,7 @@ class ComparisonReport:
         """Plain JSON-serialisable data (``summary`` included, for readers of the file);
         :meth:`from_dict` reads it back."""
         out = asdict(self)
-        for name in ("rows", "problems", "hidden"):
+        for name in ("rows", "problems", "hidden", "instrumented"):
             out[name] = list(out[name])
         out["summary"] = self.summary
         for sub in ("instructions", "memory"):
@@ -156,6 +159,7 @@ class ComparisonReport:
                    context=CompareContext.from_dict(context) if context else None,
                    instructions=cls.from_dict(instructions) if instructions else None,
                    hidden=tuple(raw.get("hidden", [])),
+                   instrumented=tuple(raw.get("instrumented", [])),
                    memory=cls.from_dict(memory) if memory else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:

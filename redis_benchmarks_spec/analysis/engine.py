@@ -63,6 +63,7 @@ from redis_benchmarks_spec.analysis.session_runs import (
     deterministic,
     keys_of,
     metrics_present,
+    only_under_profiler,
     pair_runs,
     sample_runs,
 )
@@ -208,10 +209,27 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
         memory = judge_memory(runs, how, problems)
         report = memory or _judge_metric(runs, how.options, how, list(problems))
     else:
+        how, instrumented = _off_profiler(runs, how)
         report = _with_others(runs, how, _judge_metric(runs, how.options, how, list(problems)))
+        report = replace(report, instrumented=instrumented)
     method = f"{report.method}; metric {how.options.metric}: {how.metric_why}" \
         if how.metric_why else report.method
     return replace(report, context=how.context, method=method)
+
+
+def _off_profiler(runs: list[ABRun], how: Judging) -> tuple[Judging, tuple[str, ...]]:
+    """``how``, judging instructions per op instead of a timed metric the runs measured only
+    under a profiler (callgrind: the server ran ~6x slower), and the timed verdict metrics so
+    measured: named in the report, never judged as the server's speed."""
+    instrumented = tuple(m for m in dict.fromkeys((how.options.metric, *VERDICT_METRICS))
+                         if only_under_profiler(runs, m))
+    if how.options.metric not in instrumented or \
+            INSTRUCTIONS_METRIC not in metrics_present(runs):
+        return how, instrumented
+    floor = how.instructions_floor_pct
+    options = how.options.for_deterministic(
+        INSTRUCTIONS_METRIC, default_noise_floor(INSTRUCTIONS_METRIC) if floor is None else floor)
+    return replace(how, options=options, record=None), instrumented
 
 
 def _with_others(runs: list[ABRun], how: Judging, report: ComparisonReport) -> ComparisonReport:
@@ -227,7 +245,8 @@ def _with_others(runs: list[ABRun], how: Judging, report: ComparisonReport) -> C
         instructions = _judge_metric(runs, options, replace(how, record=None), [])
     judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if instructions else [])}
     report = replace(report, memory=judge_memory(runs, how), instructions=instructions,
-                     hidden=tuple(m for m in VERDICT_METRICS if m in present and m not in judged))
+                     hidden=tuple(m for m in VERDICT_METRICS if m in present and m not in judged
+                                  and not only_under_profiler(runs, m)))
     return mark_suspect(report)
 
 

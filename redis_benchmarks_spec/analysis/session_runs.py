@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
+from redis_benchmarks_spec.results.profile import under_profiler
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
@@ -49,8 +50,16 @@ def disturbed(doc: RunResult) -> bool:
 
 
 def usable(doc: RunResult, metric: str) -> bool:
-    """An ok run that has ``metric``."""
-    return doc.ok and metric in doc.metrics
+    """An ok run that has ``metric``, unless it is a timed figure taken under a profiler
+    (``results.profile.under_profiler``): that is not the server's speed."""
+    return doc.ok and metric in doc.metrics and not under_profiler(doc.flags, metric)
+
+
+def only_under_profiler(runs: Iterable[ABRun], metric: str) -> bool:
+    """The runs measured ``metric`` only while a profiler slowed the server."""
+    runs = list(runs)
+    return any(r.result.ok and metric in r.result.metrics for r in runs) and \
+        not any(usable(r.result, metric) for r in runs)
 
 
 @dataclass
