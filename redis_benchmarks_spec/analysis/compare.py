@@ -35,6 +35,7 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 __all__ = [
@@ -169,6 +170,13 @@ class ComparisonReport:
     @property
     def has_regression(self) -> bool:
         return any(r.verdict == REGRESSION for r in self.rows)
+
+    @property
+    def counted(self) -> ComparisonReport | None:
+        """The instruction-count verdicts: this report when it judged instructions per op
+        (asked for, or the timed metric was measured only under a profiler), else its
+        ``instructions`` part (None: no run counted them)."""
+        return self if self.options.metric == INSTRUCTIONS_METRIC else self.instructions
 
     @property
     def has_busy(self) -> bool:

@@ -27,7 +27,7 @@ def _decided_rows(sections: list[Section]) -> list[tuple[str, Comparison]]:
         if s.report is None:
             continue
         report = ComparisonReport.from_dict(s.report)
-        rows = report.instructions.rows if report.instructions is not None else report.rows
+        rows = report.counted.rows if report.counted is not None else report.rows
         out += [(s.platform, r) for r in rows]
     return out
 
