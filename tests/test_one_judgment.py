@@ -130,3 +130,35 @@ def test_a_profiled_run_gives_no_timed_series() -> None:
     from redis_benchmarks_spec.datasink.keys import history_metrics
     doc = _profiled_runs(1)[0].result
     assert history_metrics(doc) == ["instructions_per_op"]
+
+
+# --- every row says where its spread came from ---------------------------------------------
+
+
+def test_every_row_says_where_its_spread_came_from() -> None:
+    from redis_benchmarks_spec.analysis.compare import CompareOptions, compare_samples
+    from redis_benchmarks_spec.analysis.paired import NoisePrior
+    from redis_benchmarks_spec.analysis.report import to_markdown
+    rng = np.random.default_rng(3)
+
+    def pairs(n: int, sd: float) -> list[tuple[float, float]]:
+        return [(100.0 * np.exp(rng.normal(0, sd)), 104.0 * np.exp(rng.normal(0, sd)))
+                for _ in range(n)]
+    cpu = CompareOptions(metric=SERVER_CPU_METRIC).with_host(None)
+    calibrated = CompareOptions(metric=THROUGHPUT_METRIC).with_host(
+        HostNoise({"t": 2.0}, {"t": 0.05}, "calibrated"))
+    counted = CompareOptions(metric="instructions_per_op", noise_floor_pct=0.5)
+    cases = [
+        (judge_pairs({"t": pairs(8, 0.01)}, cpu), "server CPU per op prior"),
+        (judge_pairs({"t": pairs(8, 0.01)}, calibrated), "calibrated on this host"),
+        (judge_pairs({"t": pairs(8, 0.2)}, calibrated), "own pairs (8)"),
+        (judge_pairs({"t": pairs(3, 0.001)}, counted, None,
+                     {"t": NoisePrior(0.002, 9)}), "pooled with a calibration A/A"),
+        (judge_pairs({"t": pairs(3, 0.001)}, counted), "own pairs (3, ranks)"),
+        (compare_samples({"t": ([1.0, 1.1, 1.2], [1.3, 1.4, 1.5])},
+                         CompareOptions()), "own runs (3 + 3, ranks)"),
+    ]
+    for report, source in cases:
+        (row,) = report.rows
+        assert source in row.spread_from, (source, row.spread_from)
+        assert f"spread: {row.spread_from}" in to_markdown(report)

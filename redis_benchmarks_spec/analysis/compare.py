@@ -94,6 +94,9 @@ class Comparison:
     # the measured run-to-run spread: SD of the per-pair log ratios in % (paired rows)
     pair_sd_pct: float | None = None
     noise_floor_pct: float | None = None  # the floor this row was judged against
+    # where the interval's spread came from: the pairs' own, pooled with a calibration
+    # prior, the host's calibrated spread or the metric kind's prior (common.metrics)
+    spread_from: str = ""
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Comparison:
@@ -230,7 +233,7 @@ def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> Comparison:
     return replace(row, change_pct=stats.log_to_pct(shift.estimate),
                    ci_low_pct=_finite(stats.log_to_pct(shift.low)),
                    ci_high_pct=_finite(stats.log_to_pct(shift.high)),
-                   p_value=_finite(shift.p_value))
+                   p_value=_finite(shift.p_value), spread_from=shift.spread_from)
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],

@@ -147,7 +147,8 @@ def t_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> S
     """Mean per-pair log ratio with its Student t interval and p-value."""
     fit = t_fit(log_ratios(pairs))
     low, high = fit.interval(confidence)
-    return ShiftEstimate(fit.mean, low, high, fit.p_value(), T_METHOD)
+    return ShiftEstimate(fit.mean, low, high, fit.p_value(), T_METHOD,
+                         f"own pairs ({fit.df + 1})")
 
 
 def trimmed_shift(ratios: np.ndarray, confidence: float = 0.95) -> ShiftEstimate:
@@ -162,7 +163,7 @@ def trimmed_shift(ratios: np.ndarray, confidence: float = 0.95) -> ShiftEstimate
     se = float(np.std(winsorized, ddof=1) / ((1 - 2 * TRIM) * math.sqrt(n)))
     fit = TFit(mean, se, df)
     low, high = fit.interval(confidence)
-    return ShiftEstimate(mean, low, high, fit.p_value(), TRIMMED_METHOD)
+    return ShiftEstimate(mean, low, high, fit.p_value(), TRIMMED_METHOD, f"own pairs ({n})")
 
 
 def prior_shift(ratios: np.ndarray, prior: NoisePrior,
@@ -176,7 +177,9 @@ def prior_shift(ratios: np.ndarray, prior: NoisePrior,
     fit = TFit(float(ratios.mean()), sd / math.sqrt(n), prior.df + own_df)
     low, high = fit.interval(confidence)
     return ShiftEstimate(fit.mean, low, high, fit.p_value(),
-                         PRIOR_METHOD.format(source=prior.source))
+                         PRIOR_METHOD.format(source=prior.source),
+                         f"own pairs ({n}) pooled with {prior.source} "
+                         f"({100 * prior.sd:.2f} %, df {prior.df})")
 
 
 def consistent_with(ratios: np.ndarray, prior: NoisePrior) -> bool:
@@ -204,7 +207,7 @@ def least_spread_shift(ratios: np.ndarray, least: NoisePrior,
     low, high = fit.interval(confidence)
     return ShiftEstimate(fit.mean, low, high, fit.p_value(),
                          f"{T_METHOD} on the host's spread ({least.source}), wider than "
-                         "the pairs' own")
+                         "the pairs' own", least.source)
 
 
 def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
@@ -234,5 +237,5 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     shift = t_shift(pairs, confidence)
     if outlying:
         return ShiftEstimate(shift.estimate, shift.low, shift.high, shift.p_value,
-                             T_METHOD + OUTLYING)
+                             T_METHOD + OUTLYING, shift.spread_from)
     return shift

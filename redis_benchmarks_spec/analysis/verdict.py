@@ -125,7 +125,7 @@ class CompareOptions:
         if test in self.spreads:
             return self.spreads[test], "calibrated on this host"
         return self.default_spread, \
-            f"assumed: no calibration of this host, {metrics.metric(self.metric).spread_source}"
+            f"the {metrics.metric(self.metric).kind} prior (no calibration of this host)"
 
 
 @dataclass(frozen=True)
