@@ -162,3 +162,27 @@ def test_every_row_says_where_its_spread_came_from() -> None:
         (row,) = report.rows
         assert source in row.spread_from, (source, row.spread_from)
         assert f"spread: {row.spread_from}" in to_markdown(report)
+
+
+# --- an alert states each test's own change, never a pool ----------------------------------
+
+
+def test_an_alert_states_each_tests_own_change() -> None:
+    from redis_benchmarks_spec.datasink.watch_store import SeriesStep
+    from redis_benchmarks_spec.notify.watch_alert import Alert, issue_body, slack_payload, title
+    from redis_benchmarks_spec.notify.watch_confirm import _own_changes
+    own = {"zrange-byrank": -16.5, "zadd": -0.4, "zscore": -0.2, "zcard": -0.3}
+    chosen = [(SeriesStep(test=t, platform="icelake", build_variant="gcc",
+                          metric="instructions_per_op", change_pct=v), v, v - 0.5, v + 0.5, [], 1.0) for t, v in own.items()]
+    changes = _own_changes(chosen)  # type: ignore[arg-type]
+    top = changes[0]
+    alert = Alert("a" * 40, 123, "Optimize ZRANGE BYRANK (#123)", sorted(own), ["icelake"],
+                  top.metric, top.change_pct, top.low_pct, top.high_pct, changes=changes)
+    assert alert.direction == "improvement"  # fewer instructions: the catalogue's direction
+    assert "-16.50%" in title(alert) and "zrange-byrank" in title(alert)
+    body, slack = issue_body(alert), slack_payload(alert)["text"]
+    pooled = f"{sum(own.values()) / len(own):+.2f}%"
+    for test, change in own.items():
+        assert f"`{test}` {change:+.2f}%" in body
+    assert pooled not in body and pooled not in slack
+    assert "zrange-byrank -16.50%" in slack
