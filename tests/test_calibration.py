@@ -78,7 +78,7 @@ def test_a_row_is_judged_against_its_host_noise_and_says_which() -> None:
     assert rows["a"].verdict == "REGRESSION" and rows["a"].noise_floor_pct == 2.0
     assert "host's spread (calibrated on this host: 1.0 %)" in rows["a"].method
     assert rows["b"].noise_floor_pct == DEFAULT_NOISE_FLOOR_PCT
-    assert rows["b"].verdict == "UNKNOWN" and "assumed: no calibration" in rows["b"].method
+    assert rows["b"].verdict == "UNKNOWN" and "throughput prior (no calibration of this host)" in rows["b"].method
     assert rows["b"].ci_low_pct is not None and rows["b"].ci_low_pct < -15
     # an assumed spread does not let 4 pairs decide: the signed-rank interval, unbounded
     assert rows["c"].verdict == "UNKNOWN" and rows["c"].ci_low_pct is None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from redis_benchmarks_spec.common.metrics import metric
 from redis_benchmarks_spec.datasink import keys, reader, run_reader
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
@@ -98,7 +99,11 @@ def test_every_run_shape_reaches_history(tmp_path: Path, datasink: EmbeddedDatas
                                               "sweep_value=8", "branch=shape-sweep")) \
                 == len(points) // 3  # each metric of the clients-8 runs
         if shape == "profiled":  # the counts a profiler does not distort, never the timings
-            assert all("/instructions_" in k for k in points) and points
+            # counts and memory, which a profiler does not distort (common.metrics)
+            stored = {m for d in docs if d.ok for m in keys.history_metrics(d)}
+            assert stored and not [m for m in stored if metric(m).timed], stored
+            assert any("/instructions_" in k for k in points), points
+            assert not any("Ops/sec" in k or "Latenc" in k for k in points), points
         if shape == "topologies":
             assert len(docs) == 2 and set(points.values()) == {1}
             assert any("/oss-standalone/oss-standalone-02-io-threads/" in k for k in points)

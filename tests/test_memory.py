@@ -128,12 +128,13 @@ def test_cluster_memory_is_per_shard_and_summed(tmp_path: Path) -> None:
     assert snap["totals"]["used_memory"] == sum(n["used_memory"] for n in snap["nodes"])
 
 
-def _ab(tmp_path: Path, comparison_args: str, *extra: str) -> dict:  # type: ignore[type-arg]
+def _ab(tmp_path: Path, comparison_args: str, *extra: str,
+        repetitions: int = 5) -> dict:  # type: ignore[type-arg]
     server = shutil.which("redis-server") or "redis-server"
     out = rbs("run", "--no-datasink", "--suites-dir", str(_suites(tmp_path)),
               "--results-dir", str(tmp_path / "r"), "--memory-only",
               "--baseline-server", server, "--comparison-server", server,
-              "--comparison-server-args", comparison_args, "--repetitions", "5",
+              "--comparison-server-args", comparison_args, "--repetitions", str(repetitions),
               "--format", "json", *(extra or ("--no-noise-prior",)))
     assert out.returncode == 0, out.stdout + out.stderr
     report = _json(out.stdout)
@@ -162,6 +163,17 @@ def test_memory_ab_flags_a_config_that_takes_more_memory(tmp_path: Path) -> None
         assert row["change_pct"] > 20 and row["ci_low_pct"] > 0, row
     html = page.read_text()
     assert 'id="memory-figures"' in html and "mem-hashes: used_memory" in html
+
+
+def test_three_pairs_decide_a_memory_change_and_leave_an_aa_alone(tmp_path: Path) -> None:
+    """Memory after the preload repeats exactly: 3 pairs that agree decide (issue 39), where
+    the rank interval had no 95 % interval below 6 pairs ("too few points (n=3)")."""
+    rows = _ab(tmp_path / "ab", "--hash-max-listpack-entries 4", repetitions=3)
+    for name in ("used_memory", "bytes_per_key"):
+        assert rows[name]["verdict"] == "REGRESSION", rows[name]
+        assert rows[name]["change_pct"] > 20 and rows[name]["ci_low_pct"] > 0, rows[name]
+    same = _ab(tmp_path / "aa", "", repetitions=3)
+    assert {r["verdict"] for r in same.values()} <= {"NO CHANGE", "UNKNOWN"}, same
 
 
 def test_replica_topology_times_a_full_sync_of_the_preloaded_dataset(tmp_path: Path) -> None:

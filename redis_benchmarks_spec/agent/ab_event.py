@@ -23,7 +23,6 @@ import redis
 
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.context import short
-from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.noise import family_of, timed_metrics
 from redis_benchmarks_spec.analysis.paired import NoisePrior
@@ -198,8 +197,7 @@ def movers_of(result: ABSessionResult) -> dict[str, list[dict[str, Any]]]:
     moved most between the base and the head runs (``analysis.function_movers``)."""
     report = result.report
     # the instruction rows: their own section, or the main rows when they decided the pairs
-    rows = report.instructions.rows if report.instructions is not None else \
-        [r for r in report.rows if r.metric == INSTRUCTIONS_METRIC]
+    rows = report.counted.rows if report.counted is not None else []
     keys = keys_of(result.runs)
     out = {}
     for row in rows:

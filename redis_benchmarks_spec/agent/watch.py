@@ -33,6 +33,7 @@ from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, Judgement, judg
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery
 from redis_benchmarks_spec.analysis.lab_table import LabTable
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, THROUGHPUT_METRIC
 from redis_benchmarks_spec.datasink import keys, lab_profile, watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch, SeriesStep
 from redis_benchmarks_spec.datasink.writer import PushOptions, timestamp_of
@@ -45,8 +46,8 @@ from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fin
 log = logging.getLogger(__name__)
 
 ENV_CHANGE_AT = "RBS_FINGERPRINT_CHANGE_AT"
-COUNT_METRIC = "instructions_per_op"
-WATCHED_METRICS = (COUNT_METRIC, "ALL_STATS.Totals.Ops/sec")
+COUNT_METRIC = INSTRUCTIONS_METRIC
+WATCHED_METRICS = (COUNT_METRIC, THROUGHPUT_METRIC)
 HISTORY_POINTS = 200
 
 

@@ -30,13 +30,12 @@ from typing import Any
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, steps
 from redis_benchmarks_spec.common.lazy import LazyModule
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 _sps: Any = LazyModule("scipy.stats")
 
 INSTRUCTIONS = "instructions"
 TIMED = "timed"
-#: metrics whose values are counts of work, deterministic to a fraction of a percent
-COUNT_METRICS = ("instructions_per_op",)
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,9 @@ TIMED_OPTIONS = KindOptions(floor_pct=5.0, noise_factor=2.0, tail=5, min_history
 
 
 def kind_of(metric: str) -> str:
-    """``instructions`` for a count-of-work metric, else ``timed``."""
-    return INSTRUCTIONS if metric in COUNT_METRICS else TIMED
+    """``instructions`` for a deterministic metric (counts of work, a dataset's memory:
+    ``common.metrics``), else ``timed``."""
+    return INSTRUCTIONS if catalogued(metric).deterministic else TIMED
 
 
 def options_for(metric: str) -> KindOptions:

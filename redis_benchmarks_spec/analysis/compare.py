@@ -35,6 +35,8 @@ from redis_benchmarks_spec.analysis.verdict import (
     metric_direction,
     single_point_check,
 )
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 __all__ = [
     "BUSY",
@@ -92,6 +94,9 @@ class Comparison:
     # the measured run-to-run spread: SD of the per-pair log ratios in % (paired rows)
     pair_sd_pct: float | None = None
     noise_floor_pct: float | None = None  # the floor this row was judged against
+    # where the interval's spread came from: the pairs' own, pooled with a calibration
+    # prior, the host's calibrated spread or the metric kind's prior (common.metrics)
+    spread_from: str = ""
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Comparison:
@@ -121,9 +126,12 @@ class ComparisonReport:
     hidden: tuple[str, ...] = ()
     # the same runs judged on each memory figure after the preload (analysis.engine)
     memory: ComparisonReport | None = None
+    # timed metrics the runs measured only under a profiler (not the server's speed): named,
+    # never judged (analysis.engine)
+    instrumented: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("rows", "problems", "hidden"):
+        for name in ("rows", "problems", "hidden", "instrumented"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
@@ -135,7 +143,7 @@ class ComparisonReport:
         """Plain JSON-serialisable data (``summary`` included, for readers of the file);
         :meth:`from_dict` reads it back."""
         out = asdict(self)
-        for name in ("rows", "problems", "hidden"):
+        for name in ("rows", "problems", "hidden", "instrumented"):
             out[name] = list(out[name])
         out["summary"] = self.summary
         for sub in ("instructions", "memory"):
@@ -155,6 +163,7 @@ class ComparisonReport:
                    context=CompareContext.from_dict(context) if context else None,
                    instructions=cls.from_dict(instructions) if instructions else None,
                    hidden=tuple(raw.get("hidden", [])),
+                   instrumented=tuple(raw.get("instrumented", [])),
                    memory=cls.from_dict(memory) if memory else None)
 
     def by_verdict(self, verdict: str) -> list[Comparison]:
@@ -164,6 +173,13 @@ class ComparisonReport:
     @property
     def has_regression(self) -> bool:
         return any(r.verdict == REGRESSION for r in self.rows)
+
+    @property
+    def counted(self) -> ComparisonReport | None:
+        """The instruction-count verdicts: this report when it judged instructions per op
+        (asked for, or the timed metric was measured only under a profiler), else its
+        ``instructions`` part (None: no run counted them)."""
+        return self if self.options.metric == INSTRUCTIONS_METRIC else self.instructions
 
     @property
     def has_busy(self) -> bool:
@@ -217,7 +233,7 @@ def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> Comparison:
     return replace(row, change_pct=stats.log_to_pct(shift.estimate),
                    ci_low_pct=_finite(stats.log_to_pct(shift.low)),
                    ci_high_pct=_finite(stats.log_to_pct(shift.high)),
-                   p_value=_finite(shift.p_value))
+                   p_value=_finite(shift.p_value), spread_from=shift.spread_from)
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
@@ -245,7 +261,8 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     if not pairs:
         return PendingRow(replace(row, reason="no complete pairs"), False)
     try:
-        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options))
+        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options),
+                                  catalogued(options.metric).min_pairs)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
     single = SinglePoint("1 pair only: no spread to judge a change against") \

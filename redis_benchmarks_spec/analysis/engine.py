@@ -64,20 +64,23 @@ from redis_benchmarks_spec.analysis.session_runs import (
     deterministic,
     keys_of,
     metrics_present,
+    only_under_profiler,
     pair_runs,
     sample_runs,
 )
 from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
-from redis_benchmarks_spec.results.memory import MEMORY_METRICS
+from redis_benchmarks_spec.common.metrics import (
+    INSTRUCTIONS_METRIC,
+    MEMORY_FLOOR_PCT,
+    MEMORY_METRICS,
+    MEMORY_SESSION,
+)
 
-INSTRUCTIONS_METRIC = "instructions_per_op"
 #: the metrics a session is judged on by default, when its runs measured them
 VERDICT_METRICS = (DEFAULT_METRIC, INSTRUCTIONS_METRIC)
 #: the metric of a memory-only session: every memory figure, a row per test and figure
-MEMORY_METRIC = "memory"
-#: a dataset's bytes repeat to well under 0.1 % for one build (an A/A's spread, measured in
-#: docs/memory.md): half a percent is a change the build made
-MEMORY_NOISE_FLOOR_PCT = 0.5
+MEMORY_METRIC = MEMORY_SESSION
+MEMORY_NOISE_FLOOR_PCT = MEMORY_FLOOR_PCT
 
 
 @dataclass
@@ -137,11 +140,17 @@ def _with_busy(report: ComparisonReport,
                                       for r in report.rows))
 
 
+def priors_for(priors: SessionPriors, metric: str) -> dict[str, NoisePrior] | None:
+    """The tests' noise priors ``metric`` is judged with: a prior holds only while the noise
+    is what it was at calibration, true of deterministic metrics only (``common.metrics``).
+    The ``--until-decided`` loop and the final verdict both ask here."""
+    return priors.get(metric) if deterministic(metric) else None
+
+
 def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
     sets: dict[str, PairSet] = pair_runs(runs, options.metric, keys_of(runs), how.tests)
-    # a prior holds only while the noise is what it was at calibration: instruction counts
-    priors = how.priors.get(options.metric) if deterministic(options.metric) else None
+    priors = priors_for(how.priors, options.metric)
     report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems, priors,
                          how.record)
     return _with_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})
@@ -212,10 +221,27 @@ def judge(runs: list[ABRun], how: Judging, problems: Iterable[str] = ()) -> Comp
         memory = judge_memory(runs, how, problems)
         report = memory or _judge_metric(runs, how.options, how, list(problems))
     else:
+        how, instrumented = _off_profiler(runs, how)
         report = _with_others(runs, how, _judge_metric(runs, how.options, how, list(problems)))
+        report = replace(report, instrumented=instrumented)
     method = f"{report.method}; metric {how.options.metric}: {how.metric_why}" \
         if how.metric_why else report.method
     return replace(report, context=how.context, method=method)
+
+
+def _off_profiler(runs: list[ABRun], how: Judging) -> tuple[Judging, tuple[str, ...]]:
+    """``how``, judging instructions per op instead of a timed metric the runs measured only
+    under a profiler (callgrind: the server ran ~6x slower), and the timed verdict metrics so
+    measured: named in the report, never judged as the server's speed."""
+    instrumented = tuple(m for m in dict.fromkeys((how.options.metric, *VERDICT_METRICS))
+                         if only_under_profiler(runs, m))
+    if how.options.metric not in instrumented or \
+            INSTRUCTIONS_METRIC not in metrics_present(runs):
+        return how, instrumented
+    floor = how.instructions_floor_pct
+    options = how.options.for_deterministic(
+        INSTRUCTIONS_METRIC, default_noise_floor(INSTRUCTIONS_METRIC) if floor is None else floor)
+    return replace(how, options=options, record=None), instrumented
 
 
 def _with_others(runs: list[ABRun], how: Judging, report: ComparisonReport) -> ComparisonReport:
@@ -231,7 +257,8 @@ def _with_others(runs: list[ABRun], how: Judging, report: ComparisonReport) -> C
         instructions = _judge_metric(runs, options, replace(how, record=None), [])
     judged = {how.options.metric, *([INSTRUCTIONS_METRIC] if instructions else [])}
     report = replace(report, memory=judge_memory(runs, how), instructions=instructions,
-                     hidden=tuple(m for m in VERDICT_METRICS if m in present and m not in judged))
+                     hidden=tuple(m for m in VERDICT_METRICS if m in present and m not in judged
+                                  and not only_under_profiler(runs, m)))
     return mark_suspect(report)
 
 

@@ -26,6 +26,7 @@ from redis_benchmarks_spec.analysis.rate_curve import section_rate_curves
 from redis_benchmarks_spec.analysis.report import footnote, header_lines
 from redis_benchmarks_spec.analysis.report_data import ReportData, SideRuns
 from redis_benchmarks_spec.analysis.sweep_report import section_sweeps
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.numbers import plain, plain_p
 from redis_benchmarks_spec.loadgen import histogram
 from redis_benchmarks_spec.results.document import RunResult
@@ -269,7 +270,7 @@ def write(data: ReportData, path: Path) -> Path:
 def write_lab_table(table: LabTable, path: Path, branch: str) -> Path:
     """A page of the lab-wide instruction table alone (``rbs lab table``, the replay)."""
     data = ReportData(f"Where Redis spends its instructions: {branch} at {table.commit[:10]}",
-                      "instructions_per_op", [], lab_table=table)
+                      INSTRUCTIONS_METRIC, [], lab_table=table)
 
     def heading(d: ReportData, _out: Path) -> str:
         return f"<h1>{esc(d.title)}</h1>"

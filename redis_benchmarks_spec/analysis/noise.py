@@ -32,6 +32,7 @@ import numpy as np
 from redis_benchmarks_spec.analysis.paired import NoisePrior, log_ratios
 from redis_benchmarks_spec.analysis.session_runs import ABRun, deterministic, keys_of
 from redis_benchmarks_spec.analysis.verdict import UNCALIBRATED_PAIR_SD, HostNoise
+from redis_benchmarks_spec.common import metrics
 
 VERSION = 1
 #: a calibrated timed floor never goes below this: smaller timed effects are left to
@@ -189,8 +190,8 @@ class NoiseBook:
 
 
 #: the timed metrics a session may be judged on besides its own (--metric auto picks this)
-SERVER_CPU_METRIC = "server_cpu_usec_per_op"
-THROUGHPUT = "ALL_STATS.Totals.Ops/sec"
+SERVER_CPU_METRIC = metrics.SERVER_CPU_METRIC
+THROUGHPUT = metrics.THROUGHPUT_METRIC
 
 
 def timed_metrics(metric: str) -> list[str]:

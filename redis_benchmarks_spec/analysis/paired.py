@@ -147,7 +147,8 @@ def t_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> S
     """Mean per-pair log ratio with its Student t interval and p-value."""
     fit = t_fit(log_ratios(pairs))
     low, high = fit.interval(confidence)
-    return ShiftEstimate(fit.mean, low, high, fit.p_value(), T_METHOD)
+    return ShiftEstimate(fit.mean, low, high, fit.p_value(), T_METHOD,
+                         f"own pairs ({fit.df + 1})")
 
 
 def trimmed_shift(ratios: np.ndarray, confidence: float = 0.95) -> ShiftEstimate:
@@ -162,7 +163,7 @@ def trimmed_shift(ratios: np.ndarray, confidence: float = 0.95) -> ShiftEstimate
     se = float(np.std(winsorized, ddof=1) / ((1 - 2 * TRIM) * math.sqrt(n)))
     fit = TFit(mean, se, df)
     low, high = fit.interval(confidence)
-    return ShiftEstimate(mean, low, high, fit.p_value(), TRIMMED_METHOD)
+    return ShiftEstimate(mean, low, high, fit.p_value(), TRIMMED_METHOD, f"own pairs ({n})")
 
 
 def prior_shift(ratios: np.ndarray, prior: NoisePrior,
@@ -176,7 +177,9 @@ def prior_shift(ratios: np.ndarray, prior: NoisePrior,
     fit = TFit(float(ratios.mean()), sd / math.sqrt(n), prior.df + own_df)
     low, high = fit.interval(confidence)
     return ShiftEstimate(fit.mean, low, high, fit.p_value(),
-                         PRIOR_METHOD.format(source=prior.source))
+                         PRIOR_METHOD.format(source=prior.source),
+                         f"own pairs ({n}) pooled with {prior.source} "
+                         f"({100 * prior.sd:.2f} %, df {prior.df})")
 
 
 def consistent_with(ratios: np.ndarray, prior: NoisePrior) -> bool:
@@ -204,13 +207,15 @@ def least_spread_shift(ratios: np.ndarray, least: NoisePrior,
     low, high = fit.interval(confidence)
     return ShiftEstimate(fit.mean, low, high, fit.p_value(),
                          f"{T_METHOD} on the host's spread ({least.source}), wider than "
-                         "the pairs' own")
+                         "the pairs' own", least.source)
 
 
 def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95,
                       prior: NoisePrior | None = None,
-                      least: NoisePrior | None = None) -> ShiftEstimate:
-    """The t interval from :data:`MIN_T_PAIRS` pairs (:data:`MIN_KNOWN_SPREAD_PAIRS` with a
+                      least: NoisePrior | None = None,
+                      min_pairs: int = MIN_T_PAIRS) -> ShiftEstimate:
+    """The t interval from ``min_pairs`` pairs (the metric's: :data:`MIN_T_PAIRS`, 3 for memory
+    whose bytes repeat exactly, ``common.metrics``) (:data:`MIN_KNOWN_SPREAD_PAIRS` with a
     prior or a least spread; an outlying pair stays in and widens it), else the signed-rank
     one. With a noise ``prior`` (deterministic metrics) the t
     interval pools its spread from :data:`MIN_PRIOR_PAIRS` pairs, unless a pair is outlying
@@ -219,7 +224,7 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     happen to agree on a noisy host do not decide."""
     ratios = log_ratios(pairs)
     known = prior is not None or (least is not None and least.measured)
-    if ratios.size < (MIN_KNOWN_SPREAD_PAIRS if known else MIN_T_PAIRS):
+    if ratios.size < (MIN_KNOWN_SPREAD_PAIRS if known else min_pairs):
         return paired_shift(pairs, confidence)
     outlying = t_assumptions(ratios).startswith("Shapiro")
     if prior is not None and ratios.size >= MIN_PRIOR_PAIRS and not outlying and \
@@ -232,5 +237,5 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     shift = t_shift(pairs, confidence)
     if outlying:
         return ShiftEstimate(shift.estimate, shift.low, shift.high, shift.p_value,
-                             T_METHOD + OUTLYING)
+                             T_METHOD + OUTLYING, shift.spread_from)
     return shift

@@ -110,7 +110,8 @@ def _spread(row: Comparison) -> str:
     was judged against."""
     sd = NA if row.pair_sd_pct is None else f"{row.pair_sd_pct:.1f}%"
     floor = NA if row.noise_floor_pct is None else f"±{row.noise_floor_pct:g}%"
-    return f"{sd} / {floor}"
+    source = f" (spread: {row.spread_from})" if row.spread_from else ""
+    return f"{sd} / {floor}{source}"
 
 
 def _summary_line(report: ComparisonReport) -> str:

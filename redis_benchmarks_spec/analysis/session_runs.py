@@ -16,19 +16,17 @@ Every surface (the A/B table, ``--format json|markdown``, ``rbs compare`` of fol
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
-from redis_benchmarks_spec.results.memory import is_dataset_memory
+from redis_benchmarks_spec.results.profile import under_profiler
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
 SIDES = (BASELINE, COMPARISON)
-
-_DETERMINISTIC = re.compile(r"^instructions_", re.IGNORECASE)
 
 
 @dataclass
@@ -42,10 +40,9 @@ class ABRun:
 
 
 def deterministic(metric: str) -> bool:
-    """Instruction counts and the memory a preloaded dataset takes (``results.memory``;
-    ``memory``: all of those figures): foreign load on the host does not move them."""
-    return bool(_DETERMINISTIC.search(metric)) or is_dataset_memory(metric) or \
-        metric == "memory"
+    """Instruction counts and the memory a preloaded dataset takes (``memory``: all of those
+    figures): foreign load on the host does not move them (``common.metrics``)."""
+    return catalogued(metric).deterministic
 
 
 def disturbed(doc: RunResult) -> bool:
@@ -53,8 +50,16 @@ def disturbed(doc: RunResult) -> bool:
 
 
 def usable(doc: RunResult, metric: str) -> bool:
-    """An ok run that has ``metric``."""
-    return doc.ok and metric in doc.metrics
+    """An ok run that has ``metric``, unless it is a timed figure taken under a profiler
+    (``results.profile.under_profiler``): that is not the server's speed."""
+    return doc.ok and metric in doc.metrics and not under_profiler(doc.flags, metric)
+
+
+def only_under_profiler(runs: Iterable[ABRun], metric: str) -> bool:
+    """The runs measured ``metric`` only while a profiler slowed the server."""
+    runs = list(runs)
+    return any(r.result.ok and metric in r.result.metrics for r in runs) and \
+        not any(usable(r.result, metric) for r in runs)
 
 
 @dataclass

@@ -42,8 +42,13 @@ def metric_name(metric: str) -> str:
 def hidden_note(report: ComparisonReport) -> str:
     """The line saying which measured verdict metrics this report does not show ('' when
     none): a metric left out is said, never silently dropped."""
-    if not report.hidden:
-        return ""
-    names = ", ".join(report.hidden)
-    return (f"also measured, not shown here: {names} (judged on {report.options.metric} "
-            f"as asked; --metric {report.hidden[0]} shows its verdicts)")
+    notes = []
+    if report.hidden:
+        notes.append(f"also measured, not shown here: {', '.join(report.hidden)} (judged on "
+                     f"{report.options.metric} as asked; --metric {report.hidden[0]} shows "
+                     "its verdicts)")
+    if report.instrumented:
+        notes.append(f"measured under a profiler, not judged: {', '.join(report.instrumented)}"
+                     " (a profiler slowed the server: not its speed; runs without "
+                     "--profilers judge it)")
+    return "; ".join(notes)

@@ -78,6 +78,8 @@ class ShiftEstimate:
     high: float
     p_value: float
     method: str
+    # where the interval's spread came from (every row says it: issue 39)
+    spread_from: str = ""
 
     @property
     def bounded(self) -> bool:
@@ -226,7 +228,8 @@ def unpaired_shift(baseline: Values, comparison: Values,
     low, high = _interval_from_sorted(diffs, k)
     return ShiftEstimate(float(np.median(diffs)), low, high,
                          mann_whitney_p(baseline, comparison),
-                         "Hodges-Lehmann shift of log values, Mann-Whitney interval")
+                         "Hodges-Lehmann shift of log values, Mann-Whitney interval",
+                         f"own runs ({m} + {n}, ranks)")
 
 
 def paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> ShiftEstimate:
@@ -240,7 +243,7 @@ def paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 0.95)
     low, high = _interval_from_sorted(walsh, k)
     return ShiftEstimate(float(np.median(walsh)), low, high, wilcoxon_p(ratios),
                          "Hodges-Lehmann (Walsh averages) of per-pair log ratios, "
-                         "Wilcoxon signed-rank interval")
+                         "Wilcoxon signed-rank interval", f"own pairs ({ratios.size}, ranks)")
 
 
 def _bh_from_definition(p: np.ndarray) -> np.ndarray:

@@ -22,7 +22,6 @@ Nothing here prints; nothing here computes interval estimates (see ``stats``).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.common import metrics
 from redis_benchmarks_spec.common.lazy import LazyModule
 
 sps: Any = LazyModule("scipy.stats")
@@ -45,42 +45,29 @@ BUSY = "BUSY"
 SUSPECT = "SUSPECT"
 VERDICTS = (REGRESSION, IMPROVEMENT, SUSPECT, UNKNOWN, BUSY, NO_CHANGE)
 
-DEFAULT_METRIC = "ALL_STATS.Totals.Ops/sec"
+DEFAULT_METRIC = metrics.THROUGHPUT_METRIC
 #: the other side needs this many points before a single point can be judged against it
 MIN_POINTS_FOR_SINGLE_POINT_RULE = 3
 SINGLE_POINT_ROBUST_SDS = 3.0
 
-# latency-like names: Latency, Percentile_Latencies, p50.00, p99_latency_ms, usec, msec;
-# and work counts: instructions_per_op, instructions_per_call.SET; memory (used_memory,
-# bytes_per_key, allocator_frag_ratio, allocator_resident); and server timings
-# (ReplicationFullSync...Seconds, rdb_last_bgsave_time_sec, aof_last_rewrite_time_sec)
-_LOWER_IS_BETTER = re.compile(r"latenc|percentile|usec|msec|(^|[._])p\d{2}|instructions|"
-                              r"memory|bytes_per_key|frag_ratio|allocator_|FullSync.*Seconds|"
-                              r"_time_sec$", re.IGNORECASE)
-_INSTRUCTION_METRIC = re.compile(r"^instructions_", re.IGNORECASE)
-#: a timed metric's floor on a host without a calibration of that test (or its family):
-#: real A/A sessions on quiet cloud guests moved by up to 5 % (issue 28), so less is not safe
-DEFAULT_NOISE_FLOOR_PCT = 5.0
-#: the spread of a timed metric's per-pair log ratios assumed on a host never calibrated:
-#: A/A pairs spread 11-14 % on a quiet 2-core VM, 14-24 % on a quiet 16-vCPU guest and 21-36 %
-#: on a busy one (docs/statistics.md); a few pairs that agree by chance must not decide
-UNCALIBRATED_PAIR_SD = 0.15
-#: instruction counts repeat to ~0.2 % (callgrind, serverCron left out): a 1 % change is real
-INSTRUCTIONS_NOISE_FLOOR_PCT = 0.5
+#: a timed metric's floor on a host without a calibration (``common.metrics``)
+DEFAULT_NOISE_FLOOR_PCT = metrics.TIMED_FLOOR_PCT
+#: the spread of ops/sec's per-pair log ratios assumed on a host never calibrated
+UNCALIBRATED_PAIR_SD = metrics.THROUGHPUT_PRIOR_SD
+INSTRUCTIONS_NOISE_FLOOR_PCT = metrics.COUNT_FLOOR_PCT
 
 
 def metric_direction(metric: str) -> int:
-    """+1 when higher is better (ops/sec, rps, throughput), -1 for latencies and
-    instruction counts."""
-    return -1 if _LOWER_IS_BETTER.search(metric) else 1
+    """+1 when higher is better (ops/sec), -1 for latencies, costs and counts
+    (``common.metrics``)."""
+    return metrics.metric(metric).direction
 
 
 def default_noise_floor(metric: str) -> float:
-    """The noise floor a metric gets unless the user or a calibration gives one: 0.5 % for
-    instruction counts, 5 % for everything timed (:data:`DEFAULT_NOISE_FLOOR_PCT`)."""
-    if _INSTRUCTION_METRIC.search(metric):
-        return INSTRUCTIONS_NOISE_FLOOR_PCT
-    return DEFAULT_NOISE_FLOOR_PCT
+    """The noise floor a metric gets unless the user or a calibration gives one: its kind's
+    (``common.metrics``: 0.5 % for counts and memory, 2 % for server CPU per op, 5 % for
+    throughput and latency)."""
+    return metrics.metric(metric).floor_pct
 
 
 @dataclass(frozen=True)
@@ -113,14 +100,15 @@ class CompareOptions:
     default_spread: float = 0.0
 
     def with_host(self, noise: HostNoise | None) -> CompareOptions:
-        """These options judging a timed metric with the host's noise (the uncalibrated
-        floor and spread for tests it does not know)."""
+        """These options judging a timed metric with the host's noise (for tests it does not
+        know, the floor and the pair spread of the metric's kind, ``common.metrics``)."""
+        kind = metrics.metric(self.metric)
         return replace(self, floors=dict(noise.floors) if noise else {},
                        spreads=dict(noise.spreads) if noise else {},
-                       default_spread=UNCALIBRATED_PAIR_SD,
+                       default_spread=kind.prior_sd,
                        floor_note=(noise.note if noise and noise.note else
                                    "no calibration of this host: the uncalibrated floor and "
-                                   f"an assumed pair spread of {100 * UNCALIBRATED_PAIR_SD:g} %"))
+                                   f"the {kind.spread_source}"))
 
     def for_deterministic(self, metric: str, floor_pct: float) -> CompareOptions:
         """These options judging a deterministic metric (instruction counts, dataset
@@ -136,7 +124,8 @@ class CompareOptions:
         """The least spread ``test``'s interval may assume, and where it comes from."""
         if test in self.spreads:
             return self.spreads[test], "calibrated on this host"
-        return self.default_spread, "assumed: no calibration of this host"
+        return self.default_spread, \
+            f"the {metrics.metric(self.metric).kind} prior (no calibration of this host)"
 
 
 @dataclass(frozen=True)

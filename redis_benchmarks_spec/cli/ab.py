@@ -289,7 +289,7 @@ def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonRep
         return EXIT_FAILED
     if not args.fail_on_regression:
         return 0
-    counted = report.instructions
+    counted = report.counted
     if counted is not None and counted.has_regression:
         return EXIT_FAILED
     # instruction counts, when taken, are the evidence: a timed metric left BUSY beside

@@ -93,8 +93,8 @@ def profile_ab_report(runs: list[ABRun], profilers: tuple[str, ...],
     JSON and Markdown carry them), the functions that moved, and the artifacts."""
     extra = ProfileABReport()
     if "instructions" in profilers:
-        extra.instructions = report.instructions
-        for row in report.instructions.rows if report.instructions else []:
+        extra.instructions = report.counted
+        for row in report.counted.rows if report.counted else []:
             if row.verdict in CHANGED:
                 extra.movers[row.test] = _movers(runs, row)
     if "perf-record" in profilers:
@@ -115,7 +115,16 @@ def _cell(row: Comparison | None) -> str:
 def print_profile_ab(console: Console, throughput: ComparisonReport,
                      report: ProfileABReport) -> None:
     """Both verdicts per test, then movers and flame graph paths."""
-    if report.instructions is not None:
+    if report.instructions is not None and report.instructions is throughput:
+        # no timed verdict beside it: the timed figures were taken under the profiler
+        table = Table(title=f"instructions per op (floor "
+                            f"±{throughput.options.noise_floor_pct:g}%)")
+        for col in ("test", "instructions per op", "why (instructions)"):
+            table.add_column(col)
+        for row in throughput.rows:
+            table.add_row(escape(row.test), _cell(row), escape(row.reason))
+        console.print(table)
+    elif report.instructions is not None:
         by_test = {r.test: r for r in report.instructions.rows}
         table = Table(title=f"Throughput ({escape(throughput.options.metric)}, floor "
                             f"±{throughput.options.noise_floor_pct:g}%) and instructions per "

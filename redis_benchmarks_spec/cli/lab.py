@@ -11,6 +11,7 @@ from pathlib import Path
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.lab import keeper, services
 from redis_benchmarks_spec.lab.state import LabState, LabStateError
 from redis_benchmarks_spec.suites.catalog import default_suites_dir
@@ -103,7 +104,7 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
     return services.LabOptions(
         root=args.lab_dir, source=source.resolve(), suites_dir=suites.resolve(),
         platforms=platforms, agent_args=agent_args,
-        metric="instructions_per_op" if counted else "auto",
+        metric=INSTRUCTIONS_METRIC if counted else "auto",
         max_pairs=args.max_pairs, first_round=min(5, args.max_pairs),
         max_suites=args.max_suites, build_cache=args.build_cache,
         sentinels=_sentinels(args.sentinels, suites))

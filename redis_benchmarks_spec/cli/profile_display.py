@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.profile import ProfileSummary
 
@@ -40,7 +41,7 @@ def _line(test: str, summary: ProfileSummary, paths: dict[str, str]) -> str:
         whole = f"; whole process {process:,.1f}" if process and "scope" in data and \
             not str(data["scope"]).startswith("whole") else ""
         scope = f", {data['scope']}" if "scope" in data else ""
-        return (f"{escape(test)}: {data.get('instructions_per_op', 0):,.1f} instructions per op "
+        return (f"{escape(test)}: {data.get(INSTRUCTIONS_METRIC, 0):,.1f} instructions per op "
                 f"({summary.method}{escape(scope)}, {data.get('ops', 0):,.0f} ops{whole})")
     return f"{escape(test)}: {name} ok"
 

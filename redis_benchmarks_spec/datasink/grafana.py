@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from redis_benchmarks_spec.common.metrics import THROUGHPUT_METRIC
 from redis_benchmarks_spec.datasink import keys, lab_profile
 from redis_benchmarks_spec.datasink.platforms import LABEL_HOST_NOISE
 
@@ -49,8 +50,8 @@ class Panel:
 
 FAMILIES: dict[str, list[Panel]] = {
     "Throughput": [
-        Panel("Ops/sec on $branch", "ALL_STATS.Totals.Ops/sec", "branch", "ops"),
-        Panel("Ops/sec by release $version", "ALL_STATS.Totals.Ops/sec", "version", "ops"),
+        Panel("Ops/sec on $branch", THROUGHPUT_METRIC, "branch", "ops"),
+        Panel("Ops/sec by release $version", THROUGHPUT_METRIC, "version", "ops"),
     ],
     "Latency": [
         Panel("p50 on $branch", "ALL_STATS.Totals.Percentile_Latencies.p50.00", "branch", "ms"),
@@ -61,11 +62,11 @@ FAMILIES: dict[str, list[Panel]] = {
     ],
     "Platforms side by side": [
         Panel("Ops/sec of release $version: $platform vs $platform_b",
-              "ALL_STATS.Totals.Ops/sec", "version", "ops", side_by_side=True),
+              THROUGHPUT_METRIC, "version", "ops", side_by_side=True),
         Panel("p50 of release $version: $platform vs $platform_b",
               "ALL_STATS.Totals.Percentile_Latencies.p50.00", "version", "ms",
               side_by_side=True),
-        Panel("Ops/sec on $branch: $platform vs $platform_b", "ALL_STATS.Totals.Ops/sec",
+        Panel("Ops/sec on $branch: $platform vs $platform_b", THROUGHPUT_METRIC,
               "branch", "ops", side_by_side=True),
         Panel("p99 on $branch: $platform vs $platform_b",
               "ALL_STATS.Totals.Percentile_Latencies.p99.00", "branch", "ms",

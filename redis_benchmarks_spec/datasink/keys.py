@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.results.profile import PROFILED
+from redis_benchmarks_spec.results.profile import under_profiler
 from redis_benchmarks_spec.suites.topology import TOPOLOGY_TYPES
 
 PREFIX = "ci.benchmarks.redis"
@@ -394,17 +394,10 @@ def series_test_name(result: RunResult) -> str:
     return f"{result.test_name}.{result.sweep['param']}-{result.sweep.get('value', '')}"
 
 
-#: metrics a profiled run still contributes: counts a profiler does not distort
-PROFILER_METRIC_PREFIX = "instructions_"
-
-
 def history_metrics(result: RunResult) -> list[str]:
     """The metrics of ``result`` that go into series: all of them, except that a profiled
     run (perf or callgrind slowed the server) keeps only its instruction counts."""
-    names = sorted(result.metrics)
-    if PROFILED in result.flags:
-        return [m for m in names if m.startswith(PROFILER_METRIC_PREFIX)]
-    return names
+    return [m for m in sorted(result.metrics) if not under_profiler(result.flags, m)]
 
 
 @dataclass(frozen=True)

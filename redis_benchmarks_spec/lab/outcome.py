@@ -27,8 +27,9 @@ def _row(row: Comparison, platform: str) -> dict[str, Any]:
 def test_rows(report: ComparisonReport, platform: str) -> list[dict[str, Any]]:
     """Every row of the platform's report: instructions per op first (when measured), then
     the timed metric."""
-    rows = [_row(r, platform) for r in report.instructions.rows] if report.instructions else []
-    return rows + [_row(r, platform) for r in report.rows]
+    counted = report.counted
+    rows = [_row(r, platform) for r in counted.rows] if counted is not None else []
+    return rows + ([] if counted is report else [_row(r, platform) for r in report.rows])
 
 
 def _movers(record: ab_record.ABRecord, platform: str) -> list[dict[str, Any]]:

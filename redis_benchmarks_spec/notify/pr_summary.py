@@ -15,9 +15,8 @@ from redis_benchmarks_spec.analysis.compare import (
     Comparison,
     ComparisonReport,
 )
+from redis_benchmarks_spec.common.metrics import words as metric_words
 from redis_benchmarks_spec.pullrequest.state import Section
-
-METRIC_WORDS = {"instructions_per_op": "instructions per operation"}
 
 
 def _decided_rows(sections: list[Section]) -> list[tuple[str, Comparison]]:
@@ -28,13 +27,13 @@ def _decided_rows(sections: list[Section]) -> list[tuple[str, Comparison]]:
         if s.report is None:
             continue
         report = ComparisonReport.from_dict(s.report)
-        rows = report.instructions.rows if report.instructions is not None else report.rows
+        rows = report.counted.rows if report.counted is not None else report.rows
         out += [(s.platform, r) for r in rows]
     return out
 
 
 def _effect(platform: str, row: Comparison) -> str:
-    metric = METRIC_WORDS.get(row.metric, row.metric)
+    metric = metric_words(row.metric)
     ci = "" if row.ci_low_pct is None or row.ci_high_pct is None else \
         f" [{row.ci_low_pct:+.1f} %, {row.ci_high_pct:+.1f} %]"
     return f"`{row.test}` {metric} {row.change_pct:+.1f} %{ci} on `{platform}`"

@@ -25,6 +25,8 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.common.metrics import metric as catalogued
+from redis_benchmarks_spec.common.metrics import words as metric_words
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig, GithubException, create_issue
@@ -39,9 +41,30 @@ def pr_of(subject: str) -> int | None:
     return int(m[1]) if m else None
 
 
+@dataclass(frozen=True)
+class TestChange:
+    """One test's own confirmed change on one platform: what an alert states, never a pool
+    of several tests."""
+
+    test: str
+    platform: str
+    metric: str
+    change_pct: float
+    low_pct: float | None = None
+    high_pct: float | None = None
+
+    def text(self) -> str:
+        """``zrange-100 -16.50% [-17.1, -15.9] operations per second on icelake``."""
+        ci = "" if self.low_pct is None or self.high_pct is None else \
+            f" [{self.low_pct:+.2f}, {self.high_pct:+.2f}]"
+        return (f"`{self.test}` {self.change_pct:+.2f}%{ci} {metric_words(self.metric)} "
+                f"on {self.platform}")
+
+
 @dataclass
 class Alert:
-    """One confirmed change (the fields of ``summary.json``'s ``alerts``)."""
+    """One confirmed change (the fields of ``summary.json``'s ``alerts``). ``change_pct`` and
+    its interval are those of the test that moved most; ``changes`` holds every test's own."""
 
     sha: str
     pr: int | None
@@ -55,17 +78,23 @@ class Alert:
     movers: list[dict[str, Any]] = field(default_factory=list)  # function, file, change_pct
     before: str = ""
     placed: str = ""  # how the change was placed on the commit
+    changes: list[TestChange] = field(default_factory=list)  # each test's own, largest first
 
     def summary(self) -> dict[str, Any]:
         keep = ("sha", "pr", "tests", "platforms", "metric", "change_pct", "low_pct",
-                "high_pct", "movers")
+                "high_pct", "movers", "changes")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
     @property
     def direction(self) -> str:
-        worse = self.change_pct > 0 if self.metric.startswith("instructions") \
-            else self.change_pct < 0
+        worse = self.change_pct * catalogued(self.metric).direction < 0
         return "regression" if worse else "improvement"
+
+    def own_changes(self) -> list[TestChange]:
+        """Every test's own change (one, the alert's, when the sender gave none)."""
+        return self.changes or [TestChange(t, ", ".join(self.platforms), self.metric,
+                                           self.change_pct, self.low_pct, self.high_pct)
+                                for t in self.tests[:1]]
 
 
 def _interval(alert: Alert) -> str:
@@ -74,16 +103,13 @@ def _interval(alert: Alert) -> str:
     return f"95% interval [{alert.low_pct:+.2f}%, {alert.high_pct:+.2f}%]"
 
 
-#: what a reader sees for a metric's series name
-METRIC_WORDS = {"instructions_per_op": "instructions per operation",
-                "ALL_STATS.Totals.Ops/sec": "operations per second"}
-
-
 def title(alert: Alert) -> str:
+    """The largest test's own change, named, and how many other tests moved."""
     pr = f" (#{alert.pr})" if alert.pr else ""
-    metric = METRIC_WORDS.get(alert.metric, alert.metric)
-    return (f"{alert.direction.capitalize()} {alert.change_pct:+.2f}% {metric} at "
-            f"{alert.sha[:10]}{pr}")
+    first, *others = alert.own_changes()
+    more = f" and {len(others)} more test(s)" if others else ""
+    return (f"{alert.direction.capitalize()} {first.change_pct:+.2f}% "
+            f"{metric_words(first.metric)} in {first.test}{more} at {alert.sha[:10]}{pr}")
 
 
 def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
@@ -93,8 +119,8 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
     lines = [f"**{title(alert)}**", "",
              f"Commit `{alert.sha}` ({alert.subject or 'subject unknown'}), {pr}.",
              f"Previous benchmarked commit `{alert.before[:10]}`; {alert.placed}.", "",
-             (f"- Size: **{alert.change_pct:+.2f}%** {METRIC_WORDS.get(alert.metric, '')} "
-              f"(`{alert.metric}`), {_interval(alert)}"),
+             f"- Size, each test's own (`{alert.metric}`, 95% interval):",
+             *(f"  - {c.text()}" for c in alert.own_changes()),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
              f"- Platforms: {', '.join(alert.platforms)}", ""]
     if alert.movers:
@@ -112,9 +138,9 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
 
 def slack_payload(alert: Alert) -> dict[str, Any]:
     """Slack-compatible JSON: ``text`` for any receiver, one section block for Slack."""
-    text = (f"{title(alert)}: {', '.join(alert.tests[:5])}"
-            f"{' and more' if len(alert.tests) > 5 else ''} on {', '.join(alert.platforms)}; "
-            f"{_interval(alert)}")
+    changes = alert.own_changes()
+    text = (f"{title(alert)}: {'; '.join(c.text().replace('`', '') for c in changes[:5])}"
+            f"{' and more' if len(changes) > 5 else ''}")
     movers = ", ".join(f"{m['function']} {m['change_pct']:+.2f}%" for m in alert.movers[:3])
     return {"text": text, "blocks": [{"type": "section", "text": {
         "type": "mrkdwn", "text": text + (f"\nMovers: {movers}" if movers else "")}}],

@@ -45,7 +45,7 @@ from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, ne
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
-from redis_benchmarks_spec.notify.watch_alert import Alert, AlertTargets, pr_of, send
+from redis_benchmarks_spec.notify.watch_alert import Alert, AlertTargets, TestChange, pr_of, send
 
 log = logging.getLogger(__name__)
 SCAN_REQUESTS = 5000  # how far back the request that brought a commit is looked for
@@ -339,6 +339,15 @@ def _choose(confirmed: list[Confirmed]) -> tuple[list[Confirmed], Confirmed]:
     return chosen, chosen[len(chosen) // 2]
 
 
+def _own_changes(chosen: list[Confirmed]) -> list[TestChange]:
+    """Each confirmed series' own change (a test on a platform), the largest first."""
+    def rounded(v: Any) -> float | None:
+        return None if v is None else round(float(v), 3)
+    out = [TestChange(s.test, s.platform, s.metric, round(change, 3), rounded(low),
+                      rounded(high)) for s, change, low, high, _, _ in chosen]
+    return sorted(out, key=lambda c: -abs(c.change_pct))
+
+
 def _reject(ctx: ConfirmContext, c: Candidate, reason: str) -> Decided:
     c.state, c.reason = "rejected", reason
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
@@ -392,7 +401,7 @@ def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
 def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_on: str,
           placed: str) -> Decided:
     """Mark ``c`` confirmed (on ``placed_on``, '' for the range) and send its alert."""
-    chosen, (s, change, low, high, points, base) = _choose(confirmed)
+    chosen, (s, _, _, _, points, base) = _choose(confirmed)
     c.state, c.placed_on = "confirmed", placed_on
     c.reason = f"{len(confirmed)} series confirmed"
     sha = placed_on or c.after
@@ -402,16 +411,16 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_
         c.reason += f", below the {ctx.alert_floor_pct:g} % alert floor: a note"
         watch_store.save_candidate(ctx.datasink, ctx.where, c)
         watch_store.add_log(ctx.datasink, ctx.where, "small-change", sha, (
-            f"{s.metric} {change:+.2f}% on {', '.join(sorted({x[0].test for x in chosen}))} "
-            f"({', '.join(sorted({x[0].platform for x in chosen}))}) at {sha[:10]} "
+            f"{'; '.join(c.text().replace('`', '') for c in _own_changes(chosen))} at {sha[:10]} "
             f"{subject[:120]}: confirmed, under the {ctx.alert_floor_pct:g} % alert floor"))
         return Decided(c)
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
+    changes = _own_changes(chosen)
+    top = changes[0]
     alert = Alert(sha, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
-                  sorted({x[0].platform for x in chosen}), s.metric, round(change, 3),
-                  None if low is None else round(low, 3),
-                  None if high is None else round(high, 3),
+                  sorted({x[0].platform for x in chosen}), top.metric, top.change_pct,
+                  top.low_pct, top.high_pct,
                   _movers(ctx, points, c, base) if kind_of(s.metric) == INSTRUCTIONS else [],
-                  c.before, placed)
+                  c.before, placed, changes)
     problems = send(ctx.datasink, ctx.where, alert, ctx.targets)
     return Decided(c, alert, tuple(problems))

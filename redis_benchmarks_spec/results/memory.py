@@ -29,34 +29,43 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-USED_MEMORY = "used_memory"
-DATASET = "used_memory_dataset"
-OVERHEAD = "used_memory_overhead"
-FRAG_RATIO = "allocator_frag_ratio"
-RESIDENT = "allocator_resident"
-BYTES_PER_KEY = "bytes_per_key"
+from redis_benchmarks_spec.common.metrics import (  # the names are declared once, there
+    AFTER_RUN_SUFFIX,
+    BYTES_PER_KEY,
+    DATASET,
+    FRAG_RATIO,
+    MEMORY_METRICS,
+    OVERHEAD,
+    RESIDENT,
+    USED_MEMORY,
+    is_memory,
+)
+from redis_benchmarks_spec.common.metrics import metric as _metric
+
+#: re-exported: this module's readers find the memory names here
+__all__ = ["AFTER_RUN_SUFFIX", "BYTES_PER_KEY", "DATASET", "FRAG_RATIO", "MEMORY_METRICS",
+           "OVERHEAD", "RESIDENT", "USED_MEMORY", "MemorySnapshot", "is_dataset_memory",
+           "is_memory_metric", "node_figures", "total"]
+
 KEYS = "keys"
 CLIENTS_NORMAL = "mem_clients_normal"  # INFO memory's field
 CLIENTS = "clients_normal"  # kept beside the figures that leave it out
-#: the metrics an A/B judges (after the preload), in report order
-MEMORY_METRICS = (USED_MEMORY, DATASET, OVERHEAD, FRAG_RATIO, RESIDENT, BYTES_PER_KEY)
 #: INFO memory fields kept per node (besides the metrics): what the ratio is made of
 _RAW_FIELDS = (USED_MEMORY, DATASET, OVERHEAD, RESIDENT, "allocator_allocated",
                "allocator_active", "used_memory_rss")
 _SUMMED = (*_RAW_FIELDS, KEYS)
 AFTER_PRELOAD = "after_preload"
 AFTER_RUN = "after_run"
-AFTER_RUN_SUFFIX = ".after_run"
 
 
 def is_memory_metric(metric: str) -> bool:
     """A memory metric of either moment (``used_memory``, ``bytes_per_key.after_run``)."""
-    return metric.removesuffix(AFTER_RUN_SUFFIX) in MEMORY_METRICS
+    return is_memory(metric)
 
 
 def is_dataset_memory(metric: str) -> bool:
     """A memory metric taken after the preload: fixed by the build and the dataset."""
-    return metric in MEMORY_METRICS
+    return metric in MEMORY_METRICS and _metric(metric).deterministic
 
 
 def node_figures(info: Mapping[str, Any], stats: Mapping[str, Any]) -> dict[str, float]:

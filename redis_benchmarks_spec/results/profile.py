@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.common.records import known
 
 PROFILE_OK = "ok"
@@ -17,6 +18,13 @@ PROFILE_FAILED = "failed"  # it should have worked and did not; says why
 
 #: the flag a run gets when a profiler ran: its throughput is not regression history
 PROFILED = "profiled"
+
+
+def under_profiler(flags: list[str], metric: str) -> bool:
+    """A timed metric (``common.metrics``) of a run a profiler watched: callgrind ran the
+    server ~6-50x slower, perf sampled it. The figure is kept, as what it is, but it is not
+    the server's speed: no verdict, table or series reads it as one."""
+    return PROFILED in flags and catalogued(metric).timed
 
 
 @dataclass

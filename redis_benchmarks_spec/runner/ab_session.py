@@ -117,14 +117,20 @@ OnStart = Callable[[str, int, Suite], None]
 def _rounds(plan: ABSessionPlan, rounds: Rounds, choice: MetricChoice, on_run: OnRun | None,
             on_start: OnStart | None) -> tuple[list[ABRun], SequentialRecord]:
     runs: list[ABRun] = []
-    adaptive = AdaptivePlan(rounds.design, plan.options(choice.metric or THROUGHPUT_METRIC),
-                            first_round=plan.config.repetitions,
-                            round_pairs=rounds.round_pairs,
-                            time_budget_s=rounds.time_budget_s, priors=plan.priors)
+    adaptive = adaptive_plan(plan, rounds, choice)
     source = ABPairSource(plan.config, plan.suites, choice, runs, on_run, on_start)
     outcome = until_decided(source.tests, source, adaptive, choice=choice)
     return runs, session_record(adaptive, outcome, choice.metric or THROUGHPUT_METRIC,
                                 choice.why)
+
+
+def adaptive_plan(plan: ABSessionPlan, rounds: Rounds, choice: MetricChoice) -> AdaptivePlan:
+    """The ``--until-decided`` loop of this session: its looks judge each metric with the
+    same options and priors :func:`run_session`'s final verdict uses."""
+    return AdaptivePlan(rounds.design, plan.options(choice.metric or THROUGHPUT_METRIC),
+                        first_round=plan.config.repetitions, round_pairs=rounds.round_pairs,
+                        time_budget_s=rounds.time_budget_s, priors=plan.priors,
+                        options_for=plan.options)
 
 
 def _header(plan: ABSessionPlan, runs: list[ABRun]) -> CompareContext:

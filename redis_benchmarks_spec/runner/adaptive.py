@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.engine import priors_for
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import (
@@ -50,6 +51,9 @@ class AdaptivePlan:
     time_budget_s: float | None = None
     # metric -> test -> known noise (analysis.noise), pooled with each test's own pairs
     priors: dict[str, dict[str, NoisePrior]] = field(default_factory=dict)
+    # the options a metric is judged with (the session's: ABSessionPlan.options), so the
+    # looks judge the metric ``auto`` picks exactly as the final verdict will; None: ``options``
+    options_for: Callable[[str], CompareOptions] | None = None
 
     @property
     def max_pairs(self) -> int:
@@ -86,11 +90,15 @@ def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list
            choice: MetricChoice | None) -> ComparisonReport:
     pairs = {t: p.pairs for t, p in progress.items()}
     looks = {t: p.looks for t, p in progress.items()}
-    options = plan.options
-    if choice is not None and choice.metric is not None:
-        options = replace(options, metric=choice.metric)  # its direction: auto's pick
+    metric = choice.metric if choice is not None and choice.metric is not None \
+        else plan.options.metric
+    # one computation with the final verdict (engine.judge of the session's runs): the
+    # metric's own options (floor, prior spread, calibration) and priors, never those of
+    # the metric the plan was made with before ``auto`` chose
+    options = plan.options_for(metric) if plan.options_for is not None else \
+        replace(plan.options, metric=metric)
     return compare_sequential(pairs, looks, plan.design, options, problems,
-                              plan.priors.get(options.metric))
+                              priors_for(plan.priors, metric))
 
 
 def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,

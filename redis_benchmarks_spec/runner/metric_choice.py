@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.common.metrics import THROUGHPUT_METRIC
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys, pairable
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner.ab import BASELINE, ABRun
@@ -23,7 +24,6 @@ from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.telemetry.cpu import SaturationThresholds
 
 AUTO = "auto"
-THROUGHPUT_METRIC = "ALL_STATS.Totals.Ops/sec"
 #: a server below this % of each of its cores had headroom the client did not use
 SERVER_HEADROOM_PCT = 90.0
 

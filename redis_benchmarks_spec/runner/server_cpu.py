@@ -17,10 +17,9 @@ snapshots around it.
 
 from __future__ import annotations
 
+from redis_benchmarks_spec.common.metrics import SERVER_CPU_METRIC  # its kind: declared there
 from redis_benchmarks_spec.results.stages import DerivedMetrics
 
-#: "usec" makes it lower-is-better for the verdict (analysis.verdict)
-SERVER_CPU_METRIC = "server_cpu_usec_per_op"
 #: below this many commands the ratio is dominated by the snapshots' own commands
 MIN_COMMANDS = 1000
 

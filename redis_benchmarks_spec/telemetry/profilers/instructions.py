@@ -43,6 +43,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.process import tool_env
 from redis_benchmarks_spec.results.profile import ProfileSummary
 from redis_benchmarks_spec.telemetry.profilers.base import (
@@ -64,7 +65,7 @@ from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
 from redis_benchmarks_spec.telemetry.profilers.tools import find_tool, missing
 
 NAME = "instructions"
-METRIC = "instructions_per_op"
+METRIC = INSTRUCTIONS_METRIC
 #: the whole process's count per op (timer left out), kept beside the command path's
 PROCESS_METRIC = "instructions_per_op_process"
 PER_CALL_PREFIX = "instructions_per_call."
