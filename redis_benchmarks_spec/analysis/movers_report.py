@@ -16,10 +16,11 @@ from redis_benchmarks_spec.analysis.compare import IMPROVEMENT, REGRESSION, Comp
 from redis_benchmarks_spec.analysis.function_movers import FunctionMove
 from redis_benchmarks_spec.analysis.report_data import ReportData
 from redis_benchmarks_spec.analysis.shown import metric_name
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 
 #: the verdicts whose functions are listed: a decided change
 DECIDED_CHANGES = (REGRESSION, IMPROVEMENT)
-INSTRUCTIONS_METRIC = "instructions_per_op"
+
 
 
 def _esc(text: object) -> str:
