@@ -43,12 +43,12 @@ def test_the_instruction_verdict_makes_the_first_line() -> None:
                 _section("lab-b", [(GEO, IMPROVEMENT, -23.4), ("t2", NO_CHANGE, 0.0)])]
     line = headline(sections, [])
     assert line == ("**Improvement** in 2 of 4 tests: `redis-benchmark-1Kkeys-geo-geodist` "
-                    "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a`; "
-                    "`redis-benchmark-1Kkeys-geo-geodist` instructions per operation -23.4 % "
-                    "[-23.6 %, -23.2 %] on `lab-b`.")
+                    "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a` (-23.4 % "
+                    "on `lab-b`).")
     assert headline(sections[:1], ["lab-b"]).startswith("**Partial: Improvement**")
     worse = [_section("lab-a", [(GEO, REGRESSION, 4.0), ("t2", IMPROVEMENT, -9.0)])]
     assert headline(worse, []).startswith("**Regression** in 1 of 2 tests")
+    assert "; **improvement** in 1 of 2 tests: `t2`" in headline(worse, [])
     same = [_section("lab-a", [(GEO, NO_CHANGE, 0.02)])]
     assert headline(same, []) == ("**No change** in any of the 1 tests (each interval lies "
                                   "within the noise floor).")
