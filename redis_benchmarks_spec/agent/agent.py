@@ -319,7 +319,8 @@ class Agent:
             return None
         return ab_event.PairedRun(session, server, base, budget,
                                   ab_event.interrupted_by(self.stop_event, lost),
-                                  ab_event.platform_priors(self.config.platform))
+                                  ab_event.platform_priors(self.config.platform),
+                                  datasink=self.datasink)
 
     def _run_paired(self, job: ab_event.PairedRun, event: BuildEvent, todo: list[Suite],
                     ledger: Ledger, lost: threading.Event) -> bool:
@@ -343,7 +344,7 @@ class Agent:
         if result is not None:
             self._save_record(event, ab_event.record_of(job, result))
         runs = result.runs if result is not None else []
-        for test, results in ab_event.results_by_suite(runs, todo).items():
+        for test, results in ab_event.results_by_suite(runs, todo, job.stored).items():
             self._finish_suite(event, ledger, test, results, reason if result is None else "")
         return True
 
