@@ -79,9 +79,14 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
                               datasink=client)
         agent = Agent(broker, config, pushed, datasink=client,
                       on_event_done=lambda e, p, ab: notifier.platform_done(e, p, ab)
-                      if e.pr else None)
+                      if e.pr else None, on_selected=notifier.selected)
         assert agent.run(max_events=2) == 2
     (body,) = [c["body"] for c in gh.comments.values()]
+    sent = [r.body["body"] for r in gh.requests if r.body and r.method in ("POST", "PATCH")]
+    # the queued line's ETA: the plan at the cost the push measured for this suite here
+    assert "ETA about " in sent[0] and "(1 suite(s) x 5 pairs x 2 runs at this platform's " \
+        "measured cost per suite" in sent[0], sent[0]
+    assert "Machine time: `p1` " in body
     # the base ran once, at its push, under this host's fingerprint; the A/B ran no base run
     (base,) = pushed.of(BASE)
     assert base.context.host_fingerprint == fingerprint_id(host_fingerprint())
@@ -89,6 +94,7 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     record = ab_record.load(broker, names, event.id, "p1")
     assert record is not None and record.report is not None
     pairs = record.progress["ab-set"].pairs
+    assert record.machine_s is not None and record.machine_s > 0
     assert pairs == COUNTS.first_round
     heads = pushed.of(HEAD)
     assert len(heads) == pairs and {r.context.ab_side for r in heads} == {"comparison"}

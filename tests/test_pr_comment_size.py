@@ -214,3 +214,44 @@ def test_the_notifier_names_the_tests_the_selection_scored(redis_server) -> None
                           f"`{SCARD}` +0.7 %."), first
     stored = pr_state.load_sections(broker, names, INFO)
     assert stored[0].changed_scores == {ZRANGE: 900.0, SCARD: 9.0}
+
+
+def test_the_eta_sums_each_suites_measured_cost_over_the_plan(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """Per suite, this platform's cost of one run (moving average, in the broker); the ETA
+    is the plan's first round of pairs of every test at those costs, at most the budget."""
+    from redis_benchmarks_spec.agent import suite_cost
+    from redis_benchmarks_spec.agent.suite_cost import EtaPlan, RunMeter, eta_text
+    from redis_benchmarks_spec.events.messages import new_id
+    from redis_benchmarks_spec.events.names import StreamNames
+
+    broker, names = redis_server.client(), StreamNames.with_prefix(f"t{new_id()[:6]}")
+    suite_cost.record(broker, names, "lab-a", {"slow": [120.0], "fast": [4.0, 6.0]})
+    suite_cost.record(broker, names, "lab-a", {"slow": [60.0]})
+    broker.hset(suite_cost.key(names, "lab-a"), "forged", "nan")
+    costs = suite_cost.load(broker, names, "lab-a", ["slow", "fast", "never", "forged"])
+    assert costs == {"slow": 90.0, "fast": 5.0}  # 0.5 x new + 0.5 x old; a NaN is no cost
+    assert suite_cost.load(broker, names, "lab-b", ["slow"]) == {}
+    # io-threads and standalone: the suite runs twice per pair and side
+    runs = ["slow", "slow", "fast", "never"]
+    text = eta_text(runs, costs, EtaPlan(first_pairs=3, max_pairs=40, time_budget_s=1800))
+    # (90 + 90 + 5 + median 90) x 2 runs x 3 pairs = 1650 s; at most 1800 s + one pair
+    assert text.startswith("ETA about 28 min (4 suite(s) x 3 pairs x 2 runs at this "
+                           "platform's measured cost per suite, 5-90 s a run; 1 never run "
+                           "here, counted at the median), at most 33 min (time budget)"), text
+    assert eta_text(["never"], costs, EtaPlan(3, 40)) == ""
+    meter, now = RunMeter(clock=lambda: now[0]), [0.0]
+    for spent in (30.0, 50.0):
+        meter.started()
+        now[0] += spent
+        meter.ended("slow")
+    meter.add("fast", 10.0, results=2)
+    assert meter.per_suite == {"slow": [30.0, 50.0], "fast": [5.0, 5.0]}
+    assert meter.machine_s == 90.0
+
+
+def test_the_final_comment_says_the_machine_minutes_per_platform() -> None:
+    a, b = _section("lab-a", 6), _section("lab-b", 6)
+    a.machine_s, b.machine_s = 754.0, 690.0
+    body = results_body(INFO, [a, b], [])
+    assert "Machine time: `lab-a` 12.6 min, `lab-b` 11.5 min (wall time of every run" in body
+    assert "Machine time" not in results_body(INFO, [_section("lab-a", 6)], [])

@@ -23,6 +23,7 @@ import redis
 
 from redis_benchmarks_spec.agent.base_counts import BaseQuery, base_runs, reuse_line
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.agent.suite_cost import RunMeter
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
@@ -113,6 +114,8 @@ class PairedRun:
     # an instruction-count A/B (agent.base_counts); None: every test runs both sides
     datasink: redis.Redis | None = None
     stored: StoredBaseline | None = None  # found by :func:`find_stored`
+    # wall seconds of every run made, per suite: the ETA's costs and the machine minutes
+    meter: RunMeter = field(default_factory=RunMeter)
 
 
 def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
@@ -182,10 +185,16 @@ def run_pairs(job: PairedRun, suites: list[Suite],
     def check(side: str, repetition: int, suite: Suite) -> None:
         if job.interrupted():
             raise Interrupted(f"stopped before {side} {repetition + 1} of {suite.name}")
+        job.meter.started()
+
+    def ran(run: ABRun) -> None:
+        job.meter.ended(run.result.test_name)
+        if on_run is not None:
+            on_run(run)
 
     if job.stored is None:
         job.stored = find_stored(job, suites)
-    return run_session(session_plan(job, suites), on_run=on_run, on_start=check)
+    return run_session(session_plan(job, suites), on_run=ran, on_start=check)
 
 
 def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
@@ -203,6 +212,7 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
             flags.setdefault(keys(run.result), set()).update(run.result.flags)
     reuse = reuse_line(job.stored, len(progress)) if job.stored is not None else ""
     return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress,
+                    machine_s=round(job.meter.machine_s, 1),
                     flags={t: sorted(f) for t, f in flags.items() if f},
                     movers=movers_of(result), note=" ".join(
                         n for n in (host_line(result), reuse) if n))

@@ -188,6 +188,7 @@ class PrNotifier:
         """The agent's interleaved A/B, handed over by the agent: its verdicts are the
         section's (no datasink comparison is made for this platform)."""
         section.report = ab.report
+        section.machine_s = ab.machine_s
         section.sequential = {t: asdict(p) for t, p in ab.progress.items()}
         section.flags = {t: f for t, f in ab.flags.items() if f}
         section.movers = ab.movers

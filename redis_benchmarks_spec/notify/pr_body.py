@@ -136,6 +136,16 @@ def _counts_table(parts: list[Part]) -> list[str]:
     return out + [""]
 
 
+def _machine_line(sections: list[Section]) -> list[str]:
+    """What the pull request cost each platform: wall minutes of every run it made."""
+    spent = [(s.platform, s.machine_s) for s in sections if s.machine_s is not None]
+    if not spent:
+        return []
+    return ["Machine time: " + ", ".join(f"`{p}` {m / 60:.1f} min" for p, m in spent)
+            + " (wall time of every run of both builds, server start and preload included).",
+            ""]
+
+
 Part = tuple[Section, "ComparisonReport | None"]  # a section and its parsed report
 
 
@@ -148,6 +158,7 @@ def results_body(info: PrInfo, sections: list[Section], pending: list[str],
              for s in sections]
     head = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), "",
             *_counts_table(parts)]
+    head += _machine_line(sections)
     if pending:
         head += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
                  ""]

@@ -165,6 +165,7 @@ class Section:
     # per suite, how much of the changed code it executes (the selection's score: inclusive
     # instructions per op of the changed functions in the base commit's profile)
     changed_scores: dict[str, float] = field(default_factory=dict)
+    machine_s: float | None = None  # wall seconds of the platform's runs for this event
 
     @property
     def field_name(self) -> str:
