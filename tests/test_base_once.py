@@ -77,9 +77,16 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     with GitHubStandIn(TOKEN) as gh:
         notifier = PrNotifier(broker, names, GitHubConfig(api_url=gh.url, token=TOKEN),
                               datasink=client)
-        agent = Agent(broker, config, pushed, datasink=client,
-                      on_event_done=lambda e, p, ab: notifier.platform_done(e, p, ab)
-                      if e.pr else None, on_selected=notifier.selected)
+
+        def done(e: BuildEvent, platform: str, ab: ab_record.ABRecord | None) -> None:
+            if e.pr:
+                notifier.platform_done(e, platform, ab)
+
+        def selected(e: BuildEvent, platform: str, line: str) -> None:
+            notifier.selected(e, platform, line)
+
+        agent = Agent(broker, config, pushed, datasink=client, on_event_done=done,
+                      on_selected=selected)
         assert agent.run(max_events=2) == 2
     (body,) = [c["body"] for c in gh.comments.values()]
     sent = [r.body["body"] for r in gh.requests if r.body and r.method in ("POST", "PATCH")]

@@ -86,14 +86,16 @@ def _changed_tests(sections: list[Section],
     if not scores:
         return ""
     by_suite: dict[str, Comparison] = {}
-    for _, row in sorted(rows, key=lambda pr: -_size(pr)):
+    # per suite, its largest decided effect, else what its first row says
+    for _, row in sorted(rows, key=lambda pr: (pr[1].verdict not in (REGRESSION, IMPROVEMENT),
+                                               -_size(pr))):
         by_suite.setdefault(split(row.test)[0], row)
     shown = []
     for suite in sorted(scores, key=lambda n: (-scores[n], n))[:CHANGED_SHOWN]:
-        row = by_suite.get(suite)
-        what = "not run" if row is None else \
-            f"{row.change_pct or 0.0:+.1f} %" if row.verdict in (REGRESSION, IMPROVEMENT) \
-            else VERDICT_WORDS.get(row.verdict, row.verdict.lower())
+        found = by_suite.get(suite)
+        what = "not run" if found is None else \
+            f"{found.change_pct or 0.0:+.1f} %" if found.verdict in (REGRESSION, IMPROVEMENT) \
+            else VERDICT_WORDS.get(found.verdict, found.verdict.lower())
         shown.append(f"`{suite}` {what}")
     more = len(scores) - len(shown)
     return ("Tests that run the changed functions most: " + ", ".join(shown)
@@ -127,7 +129,7 @@ def headline(sections: list[Section], pending: list[str]) -> str:
     worse_first = largest(worse) >= SMALL_EFFECT_PCT or (
         largest(better) < SMALL_EFFECT_PCT and largest(worse) >= largest(better))
     order = [("Regression", worse), ("Improvement", better)]
-    parts = []
+    parts: list[str] = []
     for word, items in order if worse_first else order[::-1]:
         if not items:
             continue
