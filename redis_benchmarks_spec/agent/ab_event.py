@@ -215,7 +215,7 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
                     machine_s=round(job.meter.machine_s, 1),
                     flags={t: sorted(f) for t, f in flags.items() if f},
                     movers=movers_of(result), note=" ".join(
-                        n for n in (host_line(result), reuse) if n))
+                        n for n in (reuse, host_line(result)) if n))
 
 
 def host_line(result: ABSessionResult) -> str:

@@ -22,7 +22,7 @@ from redis_benchmarks_spec.notify.pr_summary import movers_lines
 from redis_benchmarks_spec.pullrequest.state import Section
 
 SHOWN_VERDICTS = (REGRESSION, IMPROVEMENT, SUSPECT)
-NOTE_CHARS = 400  # a note (selection reason, host line) is cut to this in the compact form
+NOTE_CHARS = 900  # a note (selection, base reuse, host line) is cut to this in the compact form
 REASONS_SHOWN = 4  # why undecided tests stopped: the most frequent reasons, counted
 MOVERS_SHOWN = 2  # "why it moved" tables, for the largest effects shown
 FLAGS_SHOWN = 5
