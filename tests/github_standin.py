@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from redis_benchmarks_spec.common.comment_size import fits
 from redis_benchmarks_spec.common.process import free_port
-from redis_benchmarks_spec.lab.github_local import Request, json_handler
+from redis_benchmarks_spec.lab.github_local import Request, json_handler, too_long
 
 _LIST = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/(\d+)/comments$")
 _ONE = re.compile(r"^/repos/([^/]+)/([^/]+)/issues/comments/(\d+)$")
@@ -71,6 +72,9 @@ class GitHubStandIn:
             if self.token not in auth:
                 return 401, {"message": "Bad credentials"}
             path = path.split("?", 1)[0]
+            text = body.get("body") if isinstance(body, dict) else None
+            if isinstance(text, str) and not fits(text):
+                return 422, too_long(text)  # as GitHub answers
             if (m := _LIST.match(path)) and method == "GET":
                 key = (m[1], m[2], int(m[3]))
                 return 200, [_public(c) for c in self.comments.values() if c["_issue"] == key]

@@ -43,12 +43,12 @@ def test_the_instruction_verdict_makes_the_first_line() -> None:
                 _section("lab-b", [(GEO, IMPROVEMENT, -23.4), ("t2", NO_CHANGE, 0.0)])]
     line = headline(sections, [])
     assert line == ("**Improvement** in 2 of 4 tests: `redis-benchmark-1Kkeys-geo-geodist` "
-                    "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a`; "
-                    "`redis-benchmark-1Kkeys-geo-geodist` instructions per operation -23.4 % "
-                    "[-23.6 %, -23.2 %] on `lab-b`.")
+                    "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a` (-23.4 % "
+                    "on `lab-b`).")
     assert headline(sections[:1], ["lab-b"]).startswith("**Partial: Improvement**")
     worse = [_section("lab-a", [(GEO, REGRESSION, 4.0), ("t2", IMPROVEMENT, -9.0)])]
     assert headline(worse, []).startswith("**Regression** in 1 of 2 tests")
+    assert "; **improvement** in 1 of 2 tests: `t2`" in headline(worse, [])
     same = [_section("lab-a", [(GEO, NO_CHANGE, 0.02)])]
     assert headline(same, []) == ("**No change** in any of the 1 tests (each interval lies "
                                   "within the noise floor).")
@@ -88,11 +88,17 @@ def test_a_platform_that_chose_its_suites_shows_them_and_its_eta() -> None:
     from redis_benchmarks_spec.analysis.suite_selection import BY_PROFILE, Selection
     chosen = Selection([GEO], BY_PROFILE, "1 of 2 suites execute code in geo.c that this PR "
                                           "changes")
-    line = queued_line(chosen, 3, [20.0, 30.0, 25.0])
+    from redis_benchmarks_spec.agent.suite_cost import EtaPlan
+    plan = EtaPlan(first_pairs=3, max_pairs=40, time_budget_s=1800)
+    line = queued_line(chosen, [GEO], {GEO: 25.0, "other": 4.0}, plan)
     assert line == ("Queued: 1 suite (1 of 2 suites execute code in geo.c that this PR "
-                    "changes); ETA at most 2 min (1 x 3 pairs x 2 runs x 25 s per run "
-                    "measured on this platform).")
-    assert queued_line(chosen, 3, []).endswith("this PR changes).")  # no run measured yet
+                    "changes); ETA about 2 min (1 suite(s) x 3 pairs x 2 runs at this "
+                    "platform's measured cost per suite, 25 s a run), at most 31 min "
+                    "(time budget).")
+    assert queued_line(chosen, [GEO], {GEO: 25.0}, EtaPlan(3, 4, 1800)).endswith(
+        "at most 3 min (4 pairs each).")
+    # no run of the chosen suites measured here yet: no estimate
+    assert queued_line(chosen, [GEO], {"other": 4.0}, plan).endswith("this PR changes).")
     info = PrInfo(org="redis", repo="redis", number=1, head_sha="6" * 40, base_sha="1" * 40)
     running = Section(platform="lab-b", build_variant="v", state="running", notes=[line])
     body = results_body(info, [_section("lab-a", [(GEO, IMPROVEMENT, -23.5)]), running],

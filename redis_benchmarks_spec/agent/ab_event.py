@@ -21,15 +21,18 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.agent.base_counts import BaseQuery, base_runs, reuse_line
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.agent.suite_cost import RunMeter
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.noise import family_of, timed_metrics
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
-from redis_benchmarks_spec.analysis.session_runs import keys_of
+from redis_benchmarks_spec.analysis.session_runs import deterministic, keys_of
 from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs import noise_file
@@ -51,6 +54,7 @@ from redis_benchmarks_spec.runner.ab_session import (
     run_session,
     with_rounds,
 )
+from redis_benchmarks_spec.runner.ab_stored import StoredBaseline
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
@@ -105,6 +109,12 @@ class PairedRun:
     # this platform's recorded noise per metric and test (analysis.noise), pooled with the
     # pairs of instruction counts
     priors: dict[str, dict[str, NoisePrior]] = field(default_factory=dict)
+    # the datasink the base's push was stored in: its counts stand in for the base side of
+    # an instruction-count A/B (agent.base_counts); None: every test runs both sides
+    datasink: redis.Redis | None = None
+    stored: StoredBaseline | None = None  # found by :func:`find_stored`
+    # wall seconds of every run made, per suite: the ETA's costs and the machine minutes
+    meter: RunMeter = field(default_factory=RunMeter)
 
 
 def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
@@ -139,7 +149,7 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     config = ABConfig(session=job.session,
                       baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
-                      repetitions=budget.first_round, history=True)
+                      repetitions=budget.first_round, history=True, stored=job.stored)
     plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,
                          noise_floor_pct=budget.noise_floor_pct,
                          max_pairs=budget.max_repetitions, priors=job.priors,
@@ -150,6 +160,23 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     return with_rounds(plan, design, budget.round_repetitions, budget.time_budget_s)
 
 
+def find_stored(job: PairedRun, suites: list[Suite]) -> StoredBaseline | None:
+    """The base's counts from its push for an instruction-count A/B (``agent.base_counts``);
+    None for a timed metric (timed metrics stay interleaved pairs) or without a datasink."""
+    if job.datasink is None or not deterministic(job.budget.metric):
+        return None
+    ctx = job.session.context
+    query = BaseQuery(keys.Scope(ctx.triggering_env, ctx.git.org, ctx.git.repo), job.base.sha,
+                      ctx.platform, ctx.build_variant, ctx.host_fingerprint)
+    tests = [(t.key, t.suite.name, t.topology) for t in ab_tests(job.session, suites)
+             if not t.skipped]
+    try:
+        return base_runs(job.datasink, query, tests)
+    except (redis.RedisError, ValueError) as exc:
+        log.warning("the base's stored counts not used: %s", exc)
+        return None
+
+
 def run_pairs(job: PairedRun, suites: list[Suite],
               on_run: Callable[[ABRun], None] | None = None) -> ABSessionResult:
     """Rounds of pairs until every suite is decided or the budget is spent, judged.
@@ -157,8 +184,16 @@ def run_pairs(job: PairedRun, suites: list[Suite],
     def check(side: str, repetition: int, suite: Suite) -> None:
         if job.interrupted():
             raise Interrupted(f"stopped before {side} {repetition + 1} of {suite.name}")
+        job.meter.started()
 
-    return run_session(session_plan(job, suites), on_run=on_run, on_start=check)
+    def ran(run: ABRun) -> None:
+        job.meter.ended(run.result.test_name)
+        if on_run is not None:
+            on_run(run)
+
+    if job.stored is None:
+        job.stored = find_stored(job, suites)
+    return run_session(session_plan(job, suites), on_run=ran, on_start=check)
 
 
 def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
@@ -174,9 +209,12 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
     for run in result.runs:
         if run.side == COMPARISON:
             flags.setdefault(keys(run.result), set()).update(run.result.flags)
+    reuse = reuse_line(job.stored, len(progress)) if job.stored is not None else ""
     return ABRecord(base_sha=job.base.sha, report=result.report.to_dict(), progress=progress,
+                    machine_s=round(job.meter.machine_s, 1),
                     flags={t: sorted(f) for t, f in flags.items() if f},
-                    movers=movers_of(result), note=host_line(result))
+                    movers=movers_of(result), note=" ".join(
+                        n for n in (reuse, host_line(result)) if n))
 
 
 def host_line(result: ABSessionResult) -> str:
@@ -210,11 +248,14 @@ def movers_of(result: ABSessionResult) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def results_by_suite(runs: list[ABRun], suites: list[Suite]) -> dict[str, list[RunResult]]:
-    """Every run's result document, per suite (both sides, in run order)."""
+def results_by_suite(runs: list[ABRun], suites: list[Suite],
+                     stored: StoredBaseline | None = None) -> dict[str, list[RunResult]]:
+    """Every run's result document, per suite (both sides, in run order); the base's runs
+    from its push that stood in for a side (``stored``) are not this event's."""
     out: dict[str, list[RunResult]] = {s.name: [] for s in suites}
+    skip = stored.run_ids if stored is not None else set()
     for run in runs:
-        if run.result.test_name in out:
+        if run.result.test_name in out and run.result.run_id not in skip:
             out[run.result.test_name].append(run.result)
     return out
 

@@ -32,12 +32,13 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from redis_benchmarks_spec.agent import ab_event, code_selection
+from redis_benchmarks_spec.agent import ab_event, code_selection, suite_cost
 from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_platform
 from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
 from redis_benchmarks_spec.agent.dead_letter import stage_dead_lettered
 from redis_benchmarks_spec.agent.ledger import Ledger, final_status
 from redis_benchmarks_spec.agent.selection import for_platform, rejected_tests, select_valid
+from redis_benchmarks_spec.agent.suite_cost import EtaPlan
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
@@ -81,7 +82,6 @@ class Agent:
         self.client = client
         self.datasink = datasink  # read for the suite selection's profile map
         self.on_selected = on_selected
-        self.run_seconds: list[float] = []  # of this agent's recent runs: the comment's ETA
         self.config = config
         self.push = push
         self.runner = runner
@@ -223,14 +223,22 @@ class Agent:
             if not chosen:
                 self._save_record(event, ABRecord(note=""))
             elif self.on_selected is not None:
-                budget = self.config.until_decided
-                line = code_selection.queued_line(
-                    selection, budget.max_repetitions if budget else 1, self.run_seconds)
+                line = self._queued_line(selection, chosen)
                 try:
                     self.on_selected(event, self.config.platform, line)
                 except Exception:  # a comment that cannot be edited never stops the event
                     log.exception("event %s: the selection hook failed", event.id)
         return chosen
+
+    def _queued_line(self, selection: code_selection.Selection, chosen: list[Suite]) -> str:
+        """The selection and its ETA from this platform's measured cost per suite."""
+        budget = self.config.until_decided
+        plan = EtaPlan(budget.first_round, budget.max_repetitions, budget.time_budget_s) \
+            if budget else EtaPlan(1, 1, runs_per_pair=1)
+        costs = self.consumer.call(lambda: suite_cost.load(
+            self.client, self.config.names, self.config.platform, [s.name for s in chosen]))
+        return code_selection.queued_line(selection, [s.name for s in chosen
+                                                      for _ in s.topologies], costs, plan)
 
     def _rejected(self, event: BuildEvent, rejected: list[Rejected]) -> None:
         """A selected suite file the validator rejects is a failed test with the reason
@@ -324,7 +332,8 @@ class Agent:
             return None
         return ab_event.PairedRun(session, server, base, budget,
                                   ab_event.interrupted_by(self.stop_event, lost),
-                                  ab_event.platform_priors(self.config.platform))
+                                  ab_event.platform_priors(self.config.platform),
+                                  datasink=self.datasink)
 
     def _run_paired(self, job: ab_event.PairedRun, event: BuildEvent, todo: list[Suite],
                     ledger: Ledger, lost: threading.Event) -> bool:
@@ -337,6 +346,7 @@ class Agent:
         result = None
         try:
             result = ab_event.run_pairs(job, todo)
+            self._costs(job.meter)
         except ab_event.Interrupted as exc:
             log.info("event %s: %s; the entry stays pending", event.id, exc)
             return False
@@ -348,9 +358,17 @@ class Agent:
         if result is not None:
             self._save_record(event, ab_event.record_of(job, result))
         runs = result.runs if result is not None else []
-        for test, results in ab_event.results_by_suite(runs, todo).items():
+        for test, results in ab_event.results_by_suite(runs, todo, job.stored).items():
             self._finish_suite(event, ledger, test, results, reason if result is None else "")
         return True
+
+    def _costs(self, meter: suite_cost.RunMeter) -> None:
+        """This platform's cost per suite, for the next queued line's ETA (best effort)."""
+        try:
+            suite_cost.record(self.client, self.config.names, self.config.platform,
+                              meter.per_suite)
+        except redis.RedisError as exc:
+            log.warning("suite costs not recorded: %s", exc)
 
     def _save_record(self, event: BuildEvent, record: ABRecord) -> None:
         """Stored (merged with a previous holder's), and kept for the event-done hook."""
@@ -399,7 +417,9 @@ class Agent:
             return
         log.info("event %s: %s ran %d test(s) in %.1fs", event.id, suite.name, len(results),
                  time.monotonic() - started)
-        self.run_seconds = [*self.run_seconds[-19:], time.monotonic() - started]
+        meter = suite_cost.RunMeter()
+        meter.add(suite.name, time.monotonic() - started, len(results))
+        self._costs(meter)
         if lost.is_set():
             log.warning("event %s was claimed by another agent; dropping %s", event.id,
                         suite.name)

@@ -15,11 +15,11 @@ next push finds a whole map, and so is its lab-wide instruction profile
 from __future__ import annotations
 
 import logging
-import statistics
 from dataclasses import dataclass
 
 import redis
 
+from redis_benchmarks_spec.agent.suite_cost import EtaPlan, eta_text
 from redis_benchmarks_spec.analysis.suite_selection import (
     FULL,
     Candidate,
@@ -144,15 +144,13 @@ def record(broker: redis.Redis, names: StreamNames, event: BuildEvent, platform:
         {k: round(v, 1) for k, v in selection.scores.items()}, candidates))
 
 
-def queued_line(selection: Selection, pairs: int, run_seconds: list[float]) -> str:
+def queued_line(selection: Selection, runs: list[str], costs: dict[str, float],
+                plan: EtaPlan) -> str:
     """The comment's line when the suites are chosen: how many, why, and when the platform
-    should be done: suites x pairs x 2 runs x this agent's median seconds per run so far
-    (the budget's most pairs: an upper bound; no estimate before the agent's first run)."""
+    should be done: the plan's pairs of each test (``runs``: a suite's name once per
+    topology it runs in) at this platform's measured cost of that suite
+    (``agent.suite_cost``); no estimate before any of them ran here."""
     n = len(selection.suites)
     line = f"Queued: {n} suite{'s' if n != 1 else ''} ({selection.reason})"
-    if not run_seconds:
-        return line + "."
-    per_run = statistics.median(run_seconds)
-    minutes = n * pairs * 2 * per_run / 60
-    return (f"{line}; ETA at most {minutes:.0f} min ({n} x {pairs} pairs x 2 runs x "
-            f"{per_run:.0f} s per run measured on this platform).")
+    eta = eta_text(runs, costs, plan)
+    return f"{line}; {eta}." if eta else line + "."

@@ -15,6 +15,7 @@ from redis_benchmarks_spec.loadgen.drivers import ToolPaths
 from redis_benchmarks_spec.results.document import GitInfo, RunContext
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.catalog import SuiteFilter
+from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
 from redis_benchmarks_spec.telemetry.window import WindowOptions
 
 
@@ -61,7 +62,8 @@ def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) ->
                   version=event.version, hash=event.sha,
                   commit_time_ms=event.commit_time_ms, pr=event.pr)
     context = RunContext(triggering_env=event.triggering_env, platform=config.platform,
-                         build_variant=event.build_variant, git=git)
+                         build_variant=event.build_variant, git=git,
+                         host_fingerprint=fingerprint_id(host_fingerprint()))
     base = config.session
     return replace(
         base, tools=replace(base.tools, redis_server=str(redis_server)),

@@ -20,10 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from redis_benchmarks_spec.common.comment_size import GITHUB_MAX_BODY_CHARS, body_chars, fits
+
 _LIST = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues/(\d+)/comments$")
 _ONE = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues/comments/(\d+)$")
 _ISSUES = re.compile(r"^/repos/([A-Za-z0-9._-]+)/([A-Za-z0-9._-]+)/issues$")
-MAX_BODY = 1024 * 1024  # GitHub refuses comments over 65,536 characters; this bounds reads
+MAX_BODY = 1024 * 1024  # bounds reads; a body over GitHub's limit is refused as GitHub does
 
 
 class CommentStore:
@@ -78,6 +80,15 @@ class CommentStore:
             {"comment_id": cid, "action": action, "at": time.time()}))
 
 
+def too_long(text: str) -> dict[str, Any]:
+    """GitHub's answer to a body over its limit (the lab replay then shows no comment, as a
+    pull request on GitHub would)."""
+    return {"message": "Validation Failed",
+            "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                        "message": f"body is too long (maximum is {GITHUB_MAX_BODY_CHARS} "
+                                   f"characters; got {body_chars(text)})"}]}
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -93,6 +104,8 @@ def answer(store: CommentStore, token: str, request: tuple[str, str, Any, str]) 
         return 401, {"message": "Bad credentials"}
     path = path.split("?", 1)[0]
     text = body.get("body") if isinstance(body, dict) else None
+    if isinstance(text, str) and not fits(text):
+        return 422, too_long(text)
     with store.lock:
         if (m := _LIST.match(path)) and method == "GET":
             return 200, store.listing((m[1], m[2], int(m[3])))

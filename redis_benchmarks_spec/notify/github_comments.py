@@ -8,10 +8,12 @@ it in its debug log.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from github import Auth, Github, GithubException
 
+from redis_benchmarks_spec.common.comment_size import body_chars, fit
 from redis_benchmarks_spec.notify.github_config import (
     DEFAULT_API_URL,
     ENV_API_URL,
@@ -21,6 +23,8 @@ from redis_benchmarks_spec.notify.github_config import (
     GitHubConfigError,
     load_config,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ def upsert_comment(config: GitHubConfig, pr: PullRequestRef, marker: str,
     the marker so the next call finds it. Raises ``GithubException`` on API errors."""
     if marker not in body:
         raise ValueError("the comment body must contain its marker")
+    body = _within_limit(body, str(pr))
+    if marker not in body:
+        raise ValueError("the comment's marker must lie within GitHub's limit")
     issue = _client(config).get_repo(f"{pr.org}/{pr.repo}").get_issue(pr.number)
     for comment in issue.get_comments():
         if marker in (comment.body or ""):
@@ -64,6 +71,16 @@ def upsert_comment(config: GitHubConfig, pr: PullRequestRef, marker: str,
             return Upserted(comment.id, False, comment.html_url)
     created = issue.create_comment(body)
     return Upserted(created.id, True, created.html_url)
+
+
+def _within_limit(body: str, where: str) -> str:
+    """The last guard: GitHub refuses a body over 65,536 characters (the writers keep under
+    it; a body that is not is cut at a line, said in it and logged, rather than lost)."""
+    cut = fit(body)
+    if cut is not body:
+        log.warning("comment body for %s was %d characters: cut to GitHub's limit", where,
+                    body_chars(body))
+    return cut
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,7 @@ def create_issue(config: GitHubConfig, repo: tuple[str, str], title: str,
                  body: str) -> CreatedIssue:
     """Open an issue on ``org/repo`` (the tracked branch's alerts, ``notify.watch_alert``).
     Raises ``GithubException`` on API errors."""
+    body = _within_limit(body, f"{repo[0]}/{repo[1]} (new issue)")
     issue = _client(config).get_repo(f"{repo[0]}/{repo[1]}").create_issue(title=title,
                                                                         body=body)
     return CreatedIssue(issue.number, issue.html_url)

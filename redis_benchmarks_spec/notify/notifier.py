@@ -40,6 +40,7 @@ from redis_benchmarks_spec.notify.github_comments import (
 )
 from redis_benchmarks_spec.notify.pr_body import RUNNING, queued_body, results_body
 from redis_benchmarks_spec.notify.pr_compare import PrCompareOptions, compare_platform
+from redis_benchmarks_spec.pullrequest import selection_record
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
@@ -166,6 +167,7 @@ class PrNotifier:
                           links=self._links(event, platform, info))
         if failed:
             return section
+        section.changed_scores = self._changed_scores(event, platform)
         if ab is not None and ab.note:
             section.notes.append(ab.note)
         if ab is not None and ab.report is not None:
@@ -186,6 +188,7 @@ class PrNotifier:
         """The agent's interleaved A/B, handed over by the agent: its verdicts are the
         section's (no datasink comparison is made for this platform)."""
         section.report = ab.report
+        section.machine_s = ab.machine_s
         section.sequential = {t: asdict(p) for t, p in ab.progress.items()}
         section.flags = {t: f for t, f in ab.flags.items() if f}
         section.movers = ab.movers
@@ -193,6 +196,12 @@ class PrNotifier:
         self._html(section, event, lambda pr_report, sink: pr_report.write_ab_report(
             sink, event, section.platform, info, ab, self.reports_dir))
         return section
+
+    def _changed_scores(self, event: BuildEvent, platform: str) -> dict[str, float]:
+        """Per suite, how much of the changed code it runs (the agent's selection record;
+        none when it selected nothing by profile): the first line names the top ones."""
+        found = selection_record.load(self.broker, self.names, event.id, platform)
+        return dict(found.scores) if found is not None else {}
 
     def _changed_files(self, info: PrInfo) -> list[str]:
         """The files base..head changes, as the builder stored them (none when unknown)."""

@@ -6,6 +6,8 @@ and build variant as each finishes, with an overall verdict table on top.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
     IMPROVEMENT,
@@ -24,12 +26,16 @@ from redis_benchmarks_spec.analysis.report import (
     metrics_markdown,
 )
 from redis_benchmarks_spec.analysis.shown import by_decided
+from redis_benchmarks_spec.common.comment_size import GITHUB_MAX_BODY_CHARS, body_chars, fit
+from redis_benchmarks_spec.notify.pr_compact import compact_section, full_tables_line, short_note
 from redis_benchmarks_spec.notify.pr_summary import FALSE_ALARMS, headline, movers_lines
 from redis_benchmarks_spec.pullrequest.state import PrInfo, Section
 
 RUNNING = "running"  # a platform chose its suites and runs them (its section's state)
 UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
 TITLE = "Benchmark results"
+#: the compact form's largest effects per metric, tried in turn until the body fits
+COMPACT_KEEP = (20, 10, 5, 2, 0)
 
 
 def _what(info: PrInfo) -> str:
@@ -79,15 +85,21 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def _section_lines(section: Section) -> list[str]:
+def _section_lines(section: Section, report: ComparisonReport | None,
+                   keep: int | None = None) -> list[str]:
+    """The section's Markdown: every table, or (``keep`` set) the compact form that keeps
+    the ``keep`` largest effects per metric and links the report for the rest."""
+    notes = section.notes if keep is None else [short_note(n) for n in section.notes]
     lines = [f"### `{section.platform}` · `{section.build_variant}`", ""]
-    lines += [f":information_source: {note}" for note in section.notes]
-    lines += [""] if section.notes else []
+    lines += [f":information_source: {note}" for note in notes]
+    lines += [""] if notes else []
     if section.state == RUNNING:
         return lines + [":hourglass: Running.", ""]
-    if section.state != "completed" or section.report is None:
+    if section.state != "completed" or report is None:
         return lines + [f":x: {section.state}: {section.reason or 'no results'}", ""]
-    report = ComparisonReport.from_dict(section.report)
+    if keep is not None:
+        lines += [full_tables_line(section), "", *compact_section(section, report, keep)]
+        return lines + _links_line(section)
     lines += [*markdown_header(report.context), *_sequential_lines(section, report)]
     lines += metrics_markdown(report, level="####")  # the most decided metric first
     if report.memory is not None:
@@ -97,22 +109,26 @@ def _section_lines(section: Section) -> list[str]:
     if flags:
         lines += ["**Flags:** " + "; ".join(f"`{t}`: {', '.join(f)}"
                                              for t, f in sorted(flags.items())), ""]
-    if section.links:
-        lines += [" · ".join(f"[{label}]({url})" for label, url in section.links.items()), ""]
-    return lines
+    return lines + _links_line(section)
 
 
-def _counts_table(sections: list[Section]) -> list[str]:
+def _links_line(section: Section) -> list[str]:
+    if not section.links:
+        return []
+    return [" · ".join(f"[{label}]({url})" for label, url in section.links.items()), ""]
+
+
+def _counts_table(parts: list[Part]) -> list[str]:
     """Verdict counts per platform, build variant and judged metric (the most decided
     metric first)."""
     out = [("| Platform | Build variant | Regressions | Improvements | Suspect | Unknown | "
             "Busy | No change | Metric |"),
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for s in sections:
-        if s.report is None:
+    for s, parsed in parts:
+        if parsed is None:
             out.append(f"| `{s.platform}` | `{s.build_variant}` | {s.state} | | | | | | |")
             continue
-        for report in by_decided(ComparisonReport.from_dict(s.report)):
+        for report in by_decided(parsed):
             c = report.summary
             out.append(f"| `{s.platform}` | `{s.build_variant}` | {c.get(REGRESSION, 0)} | "
                        f"{c.get(IMPROVEMENT, 0)} | {c.get(SUSPECT, 0)} | {c.get(UNKNOWN, 0)} | "
@@ -120,18 +136,58 @@ def _counts_table(sections: list[Section]) -> list[str]:
     return out + [""]
 
 
-def results_body(info: PrInfo, sections: list[Section], pending: list[str]) -> str:
-    """The comment with every finished section; ``pending`` platforms still running."""
-    lines = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), ""]
-    lines += _counts_table(sections)
+def _machine_line(sections: list[Section]) -> list[str]:
+    """What the pull request cost each platform: wall minutes of every run it made."""
+    spent = [(s.platform, s.machine_s) for s in sections if s.machine_s is not None]
+    if not spent:
+        return []
+    return ["Machine time: " + ", ".join(f"`{p}` {m / 60:.1f} min" for p, m in spent)
+            + " (wall time of every run of both builds, server start and preload included).",
+            ""]
+
+
+Part = tuple[Section, "ComparisonReport | None"]  # a section and its parsed report
+
+
+def results_body(info: PrInfo, sections: list[Section], pending: list[str],
+                 limit: int = GITHUB_MAX_BODY_CHARS) -> str:
+    """The comment with every finished section; ``pending`` platforms still running. At
+    most ``limit`` characters (GitHub's): when every table does not fit, each completed
+    section keeps its largest effects and links its report for the rest."""
+    parts = [(s, ComparisonReport.from_dict(s.report) if s.report else None)
+             for s in sections]
+    head = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), "",
+            *_counts_table(parts)]
+    head += _machine_line(sections)
     if pending:
-        lines += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
-                  ""]
-    for section in sections:
-        lines += _section_lines(section)
-    reports = [ComparisonReport.from_dict(s.report) for s in sections if s.report]
-    if reports:
-        lines += [f"<sub>{footnote(reports[0])}</sub>", ""]
-    if any(s.sequential for s in sections):
-        lines += [f"<sub>{FALSE_ALARMS}</sub>", ""]
+        head += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
+                 ""]
+    reports = [r for _, r in parts if r is not None]
+    tail = [f"<sub>{footnote(reports[0])}</sub>", ""] if reports else []
+    tail += [f"<sub>{FALSE_ALARMS}</sub>", ""] if any(s.sequential for s in sections) else []
+    for keep in (None, *COMPACT_KEEP):
+        body = _body((head, tail), parts, keep, limit)
+        if body is not None:
+            return body
+    return fit("\n".join(_lines((head, tail), parts, 0)), limit)
+
+
+def _body(frame: tuple[list[str], list[str]], parts: list[Part], keep: int | None,
+          limit: int) -> str | None:
+    """The body in one form (``keep``, as :func:`_section_lines`), or None as soon as it
+    passes ``limit`` (a form that does not fit is not rendered to its end)."""
+    used, lines = 0, []
+    for line in _lines(frame, parts, keep):
+        used += body_chars(line) + 1
+        if used > limit + 1:
+            return None
+        lines.append(line)
     return "\n".join(lines)
+
+
+def _lines(frame: tuple[list[str], list[str]], parts: list[Part],
+           keep: int | None) -> Iterator[str]:
+    yield from frame[0]
+    for section, report in parts:
+        yield from _section_lines(section, report, keep)
+    yield from frame[1]

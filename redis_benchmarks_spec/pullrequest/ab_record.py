@@ -53,6 +53,7 @@ class ABRecord:
     flags: dict[str, list[str]] = field(default_factory=dict)  # per test, the PR side's runs
     # per test, the functions whose instructions per op moved most (FunctionMove.to_dict)
     movers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    machine_s: float | None = None  # wall seconds of every run the platform made for it
 
     def comparison(self) -> ComparisonReport | None:
         return ComparisonReport.from_dict(self.report) if self.report else None
@@ -77,7 +78,9 @@ def merge(old: ABRecord | None, new: ABRecord) -> ABRecord:
     progress = {t: p for t, p in old.progress.items() if t not in fresh} | new.progress
     flags = {t: f for t, f in old.flags.items() if t not in fresh} | new.flags
     movers = {t: m for t, m in old.movers.items() if t not in fresh} | new.movers
-    return ABRecord(new.base_sha, new.note, report, progress, flags, movers)
+    machine = None if old.machine_s is None and new.machine_s is None else \
+        (old.machine_s or 0.0) + (new.machine_s or 0.0)  # a resumed event: both holders' runs
+    return ABRecord(new.base_sha, new.note, report, progress, flags, movers, machine)
 
 
 def save(client: redis.Redis, names: StreamNames, event_id: str, platform: str,
@@ -105,12 +108,19 @@ def load(client: redis.Redis, names: StreamNames, event_id: str,
         flags = {str(t): [str(f) for f in fs] for t, fs in data.get("flags", {}).items()}
         record = ABRecord(str(data.get("base_sha", "")), str(data.get("note", "")),
                           data.get("report"), progress, flags,
-                          _movers(data.get("movers", {})))
+                          _movers(data.get("movers", {})), _seconds(data.get("machine_s")))
         record.comparison()  # the report must read back
         return record
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return ABRecord(note=f"the A/B record {key(names, event_id, platform)} is unreadable "
                              f"({type(exc).__name__}); not shown")
+
+
+def _seconds(raw: Any) -> float | None:
+    """A stored duration: a finite number of seconds under a day, else None (untrusted)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    return float(raw) if 0 <= raw < 24 * 3600 else None
 
 
 def _movers(raw: Any) -> dict[str, list[dict[str, Any]]]:

@@ -162,6 +162,10 @@ class Section:
     # pull request changes (builder/change.py), to say whether the movers lie in them
     movers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     changed_files: list[str] = field(default_factory=list)
+    # per suite, how much of the changed code it executes (the selection's score: inclusive
+    # instructions per op of the changed functions in the base commit's profile)
+    changed_scores: dict[str, float] = field(default_factory=dict)
+    machine_s: float | None = None  # wall seconds of the platform's runs for this event
 
     @property
     def field_name(self) -> str:

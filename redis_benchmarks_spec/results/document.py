@@ -71,6 +71,9 @@ class RunContext:
     # rep-NN of `rbs run --repetitions N` or of an A/B pair; None for a single run. Not a
     # series label: repetitions of one build are points of one series (results/layout.py)
     repetition: int | None = None
+    # the host's performance fingerprint id (telemetry.fingerprint) when the agent ran it: a
+    # pull request's A/B reuses its base commit's counts only under the same one
+    host_fingerprint: str = ""
 
     @property
     def is_history(self) -> bool:

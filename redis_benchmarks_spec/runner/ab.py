@@ -31,6 +31,11 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
+from redis_benchmarks_spec.runner.ab_stored import (
+    StoredBaseline,
+    pair_with_stored,
+    registry_runner,
+)
 from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.cpu import FOREIGN
@@ -79,6 +84,8 @@ class ABConfig:
     # both sides are unmodified builds of their own commits (no extra server arguments): each
     # run is a point of its commit's history, labelled with its side, instead of an A/B run
     history: bool = False
+    # per test, the base commit's runs that stand in for the baseline side (runner.ab_stored)
+    stored: StoredBaseline | None = None
 
 
 def order(repetition: int) -> tuple[str, str]:
@@ -171,8 +178,33 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
     runs: list[ABRun] = []
     for test in tests:
         session = replace(config.session, topology_filter=test.topology)
+        if config.stored is not None and config.stored.runs.get(test.key):
+            runs += _run_stored(replace(config, session=session), test, on_run, on_start)
+            continue
         runs += run_ab(replace(config, session=session), [test.suite], on_run=on_run,
                        on_start=on_start)
+    return runs
+
+
+def _run_stored(config: ABConfig, test: ABTest, on_run: Callable[[ABRun], None] | None,
+                on_start: Callable[[str, int, Suite], None] | None) -> list[ABRun]:
+    """A test whose baseline side was measured at the base's push (``runner.ab_stored``):
+    the head side runs, the base side only where the stored runs do not fit."""
+    assert config.stored is not None
+    sides = {BASELINE: config.baseline, COMPARISON: config.comparison}
+
+    def run(name: str, rep: int, registry: ProcessRegistry) -> list[RunResult]:
+        return run_suites(_side_config(config, sides[name], rep), [test.suite],
+                          registry=registry)
+    reps = (rep for rep in range(config.first_repetition,
+                                 config.first_repetition + config.repetitions)
+            if not out_of_time(config))
+    runs = pair_with_stored(test.key, reps, config.stored,
+                            registry_runner(run, test.suite, on_start))
+    stored_ids = config.stored.run_ids
+    for item in runs:
+        if on_run and item.result.run_id not in stored_ids:
+            on_run(item)
     return runs
 
 
