@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.process import ProcessRegistry
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.suites.suite import Suite
 
-COUNTED = "instructions_per_op"
+COUNTED = INSTRUCTIONS_METRIC
 
 
 @dataclass
