@@ -1,0 +1,167 @@
+"""The lab's site: a read-only Flask application over the datasink, served by waitress
+(:mod:`.serve`). Routes are thin: each reads through a page module (:mod:`.branch_page`,
+:mod:`.history_page`, :mod:`.compare_page`) and renders a template of :mod:`.templates`.
+
+Nothing here writes to the datasink. Every URL parameter is checked where it enters (names
+match ``[A-Za-z0-9._:-]``, shas are hex, counts are bounded) and every value shown is
+escaped by the templates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from flask import Flask, abort, request
+from jinja2 import DictLoader
+
+from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
+from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, when_utc
+from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.datasink import keys, reader, run_reader, watch_store
+from redis_benchmarks_spec.web import branch_page, compare_page, history_page
+from redis_benchmarks_spec.web.templates import PAGES
+
+_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
+_BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
+MAX_HISTORY_POINTS = 500
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """Where the site reads: a client factory for the datasink, and the URL shown."""
+
+    datasink: Callable[[], redis.Redis]
+    display_url: str = ""
+
+
+def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str | None:
+    if value in (None, ""):
+        return None
+    if not pattern.match(value):
+        abort(400, f"{what}: {value[:80]!r} is not a name this site accepts")
+    return value
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f} %"
+
+
+def _plain(value: float | None) -> str:
+    return "-" if value is None else plain(value, 4)
+
+
+def create_app(config: SiteConfig) -> Flask:
+    """The site's WSGI application."""
+    app = Flask(__name__)
+    app.jinja_loader = DictLoader(PAGES)
+    app.jinja_env.autoescape = True
+    app.jinja_env.globals.update(when=when_utc, pct=_pct, plain=_plain)
+    client = config.datasink()
+
+    def render(page: str, title: str, **values: Any) -> str:
+        return app.jinja_env.get_template(page).render(title=title, **values)
+
+    @app.errorhandler(400)
+    @app.errorhandler(404)
+    def _error(exc: Any) -> tuple[str, int]:
+        return render("error", f"{exc.code} {exc.name}", message=exc.description), exc.code
+
+    @app.get("/")
+    def index() -> str:
+        scopes = []
+        for scope in reader.scopes(client):
+            alerts = []
+            branches = reader.list_branches(client, scope)
+            for branch in branches:
+                where = watch_store.Branch(scope.github_org, scope.github_repo, branch)
+                alerts += [{**x, "branch": branch} for x in watch_store.log_lines(client, where)
+                           if x["kind"] == "alert"]
+            scopes.append({"scope": scope, "base": f"/{scope.path}", "branches": branches,
+                           "platforms": reader.list_platforms(client, scope),
+                           "tests": reader.list_tests(client, scope), "alerts": alerts})
+        return render("index", "The lab", scopes=scopes, url=config.display_url)
+
+    @app.get("/<env>/<org>/<repo>/branch/<path:branch>")
+    def branch(env: str, org: str, repo: str, branch: str) -> str:
+        scope = _scope(env, org, repo)
+        _name(branch, "branch", _BRANCH)
+        platform = _name(request.args.get("platform"), "platform")
+        view = branch_page.branch_view(client, scope, branch, platform)
+        return render("branch", f"{branch} on {platform or 'every platform'} ({scope.path})",
+                      v=view)
+
+    @app.get("/<env>/<org>/<repo>/test/<test>")
+    def history(env: str, org: str, repo: str, test: str) -> str:
+        scope = _scope(env, org, repo)
+        _name(test, "test")
+        metric = request.args.get("metric") or DEFAULT_METRIC
+        if not re.match(r"^[A-Za-z0-9._:/%-]{1,200}$", metric):
+            abort(400, "metric: not a metric name")
+        branch = _name(request.args.get("branch"), "branch", _BRANCH) or "unstable"
+        query = HistoryQuery(test=test, metric=metric, branch=branch,
+                             platform=_name(request.args.get("platform"), "platform"),
+                             last_n=MAX_HISTORY_POINTS)
+        try:
+            views = history_page.history_views(client, scope, query)
+        except HistoryError as exc:
+            abort(404, str(exc))
+        return render("history", f"{test} on {branch}", views=views, metric=metric,
+                      branch=branch, metrics=reader.list_metrics(client, scope))
+
+    @app.get("/compare")
+    def compare() -> str:
+        args = request.args
+        try:
+            req = compare_page.CompareRequest(
+                a=args.get("a", ""), b=args.get("b", ""),
+                metric=args.get("metric") or DEFAULT_METRIC,
+                platform=args.get("platform") or None, group=args.get("group") or None,
+                command=args.get("command") or None)
+        except compare_page.CompareRequestError as exc:
+            abort(400, str(exc))
+        found = compare_page.compare(client, req)
+        groups, commands = _tested(client)
+        return render("compare", f"{req.a[:10]} vs {req.b[:10]}", req=req, platforms=found,
+                      groups=groups, commands=commands)
+
+    @app.get("/run/<path:run_id>")
+    def run(run_id: str) -> str:
+        if len(run_id) > 300:
+            abort(400, "run id too long")
+        try:
+            doc = run_reader.result_document(client, run_id)
+        except run_reader.RunNotFoundError:
+            abort(404, f"no run {run_id}")
+        ctx = doc.context
+        facts = [("test", doc.test_name), ("status", doc.status), ("commit", ctx.git.hash),
+                 ("branch", ctx.git.branch), ("platform", ctx.platform),
+                 ("topology", ctx.topology), ("build variant", ctx.build_variant),
+                 ("started (UTC)", when_utc(doc.start_ms)), ("flags", ", ".join(doc.flags)),
+                 ("notes", "; ".join(doc.notes))]
+        return render("run", f"run {run_id}", doc=doc, facts=facts)
+
+    return app
+
+
+def _scope(env: str, org: str, repo: str) -> keys.Scope:
+    for value, what in ((env, "triggering env"), (org, "org"), (repo, "repo")):
+        _name(value, what)
+    return keys.Scope(env, org, repo)
+
+
+def _tested(client: redis.Redis) -> tuple[list[str], list[str]]:
+    """Every tested group and command known (the scopes' ``tested`` indexes)."""
+    groups: set[str] = set()
+    commands: set[str] = set()
+    for scope in reader.scopes(client):
+        for value in client.hvals(keys.index_keys(scope).tested):
+            items = keys.parse_tested_items(value.decode() if isinstance(value, bytes)
+                                            else str(value))
+            groups.update(g for g in items.get(keys.LABEL_TESTED_GROUPS, "").split(";") if g)
+            commands.update(c for c in items.get(keys.LABEL_TESTED_COMMANDS, "").split(";")
+                            if c)
+    return sorted(groups), sorted(commands)

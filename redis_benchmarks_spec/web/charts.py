@@ -1,0 +1,88 @@
+"""The site's history chart: matplotlib SVG, rendered on the server, nothing to fetch.
+
+Each point is a link to its run's page and carries an SVG ``<title>`` naming its commit, so
+a browser shows the commit on hover and opens the run on click with no script at all.
+Alerts and host boundaries are vertical lines; change points are marked between the points
+on either side of them. The drawing helpers of :mod:`analysis.plots` (``to_svg``) are
+reused, so a page and a report draw alike.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from html import escape
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+
+from redis_benchmarks_spec.analysis.plots import SIDE_COLOURS, to_svg
+
+_ANCHOR = re.compile(r'<a xlink:href="([^"]*)"[^>]*>')
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    """One point: when, its value, its link and the text shown on hover."""
+
+    ts_ms: int
+    value: float
+    url: str
+    title: str
+
+
+@dataclass
+class Chart:
+    """One series' chart: its points and the vertical marks (label, time) drawn over it."""
+
+    label: str
+    metric: str
+    points: list[ChartPoint] = field(default_factory=list)
+    alerts: list[tuple[str, int]] = field(default_factory=list)
+    boundaries: list[tuple[str, int]] = field(default_factory=list)
+    steps: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _dt(ms: int) -> float:
+    return float(mdates.date2num(datetime.fromtimestamp(ms / 1000, tz=timezone.utc)))
+
+
+def _marks(ax: plt.Axes, marks: list[tuple[str, int]], colour: str, style: str) -> None:
+    for label, ts in marks:
+        ax.axvline(_dt(ts), color=colour, ls=style, lw=1.2)
+        ax.annotate(label, (_dt(ts), 1.0), xycoords=("data", "axes fraction"), fontsize=7,
+                    rotation=90, va="top", ha="right", color=colour)
+
+
+def history_svg(chart: Chart) -> str:
+    """The chart as inline ``<svg>``: a line through the points, each point a link with a
+    hover title; alerts red, host boundaries grey dashed, change points orange dotted."""
+    fig, ax = plt.subplots(figsize=(9, 3))
+    xs = [_dt(p.ts_ms) for p in chart.points]
+    ys = [p.value for p in chart.points]
+    ax.plot(xs, ys, "-", color=SIDE_COLOURS[0], lw=1, alpha=0.6)
+    dots = ax.scatter(xs, ys, s=18, color=SIDE_COLOURS[0], zorder=3)
+    dots.set_urls([p.url for p in chart.points])
+    _marks(ax, chart.alerts, "#d62728", "-")
+    _marks(ax, chart.boundaries, "#7f7f7f", "--")
+    _marks(ax, chart.steps, "#ff7f0e", ":")
+    ax.set_ylabel(re.sub(r"^ALL_STATS\.Totals\.", "", chart.metric))
+    ax.set_title(chart.label, fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.xaxis_date()
+    fig.autofmt_xdate()
+    return _with_titles(to_svg(fig), chart.points)
+
+
+def _with_titles(svg: str, points: list[ChartPoint]) -> str:
+    """Each point's ``<a>`` given a ``<title>`` (matplotlib writes the links in the order
+    of the points; a title is what a browser shows on hover)."""
+    titles = iter(points)
+
+    def add(match: re.Match[str]) -> str:
+        point = next(titles, None)
+        text = f"<title>{escape(point.title)}</title>" if point is not None else ""
+        return f'{match.group(0)}{text}'
+
+    return _ANCHOR.sub(add, svg)

@@ -1,0 +1,145 @@
+"""The compare page's data: two commits' points of one metric read by the one comparison
+reader (:func:`inputs.comparison_series.read_sides`, as ``rbs compare --baseline-hash
+--comparison-hash`` reads them) and judged by the one engine
+(:func:`analysis.engine.judge_samples`); per platform when the page names none. The
+functions that moved come from the runs' instruction profiles
+(:mod:`analysis.function_movers`), where their files are readable here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_samples
+from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMove, function_movers
+from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.datasink import keys, reader, run_reader
+from redis_benchmarks_spec.inputs.comparison_series import SidesQuery, SidesRead, read_sides
+from redis_benchmarks_spec.inputs.profiles import read_functions
+from redis_benchmarks_spec.results.comparison_key import split
+
+SHA = re.compile(r"^[0-9a-f]{7,40}$")
+NAME = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+
+class CompareRequestError(ValueError):
+    """A compare URL whose parameters are not what the page accepts; says which."""
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What the URL asks: two commits, a metric, and optionally a platform, a group and a
+    command (exact names: a link is shared, so it names, it does not search)."""
+
+    a: str
+    b: str
+    metric: str
+    platform: str | None = None
+    group: str | None = None
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("a", "b"):
+            if not SHA.match(getattr(self, name)):
+                raise CompareRequestError(f"{name}: not a commit sha (7 to 40 hex digits)")
+        for name in ("platform", "group", "command"):
+            value = getattr(self, name)
+            if value is not None and not NAME.match(value):
+                raise CompareRequestError(f"{name}: not a name ([A-Za-z0-9._:-]+)")
+        if not re.match(r"^[A-Za-z0-9._:/%-]{1,200}$", self.metric):
+            raise CompareRequestError("metric: not a metric name")
+
+    def keep(self) -> NameFilter | None:
+        if not (self.group or self.command):
+            return None
+        exact = (lambda v: f"^{re.escape(v)}$" if v else None)
+        return NameFilter(".*", exact(self.group), exact(self.command))
+
+
+@dataclass
+class PlatformCompare:
+    """One platform's report, and per row the functions that moved most."""
+
+    platform: str
+    report: ComparisonReport
+    movers: dict[str, list[FunctionMove]] = field(default_factory=dict)
+
+
+def _platforms(client: redis.Redis, sha: str, metric: str) -> set[str]:
+    found = reader.series_labels(client, ["by=hash", f"hash={sha}",
+                                          f"{keys.LABEL_METRIC}={keys.label_value(metric)}"],
+                                 [keys.LABEL_PLATFORM])
+    return {x[keys.LABEL_PLATFORM] for x in found if x.get(keys.LABEL_PLATFORM)}
+
+
+def _topologies(client: redis.Redis, sha: str, metric: str, platform: str) -> set[str]:
+    found = reader.series_keys(client, ["by=hash", f"hash={sha}",
+                                        f"{keys.LABEL_METRIC}={keys.label_value(metric)}",
+                                        f"{keys.LABEL_PLATFORM}={platform}"])
+    return {keys.parse_key(k, metric).topology for k in found}
+
+
+def _read(client: redis.Redis, req: CompareRequest, platform: str) -> SidesRead:
+    def side(sha: str) -> reader.SeriesSelector:
+        return reader.SeriesSelector(metric=req.metric, side=keys.Side("hash", sha),
+                                     platform=platform)
+    tops = _topologies(client, req.a, req.metric, platform) | \
+        _topologies(client, req.b, req.metric, platform)
+    return read_sides(client, SidesQuery(side(req.a), side(req.b),
+                                         topologies=tuple(sorted(tops)), keep=req.keep()))
+
+
+def _functions(client: redis.Redis, series: reader.Series | None) -> list[list[dict[str, Any]]]:
+    """Per run of a series, the function counts its instruction profile wrote (when the
+    file is readable from here)."""
+    if series is None or not series.points:
+        return []
+    parsed = keys.parse_key(series.key)
+    ids = run_reader.run_ids_at(client, parsed.scope, parsed.test_name,
+                                [ts for ts, _ in series.points])
+    docs = run_reader.result_documents(client, sorted({r for row in ids for r in row}))
+    out = []
+    for doc in docs.values():
+        path = doc.paths.get(PATH_KEY)
+        if path and Path(path).is_file():
+            functions = read_functions(Path(path))
+            if functions:
+                out.append(functions)
+    return out
+
+
+def _movers(client: redis.Redis, found: SidesRead,
+            report: ComparisonReport) -> dict[str, list[FunctionMove]]:
+    out = {}
+    for row in report.rows:
+        if row.baseline_median:
+            moves = function_movers(_functions(client, found.baseline.get(row.test)),
+                                    _functions(client, found.comparison.get(row.test)),
+                                    row.baseline_median)
+            if moves:
+                out[row.test] = moves
+    return out
+
+
+def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
+    """Every platform both commits ran on (or the one asked), each judged by the engine."""
+    platforms = [req.platform] if req.platform else sorted(
+        _platforms(client, req.a, req.metric) & _platforms(client, req.b, req.metric))
+    options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
+                             metric=req.metric)
+    out = []
+    for platform in platforms:
+        found = _read(client, req, platform)
+        samples = found.samples()
+        problems = [f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'}"
+                    " side" for t, (b, c) in samples.items() if not b or not c]
+        report = judge_samples(samples, options, problems)
+        movers = _movers(client, found, report) if req.metric == INSTRUCTIONS_METRIC else {}
+        out.append(PlatformCompare(platform, report, movers))
+    return out
