@@ -17,6 +17,9 @@ import redis
 from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.writer import push_results
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from tests.cli import RBS
 from tests.datasink_fixtures import METRICS, TEST_NAME, make_result
 
@@ -31,6 +34,13 @@ def _value(commit: int, rep: int, platform: str, test: str) -> float:
     base = 100_000.0 if test == TEST_NAME else 50_000.0
     slow = 0.8 if platform == PLATFORMS[0] and commit >= SLOW_FROM and test == TEST_NAME else 1
     return base * slow * (1 + (rep % 3 - 1) * 0.002)
+
+
+COMMENT = PrInfo(org="redis", repo="redis", number=11552, head_sha=SHAS[SLOW_FROM],
+                 head_ref="feature", base_ref="unstable", base_sha=SHAS[SLOW_FROM - 1],
+                 title="geo: <script>alert(1)</script> faster", html_url="javascript:alert(1)")
+COMMENT_BODY = (f"{COMMENT.marker}\n### Benchmark results\n\n| test | verdict |\n| --- | --- |\n"
+                f"| `{TEST_NAME}` | REGRESSION -20.0 % |\n\n<img src=x onerror=alert(1)>\n")
 
 
 def fill(client: redis.Redis) -> None:
@@ -53,13 +63,15 @@ def fill(client: redis.Redis) -> None:
                         f"Ops/sec -20.0 % on icelake-2s at {SHAS[SLOW_FROM][:10]}")
     watch_store.add_log(client, where, "host-changed", SHAS[1],
                         "host changed on icelake-2s (kernel 6.1 -> 6.2)")
+    # the datasink's server stands for the broker too: the comment the lab posted
+    pr_state.save_body(client, StreamNames(), COMMENT, COMMENT_BODY, 1_700_000_000_000)
 
 
-def start_site(url: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_site(url: str, log: Path, *more: str) -> tuple[subprocess.Popen[bytes], str]:
     """``rbs site --port P --datasink URL`` as its own process, once it answers."""
     port = free_port()
     with log.open("wb") as out:
-        proc = subprocess.Popen([RBS, "site", "--port", str(port), "--datasink", url],
+        proc = subprocess.Popen([RBS, "site", "--port", str(port), "--datasink", url, *more],
                                 stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ),
                                 start_new_session=True)
     base = f"http://127.0.0.1:{port}"

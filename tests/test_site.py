@@ -13,7 +13,16 @@ import pytest
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from tests.cli import rbs
 from tests.datasink_fixtures import TEST_NAME, start_datasink
-from tests.site_fixtures import OTHER_TEST, SHAS, SLOW_FROM, fill, get, start_site, stop
+from tests.site_fixtures import (
+    COMMENT,
+    OTHER_TEST,
+    SHAS,
+    SLOW_FROM,
+    fill,
+    get,
+    start_site,
+    stop,
+)
 
 
 @pytest.fixture(scope="module", name="lab")
@@ -24,7 +33,7 @@ def lab_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     try:
         with sink.client() as client:
             fill(client)
-        proc, base = start_site(sink.url, folder / "site.log")
+        proc, base = start_site(sink.url, folder / "site.log", "--broker", sink.url)
         try:
             yield base, sink.url
         finally:
@@ -48,8 +57,7 @@ def test_index_links_to_every_kind_of_page(lab: tuple[str, str]) -> None:
     assert 'action="/compare"' in html
     assert "alert" in html and SHAS[SLOW_FROM][:10] in html
     for link in links:  # every page the index links to answers
-        if link != "/pulls":
-            assert get(base, link)[0] == 200, link
+        assert get(base, link)[0] == 200, link
 
 
 def test_branch_page_lists_commits_with_why_and_alerts(lab: tuple[str, str]) -> None:
@@ -113,3 +121,20 @@ def test_hostile_parameters_are_refused(lab: tuple[str, str]) -> None:
         status, html = get(base, path)
         assert status == 400 and "<script>" not in html, path
     assert get(base, "/run/nope")[0] == 404
+
+
+def test_each_pull_requests_comment_with_its_compare_link(lab: tuple[str, str]) -> None:
+    base, _ = lab
+    status, html = get(base, "/pulls")
+    page = f"/pulls/redis/redis/{COMMENT.number}/{COMMENT.head_sha}"
+    assert status == 200 and page in _links(html)
+    assert "&lt;script&gt;" in html and "<script>" not in html  # the title is shown, inert
+    status, html = get(base, page)
+    assert status == 200
+    article = html.split('<article class="comment">', 1)[1]
+    assert "<table>" in article and "REGRESSION -20.0 %" in article  # rendered, not raw
+    assert "<img" not in article and "<script>" not in html  # HTML in a comment stays text
+    assert 'href="javascript:' not in html and "rbs-pr-comment" not in html
+    compare = f"/compare?a={COMMENT.base_sha}&b={COMMENT.head_sha}"
+    assert compare in _links(html) and get(base, compare)[0] == 200
+    assert get(base, f"/pulls/redis/redis/1/{SHAS[0]}")[0] == 404

@@ -9,10 +9,12 @@ import argparse
 import sys
 
 from redis_benchmarks_spec.cli import datasink as datasink_cli
+from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, broker_client
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.store import DatasinkConfig, connect
+from redis_benchmarks_spec.events import names as names_mod
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8090, help="(default 8090)")
     p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--broker", default=None, metavar="URL",
+                   help="Redis URL of the broker, where the pull requests' comments are kept "
+                        f"(password: ${ENV_BROKER_PASSWORD}); without it, no comment pages")
+    names_mod.add_arguments(p)
     datasink_cli.add_remote_args(p)
     datasink_cli.add_embedded_args(p)
     p.set_defaults(func=cmd_site)
@@ -52,7 +58,10 @@ def cmd_site(args: argparse.Namespace) -> int:
         raise UsageError("rbs site", f"needs Flask and waitress ({exc})",
                          "pip install 'redis-benchmarks-spec[api]'") from None
     config = _config(args)
-    app = create_app(SiteConfig(lambda: connect(config), config.display_url))
+    broker = broker_client(args) if args.broker else None
+    app = create_app(SiteConfig(lambda: connect(config), config.display_url,
+                                (lambda: broker) if broker is not None else None,
+                                names_mod.from_args(args)))
     make_console().print(f"site: http://{args.host}:{args.port}/ (datasink "
                          f"{config.display_url})", highlight=False, markup=False)
     sys.stdout.flush()

@@ -18,6 +18,7 @@ and never fails the webhook or the agent's work.
 from __future__ import annotations
 
 import logging
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -247,4 +248,8 @@ class PrNotifier:
                               info.marker, body)
         log.info("PR comment %s on %s/%s#%s: %s", done.comment_id, info.org, info.repo,
                  info.number, "created" if done.created else "edited")
+        try:  # the lab's site shows it (rbs site); the comment is out whatever happens here
+            pr_state.save_body(self.broker, self.names, info, body, int(time.time() * 1000))
+        except redis.RedisError as exc:
+            log.warning("PR comment of %s not kept for the site: %s", info.comment_id, exc)
         return done

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -22,7 +22,9 @@ from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, when_utc
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.datasink import keys, reader, run_reader, watch_store
-from redis_benchmarks_spec.web import branch_page, compare_page, history_page
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.web import branch_page, compare_page, history_page, pulls_page
 from redis_benchmarks_spec.web.templates import PAGES
 
 _NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
@@ -32,10 +34,13 @@ MAX_HISTORY_POINTS = 500
 
 @dataclass(frozen=True)
 class SiteConfig:
-    """Where the site reads: a client factory for the datasink, and the URL shown."""
+    """Where the site reads: a client factory for the datasink, and the URL shown; the
+    broker (where the pull requests' comments are kept) when one is given."""
 
     datasink: Callable[[], redis.Redis]
     display_url: str = ""
+    broker: Callable[[], redis.Redis] | None = None
+    names: StreamNames = field(default_factory=StreamNames)
 
 
 def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str | None:
@@ -144,7 +149,31 @@ def create_app(config: SiteConfig) -> Flask:
                  ("notes", "; ".join(doc.notes))]
         return render("run", f"run {run_id}", doc=doc, facts=facts)
 
+    _pull_routes(app, config, render)
     return app
+
+
+def _pull_routes(app: Flask, config: SiteConfig, render: Callable[..., str]) -> None:
+    """``/pulls`` and each pull request's comment (from the broker, when one is given)."""
+    broker = config.broker() if config.broker is not None else None
+
+    @app.get("/pulls")
+    def pulls() -> str:
+        found = pr_state.posted_comments(broker, config.names) if broker is not None else []
+        return render("pulls", "Pull requests", comments=found, broker=broker is not None)
+
+    @app.get("/pulls/<org>/<repo>/<int:number>/<sha>")
+    def pull(org: str, repo: str, number: int, sha: str) -> str:
+        for value, what in ((org, "org"), (repo, "repo"), (sha, "sha")):
+            _name(value, what)
+        if broker is None:
+            abort(404, "this site was started without --broker: no comments to show")
+        comment_id = f"{org}/{repo}#{number}@{sha}"
+        found = pr_state.load_comment(broker, config.names, comment_id)
+        if found is None:
+            abort(404, f"no comment of {comment_id}")
+        return render("pull", f"{org}/{repo}#{number} at {sha[:10]}", c=found,
+                      html=pulls_page.comment_html(found.body))
 
 
 def _scope(env: str, org: str, repo: str) -> keys.Scope:

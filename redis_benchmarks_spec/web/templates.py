@@ -106,7 +106,22 @@ RUN = """{% extends "layout" %}{% block body %}
 <h2>Artifacts on the agent</h2><ul>{% for k, v in doc.paths|dictsort %}<li>{{ k }}: <code>{{ v }}</code></li>{% else %}<li>none</li>{% endfor %}</ul>
 {% endblock %}"""
 
+PULLS = """{% extends "layout" %}{% block body %}
+{% if not broker %}<p>This site was started without <code>--broker</code>: the comments are kept there.</p>{% endif %}
+<table><tr><th>pull request</th><th>title</th><th>head</th><th>base</th><th>last posted (UTC)</th></tr>
+{% for c in comments %}<tr><td><a href="/pulls/{{ c.info.org }}/{{ c.info.repo }}/{{ c.info.number }}/{{ c.info.head_sha }}">{{ c.info.org }}/{{ c.info.repo }}#{{ c.info.number }}</a></td>
+<td>{{ c.info.title }}</td><td><code>{{ c.info.head_sha[:10] }}</code></td><td>{{ c.info.base_ref }} <code>{{ c.info.base_sha[:10] }}</code></td><td>{{ when(c.at_ms) }}</td></tr>
+{% else %}<tr><td colspan="5">none</td></tr>{% endfor %}</table>
+{% endblock %}"""
+
+PULL = """{% extends "layout" %}{% block body %}
+<p>{{ c.info.title }} {% if c.info.html_url.startswith('https://') %}(<a href="{{ c.info.html_url }}">on GitHub</a>){% endif %}</p>
+{% if c.info.base_sha %}<p><a href="/compare?a={{ c.info.base_sha }}&amp;b={{ c.info.head_sha }}">Compare base {{ c.info.base_sha[:10] }} and head {{ c.info.head_sha[:10] }}</a> with every test's verdict.</p>{% endif %}
+<p class="note">The comment as the lab last posted it ({{ when(c.at_ms) }} UTC):</p>
+<article class="comment">{{ html|safe }}</article>
+{% endblock %}"""
+
 ERROR = """{% extends "layout" %}{% block body %}<p>{{ message }}</p>{% endblock %}"""
 
 PAGES = {"layout": LAYOUT, "index": INDEX, "branch": BRANCH, "history": HISTORY,
-         "compare": COMPARE, "run": RUN, "error": ERROR}
+         "compare": COMPARE, "run": RUN, "pulls": PULLS, "pull": PULL, "error": ERROR}
