@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from tests.browser import blank, plots_of, render
 from tests.cli import rbs
 from tests.datasink_fixtures import TEST_NAME, start_datasink
 from tests.site_fixtures import (
@@ -138,3 +139,16 @@ def test_each_pull_requests_comment_with_its_compare_link(lab: tuple[str, str]) 
     compare = f"/compare?a={COMMENT.base_sha}&b={COMMENT.head_sha}"
     assert compare in _links(html) and get(base, compare)[0] == 200
     assert get(base, f"/pulls/redis/redis/1/{SHAS[0]}")[0] == 404
+
+
+def test_the_history_page_in_headless_chromium(lab: tuple[str, str], tmp_path: Path) -> None:
+    """The page a maintainer opens: drawn, no console error, nothing fetched from elsewhere,
+    and every point of the chart a link whose title names its commit."""
+    base, _ = lab
+    shown = render(f"{base}/ci/redis/redis/test/{TEST_NAME}?platform=icelake-2s",
+                   tmp_path / "history.png")
+    assert shown.console == [] and not blank(shown.screenshot)
+    plots = plots_of(shown.dom)
+    assert plots.external == [] and len(plots.found) == 1 and plots.found[0][2] > 36
+    titles = re.findall(r"<title>([0-9a-f]{12}) ", shown.dom)
+    assert len(titles) == len(SHAS) * 6 and set(titles) == {s[:12] for s in SHAS}

@@ -48,11 +48,15 @@ def _dt(ms: int) -> float:
     return float(mdates.date2num(datetime.fromtimestamp(ms / 1000, tz=timezone.utc)))
 
 
-def _marks(ax: plt.Axes, marks: list[tuple[str, int]], colour: str, style: str) -> None:
+def _marks(ax: plt.Axes, marks: list[tuple[str, int]], colour: str, style: str,
+           top: bool = True) -> None:
+    """Vertical lines, labelled at the top (or the bottom, so two marks of one commit, an
+    alert and its change point, stay readable)."""
     for label, ts in marks:
         ax.axvline(_dt(ts), color=colour, ls=style, lw=1.2)
-        ax.annotate(label, (_dt(ts), 1.0), xycoords=("data", "axes fraction"), fontsize=7,
-                    rotation=90, va="top", ha="right", color=colour)
+        ax.annotate(label, (_dt(ts), 1.0 if top else 0.0), xycoords=("data", "axes fraction"),
+                    fontsize=7, rotation=90, va="top" if top else "bottom", ha="right",
+                    color=colour)
 
 
 def history_svg(chart: Chart) -> str:
@@ -66,7 +70,7 @@ def history_svg(chart: Chart) -> str:
     dots.set_urls([p.url for p in chart.points])
     _marks(ax, chart.alerts, "#d62728", "-")
     _marks(ax, chart.boundaries, "#7f7f7f", "--")
-    _marks(ax, chart.steps, "#ff7f0e", ":")
+    _marks(ax, chart.steps, "#ff7f0e", ":", top=False)
     ax.set_ylabel(re.sub(r"^ALL_STATS\.Totals\.", "", chart.metric))
     ax.set_title(chart.label, fontsize=8)
     ax.grid(alpha=0.3)

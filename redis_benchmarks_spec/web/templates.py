@@ -82,7 +82,7 @@ metric <input name="metric" value="{{ req.metric }}">
 group <select name="group"><option value="">any</option>{% for g in groups %}<option {% if g == req.group %}selected{% endif %}>{{ g }}</option>{% endfor %}</select>
 command <select name="command"><option value="">any</option>{% for c in commands %}<option {% if c == req.command %}selected{% endif %}>{{ c }}</option>{% endfor %}</select>
 <button>compare</button></form>
-<p>Verdicts of the project's engine (the same as <code>rbs compare --baseline-hash {{ req.a }} --comparison-hash {{ req.b }}</code>); this URL can be shared.</p>
+<p>Verdicts of the project's engine (the same as <code>rbs compare --baseline-hash {{ req.a }} --comparison-hash {{ req.b }} --metric {{ req.metric }}{% if req.platform %} --platform {{ req.platform }}{% endif %}</code>); this URL can be shared.</p>
 {% for pc in platforms %}<h2>{{ pc.platform }}</h2>
 <p class="note">{{ pc.report.method }}</p>
 <table class="compare"><tr><th>test</th><th>verdict</th><th>change</th><th>interval</th><th>baseline</th><th>comparison</th><th>n</th><th>functions that moved</th><th>reason</th></tr>
