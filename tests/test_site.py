@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.web.charts import Chart, ChartPoint, history_svg
 from tests.browser import blank, plots_of, render
 from tests.cli import rbs
 from tests.datasink_fixtures import TEST_NAME, start_datasink
@@ -152,3 +153,14 @@ def test_the_history_page_in_headless_chromium(lab: tuple[str, str], tmp_path: P
     assert plots.external == [] and len(plots.found) == 1 and plots.found[0][2] > 36
     titles = re.findall(r"<title>([0-9a-f]{12}) ", shown.dom)
     assert len(titles) == len(SHAS) * 6 and set(titles) == {s[:12] for s in SHAS}
+
+
+def test_a_chart_is_drawn_again_only_when_what_it_shows_changes() -> None:
+    points = [ChartPoint(1_700_000_000_000 + i * 60_000, 100.0 + i, f"/run/r{i}", f"c{i}")
+              for i in range(5)]
+    first = history_svg(Chart("lab-a", "ALL_STATS.Totals.Ops/sec", list(points)))
+    again = history_svg(Chart("lab-a", "ALL_STATS.Totals.Ops/sec", list(points)))
+    assert again is first  # kept, not drawn again
+    alerted = history_svg(Chart("lab-a", "ALL_STATS.Totals.Ops/sec", list(points),
+                                alerts=[("ALERT c3", points[3].ts_ms)]))
+    assert alerted is not first and "ALERT c3" in alerted and "ALERT" not in first

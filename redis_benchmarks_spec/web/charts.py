@@ -3,13 +3,23 @@
 Each point is a link to its run's page and carries an SVG ``<title>`` naming its commit, so
 a browser shows the commit on hover and opens the run on click with no script at all.
 Alerts and host boundaries are vertical lines; change points are marked between the points
-on either side of them. The drawing helpers of :mod:`analysis.plots` (``to_svg``) are
-reused, so a page and a report draw alike.
+on either side of them; colours are those of :mod:`analysis.plots`, so a page and a report
+draw alike.
+
+matplotlib takes 100-300 ms for one chart here (two draws with a tight bounding box, text
+as paths: twice that). So the figure is laid out once with fixed margins, its text is left
+as SVG text, and the SVG is kept by the digest of everything it shows
+(:data:`CACHE_SIZE` charts): a chart is drawn again only when its points or marks change.
+pyplot is not thread-safe and waitress serves with threads, so drawing holds a lock.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
@@ -17,8 +27,11 @@ from html import escape
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
-from redis_benchmarks_spec.analysis.plots import SIDE_COLOURS, to_svg
+from redis_benchmarks_spec.analysis.plots import SIDE_COLOURS
 
+CACHE_SIZE = 512
+_CACHE: OrderedDict[str, str] = OrderedDict()
+_DRAWING = threading.Lock()
 _ANCHOR = re.compile(r'<a xlink:href="([^"]*)"[^>]*>')
 
 
@@ -62,7 +75,25 @@ def _marks(ax: plt.Axes, marks: list[tuple[str, int]], colour: str, style: str,
 def history_svg(chart: Chart) -> str:
     """The chart as inline ``<svg>``: a line through the points, each point a link with a
     hover title; alerts red, host boundaries grey dashed, change points orange dotted."""
-    fig, ax = plt.subplots(figsize=(9, 3))
+    digest = hashlib.sha256(repr(chart).encode()).hexdigest()
+    with _DRAWING:
+        svg = _CACHE.get(digest)
+        if svg is None:
+            svg = _CACHE[digest] = _draw(chart)
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.popitem(last=False)
+        _CACHE.move_to_end(digest)
+    return svg
+
+
+def _draw(chart: Chart) -> str:
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "rbs", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(9, 3))
+        fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.22)
+        return _plotted(fig, ax, chart)
+
+
+def _plotted(fig: plt.Figure, ax: plt.Axes, chart: Chart) -> str:
     xs = [_dt(p.ts_ms) for p in chart.points]
     ys = [p.value for p in chart.points]
     ax.plot(xs, ys, "-", color=SIDE_COLOURS[0], lw=1, alpha=0.6)
@@ -76,7 +107,13 @@ def history_svg(chart: Chart) -> str:
     ax.grid(alpha=0.3)
     ax.xaxis_date()
     fig.autofmt_xdate()
-    return _with_titles(to_svg(fig), chart.points)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    # the prologue and the RDF metadata block are not needed inline
+    text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
+    return _with_titles(text, chart.points)
 
 
 def _with_titles(svg: str, points: list[ChartPoint]) -> str:
