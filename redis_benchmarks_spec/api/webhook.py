@@ -20,6 +20,7 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.api.enqueue import OnceQueue
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
 from redis_benchmarks_spec.common import safejson
 from redis_benchmarks_spec.events.messages import BuildRequest
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 5 * 1024 * 1024
 CONNECTION_LIMIT = 2000
 CHANNEL_TIMEOUT_S = 15
-DELIVERY_TTL_S = 7 * 24 * 3600
 SIGNATURE_PREFIX = "sha256="
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -38,17 +38,6 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 # post the "build started" pull-request comment); must not raise for a service's failure
 OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
 
-# enqueue once per delivery id AND once per payload (a signed body replayed under a fresh
-# delivery id is the same payload): the checks, the marks and the XADD happen atomically
-_ENQUEUE_ONCE = """
-for i = 2, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then return false end
-end
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[1], 'EX', ARGV[2])
-end
-return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
-"""
 MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
 
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 202: "202 Accepted", 400: "400 Bad Request",
@@ -100,7 +89,7 @@ class WebhookApp:
         self.config = config
         self.client = client
         self.on_enqueued = on_enqueued
-        self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
+        self.queue = OnceQueue(client, config.names.build_requests)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -178,19 +167,12 @@ class WebhookApp:
                      "sha": request.sha, "reason": decision.reason}
 
     def _xadd(self, request: BuildRequest, delivery: str, digest: str) -> str | None:
-        stream = self.config.names.build_requests
-        flat: list[Any] = [request.id, DELIVERY_TTL_S]
-        for key, value in request.encode().items():
-            flat += [key, value]
-        keys = [stream, self.config.names.webhook_payload_key(digest)]
+        # once per delivery id AND once per payload: a signed body replayed under a fresh
+        # delivery id is the same payload
+        marks = [self.config.names.webhook_payload_key(digest)]
         if delivery:
-            keys.append(self.config.names.webhook_delivery_key(delivery[:200]))
-        result = self._enqueue_once(keys=keys, args=flat)
-        return None if result is None else _text(result)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+            marks.append(self.config.names.webhook_delivery_key(delivery[:200]))
+        return self.queue.add(request, marks)
 
 
 def serve(app: WebhookApp, host: str, port: int, threads: int = 4) -> None:
