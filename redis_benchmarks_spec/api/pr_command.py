@@ -164,14 +164,14 @@ def parse(body: str, pr: PrRef, user: str, platforms: tuple[str, ...] = ()) -> P
     if not words or words[0] not in ACTIONS:
         raise CommandRefused(f"unknown command `{(words or [''])[0][:40]}` (known: "
                              f"{', '.join(ACTIONS)})")
+    if words[0] == "cancel" and len(words) > 1:
+        raise CommandRefused("`/rbs cancel` takes no parameters")
     values: dict[str, Any] = {}
     for word in words[1:]:
         key, sep, value = word.partition("=")
         if not sep or key not in KEYS:
             raise CommandRefused(f"unknown word `{word[:40]}` (known: "
                                  f"{', '.join(k + '=' for k in KEYS)})")
-        if words[0] == "cancel":
-            raise CommandRefused("`/rbs cancel` takes no parameters")
         if key in values:
             raise CommandRefused(f"`{key}=` is given twice")
         values[key] = _value(key, value, platforms)

@@ -4,8 +4,9 @@
 body with the shared secret in constant time (401, nothing enqueued), JSON parsed with a
 depth limit (400), then :func:`redis_benchmarks_spec.api.github.decide` says whether to
 enqueue a build request (201) or not (202). A redelivery (same ``X-GitHub-Delivery``) and a
-replayed body (same payload sha256 under another delivery id) are enqueued only once.
-``GET /healthz``: 200 when Redis answers, 503 otherwise.
+replayed body (same payload sha256 under another delivery id) are enqueued only once. An
+``issue_comment`` delivery is a ``/rbs`` command on a pull request (:mod:`.commands`): its
+answer goes to ``on_reply``, to be posted there. ``GET /healthz``: 200 when Redis answers, 503 otherwise.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.api.commands import Commands, Reply, record_head, remember_request
 from redis_benchmarks_spec.api.enqueue import OnceQueue
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
+from redis_benchmarks_spec.api.pr_command import PrRef
 from redis_benchmarks_spec.common import safejson
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
@@ -37,6 +40,8 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 # called after a request was enqueued, with the delivery's event name and payload (e.g. to
 # post the "build started" pull-request comment); must not raise for a service's failure
 OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
+# called with the answer to a pull request's /rbs command (api/commands.py), to post it
+OnReply = Callable[[Reply], None]
 
 MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
 
@@ -85,11 +90,13 @@ class WebhookApp:
     """WSGI callable: ``waitress.serve(WebhookApp(config, client))``."""
 
     def __init__(self, config: WebhookConfig, client: redis.Redis,
-                 on_enqueued: OnEnqueued | None = None) -> None:
+                 on_enqueued: OnEnqueued | None = None, on_reply: OnReply | None = None) -> None:
         self.config = config
         self.client = client
         self.on_enqueued = on_enqueued
+        self.on_reply = on_reply
         self.queue = OnceQueue(client, config.names.build_requests)
+        self.commands = Commands(client, config.names, config.policy, self.queue)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -124,16 +131,27 @@ class WebhookApp:
         event = environ.get("HTTP_X_GITHUB_EVENT", "")
         if event == "ping":
             return 200, {"status": "pong"}
+        delivery = environ.get("HTTP_X_GITHUB_DELIVERY", "")
         try:
             payload = safejson.loads(body, MAX_JSON_DEPTH)
+            if event == "issue_comment":
+                return self._command(payload, delivery)
             decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
-        status, answer = self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""),
-                                       hashlib.sha256(body).hexdigest())
+        if event == "pull_request":  # its head, for the /rbs commands on it
+            record_head(self.client, self.config.names, payload)
+        status, answer = self._enqueue(decision, delivery, hashlib.sha256(body).hexdigest())
         if status == 201 and decision.request is not None and self.on_enqueued is not None:
             self.on_enqueued(decision.request, event, payload)
         return status, answer
+
+    def _command(self, payload: Any, delivery: str) -> tuple[int, dict[str, Any]]:
+        handled = self.commands.handle(payload, delivery)
+        log.info("webhook: issue_comment %s: %s", delivery[:40], handled.answer.get("status"))
+        if handled.reply is not None and self.on_reply is not None:
+            self.on_reply(handled.reply)
+        return handled.status, handled.answer
 
     def _read_body(self, environ: dict[str, Any]) -> bytes:
         limit = self.config.max_body_bytes
@@ -161,6 +179,9 @@ class WebhookApp:
             log.info("webhook: delivery %s (payload %s) already enqueued", delivery, digest[:12])
             return 202, {"status": "duplicate delivery", "delivery": delivery,
                          "payload_sha256": digest}
+        if request.pr is not None:  # /rbs cancel stops it (api/commands.py)
+            remember_request(self.client, self.config.names,
+                             PrRef(request.org, request.repo, request.pr), request.id)
         log.info("webhook: %s -> request %s (%s/%s %s) entry %s", decision.reason, request.id,
                  request.org, request.repo, request.sha, entry_id)
         return 201, {"status": "enqueued", "request_id": request.id, "entry_id": entry_id,

@@ -16,7 +16,12 @@ from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, add_broker, broker_client
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
+from redis_benchmarks_spec.cli.github_args import (
+    add_github_args,
+    notifier_from_args,
+    reply_hook,
+    webhook_hook,
+)
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.errors import MessageError
@@ -304,5 +309,7 @@ def cmd_api(args: argparse.Namespace) -> int:
         make_console(stderr=True).print(f"[red]rbs api: {exc}[/]", highlight=False)
         return 2
     hook = webhook_hook(notifier) if notifier else None
-    serve(WebhookApp(config, client, on_enqueued=hook), args.host, args.port, args.threads)
+    reply = reply_hook(notifier) if notifier else None
+    serve(WebhookApp(config, client, on_enqueued=hook, on_reply=reply), args.host, args.port,
+          args.threads)
     return 0

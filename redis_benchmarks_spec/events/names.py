@@ -152,6 +152,11 @@ class StreamNames:
         them)."""
         return f"{self.prefix}:pr-requests:{pr_ref}"
 
+    def pr_ask_key(self, request_id: str) -> str:
+        """What a ``/rbs benchmark`` comment asked beyond the request's own fields (pairs,
+        profilers), for the agents that run it."""
+        return f"{self.prefix}:pr-ask:{request_id}"
+
     def platform_group(self, platform: str) -> str:
         """Consumer group of one platform on the builds stream."""
         return f"{self.platform_group_prefix}{platform}"

@@ -29,6 +29,7 @@ import redis
 import requests
 from github import GithubException
 
+from redis_benchmarks_spec.api.commands import Reply
 from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
@@ -146,6 +147,19 @@ class PrNotifier:
         except NOTIFY_ERRORS as exc:
             log.error("PR comment on %s/%s#%s (request %s, %s) not updated: %s", request.org,
                       request.repo, request.pr, request.id, variant, exc)
+            return None
+
+    def command_reply(self, reply: Reply) -> Upserted | None:
+        """The lab's answer to a ``/rbs`` command, in its own comment on the pull request
+        (one per pull request, edited: the newest answer; api/commands.py)."""
+        pr = reply.pr
+        marker = f"<!-- rbs-command-reply {pr.ref} -->"
+        body = f"{marker}\n**The lab's answer to `/rbs`**\n\n{reply.text}\n"
+        try:
+            return upsert_comment(self.github, PullRequestRef(pr.org, pr.repo, pr.number),
+                                  marker, body)
+        except (GithubException, requests.RequestException) as exc:
+            log.error("answer to /rbs on %s not posted: %s", pr.ref, exc)
             return None
 
     def _info(self, event: BuildEvent) -> PrInfo:

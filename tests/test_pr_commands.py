@@ -1,0 +1,144 @@
+"""``/rbs`` commands on a pull request (issue 43): ``issue_comment`` deliveries (built on the
+recorded pull request, tests/pr_comment_deliveries.py) through the webhook receiver on a real
+redis-server: who may command, every parameter bounded, what is queued, once."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+
+from redis_benchmarks_spec.api.commands import Reply, load_ask
+from redis_benchmarks_spec.api.github import TriggerPolicy
+from redis_benchmarks_spec.api.pr_command import PROFILERS, items_regexp
+from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, signature_for
+from redis_benchmarks_spec.events.messages import BuildRequest
+from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.telemetry.profilers.registry import NAMES as PROFILER_NAMES
+from tests.pr_comment_deliveries import HEAD_SHA, PR_NUMBER, SAMPLES, comment
+
+SECRET = b"s3cr3t-webhook"
+NAMES = StreamNames.with_prefix("cmd")
+COMMAND = "/rbs benchmark suites=zset platforms=icelake-2s pairs=10 profilers=instructions"
+
+
+class Lab:
+    """The receiver and what it answered."""
+
+    def __init__(self, redis_server: Any) -> None:
+        self.client = redis_server.client()
+        policy = TriggerPolicy(platforms=("icelake-2s", "lab-b"))
+        self.replies: list[Reply] = []
+        self.app = WebhookApp(WebhookConfig(secret=SECRET, policy=policy, names=NAMES),
+                              self.client, on_reply=self.replies.append)
+
+    def post(self, body: bytes, event: str = "issue_comment",
+             delivery: str = "d-1") -> tuple[str, dict[str, Any]]:
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/webhook",
+                   "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body),
+                   "HTTP_X_GITHUB_EVENT": event, "HTTP_X_GITHUB_DELIVERY": delivery,
+                   "HTTP_X_HUB_SIGNATURE_256": signature_for(SECRET, body)}
+        status: list[str] = []
+        chunks = self.app(environ, lambda s, _h: status.append(s))
+        return status[0], json.loads(b"".join(chunks))
+
+    def queued(self) -> list[BuildRequest]:
+        return [BuildRequest.decode(fields, entry_id) for entry_id, fields in
+                self.client.xrange(NAMES.build_requests)]
+
+
+@pytest.fixture(name="lab")
+def lab_fixture(redis_server: Any) -> Lab:
+    lab = Lab(redis_server)
+    labelled = (SAMPLES / "event_webhook_labelled_pr.json").read_bytes()
+    status, _ = lab.post(labelled, "pull_request", "pr-1")  # the head the lab learns
+    assert status.startswith("201")
+    return lab
+
+
+def test_a_members_command_queues_the_head_once_and_says_what_runs(lab: Lab) -> None:
+    status, answer = lab.post(comment(COMMAND), delivery="c-1")
+    assert status.startswith("201"), answer
+    request = lab.queued()[-1]
+    assert (request.sha, request.pr, request.platforms) == (HEAD_SHA, PR_NUMBER, ["icelake-2s"])
+    assert request.filters.tests_regexp == "(?:zset)"
+    ask = load_ask(lab.client, NAMES, request.id)
+    assert ask is not None and (ask.pairs, ask.profilers) == (10, ("instructions",))
+    [reply] = lab.replies
+    assert reply.pr.number == PR_NUMBER and "accepted" in reply.text
+    assert "suites matching zset on icelake-2s" in reply.text
+    assert "up to 10 interleaved pairs" in reply.text and "instructions" in reply.text
+    # a redelivery: nothing queued, nothing answered
+    assert lab.post(comment(COMMAND), delivery="c-1")[1]["status"] == "duplicate delivery"
+    # the same command again (another comment, same head): answered, not queued
+    again = lab.post(comment(COMMAND.replace("pairs=10 ", "") + " pairs=10"), delivery="c-2")
+    assert again[1]["status"] == "repeated command" and len(lab.queued()) == 2
+    assert "already queued" in lab.replies[-1].text and len(lab.replies) == 2
+
+
+def test_a_stranger_is_refused_and_nothing_is_queued(lab: Lab) -> None:
+    for association in ("NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR"):
+        status, answer = lab.post(comment(COMMAND, association, "stranger"),
+                                  delivery=f"s-{association}")
+        assert status.startswith("202") and answer["status"] == "refused"
+        assert "only members, owners and collaborators" in lab.replies[-1].text
+    assert len(lab.queued()) == 1  # the label's request only
+
+
+@pytest.mark.parametrize("words, why", [
+    ("suites=(a+)+$", "is not a name"),
+    ("suites=" + ",".join(f"s{i}" for i in range(11)), "1 to 10"),
+    ("suites=a*b*c", "is not a name"),
+    ("suites=" + "a" * 65, "is not a name"),
+    ("pairs=100000", "from 2 to 40"),
+    ("pairs=1", "from 2 to 40"),
+    ("pairs=-3", "from 2 to 40"),
+    ("platforms=../../etc", "is not a name"),
+    ("platforms=icelake*", "unknown platform"),
+    ("platforms=cascadelake", "unknown platform"),
+    ("profilers=strace", "unknown profiler"),
+    ("profilers=instructions pairs=4 profilers=perf-stat", "given twice"),
+    ("--exec=rm", "unknown word"),
+    ("rm -rf /", "unknown word"),
+    ("x" * 500, "longer than"),
+])
+def test_hostile_parameters_are_refused_with_why(lab: Lab, words: str, why: str) -> None:
+    status, answer = lab.post(comment(f"please\n/rbs benchmark {words}\nthanks"))
+    assert status.startswith("202") and answer["status"] == "refused", answer
+    assert why in lab.replies[-1].text and "refused" in lab.replies[-1].text
+    assert len(lab.queued()) == 1
+
+
+def test_cancel_stops_every_request_of_the_pull_request(lab: Lab) -> None:
+    assert lab.post(comment(COMMAND), delivery="c-1")[0].startswith("201")
+    ids = {r.id for r in lab.queued()}
+    status, answer = lab.post(comment("/rbs cancel"), delivery="x-1")
+    assert status.startswith("202") and set(answer["requests"]) == ids
+    assert {m.decode() for m in lab.client.smembers(NAMES.cancelled)} == ids
+    assert "cancelled 2 queued request(s)" in lab.replies[-1].text
+    assert lab.post(comment("/rbs cancel"), delivery="x-1")[1]["status"] == \
+        "duplicate delivery"
+    lab.post(comment("/rbs cancel"), delivery="x-2")
+    assert "nothing queued" in lab.replies[-1].text
+    refused = lab.post(comment("/rbs cancel now"), delivery="x-3")[1]
+    assert refused["status"] == "refused" and "takes no parameters" in refused["reply"]
+
+
+def test_what_is_not_a_command_is_left_alone(lab: Lab) -> None:
+    before = len(lab.replies)
+    for body, kw in (("LGTM, nice /rbs work", {}), (COMMAND, {"on_pr": False}),
+                     (COMMAND, {"action": "edited"})):
+        assert lab.post(comment(body, **kw))[1]["status"] == "ignored"
+    assert len(lab.replies) == before and len(lab.queued()) == 1
+    assert lab.post(comment("/rbs frobnicate"))[1]["status"] == "refused"
+
+
+def test_patterns_are_escaped_text_with_one_wildcard_each() -> None:
+    pattern = items_regexp(("zset", "hash*get", "a.b"))
+    assert pattern == r"(?:zset|hash.*get|a\.b)"
+    assert re.search(pattern, "memtier_benchmark-1key-zset-zadd")
+    assert not re.search(pattern, "memtier_benchmark-axb")
+    assert set(PROFILERS) <= set(PROFILER_NAMES)  # every profiler a command may ask exists
