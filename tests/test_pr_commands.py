@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +20,12 @@ from redis_benchmarks_spec.api.commands import Reply, load_ask
 from redis_benchmarks_spec.api.github import TriggerPolicy
 from redis_benchmarks_spec.api.pr_command import PROFILERS, items_regexp
 from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, signature_for
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.telemetry.profilers.registry import NAMES as PROFILER_NAMES
+from tests.cli import RBS
+from tests.github_standin import GitHubStandIn
 from tests.pr_comment_deliveries import HEAD_SHA, PR_NUMBER, SAMPLES, comment
 
 SECRET = b"s3cr3t-webhook"
@@ -142,3 +150,56 @@ def test_patterns_are_escaped_text_with_one_wildcard_each() -> None:
     assert re.search(pattern, "memtier_benchmark-1key-zset-zadd")
     assert not re.search(pattern, "memtier_benchmark-axb")
     assert set(PROFILERS) <= set(PROFILER_NAMES)  # every profiler a command may ask exists
+
+
+def _deliver(port: int, body: bytes, event: str, delivery: str) -> int:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/webhook", data=body, method="POST",
+        headers={"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+                 "X-Hub-Signature-256": signature_for(SECRET, body),
+                 "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _answers(gh: GitHubStandIn) -> list[str]:
+    return [c["body"] for c in gh.comments.values() if "rbs-command-reply" in c["body"]]
+
+
+def test_through_rbs_api_the_answer_is_a_comment_on_the_pull_request(
+        redis_server: Any, tmp_path: Path) -> None:
+    port = free_port()
+    with GitHubStandIn("t0ken") as gh:
+        env = {**os.environ, "RBS_GITHUB_TOKEN": "t0ken", "RBS_GITHUB_API_URL": gh.url,
+               "RBS_WEBHOOK_SECRET": SECRET.decode()}
+        log = tmp_path / "api.log"
+        proc = subprocess.Popen([RBS, "api", "--broker", redis_server.url, "--stream-prefix",
+                                 "e2e", "--port", str(port), "--platforms", "icelake-2s"],
+                                env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+        try:
+            assert wait_for(lambda: _up(port), timeout=60), log.read_text()[-2000:]
+            labelled = (SAMPLES / "event_webhook_labelled_pr.json").read_bytes()
+            assert _deliver(port, labelled, "pull_request", "p-1") == 201
+            assert _deliver(port, comment(COMMAND), "issue_comment", "c-1") == 201
+            assert wait_for(lambda: any("accepted" in b for b in _answers(gh)), timeout=30)
+            assert _deliver(port, comment(COMMAND, "NONE", "stranger"), "issue_comment",
+                            "c-2") == 202
+            assert wait_for(lambda: any("stranger" in b for b in _answers(gh)), timeout=30)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    [answer] = _answers(gh)  # one answer comment, edited in place
+    assert "@stranger: refused: only members" in answer
+    assert [r.path for r in gh.calls("PATCH")]  # the accepted answer was edited
+    assert f"/issues/{PR_NUMBER}/comments" in " ".join(r.path for r in gh.calls("POST"))
+
+
+def _up(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
