@@ -16,13 +16,17 @@ from typing import Any
 
 import pytest
 
-from redis_benchmarks_spec.api.commands import Reply, load_ask
+from redis_benchmarks_spec.agent.command_ask import applied
+from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
+from redis_benchmarks_spec.api.commands import Ask, Reply, load_ask
 from redis_benchmarks_spec.api.github import TriggerPolicy
 from redis_benchmarks_spec.api.pr_command import PROFILERS, items_regexp
 from redis_benchmarks_spec.api.webhook import WebhookApp, WebhookConfig, signature_for
 from redis_benchmarks_spec.common.process import free_port, wait_for
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.loadgen.drivers import ToolPaths
+from redis_benchmarks_spec.runner.config import SessionConfig
 from redis_benchmarks_spec.telemetry.profilers.registry import NAMES as PROFILER_NAMES
 from tests.cli import RBS
 from tests.github_standin import GitHubStandIn
@@ -203,3 +207,16 @@ def _up(port: int) -> bool:
             return bool(resp.status == 200)
     except OSError:
         return False
+
+
+def test_the_agent_runs_what_the_command_asked() -> None:
+    session = SessionConfig(tools=ToolPaths(), results_dir=Path("/tmp/r"))
+    budget = UntilDecidedBudget(max_repetitions=40, first_round=6, round_repetitions=4)
+    same = applied(session, budget, None)
+    assert same == (session, budget)
+    ran, capped = applied(session, budget, Ask(pairs=3, profilers=("instructions",)))
+    assert ran.window.profilers.names == ("instructions",)
+    assert capped is not None and (capped.max_repetitions, capped.first_round,
+                                   capped.round_repetitions) == (3, 3, 3)
+    # a platform without an A/B budget gets none from a command
+    assert applied(session, None, Ask(pairs=10))[1] is None
