@@ -28,6 +28,8 @@ PLATFORMS = ("icelake-2s", "lab-b")
 REPS = 6
 SLOW_FROM = 3  # commits SHAS[3:] are 20 % slower on icelake-2s
 OTHER_TEST = "memtier_benchmark-1Mkeys-hash-hget"
+ALERT_MS = 1_700_000_000_000 + 40 * 86_400_000  # 2023-12-24: 2023-Q4
+ALERT_ISSUE = 7  # the GitHub issue that told the alert
 
 
 def _value(commit: int, rep: int, platform: str, test: str) -> float:
@@ -61,6 +63,9 @@ def fill(client: redis.Redis) -> None:
     where = watch_store.Branch("redis", "redis", "unstable")
     watch_store.add_log(client, where, "alert", SHAS[SLOW_FROM],
                         f"Ops/sec -20.0 % on icelake-2s at {SHAS[SLOW_FROM][:10]}")
+    watch_store.record_alert(client, where, SHAS[SLOW_FROM], {
+        "sha": SHAS[SLOW_FROM], "platforms": ["icelake-2s"], "metric": METRICS[0],
+        "change_pct": -20.0, "at_ms": ALERT_MS, "issue": ALERT_ISSUE})
     watch_store.add_log(client, where, "host-changed", SHAS[1],
                         "host changed on icelake-2s (kernel 6.1 -> 6.2)")
     # the datasink's server stands for the broker too: the comment the lab posted

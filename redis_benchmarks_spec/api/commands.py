@@ -166,6 +166,18 @@ class Commands:
             return self._cancel(delivery, command)
         return self._benchmark(delivery, command)
 
+    def refuse(self, payload: Any, delivery: str, text: str) -> Handled:
+        """The answer to a command refused before it was read as one (on an issue)."""
+        issue, sender = payload.get("issue") or {}, payload.get("sender") or {}
+        repo = payload.get("repository") or {}
+        pr = PrRef(str((repo.get("owner") or {}).get("login", ""))[:100],
+                   str(repo.get("name", ""))[:100], int(issue.get("number") or 0))
+        return self._once(delivery, pr, f"@{str(sender.get('login', ''))[:100]}: {text}")
+
+    def claim(self, delivery: str) -> bool:
+        """True the first time a delivery id is seen (commands that queue nothing)."""
+        return self._claim(delivery)
+
     def _claim(self, delivery: str) -> bool:
         if not delivery:
             return True

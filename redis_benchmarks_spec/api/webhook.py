@@ -21,10 +21,17 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.api.commands import Commands, Reply, record_head, remember_request
+from redis_benchmarks_spec.api.commands import (
+    Commands,
+    Handled,
+    Reply,
+    record_head,
+    remember_request,
+)
 from redis_benchmarks_spec.api.enqueue import OnceQueue
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
-from redis_benchmarks_spec.api.pr_command import PrRef
+from redis_benchmarks_spec.api.pr_command import CommandRefused, PrRef
+from redis_benchmarks_spec.api.triage_command import TriageAsk, of_comment, of_label
 from redis_benchmarks_spec.common import safejson
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
@@ -42,6 +49,8 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
 # called with the answer to a pull request's /rbs command (api/commands.py), to post it
 OnReply = Callable[[Reply], None]
+# records a maintainer's word on an alert issue (api/triage_command.py); returns the answer
+OnTriage = Callable[[TriageAsk], str]
 
 MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
 
@@ -90,11 +99,13 @@ class WebhookApp:
     """WSGI callable: ``waitress.serve(WebhookApp(config, client))``."""
 
     def __init__(self, config: WebhookConfig, client: redis.Redis,
-                 on_enqueued: OnEnqueued | None = None, on_reply: OnReply | None = None) -> None:
+                 on_enqueued: OnEnqueued | None = None, on_reply: OnReply | None = None,
+                 on_triage: OnTriage | None = None) -> None:
         self.config = config
         self.client = client
         self.on_enqueued = on_enqueued
         self.on_reply = on_reply
+        self.on_triage = on_triage
         self.queue = OnceQueue(client, config.names.build_requests)
         self.commands = Commands(client, config.names, config.policy, self.queue)
 
@@ -136,6 +147,8 @@ class WebhookApp:
             payload = safejson.loads(body, MAX_JSON_DEPTH)
             if event == "issue_comment":
                 return self._command(payload, delivery)
+            if event == "issues":
+                return self._triage(of_label(payload), delivery)
             decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
@@ -147,7 +160,27 @@ class WebhookApp:
         return status, answer
 
     def _command(self, payload: Any, delivery: str) -> tuple[int, dict[str, Any]]:
-        handled = self.commands.handle(payload, delivery)
+        issue = payload.get("issue") if isinstance(payload, dict) else None
+        if isinstance(issue, dict) and issue.get("pull_request") is None:
+            try:  # a comment on an issue: an alert's triage, if anything
+                return self._triage(of_comment(payload), delivery)
+            except CommandRefused as exc:
+                handled = self.commands.refuse(payload, delivery, f"refused: {exc}.")
+        else:
+            handled = self.commands.handle(payload, delivery)
+        return self._answered(handled, delivery)
+
+    def _triage(self, ask: TriageAsk | None, delivery: str) -> tuple[int, dict[str, Any]]:
+        if ask is None:
+            return 202, {"status": "ignored", "reason": "not a triage of an alert"}
+        if not self.commands.claim(delivery):
+            return 202, {"status": "duplicate delivery", "delivery": delivery}
+        text = self.on_triage(ask) if self.on_triage is not None else \
+            "this lab keeps no alerts here (rbs api was started without --datasink)"
+        return self._answered(Handled(202, {"status": "triage", "reply": text},
+                                      Reply(ask.issue, f"@{ask.by}: {text}")), delivery)
+
+    def _answered(self, handled: Handled, delivery: str) -> tuple[int, dict[str, Any]]:
         log.info("webhook: issue_comment %s: %s", delivery[:40], handled.answer.get("status"))
         if handled.reply is not None and self.on_reply is not None:
             self.on_reply(handled.reply)

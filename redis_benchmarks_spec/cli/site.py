@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, broker_client
@@ -27,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker", default=None, metavar="URL",
                    help="Redis URL of the broker, where the pull requests' comments are kept "
                         f"(password: ${ENV_BROKER_PASSWORD}); without it, no comment pages")
+    p.add_argument("--triage-token-file", type=Path, default=None, metavar="FILE",
+                   help="file holding the token a maintainer gives to triage an alert from "
+                        "the branch page (without it the site writes nothing)")
     names_mod.add_arguments(p)
     datasink_cli.add_remote_args(p)
     datasink_cli.add_embedded_args(p)
@@ -45,6 +49,18 @@ def _config(args: argparse.Namespace) -> DatasinkConfig:
     return config
 
 
+def _token(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    path = path.expanduser().resolve()
+    if not path.is_file():
+        raise UsageError(f"--triage-token-file {path}", "no such file")
+    token = path.read_bytes().strip()
+    if len(token) < 16:
+        raise UsageError(f"--triage-token-file {path}", "holds fewer than 16 bytes")
+    return token
+
+
 def cmd_site(args: argparse.Namespace) -> int:
     """Serve the site until interrupted."""
     if not 0 < args.port < 65536:
@@ -61,7 +77,7 @@ def cmd_site(args: argparse.Namespace) -> int:
     broker = broker_client(args) if args.broker else None
     app = create_app(SiteConfig(lambda: connect(config), config.display_url,
                                 (lambda: broker) if broker is not None else None,
-                                names_mod.from_args(args)))
+                                names_mod.from_args(args), _token(args.triage_token_file)))
     make_console().print(f"site: http://{args.host}:{args.port}/ (datasink "
                          f"{config.display_url})", highlight=False, markup=False)
     sys.stdout.flush()

@@ -146,7 +146,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
                  "--secret-file", str(secret), "--trigger-label", TRIGGER_LABEL,
                  "--branches", "unstable", "--repos", LAB_REPOS, "--git-remote",
                  str(options.source), "--platforms", ",".join(options.platforms),
-                 "--build-variants", options.variant]),
+                 "--build-variants", options.variant,
+                 "--datasink", state.datasink_url]),  # alert issues' triage kept there
         ("builder", [*rbs, "builder", *common, "--consumer", "builder-lab",
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
                      "--cache-dir", str(cache / "cache" / "builds"),

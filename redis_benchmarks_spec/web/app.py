@@ -9,19 +9,21 @@ escaped by the templates.
 
 from __future__ import annotations
 
+import hmac
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from flask import Flask, abort, request
+from flask import Flask, abort, redirect, request
 from jinja2 import DictLoader
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, when_utc
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import keys, reader, run_reader, watch_store
+from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.web import branch_page, compare_page, history_page, pulls_page
@@ -41,6 +43,8 @@ class SiteConfig:
     display_url: str = ""
     broker: Callable[[], redis.Redis] | None = None
     names: StreamNames = field(default_factory=StreamNames)
+    # maintainers who hold it may triage alerts from the branch page (the one write)
+    triage_token: bytes | None = field(default=None, repr=False)
 
 
 def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str | None:
@@ -71,6 +75,7 @@ def create_app(config: SiteConfig) -> Flask:
         return app.jinja_env.get_template(page).render(title=title, **values)
 
     @app.errorhandler(400)
+    @app.errorhandler(403)
     @app.errorhandler(404)
     def _error(exc: Any) -> tuple[str, int]:
         return render("error", f"{exc.code} {exc.name}", message=exc.description), exc.code
@@ -97,7 +102,26 @@ def create_app(config: SiteConfig) -> Flask:
         platform = _name(request.args.get("platform"), "platform")
         view = branch_page.branch_view(client, scope, branch, platform)
         return render("branch", f"{branch} on {platform or 'every platform'} ({scope.path})",
-                      v=view)
+                      v=view, can_triage=config.triage_token is not None,
+                      base=f"/{scope.path}/branch/{branch}", states=alert_triage.STATES)
+
+    @app.post("/<env>/<org>/<repo>/branch/<path:branch>/triage")
+    def triage(env: str, org: str, repo: str, branch: str) -> Any:
+        scope = _scope(env, org, repo)
+        _name(branch, "branch", _BRANCH)
+        form = request.form
+        token = form.get("token", "").encode()
+        if config.triage_token is None or not hmac.compare_digest(token, config.triage_token):
+            abort(403, "triage needs the site's token")
+        try:
+            said = alert_triage.Triage(form.get("state", ""), form.get("by", ""),
+                                       int(time.time() * 1000), "site",
+                                       form.get("fixed_by", "").strip())
+            alert_triage.set_triage(client, watch_store.Branch(org, repo, branch),
+                                    form.get("sha", ""), said)
+        except ValueError as exc:
+            abort(400, str(exc))
+        return redirect(f"/{scope.path}/branch/{branch}#alert-{form.get('sha', '')}", 303)
 
     @app.get("/<env>/<org>/<repo>/test/<test>")
     def history(env: str, org: str, repo: str, test: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.datasink import keys, reader, run_reader, watch_store
+from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
 
 RUNS_PER_TEST = 300  # the newest runs of each test looked at
 MAX_RUNS = 20_000  # at most this many run contexts peeked for one page
@@ -41,6 +41,8 @@ class BranchView:
     log: list[dict[str, str]]
     candidates: list[watch_store.Candidate]
     alerts: dict[str, dict[str, Any]]
+    triages: dict[str, alert_triage.Triage]
+    precision: list[alert_triage.Precision]
 
 
 def _recent_runs(client: redis.Redis, scope: keys.Scope) -> list[tuple[str, int, str]]:
@@ -106,8 +108,11 @@ def branch_view(client: redis.Redis, scope: keys.Scope, branch: str,
         marks.setdefault(line["sha"], []).append(line["kind"])
     for row in commits:
         row.marks = marks.get(row.sha, [])
+    found = alert_triage.precision(client, where)
     return BranchView(scope, branch, platform, reader.list_platforms(client, scope), commits,
-                      log[::-1], candidates[::-1], watch_store.alert_summaries(client, where))
+                      log[::-1], candidates[::-1], watch_store.alert_summaries(client, where),
+                      alert_triage.triages(client, where),
+                      [p for p in found if platform in (None, p.platform)])
 
 
 def _text(value: Any) -> str:

@@ -15,7 +15,7 @@ from redis_benchmarks_spec.analysis.branch_changes import changes_of
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
 from redis_benchmarks_spec.analysis.history import History, HistoryQuery, when_utc
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import keys, reader, watch_store
+from redis_benchmarks_spec.datasink import alert_triage, keys, reader, watch_store
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.web.charts import Chart, ChartPoint, history_svg
 
@@ -56,7 +56,8 @@ def _boundaries(client: redis.Redis, where: watch_store.Branch, key: str,
     return out
 
 
-def _chart(history: History, label: str, log: list[dict[str, str]]) -> tuple[Chart, dict]:
+def _chart(history: History, label: str, log: list[dict[str, str]],
+           said: dict[str, alert_triage.Triage]) -> tuple[Chart, dict]:
     """The chart of one history and the marks (alert, notes) per commit shown in its table."""
     first: dict[str, int] = {}
     for p in history.points:
@@ -69,7 +70,8 @@ def _chart(history: History, label: str, log: list[dict[str, str]]) -> tuple[Cha
     for line in log:
         sha = line["sha"]
         if sha in first and line["kind"] == "alert":
-            chart.alerts.append((f"ALERT {sha[:8]}", first[sha]))
+            word = f" ({said[sha].state})" if sha in said else ""
+            chart.alerts.append((f"ALERT {sha[:8]}{word}", first[sha]))
         if sha in first:
             marks.setdefault(sha, []).append(f"{line['kind']}: {line['text']}")
     changes = changes_of(history, ChangePointOptions())
@@ -81,6 +83,7 @@ def history_views(client: redis.Redis, scope: keys.Scope, query: HistoryQuery) -
     """Every series of the test and metric on the branch (narrowed by platform), charted."""
     where = watch_store.Branch(scope.github_org, scope.github_repo, query.branch)
     log = watch_store.log_lines(client, where)
+    said = alert_triage.triages(client, where)
     views = []
     for sid in _series(client, scope, query.test, query.metric, query.branch, query.platform):
         narrowed = HistoryQuery(test=query.test, metric=query.metric, branch=query.branch,
@@ -90,7 +93,7 @@ def history_views(client: redis.Redis, scope: keys.Scope, query: HistoryQuery) -
         own = [x for x in log if x["kind"] != "host-changed"
                or x["text"].startswith(f"host changed on {sid.platform} ")]
         label = f"{sid.platform} / {sid.topology} / {sid.build_variant}"
-        chart, marks = _chart(history, label, own)
+        chart, marks = _chart(history, label, own, said)
         chart.boundaries = _boundaries(client, where, history.series_key, history)
         views.append(SeriesView(history.series_key, sid.platform, history_svg(chart), history,
                                 marks))

@@ -53,6 +53,21 @@ BRANCH = """{% extends "layout" %}{% block body %}
 <h2>Alerts, notes and host changes</h2><ul>
 {% for x in v.log %}<li class="{{ 'alert' if x.kind == 'alert' else 'note' }}">{{ x.kind }} at <code>{{ x.sha[:12] }}</code>: {{ x.text }}</li>
 {% else %}<li>none</li>{% endfor %}</ul>
+<h2>Alerts and what maintainers said</h2>
+<table><tr><th>commit</th><th>change</th><th>platforms</th><th>triage</th>{% if can_triage %}<th>say</th>{% endif %}</tr>
+{% for sha, a in v.alerts|dictsort %}<tr id="alert-{{ sha }}"><td><code>{{ sha[:12] }}</code></td>
+<td>{{ a.metric }} {{ pct(a.change_pct) }}</td><td>{{ (a.platforms or [])|join(', ') }}</td>
+<td class="triage">{{ v.triages[sha].words if sha in v.triages else 'not triaged' }}</td>
+{% if can_triage %}<td><form method="post" action="{{ base }}/triage"><input type="hidden" name="sha" value="{{ sha }}">
+<select name="state">{% for s in states %}<option>{{ s }}</option>{% endfor %}</select>
+<input name="fixed_by" placeholder="fixing commit (fixed)" size="12"><input name="by" placeholder="your login" size="10">
+<input name="token" type="password" placeholder="token" size="10"><button>say</button></form></td>{% endif %}</tr>
+{% else %}<tr><td colspan="5">no alert</td></tr>{% endfor %}</table>
+<h2>Alert precision (said real against said false, per platform and quarter)</h2>
+<table class="precision"><tr><th>platform</th><th>quarter</th><th>alerts</th><th>real</th><th>false alarms</th><th>not triaged</th><th>precision</th></tr>
+{% for p in v.precision %}<tr><td>{{ p.platform }}</td><td>{{ p.quarter }}</td><td>{{ p.alerts }}</td><td>{{ p.real }}</td><td>{{ p.false }}</td><td>{{ p.untriaged }}</td>
+<td>{{ '%.0f %%'|format(100 * p.precision) if p.precision is not none else '-' }}</td></tr>
+{% else %}<tr><td colspan="7">no alert yet</td></tr>{% endfor %}</table>
 <h2>Changes the watch is looking at</h2>
 <table><tr><th>change at</th><th>before</th><th>state</th><th>placed on</th><th>reason</th></tr>
 {% for c in v.candidates %}<tr><td><code>{{ c.after[:12] }}</code></td><td><code>{{ c.before[:12] }}</code></td>
