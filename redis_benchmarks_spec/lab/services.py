@@ -102,11 +102,12 @@ def cpu_sets(count: int) -> list[list[int]]:
 
 
 def _secret_files(root: Path) -> tuple[Path, Path]:
-    """The webhook secret and the GitHub token of the lab (mode 0600, made once)."""
+    """The webhook secret and the GitHub token of the lab (mode 0600, made once; beside
+    them the site's triage token, ``secrets/site-token``)."""
     secret_dir = root / "secrets"
     secret_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     out = []
-    for name in ("webhook-secret", "github-token"):
+    for name in ("webhook-secret", "github-token", "site-token"):
         path = secret_dir / name
         if not path.exists():
             path.touch(mode=0o600)
@@ -168,7 +169,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
     if state.site_url:  # the read-only site over the datasink, comments from the broker
         specs.append(("site", [*rbs, "site", "--host", "127.0.0.1",
                                "--port", state.site_url.rsplit(":", 1)[1],
-                               "--datasink", state.datasink_url, *common]))
+                               "--datasink", state.datasink_url, *common,
+                               "--triage-token-file", str(root / "secrets" / "site-token")]))
     if options.confirmer:  # alerts as issues of the GitHub stand-in (token from the env)
         specs.append(("confirmer", [
             *rbs, "confirmer", *common, "--datasink", state.datasink_url, "--repo", LAB_REPOS,
