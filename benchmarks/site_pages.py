@@ -85,7 +85,6 @@ def main() -> int:
                 p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
                 print(f"  {name:32s} first {first:7.1f}  then p50 {statistics.median(ms):7.1f}"
                       f"  p95 {p95:7.1f}")
-            server.close()
         finally:
             sink.down()
     return 0

@@ -10,10 +10,11 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
 from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
 
-RUNS_PER_TEST = 300  # the newest runs of each test looked at
-MAX_RUNS = 20_000  # at most this many run contexts peeked for one page
+COMMITS_LOOKED_AT = 40  # newest commits of the scope read per round trip
+MAX_ROUNDS = 5  # at most this many rounds to find the branch's commits among the others
 
 
 @dataclass
@@ -45,16 +46,46 @@ class BranchView:
     precision: list[alert_triage.Precision]
 
 
-def _recent_runs(client: redis.Redis, scope: keys.Scope) -> list[tuple[str, int, str]]:
-    """(run id, start ms, test) of the newest :data:`RUNS_PER_TEST` runs of every test."""
-    tests = reader.list_tests(client, scope)
+def _commit_series(client: redis.Redis, shas: list[str], platform: str | None,
+                   metric: str) -> list[list[reader.Series]]:
+    """Each commit's by.hash series of ``metric`` (on ``platform``), one round trip."""
     pipe = client.pipeline(transaction=False)
-    for test in tests:
-        pipe.zrevrangebyscore(keys.test_runs_key(scope, test), "+inf", "-inf", start=0,
-                              num=RUNS_PER_TEST, withscores=True)
-    runs = [(_text(r), int(score), test) for test, found in zip(tests, pipe.execute())
-            for r, score in found]
-    return sorted(runs, key=lambda r: -r[1])[:MAX_RUNS]
+    for sha in shas:
+        # the commit first: RedisTimeSeries starts from the first filter and intersects
+        # (datasink/reader.py), and every by.hash series carries by=hash
+        filters = [f"hash={sha}", f"{keys.LABEL_METRIC}={keys.label_value(metric)}"]
+        if platform:
+            filters.append(f"{keys.LABEL_PLATFORM}={platform}")
+        filters.append("by=hash")
+        pipe.execute_command("TS.MRANGE", "-", "+", "FILTER", *filters)
+    return [[reader.Series(_text(k), {}, [(int(t), float(v)) for t, v in pts])
+             for k, _labels, pts in _entries(reply)] for reply in pipe.execute()]
+
+
+def _entries(reply: Any) -> list[tuple[Any, Any, Any]]:
+    if isinstance(reply, dict):
+        return [(key, value[0], value[-1]) for key, value in reply.items()]
+    return [(entry[0], entry[1], entry[2]) for entry in reply]
+
+
+def _contexts(client: redis.Redis, scope: keys.Scope,
+              found: list[list[reader.Series]]) -> list[dict[str, Any] | None]:
+    """The context of one run of each commit (its first series' first point's run)."""
+    firsts = [(keys.parse_key(series[0].key), series[0].points[0][0])
+              if series and series[0].points else None for series in found]
+    pipe = client.pipeline(transaction=False)
+    for first in firsts:
+        if first is not None:
+            pipe.zrangebyscore(keys.test_runs_key(scope, first[0].test_name), first[1],
+                               first[1], start=0, num=1)
+    ids = iter(pipe.execute())
+    run_ids = [(_first(next(ids)) if first is not None else None) for first in firsts]
+    peeked = run_reader.contexts(client, [r for r in run_ids if r])
+    return [peeked.get(r) if r else None for r in run_ids]
+
+
+def _first(found: list[Any]) -> str | None:
+    return _text(found[0]) if found else None
 
 
 def _why(sha: str, ctx: dict[str, Any], candidates: list[watch_store.Candidate]) -> list[str]:
@@ -71,26 +102,29 @@ def _why(sha: str, ctx: dict[str, Any], candidates: list[watch_store.Candidate])
 def recent_commits(client: redis.Redis, scope: keys.Scope, branch: str,
                    platform: str | None, candidates: list[watch_store.Candidate],
                    limit: int = 30) -> list[CommitRow]:
-    """The branch's newest ``limit`` commits on ``platform`` (any when None)."""
-    runs = _recent_runs(client, scope)
-    contexts = run_reader.contexts(client, [r for r, _, _ in runs])
-    rows: dict[str, CommitRow] = {}
-    for run_id, start, test in runs:
-        ctx = contexts.get(run_id)
-        git = (ctx or {}).get("git") or {}
-        sha = git.get("hash")
-        if not ctx or git.get("branch") != branch or not isinstance(sha, str) or \
-                (platform and ctx.get("platform") != platform):
-            continue
-        row = rows.get(sha)
-        if row is None:
-            if len(rows) >= limit:
+    """The branch's newest ``limit`` commits on ``platform`` (any when None): the scope's
+    commits newest first (the writer's ``hash_last`` index), each read as its by.hash
+    series of the default metric (which tests, how many points), kept when one of its runs
+    was filed on ``branch``. Commits whose by.hash series gc removed are not listed."""
+    idx = keys.index_keys(scope)
+    rows: list[CommitRow] = []
+    for round_ in range(MAX_ROUNDS):
+        start = round_ * COMMITS_LOOKED_AT
+        newest = [(_text(m), int(score)) for m, score in client.zrevrange(
+            idx.hash_last, start, start + COMMITS_LOOKED_AT - 1, withscores=True)]
+        found = _commit_series(client, [sha for sha, _ in newest], platform, DEFAULT_METRIC)
+        for (sha, last), series, ctx in zip(newest, found, _contexts(client, scope, found)):
+            git = (ctx or {}).get("git") or {}
+            if not series or git.get("branch") != branch or len(rows) >= limit:
                 continue
-            row = rows[sha] = CommitRow(sha, start, start, why=_why(sha, ctx, candidates))
-        row.first_ms, row.last_ms = min(row.first_ms, start), max(row.last_ms, start)
-        row.tests.add(test)
-        row.runs += 1
-    return sorted(rows.values(), key=lambda r: -r.last_ms)
+            first = min((s.points[0][0] for s in series if s.points), default=last)
+            rows.append(CommitRow(sha, first, last, {keys.parse_key(s.key).test_name
+                                                     for s in series},
+                                  sum(len(s.points) for s in series),
+                                  _why(sha, ctx or {}, candidates)))
+        if len(rows) >= limit or len(newest) < COMMITS_LOOKED_AT:
+            break
+    return rows
 
 
 def branch_view(client: redis.Redis, scope: keys.Scope, branch: str,

@@ -7,7 +7,10 @@ functions that moved come from the runs' instruction profiles
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,12 @@ from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMov
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import keys, reader, run_reader
-from redis_benchmarks_spec.inputs.comparison_series import SidesQuery, SidesRead, read_sides
+from redis_benchmarks_spec.inputs.comparison_series import (
+    Samples,
+    SidesQuery,
+    SidesRead,
+    read_sides,
+)
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.comparison_key import split
 
@@ -127,6 +135,30 @@ def _movers(client: redis.Redis, found: SidesRead,
     return out
 
 
+_JUDGED: OrderedDict[str, ComparisonReport] = OrderedDict()
+JUDGED_SIZE = 256
+_JUDGING = threading.Lock()
+
+
+def judged(samples: Samples, options: CompareOptions, problems: list[str]) -> ComparisonReport:
+    """:func:`analysis.engine.judge_samples` of these samples, kept by their digest: the
+    engine takes ~7 ms a test here (its exact Mann-Whitney), the same samples always get the
+    same verdicts, and a page is mostly asked again before new points arrive."""
+    digest = hashlib.sha256(repr((sorted(samples.items()), options, problems)).encode())
+    key = digest.hexdigest()
+    with _JUDGING:
+        found = _JUDGED.get(key)
+        if found is not None:
+            _JUDGED.move_to_end(key)
+            return found
+    report = judge_samples(samples, options, problems)
+    with _JUDGING:
+        _JUDGED[key] = report
+        while len(_JUDGED) > JUDGED_SIZE:
+            _JUDGED.popitem(last=False)
+    return report
+
+
 def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
     """Every platform both commits ran on (or the one asked), each judged by the engine."""
     platforms = [req.platform] if req.platform else sorted(
@@ -139,7 +171,7 @@ def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
         samples = found.samples()
         problems = [f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'}"
                     " side" for t, (b, c) in samples.items() if not b or not c]
-        report = judge_samples(samples, options, problems)
+        report = judged(samples, options, problems)
         movers = _movers(client, found, report) if req.metric == INSTRUCTIONS_METRIC else {}
         out.append(PlatformCompare(platform, report, movers))
     return out
