@@ -74,9 +74,14 @@ def fill(client: redis.Redis) -> None:
 
 def start_site(url: str, log: Path, *more: str) -> tuple[subprocess.Popen[bytes], str]:
     """``rbs site --port P --datasink URL`` as its own process, once it answers."""
+    return start_site_on(["--datasink", url, *more], log)
+
+
+def start_site_on(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``rbs site --port P *args`` as its own process, once it answers."""
     port = free_port()
     with log.open("wb") as out:
-        proc = subprocess.Popen([RBS, "site", "--port", str(port), "--datasink", url, *more],
+        proc = subprocess.Popen([RBS, "site", "--port", str(port), *args],
                                 stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ),
                                 start_new_session=True)
     base = f"http://127.0.0.1:{port}"

@@ -23,6 +23,7 @@ from tests.site_fixtures import (
     fill,
     get,
     start_site,
+    start_site_on,
     stop,
 )
 
@@ -164,3 +165,23 @@ def test_a_chart_is_drawn_again_only_when_what_it_shows_changes() -> None:
     alerted = history_svg(Chart("lab-a", "ALL_STATS.Totals.Ops/sec", list(points),
                                 alerts=[("ALERT c3", points[3].ts_ms)]))
     assert alerted is not first and "ALERT c3" in alerted and "ALERT" not in first
+
+
+def test_by_default_the_site_reads_the_embedded_datasink(tmp_path: Path) -> None:
+    sink = start_datasink(tmp_path / "embedded")
+    try:
+        with sink.client() as client:
+            fill(client)
+        proc, base = start_site_on(["--datasink-data-dir", str(sink.data_dir)],
+                                   tmp_path / "site.log")
+        try:
+            status, html = get(base, "/")
+            assert status == 200 and f"/ci/redis/redis/test/{TEST_NAME}" in html
+            assert sink.url.rsplit(":", 1)[1] in html  # the datasink it found is named
+        finally:
+            stop(proc)
+    finally:
+        sink.down()
+    down = rbs("site", "--port", "1", "--datasink-data-dir", str(tmp_path / "none"),
+               timeout=60)
+    assert down.returncode == 2 and "the embedded datasink is not running" in down.stderr
