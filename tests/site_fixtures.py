@@ -15,7 +15,7 @@ from pathlib import Path
 import redis
 
 from redis_benchmarks_spec.common.process import free_port, wait_for
-from redis_benchmarks_spec.datasink import watch_store
+from redis_benchmarks_spec.datasink import lab_profile, watch_store
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.pullrequest import state as pr_state
@@ -68,6 +68,11 @@ def fill(client: redis.Redis) -> None:
         "change_pct": -20.0, "at_ms": ALERT_MS, "issue": ALERT_ISSUE})
     watch_store.add_log(client, where, "host-changed", SHAS[1],
                         "host changed on icelake-2s (kernel 6.1 -> 6.2)")
+    # the lab-wide instruction table: two profiled commits of the branch
+    for sha, share in ((SHAS[SLOW_FROM - 1], 10.0), (SHAS[SLOW_FROM], 30.0)):
+        lab_profile.record(client, ("redis", "redis", "unstable"), sha, TEST_NAME,
+                           (100.0, [("lookupKey", "db.c", share), ("<script>", "x.c", 1.0)]),
+                           ("string",))
     # the datasink's server stands for the broker too: the comment the lab posted
     pr_state.save_body(client, StreamNames(), COMMENT, COMMENT_BODY, 1_700_000_000_000)
 

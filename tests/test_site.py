@@ -57,6 +57,7 @@ def test_index_links_to_every_kind_of_page(lab: tuple[str, str]) -> None:
     assert "/ci/redis/redis/branch/unstable" in links
     assert "/ci/redis/redis/branch/unstable?platform=icelake-2s" in links
     assert f"/ci/redis/redis/test/{TEST_NAME}" in links and "/pulls" in links
+    assert "/ci/redis/redis/lab-table/unstable" in links
     assert 'action="/compare"' in html
     assert "alert" in html and SHAS[SLOW_FROM][:10] in html
     for link in links:  # every page the index links to answers
@@ -185,3 +186,14 @@ def test_by_default_the_site_reads_the_embedded_datasink(tmp_path: Path) -> None
     down = rbs("site", "--port", "1", "--datasink-data-dir", str(tmp_path / "none"),
                timeout=60)
     assert down.returncode == 2 and "the embedded datasink is not running" in down.stderr
+
+
+def test_the_lab_wide_instruction_table(lab: tuple[str, str]) -> None:
+    base, _ = lab
+    status, html = get(base, "/ci/redis/redis/lab-table/unstable")
+    assert status == 200 and f"against {SHAS[SLOW_FROM - 1][:10]}" in html
+    row = html.split("<code>lookupKey</code>", 1)[1].split("</tr>", 1)[0]
+    assert "+" in row and "pp" in row  # its change against the previous profiled commit
+    assert "&lt;script&gt;" in html and "<script>" not in html
+    assert get(base, "/ci/redis/redis/lab-table/unstable?commit=" + "f" * 40)[0] == 404
+    assert get(base, "/ci/redis/redis/lab-table/unstable?commit=nothex")[0] == 400

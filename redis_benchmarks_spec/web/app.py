@@ -22,15 +22,18 @@ from jinja2 import DictLoader
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, when_utc
+from redis_benchmarks_spec.analysis.lab_table_report import table_html
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.web import branch_page, compare_page, history_page, pulls_page
 from redis_benchmarks_spec.web.templates import PAGES
 
 _NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 MAX_HISTORY_POINTS = 500
 
 
@@ -140,6 +143,20 @@ def create_app(config: SiteConfig) -> Flask:
             abort(404, str(exc))
         return render("history", f"{test} on {branch}", views=views, metric=metric,
                       branch=branch, metrics=reader.list_metrics(client, scope))
+
+    @app.get("/<env>/<org>/<repo>/lab-table/<path:branch>")
+    def lab_table(env: str, org: str, repo: str, branch: str) -> str:
+        _scope(env, org, repo)
+        _name(branch, "branch", _BRANCH)
+        shas = [request.args.get(k) or None for k in ("commit", "against")]
+        if any(sha is not None and not _SHA.match(sha) for sha in shas):
+            abort(400, "commit and against are 40-hex commits")
+        table = read_lab_table(client, (org, repo, branch), shas[0], shas[1])
+        if table is None:
+            abort(404, f"the lab profiled no suite of {shas[0] or branch} with the "
+                       "instructions profiler")
+        return render("lab_table", f"Where Redis spends its instructions ({branch})",
+                      html=table_html(table))
 
     @app.get("/compare")
     def compare() -> str:

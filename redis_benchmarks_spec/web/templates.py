@@ -25,7 +25,8 @@ INDEX = """{% extends "layout" %}{% block body %}
 <h2>{{ s.scope.path }}</h2>
 <h3>Tracked branches</h3><ul>
 {% for b in s.branches %}<li><a href="{{ s.base }}/branch/{{ b }}">{{ b }}</a>
- ({% for p in s.platforms %}<a href="{{ s.base }}/branch/{{ b }}?platform={{ p }}">{{ p }}</a> {% endfor %})</li>
+ ({% for p in s.platforms %}<a href="{{ s.base }}/branch/{{ b }}?platform={{ p }}">{{ p }}</a> {% endfor %}),
+ <a href="{{ s.base }}/lab-table/{{ b }}">where Redis spends its instructions</a></li>
 {% endfor %}</ul>
 <h3>Tests ({{ s.tests|length }})</h3><ul>
 {% for t in s.tests %}<li><a href="{{ s.base }}/test/{{ t }}">{{ t }}</a></li>{% endfor %}</ul>
@@ -136,7 +137,10 @@ PULL = """{% extends "layout" %}{% block body %}
 <article class="comment">{{ html|safe }}</article>
 {% endblock %}"""
 
+LAB_TABLE = """{% extends "layout" %}{% block body %}{{ html|safe }}{% endblock %}"""
+
 ERROR = """{% extends "layout" %}{% block body %}<p>{{ message }}</p>{% endblock %}"""
 
 PAGES = {"layout": LAYOUT, "index": INDEX, "branch": BRANCH, "history": HISTORY,
-         "compare": COMPARE, "run": RUN, "pulls": PULLS, "pull": PULL, "error": ERROR}
+         "compare": COMPARE, "run": RUN, "pulls": PULLS, "pull": PULL, "lab_table": LAB_TABLE,
+         "error": ERROR}
