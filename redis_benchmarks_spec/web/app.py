@@ -66,16 +66,34 @@ def _plain(value: float | None) -> str:
     return "-" if value is None else plain(value, 4)
 
 
+@dataclass(frozen=True)
+class _Site:
+    """What every route uses: the app, the datasink client, the config, the renderer."""
+
+    app: Flask
+    client: redis.Redis
+    config: SiteConfig
+
+    def render(self, page: str, title: str, **values: Any) -> str:
+        return self.app.jinja_env.get_template(page).render(title=title, **values)
+
+
 def create_app(config: SiteConfig) -> Flask:
     """The site's WSGI application."""
     app = Flask(__name__)
     app.jinja_loader = DictLoader(PAGES)
     app.jinja_env.autoescape = True
     app.jinja_env.globals.update(when=when_utc, pct=_pct, plain=_plain)
-    client = config.datasink()
+    site = _Site(app, config.datasink(), config)
+    for routes in (_index_routes, _branch_routes, _other_routes):
+        routes(site)
+    _pull_routes(app, config, site.render)
+    return app
 
-    def render(page: str, title: str, **values: Any) -> str:
-        return app.jinja_env.get_template(page).render(title=title, **values)
+
+def _index_routes(site: _Site) -> None:
+    """Errors and ``/``."""
+    app, client, config, render = site.app, site.client, site.config, site.render
 
     @app.errorhandler(400)
     @app.errorhandler(403)
@@ -97,6 +115,11 @@ def create_app(config: SiteConfig) -> Flask:
                            "platforms": reader.list_platforms(client, scope),
                            "tests": reader.list_tests(client, scope), "alerts": alerts})
         return render("index", "The lab", scopes=scopes, url=config.display_url)
+
+
+def _branch_routes(site: _Site) -> None:
+    """A branch (and its triage) and a test's history on it."""
+    app, client, config, render = site.app, site.client, site.config, site.render
 
     @app.get("/<env>/<org>/<repo>/branch/<path:branch>")
     def branch(env: str, org: str, repo: str, branch: str) -> str:
@@ -144,6 +167,11 @@ def create_app(config: SiteConfig) -> Flask:
         return render("history", f"{test} on {branch}", views=views, metric=metric,
                       branch=branch, metrics=reader.list_metrics(client, scope))
 
+
+def _other_routes(site: _Site) -> None:
+    """The lab table, a comparison and a run."""
+    app, client, render = site.app, site.client, site.render
+
     @app.get("/<env>/<org>/<repo>/lab-table/<path:branch>")
     def lab_table(env: str, org: str, repo: str, branch: str) -> str:
         _scope(env, org, repo)
@@ -190,8 +218,6 @@ def create_app(config: SiteConfig) -> Flask:
                  ("notes", "; ".join(doc.notes))]
         return render("run", f"run {run_id}", doc=doc, facts=facts)
 
-    _pull_routes(app, config, render)
-    return app
 
 
 def _pull_routes(app: Flask, config: SiteConfig, render: Callable[..., str]) -> None:
