@@ -220,3 +220,12 @@ def test_the_agent_runs_what_the_command_asked() -> None:
                                    capped.round_repetitions) == (3, 3, 3)
     # a platform without an A/B budget gets none from a command
     assert applied(session, None, Ask(pairs=10))[1] is None
+
+
+def test_a_tampered_head_record_is_refused_not_a_crash(lab: Lab) -> None:
+    key = NAMES.pr_head_key(f"filipecosta90/redis#{PR_NUMBER}")
+    lab.client.set(key, json.dumps({"sha": HEAD_SHA, "ref": "x", "base_sha": None,
+                                    "clone_url": "--upload-pack=evil"}))
+    status, answer = lab.post(comment(COMMAND), delivery="t-1")
+    assert status.startswith("202") and answer["status"] == "refused"
+    assert "does not read" in answer["reply"] and len(lab.queued()) == 1

@@ -221,7 +221,11 @@ class Commands:
             return self._once(delivery, pr, (
                 f"@{user}: refused: the lab has not seen the head of #{pr.number} yet (it "
                 "learns it from the pull request's own deliveries: push to it or label it)."))
-        request = self._request(command, head)
+        try:  # the recorded head is read back from the broker: checked again here
+            request = self._request(command, head)
+        except (MessageError, KeyError, TypeError) as exc:
+            return self._once(delivery, pr, f"@{user}: refused: the head recorded for "
+                              f"#{pr.number} does not read ({str(exc)[:120]}).")
         same = hashlib.sha256(f"{pr.ref}@{head['sha']} {command.canonical()}".encode())
         marks = [self.names.webhook_payload_key("command-" + same.hexdigest())]
         if delivery:
