@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from redis_benchmarks_spec.datasink import retention
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.web.charts import Chart, ChartPoint, history_svg
 from tests.browser import blank, plots_of, render
@@ -197,3 +199,27 @@ def test_the_lab_wide_instruction_table(lab: tuple[str, str]) -> None:
     assert "&lt;script&gt;" in html and "<script>" not in html
     assert get(base, "/ci/redis/redis/lab-table/unstable?commit=" + "f" * 40)[0] == 404
     assert get(base, "/ci/redis/redis/lab-table/unstable?commit=nothex")[0] == 400
+
+
+def test_compare_after_gc_reads_the_commits_on_their_branch(tmp_path: Path) -> None:
+    """gc deletes by.hash series after its window; the page then reads each commit's points
+    on its branch (datasink/commit_points.py), as the pull-request comment does."""
+    sink = start_datasink(tmp_path / "gc")
+    a, b = SHAS[SLOW_FROM - 1], SHAS[SLOW_FROM]
+    try:
+        with sink.client() as client:
+            fill(client)
+            gone = retention.gc(client, int(time.time() * 1000))
+            assert gone.errors == [] and not client.execute_command(
+                "TS.QUERYINDEX", f"hash={a}", "by=hash")
+        proc, base = start_site(sink.url, tmp_path / "site.log")
+        try:
+            status, html = get(base, f"/compare?a={a}&b={b}")
+        finally:
+            stop(proc)
+    finally:
+        sink.down()
+    assert status == 200 and "<h2>icelake-2s</h2>" in html and "<h2>lab-b</h2>" in html
+    icelake = html.split("<h2>icelake-2s</h2>", 1)[1].split("<h2>", 1)[0]
+    rows = dict(re.findall(r'<tr data-test="([^"]+)">.*?data-verdict="([^"]+)"', icelake))
+    assert rows[TEST_NAME] == "REGRESSION" and "gone (gc)" in icelake

@@ -22,7 +22,7 @@ from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_sam
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMove, function_movers
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys, reader, run_reader
+from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.inputs.comparison_series import (
     Samples,
     SidesQuery,
@@ -30,7 +30,7 @@ from redis_benchmarks_spec.inputs.comparison_series import (
     read_sides,
 )
 from redis_benchmarks_spec.inputs.profiles import read_functions
-from redis_benchmarks_spec.results.comparison_key import split
+from redis_benchmarks_spec.results.comparison_key import label, split
 
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 NAME = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
@@ -93,21 +93,54 @@ def _topologies(client: redis.Redis, sha: str, metric: str, platform: str) -> se
     return {keys.parse_key(k, metric).topology for k in found}
 
 
+def _on_branch(client: redis.Redis, sha: str, metric: str,
+               platform: str) -> dict[tuple[str, str], list[reader.Point]]:
+    """A commit's points when gc deleted its by.hash series: read on the branch it was
+    benchmarked on (datasink/commit_points.py, as the pull-request comment reads them), per
+    (test, topology), over every scope and build variant."""
+    found: dict[tuple[str, str], list[reader.Point]] = {}
+    for scope in reader.scopes(client):
+        for variant in reader.list_build_variants(client, scope):
+            points = commit_points.on_branch(client, commit_points.CommitQuery(
+                scope, sha, platform, variant, metric))
+            for row, pts in (points.points.items() if points else []):
+                found.setdefault(row, []).extend(pts)
+    return found
+
+
+def _expired_side(client: redis.Redis, sha: str, req: CompareRequest,
+                  platform: str) -> dict[str, reader.Series]:
+    """:func:`_on_branch` as series per row (``test @ topology`` for several topologies)."""
+    points = _on_branch(client, sha, req.metric, platform)
+    several = len({top for _, top in points}) > 1
+    return {label(test, top, several): reader.Series(f"{sha} on its branch", {}, pts)
+            for (test, top), pts in sorted(points.items())}
+
+
 def _read(client: redis.Redis, req: CompareRequest, platform: str) -> SidesRead:
     def side(sha: str) -> reader.SeriesSelector:
         return reader.SeriesSelector(metric=req.metric, side=keys.Side("hash", sha),
                                      platform=platform)
     tops = _topologies(client, req.a, req.metric, platform) | \
         _topologies(client, req.b, req.metric, platform)
-    return read_sides(client, SidesQuery(side(req.a), side(req.b),
-                                         topologies=tuple(sorted(tops)), keep=req.keep()))
+    found = read_sides(client, SidesQuery(side(req.a), side(req.b),
+                                          topologies=tuple(sorted(tops)), keep=req.keep()))
+    if req.keep() is not None or (found.baseline and found.comparison):
+        return found  # (the group and command filters need the by.hash series' labels)
+    base = found.baseline or _expired_side(client, req.a, req, platform)
+    comp = found.comparison or _expired_side(client, req.b, req, platform)
+    notes = tuple(f"{which} {sha[:10]}: by.hash series gone (gc), its points read on its "
+                  "branch" for which, sha, had in (("baseline", req.a, found.baseline),
+                                                  ("comparison", req.b, found.comparison))
+                  if not had)
+    return SidesRead(base, comp, tuple(sorted(set(base) | set(comp))), found.notes + notes)
 
 
 def _functions(client: redis.Redis, series: reader.Series | None) -> list[list[dict[str, Any]]]:
     """Per run of a series, the function counts its instruction profile wrote (when the
     file is readable from here)."""
-    if series is None or not series.points:
-        return []
+    if series is None or not series.points or not series.key.startswith(keys.PREFIX):
+        return []  # (points read on a branch after gc: no series of the commit's runs)
     parsed = keys.parse_key(series.key)
     ids = run_reader.run_ids_at(client, parsed.scope, parsed.test_name,
                                 [ts for ts, _ in series.points])
@@ -163,14 +196,20 @@ def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
     """Every platform both commits ran on (or the one asked), each judged by the engine."""
     platforms = [req.platform] if req.platform else sorted(
         _platforms(client, req.a, req.metric) & _platforms(client, req.b, req.metric))
+    if not platforms and req.keep() is None:  # gc may have deleted a side's by.hash series
+        platforms = sorted({p for scope in reader.scopes(client)
+                            for p in reader.list_platforms(client, scope)})
     options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
                              metric=req.metric)
     out = []
     for platform in platforms:
         found = _read(client, req, platform)
         samples = found.samples()
-        problems = [f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'}"
-                    " side" for t, (b, c) in samples.items() if not b or not c]
+        problems = [*found.notes, *(
+            f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
+            for t, (b, c) in samples.items() if not b or not c)]
+        if not samples:
+            continue
         report = judged(samples, options, problems)
         movers = _movers(client, found, report) if req.metric == INSTRUCTIONS_METRIC else {}
         out.append(PlatformCompare(platform, report, movers))
