@@ -81,16 +81,18 @@ def record_head(client: redis.Redis, names: StreamNames, payload: Any) -> bool:
     head, base = pr.get("head"), pr.get("base")
     repo = base.get("repo") if isinstance(base, dict) else None
     owner = repo.get("owner") if isinstance(repo, dict) else None
-    if not (isinstance(head, dict) and isinstance(owner, dict)):
+    if not (isinstance(head, dict) and isinstance(base, dict) and isinstance(repo, dict)
+            and isinstance(owner, dict)):
         return False
-    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else repo
+    head_repo: dict[str, Any] = head["repo"] if isinstance(head.get("repo"), dict) else repo
     record = {"sha": _sha(head.get("sha")), "ref": head.get("ref"),
               "base_sha": _sha(base.get("sha")), "clone_url": head_repo.get("clone_url")}
     number = pr.get("number")
     try:
-        ref = PrRef(str(owner.get("login")), str(repo.get("name")), int(number)).ref
+        ref = PrRef(str(owner.get("login")), str(repo.get("name")), int(str(number))).ref
         validation.url("clone_url", record["clone_url"])
-        if record["sha"] is None or validation.ref_problem(record["ref"]) is not None:
+        if record["sha"] is None or not isinstance(record["ref"], str) or \
+                validation.ref_problem(record["ref"]) is not None:
             return False
     except (TypeError, ValueError, MessageError):
         return False

@@ -193,8 +193,10 @@ def of_delivery(payload: Any) -> tuple[PrRef, str, str, str] | None:
     name, user = repo.get("name"), comment.get("user")
     login = user.get("login") if isinstance(user, dict) else None
     association, body = comment.get("author_association"), comment.get("body")
-    typed = (type(number) is int and number > 0 and all(
-        isinstance(v, str) for v in (org, name, login, association, body)))
-    if not typed or not all(_PLATFORM.match(v) for v in (org, name, login)):  # type: ignore[arg-type]
+    if not (isinstance(org, str) and isinstance(name, str) and isinstance(login, str)
+            and isinstance(association, str) and isinstance(body, str)
+            and type(number) is int and number > 0):
         return None
-    return PrRef(org, name, number), login, association, body  # type: ignore[return-value]
+    if not all(_PLATFORM.match(v) for v in (org, name, login)):
+        return None
+    return PrRef(org, name, number), login, association, body

@@ -46,7 +46,8 @@ def _issue(payload: Any) -> tuple[PrRef, str, str] | None:
     owner = repo.get("owner")
     org = owner.get("login") if isinstance(owner, dict) else None
     number, name, login = issue.get("number"), repo.get("name"), sender.get("login")
-    body = issue.get("body") if isinstance(issue.get("body"), str) else ""
+    raw_body = issue.get("body")
+    body = raw_body if isinstance(raw_body, str) else ""
     if type(number) is not int or number <= 0 or issue.get("pull_request") is not None or \
             not all(isinstance(v, str) and _NAME.match(v) for v in (org, name, login)):
         return None

@@ -110,8 +110,9 @@ def recent_commits(client: redis.Redis, scope: keys.Scope, branch: str,
     rows: list[CommitRow] = []
     for round_ in range(MAX_ROUNDS):
         start = round_ * COMMITS_LOOKED_AT
-        newest = [(_text(m), int(score)) for m, score in client.zrevrange(
-            idx.hash_last, start, start + COMMITS_LOOKED_AT - 1, withscores=True)]
+        reply: Any = client.zrevrange(idx.hash_last, start, start + COMMITS_LOOKED_AT - 1,
+                                      withscores=True)
+        newest = [(_text(m), int(score)) for m, score in reply]
         found = _commit_series(client, [sha for sha, _ in newest], platform, DEFAULT_METRIC)
         for (sha, last), series, ctx in zip(newest, found, _contexts(client, scope, found)):
             git = (ctx or {}).get("git") or {}
