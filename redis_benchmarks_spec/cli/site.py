@@ -71,8 +71,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         from redis_benchmarks_spec.web.app import SiteConfig, create_app
         from redis_benchmarks_spec.web.serve import serve
     except ImportError as exc:
-        raise UsageError("rbs site", f"needs Flask and waitress ({exc})",
-                         "pip install 'redis-benchmarks-spec[api]'") from None
+        raise UsageError("rbs site", f"needs Flask, waitress and matplotlib ({exc})",
+                         "pip install 'redis-benchmarks-spec[api,report]'") from None
     config = _config(args)
     broker = broker_client(args) if args.broker else None
     app = create_app(SiteConfig(lambda: connect(config), config.display_url,
