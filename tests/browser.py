@@ -35,14 +35,22 @@ def chromium() -> str:
     return path
 
 
+#: a page served on loopback: every other host still resolves to nothing
+LOOPBACK_ONLY = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+
+
 def _run(args: list[str], profile: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
+    url = args[-1]
+    flags = [LOOPBACK_ONLY if f.startswith("--host-resolver-rules") and
+             url.startswith("http://127.0.0.1:") else f for f in FLAGS]
+    return subprocess.run([chromium(), *flags, f"--user-data-dir={profile}", *args],
                           capture_output=True, text=True, timeout=120, check=True)
 
 
-def render(page: Path, shot: Path) -> Rendered:
-    """Dump the DOM and take a 1200x3000 screenshot of ``page``."""
-    url = page.resolve().as_uri()
+def render(page: Path | str, shot: Path) -> Rendered:
+    """Dump the DOM and take a 1200x3000 screenshot of ``page`` (a file, or an
+    ``http://127.0.0.1:...`` URL: loopback is reachable with the network off)."""
+    url = page if isinstance(page, str) else page.resolve().as_uri()
     with tempfile.TemporaryDirectory() as profile:
         dumped = _run(["--dump-dom", url], profile)
     with tempfile.TemporaryDirectory() as profile:

@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from benchmarks import redis_history as history
+from redis_benchmarks_spec.common.process import wait_for
 from tests.cli import rbs
 from tests.pipeline_fixtures import tiny_redis_repo
 
@@ -47,7 +48,7 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
         assert up.returncode == 0, up.stderr + up.stdout
         state = json.loads((lab / "lab.json").read_text())
         names = [s["name"] for s in state["services"]]
-        assert names == ["github", "api", "builder", "agent-p1", "agent-p2", "confirmer",
+        assert names == ["github", "api", "builder", "agent-p1", "agent-p2", "site", "confirmer",
                          "keeper"]
         pids = [s["pid"] for s in state["services"]]
         assert all(_alive(pid) for pid in pids)
@@ -59,6 +60,9 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
             assert argv[argv.index("--cpus") + 1] == ",".join(map(str, cpus[platform]))
         with urllib.request.urlopen(state["api_url"] + "/healthz", timeout=10) as resp:
             assert resp.status == 200
+        # rbs lab up prints the site's address; the site answers there (issue 43)
+        assert f"site {state['site_url']}/" in up.stdout
+        assert wait_for(lambda: _answers(state["site_url"] + "/"), timeout=30, interval=0.3)
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(state["github_url"] + "/repos/redis/redis/issues/1/comments",
                                    timeout=10)
@@ -74,6 +78,14 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
     assert not (lab / "lab.json").exists()
     again = rbs("lab", "status", "--dir", str(lab))
     assert again.returncode == 2 and "no lab was started" in again.stderr
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
 
 
 def _suites(folder: Path) -> Path:

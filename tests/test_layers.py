@@ -21,7 +21,7 @@ FLOORS: dict[str, int] = {
     "loadgen": 3, "telemetry": 3, "datasink": 3, "builder": 3, "intake": 3, "api": 3,
     "analysis": 4,
     "runner": 5, "inputs": 5, "pullrequest": 5,
-    "agent": 6, "notify": 6, "bisection": 6, "lab": 6,
+    "agent": 6, "notify": 6, "bisection": 6, "lab": 6, "web": 6,
     "cli": 7,
 }
 

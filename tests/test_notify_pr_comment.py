@@ -29,6 +29,7 @@ from redis_benchmarks_spec.notify.github_comments import (
 )
 from redis_benchmarks_spec.notify.github_config import GitHubConfigError, load_config
 from redis_benchmarks_spec.notify.notifier import Links, PrNotifier
+from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.state import PrInfo, PrInfoError, from_payload
 from tests.browser import plots_of
 from tests.datasink_fixtures import (  # noqa: F401  (register the fixtures)
@@ -172,6 +173,9 @@ def test_queued_then_one_comment_edited_per_platform(redis_server, client: redis
                                    for p in pages)
     found = {(kind, test) for kind, test, _ in plots_of(pages[0].read_text()).found}
     assert {("samples", TESTS[0]), ("history", TESTS[0])} <= found
+    # the body as last posted is kept for the lab's site (rbs site's /pulls)
+    kept = pr_state.posted_comments(broker, names)
+    assert [(c.info.comment_id, c.body) for c in kept] == [(_info().comment_id, body)]
 
 
 def test_two_platforms_finishing_at_once_make_one_comment(redis_server, client: redis.Redis) -> None:  # type: ignore[no-untyped-def]

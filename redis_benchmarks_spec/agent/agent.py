@@ -32,13 +32,15 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from redis_benchmarks_spec.agent import ab_event, code_selection, suite_cost
+from redis_benchmarks_spec.agent import ab_event, code_selection, command_ask, suite_cost
 from redis_benchmarks_spec.agent.calibration import CalibrationOutcome, calibrate_platform
 from redis_benchmarks_spec.agent.config import AgentConfig, calibration_session, event_session
 from redis_benchmarks_spec.agent.dead_letter import stage_dead_lettered
 from redis_benchmarks_spec.agent.ledger import Ledger, final_status
+from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.agent.selection import for_platform, rejected_tests, select_valid
 from redis_benchmarks_spec.agent.suite_cost import EtaPlan
+from redis_benchmarks_spec.api.commands import load_ask
 from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
@@ -273,7 +275,10 @@ class Agent:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = self._unpack(event, workdir / "bin")
                 session = event_session(self.config, event, binaries["redis-server"])
-                paired = self._paired(event, workdir / "base-bin", session, lost)
+                ask = self.consumer.call(lambda: load_ask(
+                    self.client, self.config.names, event.request_id)) if event.pr else None
+                session, budget = command_ask.applied(session, self.config.until_decided, ask)
+                paired = self._paired(event, workdir / "base-bin", session, lost, budget)
                 if paired is not None:
                     return self._run_paired(paired, event, todo, ledger, lost)
                 for suite in todo:
@@ -311,10 +316,11 @@ class Agent:
         return binaries
 
     def _paired(self, event: BuildEvent, dest: Path, session: SessionConfig,
-                lost: threading.Event) -> ab_event.PairedRun | None:
-        """The A/B of a pull-request event when the platform allows a budget and the base
-        build is there; otherwise None, and the reason kept for the comment."""
-        budget = self.config.until_decided
+                lost: threading.Event,
+                budget: UntilDecidedBudget | None) -> ab_event.PairedRun | None:
+        """The A/B of a pull-request event when the platform allows a budget (``budget``: the
+        platform's, as a ``/rbs`` command narrowed it) and the base build is there; otherwise
+        None, and the reason kept for the comment."""
         if budget is None or event.pr is None:
             return None
         names = self.config.names

@@ -6,8 +6,9 @@ the body as GitHub sends it (``application/json``, or ``application/x-www-form-u
 with one ``payload=`` field: the signature covers the form body as sent), JSON parsed with a
 depth limit (400), then :func:`redis_benchmarks_spec.api.github.decide` says whether to
 enqueue a build request (201) or not (202). A redelivery (same ``X-GitHub-Delivery``) and a
-replayed body (same payload sha256 under another delivery id) are enqueued only once.
-``GET /healthz``: 200 when Redis answers, 503 otherwise.
+replayed body (same payload sha256 under another delivery id) are enqueued only once. An
+``issue_comment`` delivery is a ``/rbs`` command on a pull request (:mod:`.commands`): its
+answer goes to ``on_reply``, to be posted there. ``GET /healthz``: 200 when Redis answers, 503 otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +24,17 @@ from typing import Any
 
 import redis
 
+from redis_benchmarks_spec.api.commands import (
+    Commands,
+    Handled,
+    Reply,
+    record_head,
+    remember_request,
+)
+from redis_benchmarks_spec.api.enqueue import OnceQueue
 from redis_benchmarks_spec.api.github import Decision, PayloadError, TriggerPolicy, decide
+from redis_benchmarks_spec.api.pr_command import CommandRefused, PrRef
+from redis_benchmarks_spec.api.triage_command import TriageAsk, of_comment, of_label
 from redis_benchmarks_spec.common import safejson
 from redis_benchmarks_spec.events.messages import BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
@@ -33,25 +44,17 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_BODY = 5 * 1024 * 1024
 CONNECTION_LIMIT = 2000
 CHANNEL_TIMEOUT_S = 15
-DELIVERY_TTL_S = 7 * 24 * 3600
 SIGNATURE_PREFIX = "sha256="
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 # called after a request was enqueued, with the delivery's event name and payload (e.g. to
 # post the "build started" pull-request comment); must not raise for a service's failure
 OnEnqueued = Callable[[BuildRequest, str, dict[str, Any]], None]
+# called with the answer to a pull request's /rbs command (api/commands.py), to post it
+OnReply = Callable[[Reply], None]
+# records a maintainer's word on an alert issue (api/triage_command.py); returns the answer
+OnTriage = Callable[[TriageAsk], str]
 
-# enqueue once per delivery id AND once per payload (a signed body replayed under a fresh
-# delivery id is the same payload): the checks, the marks and the XADD happen atomically
-_ENQUEUE_ONCE = """
-for i = 2, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then return false end
-end
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[1], 'EX', ARGV[2])
-end
-return redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
-"""
 MAX_JSON_DEPTH = 32  # GitHub payloads nest about 6 deep
 FORM_TYPE = "application/x-www-form-urlencoded"  # GitHub's other content type (payload=)
 MAX_FORM_FIELDS = 4
@@ -119,11 +122,15 @@ class WebhookApp:
     """WSGI callable: ``waitress.serve(WebhookApp(config, client))``."""
 
     def __init__(self, config: WebhookConfig, client: redis.Redis,
-                 on_enqueued: OnEnqueued | None = None) -> None:
+                 on_enqueued: OnEnqueued | None = None, on_reply: OnReply | None = None,
+                 on_triage: OnTriage | None = None) -> None:
         self.config = config
         self.client = client
         self.on_enqueued = on_enqueued
-        self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
+        self.on_reply = on_reply
+        self.on_triage = on_triage
+        self.queue = OnceQueue(client, config.names.build_requests)
+        self.commands = Commands(client, config.names, config.policy, self.queue)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -158,17 +165,50 @@ class WebhookApp:
         event = environ.get("HTTP_X_GITHUB_EVENT", "")
         if event == "ping":
             return 200, {"status": "pong"}
+        delivery = environ.get("HTTP_X_GITHUB_DELIVERY", "")
         try:
             payload = safejson.loads(payload_json(body, environ.get("CONTENT_TYPE", "")),
                                      MAX_JSON_DEPTH)
+            if event == "issue_comment":
+                return self._command(payload, delivery)
+            if event == "issues":
+                return self._triage(of_label(payload), delivery)
             decision = decide(event, payload, self.config.policy)
         except (ValueError, PayloadError) as exc:  # JSONDecodeError is a ValueError
             raise HttpError(400, f"malformed {event or 'unknown'} payload: {exc}") from exc
-        status, answer = self._enqueue(decision, environ.get("HTTP_X_GITHUB_DELIVERY", ""),
-                                       hashlib.sha256(body).hexdigest())
+        if event == "pull_request":  # its head, for the /rbs commands on it
+            record_head(self.client, self.config.names, payload)
+        status, answer = self._enqueue(decision, delivery, hashlib.sha256(body).hexdigest())
         if status == 201 and decision.request is not None and self.on_enqueued is not None:
             self.on_enqueued(decision.request, event, payload)
         return status, answer
+
+    def _command(self, payload: Any, delivery: str) -> tuple[int, dict[str, Any]]:
+        issue = payload.get("issue") if isinstance(payload, dict) else None
+        if isinstance(issue, dict) and issue.get("pull_request") is None:
+            try:  # a comment on an issue: an alert's triage, if anything
+                return self._triage(of_comment(payload), delivery)
+            except CommandRefused as exc:
+                handled = self.commands.refuse(payload, delivery, f"refused: {exc}.")
+        else:
+            handled = self.commands.handle(payload, delivery)
+        return self._answered(handled, delivery)
+
+    def _triage(self, ask: TriageAsk | None, delivery: str) -> tuple[int, dict[str, Any]]:
+        if ask is None:
+            return 202, {"status": "ignored", "reason": "not a triage of an alert"}
+        if not self.commands.claim(delivery):
+            return 202, {"status": "duplicate delivery", "delivery": delivery}
+        text = self.on_triage(ask) if self.on_triage is not None else \
+            "this lab keeps no alerts here (rbs api was started without --datasink)"
+        return self._answered(Handled(202, {"status": "triage", "reply": text},
+                                      Reply(ask.issue, f"@{ask.by}: {text}")), delivery)
+
+    def _answered(self, handled: Handled, delivery: str) -> tuple[int, dict[str, Any]]:
+        log.info("webhook: issue_comment %s: %s", delivery[:40], handled.answer.get("status"))
+        if handled.reply is not None and self.on_reply is not None:
+            self.on_reply(handled.reply)
+        return handled.status, handled.answer
 
     def _read_body(self, environ: dict[str, Any]) -> bytes:
         limit = self.config.max_body_bytes
@@ -196,25 +236,21 @@ class WebhookApp:
             log.info("webhook: delivery %s (payload %s) already enqueued", delivery, digest[:12])
             return 202, {"status": "duplicate delivery", "delivery": delivery,
                          "payload_sha256": digest}
+        if request.pr is not None:  # /rbs cancel stops it (api/commands.py)
+            remember_request(self.client, self.config.names,
+                             PrRef(request.org, request.repo, request.pr), request.id)
         log.info("webhook: %s -> request %s (%s/%s %s) entry %s", decision.reason, request.id,
                  request.org, request.repo, request.sha, entry_id)
         return 201, {"status": "enqueued", "request_id": request.id, "entry_id": entry_id,
                      "sha": request.sha, "reason": decision.reason}
 
     def _xadd(self, request: BuildRequest, delivery: str, digest: str) -> str | None:
-        stream = self.config.names.build_requests
-        flat: list[Any] = [request.id, DELIVERY_TTL_S]
-        for key, value in request.encode().items():
-            flat += [key, value]
-        keys = [stream, self.config.names.webhook_payload_key(digest)]
+        # once per delivery id AND once per payload: a signed body replayed under a fresh
+        # delivery id is the same payload
+        marks = [self.config.names.webhook_payload_key(digest)]
         if delivery:
-            keys.append(self.config.names.webhook_delivery_key(delivery[:200]))
-        result = self._enqueue_once(keys=keys, args=flat)
-        return None if result is None else _text(result)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+            marks.append(self.config.names.webhook_delivery_key(delivery[:200]))
+        return self.queue.add(request, marks)
 
 
 def serve(app: WebhookApp, host: str, port: int, threads: int = 4) -> None:

@@ -75,3 +75,12 @@ def webhook_hook(notifier: Any) -> Any:
         threading.Thread(target=notifier.accepted, args=(request, info), daemon=True,
                          name=f"pr-comment-{request.id}").start()
     return on_enqueued
+
+
+def reply_hook(notifier: Any) -> Any:
+    """The webhook's ``on_reply``: the answer to a ``/rbs`` command posted on the pull
+    request, off the request thread."""
+    def on_reply(reply: Any) -> None:
+        threading.Thread(target=notifier.command_reply, args=(reply,), daemon=True,
+                         name=f"rbs-reply-{reply.pr.ref}").start()
+    return on_reply

@@ -31,7 +31,7 @@ from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import keys, watch_store
+from redis_benchmarks_spec.datasink import alert_triage, keys, watch_store
 from redis_benchmarks_spec.inputs.history import read_history
 
 
@@ -89,8 +89,8 @@ def _table(history: History, reps: dict[str, int | None],
 
 
 def _watch_lines(client: redis.Redis, history: History) -> dict[str, list[str]]:
-    """The branch's confirmed-change alerts and host-changed boundaries, by commit
-    (``datasink.watch_store``; docs/watch.md)."""
+    """The branch's confirmed-change alerts, their triage and host-changed boundaries, by
+    commit (``datasink.watch_store``, ``datasink.alert_triage``; docs/watch.md)."""
     series = keys.parse_key(history.series_key, history.query.metric)
     where = watch_store.Branch(series.scope.github_org, series.scope.github_repo,
                                history.query.branch)
@@ -102,6 +102,9 @@ def _watch_lines(client: redis.Redis, history: History) -> dict[str, list[str]]:
                 "HOST CHANGED (boundary)" if line["kind"] == "host-changed"
                 else f"ALERT {line['text']}" if line["kind"] == "alert"
                 else f"small change: {line['text']}")
+    # what maintainers said of each alert: the newest word (datasink/alert_triage.py)
+    for sha, triage in alert_triage.triages(client, where).items():
+        out.setdefault(sha, []).append(f"triaged: {triage.words}")
     return out
 
 

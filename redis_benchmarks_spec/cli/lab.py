@@ -143,6 +143,8 @@ def _describe(state: LabState) -> list[str]:
              (f"webhook {state.api_url}/webhook   GitHub stand-in {state.github_url} "
               f"(comments recorded in {state.root}/github)"),
              f"source {state.source}"]
+    if state.site_url:
+        lines.insert(2, f"site {state.site_url}/")
     for platform, cpus in state.platforms.items():
         lines.append(f"platform {platform}: CPUs {','.join(map(str, cpus))}")
     lines += [f"{s.name}: pid {s.pid}, log {s.log}" for s in state.services]

@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "redis_benchmarks_spec.cli.daemons",
     "redis_benchmarks_spec.cli.confirmer",
     "redis_benchmarks_spec.cli.lab",
+    "redis_benchmarks_spec.cli.site",
 ]
 
 

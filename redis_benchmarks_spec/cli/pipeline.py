@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import redis
 from rich.live import Live
@@ -13,10 +14,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.cli import checks
+from redis_benchmarks_spec.cli import datasink as datasink_cli
 from redis_benchmarks_spec.cli.broker_args import ENV_BROKER_PASSWORD, add_broker, broker_client
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
-from redis_benchmarks_spec.cli.github_args import add_github_args, notifier_from_args, webhook_hook
+from redis_benchmarks_spec.cli.github_args import (
+    add_github_args,
+    notifier_from_args,
+    reply_hook,
+    webhook_hook,
+)
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.common.paths import absolute_location
 from redis_benchmarks_spec.events import names as names_mod
@@ -274,6 +281,7 @@ def _register_api(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body", type=int, default=5 * 1024 * 1024, help="bytes")
     add_broker(p)
     add_github_args(p)
+    datasink_cli.add_remote_args(p)  # where the alerts are: their triage is kept there
     p.set_defaults(func=cmd_api)
 
 
@@ -305,5 +313,22 @@ def cmd_api(args: argparse.Namespace) -> int:
         make_console(stderr=True).print(f"[red]rbs api: {exc}[/]", highlight=False)
         return 2
     hook = webhook_hook(notifier) if notifier else None
-    serve(WebhookApp(config, client, on_enqueued=hook), args.host, args.port, args.threads)
+    reply = reply_hook(notifier) if notifier else None
+    serve(WebhookApp(config, client, on_enqueued=hook, on_reply=reply,
+                     on_triage=_triage_hook(args, policy.branches)),
+          args.host, args.port, args.threads)
+
+
+def _triage_hook(args: argparse.Namespace, branches: tuple[str, ...]) -> Any:
+    """``--datasink``: labels and ``/rbs triage`` on alert issues are kept with the alerts."""
+    if not args.datasink:
+        return None
+    from redis_benchmarks_spec.cli.datasink import check_reachable, remote_config
+    from redis_benchmarks_spec.datasink.store import connect
+    from redis_benchmarks_spec.notify.triage import record
+    config = remote_config(args)
+    assert config is not None
+    check_reachable(config)
+    sink = connect(config)
+    return lambda ask: record(sink, branches, ask)
     return 0

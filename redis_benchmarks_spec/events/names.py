@@ -142,6 +142,21 @@ class StreamNames:
         id is the same payload (dedupe, with a TTL)."""
         return f"{self.prefix}:webhook-payload:{digest}"
 
+    def pr_head_key(self, pr_ref: str) -> str:
+        """The newest head of a pull request (``org/repo#number``) a delivery named: what a
+        ``/rbs benchmark`` comment on it builds (the comment's payload has no sha)."""
+        return f"{self.prefix}:pr-head:{pr_ref}"
+
+    def pr_requests_key(self, pr_ref: str) -> str:
+        """Set of the build request ids queued for a pull request (``/rbs cancel`` stops
+        them)."""
+        return f"{self.prefix}:pr-requests:{pr_ref}"
+
+    def pr_ask_key(self, request_id: str) -> str:
+        """What a ``/rbs benchmark`` comment asked beyond the request's own fields (pairs,
+        profilers), for the agents that run it."""
+        return f"{self.prefix}:pr-ask:{request_id}"
+
     def platform_group(self, platform: str) -> str:
         """Consumer group of one platform on the builds stream."""
         return f"{self.platform_group_prefix}{platform}"

@@ -3,7 +3,7 @@
 ``up`` starts, in a lab folder: an embedded broker and an embedded datasink (two
 redis-stack-servers with their own data directories; the broker keeps its AOF, as
 docs/services.md asks of a broker), the local GitHub stand-in (:mod:`.github_local`), then
-``rbs api``, ``rbs builder`` and one ``rbs agent`` per platform, each with the commands and
+``rbs api``, ``rbs builder``, ``rbs site`` and one ``rbs agent`` per platform, each with the commands and
 flags docs/services.md gives its systemd unit, pointed at the lab's broker and folders. Two
 platforms split the host's CPUs between them (``--cpus``): each agent pins its servers and
 clients to its own set. Every process gets its own session (process group) and log, and its
@@ -105,11 +105,12 @@ def cpu_sets(count: int) -> list[list[int]]:
 
 
 def _secret_files(root: Path) -> tuple[Path, Path]:
-    """The webhook secret and the GitHub token of the lab (mode 0600, made once)."""
+    """The webhook secret and the GitHub token of the lab (mode 0600, made once; beside
+    them the site's triage token, ``secrets/site-token``)."""
     secret_dir = root / "secrets"
     secret_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     out = []
-    for name in ("webhook-secret", "github-token"):
+    for name in ("webhook-secret", "github-token", "site-token"):
         path = secret_dir / name
         if not path.exists():
             path.touch(mode=0o600)
@@ -153,7 +154,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
                  "--secret-file", str(secret), "--trigger-label", TRIGGER_LABEL,
                  "--branches", "unstable", "--repos", LAB_REPOS, "--git-remote",
                  str(options.source), "--platforms", ",".join(options.platforms),
-                 "--build-variants", options.variant]),
+                 "--build-variants", options.variant,
+                 "--datasink", state.datasink_url]),  # alert issues' triage kept there
         ("builder", [*rbs, "builder", *common, "--consumer", "builder-lab",
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
                      "--cache-dir", str(cache / "cache" / "builds"),
@@ -171,6 +173,11 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
             "--platform-config", str(root / "platforms" / f"{platform}.yml"),
             "--watch-branch", "unstable",  # docs/watch.md
             *options.agent_args]))
+    if state.site_url:  # the read-only site over the datasink, comments from the broker
+        specs.append(("site", [*rbs, "site", "--host", "127.0.0.1",
+                               "--port", state.site_url.rsplit(":", 1)[1],
+                               "--datasink", state.datasink_url, *common,
+                               "--triage-token-file", str(root / "secrets" / "site-token")]))
     if options.confirmer:  # alerts as issues of the GitHub stand-in (token from the env)
         specs.append(("confirmer", [
             *rbs, "confirmer", *common, "--datasink", state.datasink_url, "--repo", LAB_REPOS,
@@ -207,6 +214,7 @@ def up(options: LabOptions) -> LabState:
     sets = cpu_sets(len(options.platforms))
     state = LabState(root=str(root), broker_url="", datasink_url="",
                      api_url=f"http://127.0.0.1:{free_port()}", github_url="",
+                     site_url=f"http://127.0.0.1:{free_port()}",
                      source=str(options.source), prefix=options.prefix,
                      platforms=dict(zip(options.platforms, sets, strict=True)),
                      suites_dir=str(options.suites_dir))

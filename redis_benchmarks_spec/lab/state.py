@@ -43,6 +43,7 @@ class LabState:
     platforms: dict[str, list[int]]  # platform -> its CPU set
     suites_dir: str
     services: list[Service] = field(default_factory=list)
+    site_url: str = ""  # the lab's site (rbs site); "" in state files written before it
     version: int = STATE_VERSION
 
     @property

@@ -18,6 +18,7 @@ and never fails the webhook or the agent's work.
 from __future__ import annotations
 
 import logging
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,7 @@ import redis
 import requests
 from github import GithubException
 
+from redis_benchmarks_spec.api.commands import Reply
 from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.events.messages import DEAD_LETTERED, BuildEvent, BuildRequest
 from redis_benchmarks_spec.events.names import StreamNames
@@ -148,6 +150,19 @@ class PrNotifier:
                       request.repo, request.pr, request.id, variant, exc)
             return None
 
+    def command_reply(self, reply: Reply) -> Upserted | None:
+        """The lab's answer to a ``/rbs`` command, in its own comment on the pull request
+        (one per pull request, edited: the newest answer; api/commands.py)."""
+        pr = reply.pr
+        marker = f"<!-- rbs-command-reply {pr.ref} -->"
+        body = f"{marker}\n**The lab's answer to `/rbs`**\n\n{reply.text}\n"
+        try:
+            return upsert_comment(self.github, PullRequestRef(pr.org, pr.repo, pr.number),
+                                  marker, body)
+        except (GithubException, requests.RequestException) as exc:
+            log.error("answer to /rbs on %s not posted: %s", pr.ref, exc)
+            return None
+
     def _info(self, event: BuildEvent) -> PrInfo:
         stored = pr_state.load_info(self.broker, self.names, event.request_id)
         if stored is not None and stored.head_sha == event.sha:
@@ -256,4 +271,8 @@ class PrNotifier:
                               info.marker, body)
         log.info("PR comment %s on %s/%s#%s: %s", done.comment_id, info.org, info.repo,
                  info.number, "created" if done.created else "edited")
+        try:  # the lab's site shows it (rbs site); the comment is out whatever happens here
+            pr_state.save_body(self.broker, self.names, info, body, int(time.time() * 1000))
+        except redis.RedisError as exc:
+            log.warning("PR comment of %s not kept for the site: %s", info.comment_id, exc)
         return done

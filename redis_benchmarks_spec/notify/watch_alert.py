@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
@@ -173,14 +174,19 @@ def send(client: redis.Redis, where: Branch, alert: Alert, targets: AlertTargets
     if not watch_store.claim_alert(client, where, alert.sha):
         return []
     problems = []
-    watch_store.record_alert(client, where, alert.sha, alert.summary())
+    # when it was told (the precision's quarter) and, below, the issue that tells it (a
+    # label or a /rbs command on that issue triages the alert: datasink/alert_triage.py)
+    summary = {**alert.summary(), "at_ms": int(time.time() * 1000)}
+    watch_store.record_alert(client, where, alert.sha, summary)
     watch_store.add_log(client, where, "alert", alert.sha,
                         f"{title(alert)}: {len(alert.tests)} test(s) on "
                         f"{', '.join(alert.platforms)}, {_interval(alert)}")
     if targets.github is not None:
         try:
-            create_issue(targets.github, (where.org, where.repo), title(alert),
-                         issue_body(alert, f"{where.org}/{where.repo}"))
+            issue = create_issue(targets.github, (where.org, where.repo), title(alert),
+                                 issue_body(alert, f"{where.org}/{where.repo}"))
+            watch_store.record_alert(client, where, alert.sha,
+                                     {**summary, "issue": issue.number})
         except (GithubException, OSError) as exc:  # API refusal, or unreachable
             problems.append(f"issue not created: {type(exc).__name__}: {str(exc)[:200]}")
     if targets.webhook_url:

@@ -185,3 +185,67 @@ def load_sections(client: redis.Redis, names: StreamNames, info: PrInfo) -> list
     raw: Any = client.hgetall(sections_key(names, info))
     return sorted((Section(**json.loads(v)) for v in raw.values()),
                   key=lambda s: s.field_name)
+
+
+# -- the comments as posted, for the lab's site (rbs site) -----------------------------------
+
+MAX_COMMENTS = 1000  # the newest comments kept in the index
+MAX_BODY = 65_536  # GitHub's limit for a comment body
+
+
+def comments_index_key(names: StreamNames) -> str:
+    return f"{names.prefix}:pr-comments"
+
+
+def body_key(names: StreamNames, comment_id: str) -> str:
+    return f"{names.prefix}:pr-comment-body:{comment_id}"
+
+
+def save_body(client: redis.Redis, names: StreamNames, info: PrInfo, body: str,
+              at_ms: int) -> None:
+    """The comment's body as last posted, with the pull request it belongs to, and its place
+    in the index of comments (newest first, :data:`MAX_COMMENTS` kept)."""
+    index = comments_index_key(names)
+    pipe = client.pipeline(transaction=False)
+    pipe.set(body_key(names, info.comment_id),
+             json.dumps({"info": asdict(info), "body": body[:MAX_BODY], "at_ms": at_ms}),
+             ex=INFO_TTL_S)
+    pipe.zadd(index, {info.comment_id: at_ms})
+    pipe.zremrangebyrank(index, 0, -MAX_COMMENTS - 1)
+    pipe.expire(index, INFO_TTL_S)
+    pipe.execute()
+
+
+@dataclass(frozen=True)
+class PostedComment:
+    """A comment as posted: its pull request, its Markdown and when it was last posted."""
+
+    info: PrInfo
+    body: str
+    at_ms: int
+
+
+def posted_comments(client: redis.Redis, names: StreamNames,
+                    limit: int = 100) -> list[PostedComment]:
+    """The newest ``limit`` comments (untrusted: one that does not read back is left out)."""
+    ids = [_id.decode() if isinstance(_id, bytes) else str(_id)
+           for _id in client.zrevrange(comments_index_key(names), 0, limit - 1)]
+    found = [load_comment(client, names, i) for i in ids]
+    return [c for c in found if c is not None]
+
+
+def load_comment(client: redis.Redis, names: StreamNames,
+                 comment_id: str) -> PostedComment | None:
+    """The comment stored under ``comment_id``; None when absent or malformed."""
+    raw: Any = client.get(body_key(names, comment_id[:400]))
+    if raw is None or len(raw) > 4 * MAX_BODY:
+        return None
+    try:
+        data = json.loads(raw)
+        info = PrInfo.from_dict({k: v for k, v in data["info"].items()
+                                 if k in PrInfo.__dataclass_fields__})
+        if not isinstance(data["body"], str) or type(data["at_ms"]) is not int:
+            return None
+        return PostedComment(info, data["body"][:MAX_BODY], data["at_ms"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None

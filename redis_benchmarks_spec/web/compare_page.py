@@ -1,0 +1,216 @@
+"""The compare page's data: two commits' points of one metric read by the one comparison
+reader (:func:`inputs.comparison_series.read_sides`, as ``rbs compare --baseline-hash
+--comparison-hash`` reads them) and judged by the one engine
+(:func:`analysis.engine.judge_samples`); per platform when the page names none. The
+functions that moved come from the runs' instruction profiles
+(:mod:`analysis.function_movers`), where their files are readable here."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_samples
+from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMove, function_movers
+from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.common.name_filter import NameFilter
+from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
+from redis_benchmarks_spec.inputs.comparison_series import (
+    Samples,
+    SidesQuery,
+    SidesRead,
+    read_sides,
+)
+from redis_benchmarks_spec.inputs.profiles import read_functions
+from redis_benchmarks_spec.results.comparison_key import label, split
+
+SHA = re.compile(r"^[0-9a-f]{7,40}$")
+NAME = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+
+class CompareRequestError(ValueError):
+    """A compare URL whose parameters are not what the page accepts; says which."""
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What the URL asks: two commits, a metric, and optionally a platform, a group and a
+    command (exact names: a link is shared, so it names, it does not search)."""
+
+    a: str
+    b: str
+    metric: str
+    platform: str | None = None
+    group: str | None = None
+    command: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("a", "b"):
+            if not SHA.match(getattr(self, name)):
+                raise CompareRequestError(f"{name}: not a commit sha (7 to 40 hex digits)")
+        for name in ("platform", "group", "command"):
+            value = getattr(self, name)
+            if value is not None and not NAME.match(value):
+                raise CompareRequestError(f"{name}: not a name ([A-Za-z0-9._:-]+)")
+        if not re.match(r"^[A-Za-z0-9._:/%-]{1,200}$", self.metric):
+            raise CompareRequestError("metric: not a metric name")
+
+    def keep(self) -> NameFilter | None:
+        if not (self.group or self.command):
+            return None
+        exact = (lambda v: f"^{re.escape(v)}$" if v else None)
+        return NameFilter(".*", exact(self.group), exact(self.command))
+
+
+@dataclass
+class PlatformCompare:
+    """One platform's report, and per row the functions that moved most."""
+
+    platform: str
+    report: ComparisonReport
+    movers: dict[str, list[FunctionMove]] = field(default_factory=dict)
+
+
+def _platforms(client: redis.Redis, sha: str, metric: str) -> set[str]:
+    found = reader.series_labels(client, ["by=hash", f"hash={sha}",
+                                          f"{keys.LABEL_METRIC}={keys.label_value(metric)}"],
+                                 [keys.LABEL_PLATFORM])
+    return {x[keys.LABEL_PLATFORM] for x in found if x.get(keys.LABEL_PLATFORM)}
+
+
+def _topologies(client: redis.Redis, sha: str, metric: str, platform: str) -> set[str]:
+    found = reader.series_keys(client, ["by=hash", f"hash={sha}",
+                                        f"{keys.LABEL_METRIC}={keys.label_value(metric)}",
+                                        f"{keys.LABEL_PLATFORM}={platform}"])
+    return {keys.parse_key(k, metric).topology for k in found}
+
+
+def _on_branch(client: redis.Redis, sha: str, metric: str,
+               platform: str) -> dict[tuple[str, str], list[reader.Point]]:
+    """A commit's points when gc deleted its by.hash series: read on the branch it was
+    benchmarked on (datasink/commit_points.py, as the pull-request comment reads them), per
+    (test, topology), over every scope and build variant."""
+    found: dict[tuple[str, str], list[reader.Point]] = {}
+    for scope in reader.scopes(client):
+        for variant in reader.list_build_variants(client, scope):
+            points = commit_points.on_branch(client, commit_points.CommitQuery(
+                scope, sha, platform, variant, metric))
+            for row, pts in (points.points.items() if points else []):
+                found.setdefault(row, []).extend(pts)
+    return found
+
+
+def _expired_side(client: redis.Redis, sha: str, req: CompareRequest,
+                  platform: str) -> dict[str, reader.Series]:
+    """:func:`_on_branch` as series per row (``test @ topology`` for several topologies)."""
+    points = _on_branch(client, sha, req.metric, platform)
+    several = len({top for _, top in points}) > 1
+    return {label(test, top, several): reader.Series(f"{sha} on its branch", {}, pts)
+            for (test, top), pts in sorted(points.items())}
+
+
+def _read(client: redis.Redis, req: CompareRequest, platform: str) -> SidesRead:
+    def side(sha: str) -> reader.SeriesSelector:
+        return reader.SeriesSelector(metric=req.metric, side=keys.Side("hash", sha),
+                                     platform=platform)
+    tops = _topologies(client, req.a, req.metric, platform) | \
+        _topologies(client, req.b, req.metric, platform)
+    found = read_sides(client, SidesQuery(side(req.a), side(req.b),
+                                          topologies=tuple(sorted(tops)), keep=req.keep()))
+    if req.keep() is not None or (found.baseline and found.comparison):
+        return found  # (the group and command filters need the by.hash series' labels)
+    base = found.baseline or _expired_side(client, req.a, req, platform)
+    comp = found.comparison or _expired_side(client, req.b, req, platform)
+    notes = tuple(f"{which} {sha[:10]}: by.hash series gone (gc), its points read on its "
+                  "branch" for which, sha, had in (("baseline", req.a, found.baseline),
+                                                  ("comparison", req.b, found.comparison))
+                  if not had)
+    return SidesRead(base, comp, tuple(sorted(set(base) | set(comp))), found.notes + notes)
+
+
+def _functions(client: redis.Redis, series: reader.Series | None) -> list[list[dict[str, Any]]]:
+    """Per run of a series, the function counts its instruction profile wrote (when the
+    file is readable from here)."""
+    if series is None or not series.points or not series.key.startswith(keys.PREFIX):
+        return []  # (points read on a branch after gc: no series of the commit's runs)
+    parsed = keys.parse_key(series.key)
+    ids = run_reader.run_ids_at(client, parsed.scope, parsed.test_name,
+                                [ts for ts, _ in series.points])
+    docs = run_reader.result_documents(client, sorted({r for row in ids for r in row}))
+    out = []
+    for doc in docs.values():
+        path = doc.paths.get(PATH_KEY)
+        if path and Path(path).is_file():
+            functions = read_functions(Path(path))
+            if functions:
+                out.append(functions)
+    return out
+
+
+def _movers(client: redis.Redis, found: SidesRead,
+            report: ComparisonReport) -> dict[str, list[FunctionMove]]:
+    out = {}
+    for row in report.rows:
+        if row.baseline_median:
+            moves = function_movers(_functions(client, found.baseline.get(row.test)),
+                                    _functions(client, found.comparison.get(row.test)),
+                                    row.baseline_median)
+            if moves:
+                out[row.test] = moves
+    return out
+
+
+_JUDGED: OrderedDict[str, ComparisonReport] = OrderedDict()
+JUDGED_SIZE = 256
+_JUDGING = threading.Lock()
+
+
+def judged(samples: Samples, options: CompareOptions, problems: list[str]) -> ComparisonReport:
+    """:func:`analysis.engine.judge_samples` of these samples, kept by their digest: the
+    engine takes ~7 ms a test here (its exact Mann-Whitney), the same samples always get the
+    same verdicts, and a page is mostly asked again before new points arrive."""
+    digest = hashlib.sha256(repr((sorted(samples.items()), options, problems)).encode())
+    key = digest.hexdigest()
+    with _JUDGING:
+        found = _JUDGED.get(key)
+        if found is not None:
+            _JUDGED.move_to_end(key)
+            return found
+    report = judge_samples(samples, options, problems)
+    with _JUDGING:
+        _JUDGED[key] = report
+        while len(_JUDGED) > JUDGED_SIZE:
+            _JUDGED.popitem(last=False)
+    return report
+
+
+def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
+    """Every platform both commits ran on (or the one asked), each judged by the engine."""
+    platforms = [req.platform] if req.platform else sorted(
+        _platforms(client, req.a, req.metric) & _platforms(client, req.b, req.metric))
+    if not platforms and req.keep() is None:  # gc may have deleted a side's by.hash series
+        platforms = sorted({p for scope in reader.scopes(client)
+                            for p in reader.list_platforms(client, scope)})
+    options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
+                             metric=req.metric)
+    out = []
+    for platform in platforms:
+        found = _read(client, req, platform)
+        samples = found.samples()
+        problems = [*found.notes, *(
+            f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
+            for t, (b, c) in samples.items() if not b or not c)]
+        if not samples:
+            continue
+        report = judged(samples, options, problems)
+        movers = _movers(client, found, report) if req.metric == INSTRUCTIONS_METRIC else {}
+        out.append(PlatformCompare(platform, report, movers))
+    return out

@@ -1,0 +1,100 @@
+"""What a test's history page shows: one chart per series of the test and metric on a branch
+(a platform, topology and build variant each), with each point's commit (read by
+:mod:`inputs.history`, as ``rbs history`` reads it), the change points of the series
+(:mod:`analysis.branch_changes`), the watch's alerts on those commits and the host
+fingerprint boundaries (:mod:`datasink.watch_store`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+import redis
+
+from redis_benchmarks_spec.analysis.branch_changes import changes_of
+from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
+from redis_benchmarks_spec.analysis.history import History, HistoryQuery, when_utc
+from redis_benchmarks_spec.common.numbers import plain
+from redis_benchmarks_spec.datasink import alert_triage, keys, reader, watch_store
+from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.web.charts import Chart, ChartPoint, history_svg
+
+MAX_POINTS = 500
+
+
+@dataclass
+class SeriesView:
+    """One series' chart and the rows of its table (newest first)."""
+
+    key: str
+    platform: str
+    svg: str
+    history: History
+    marks: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _series(client: redis.Redis, scope: keys.Scope, test: str, metric: str, branch: str,
+            platform: str | None) -> list[keys.SeriesId]:
+    selector = reader.SeriesSelector(metric=metric, side=keys.Side("branch", branch),
+                                     test_name=test, platform=platform,
+                                     triggering_env=scope.triggering_env,
+                                     github_org=scope.github_org, github_repo=scope.github_repo)
+    found = reader.series_keys(client, selector.filters())
+    return [keys.parse_key(k, metric) for k in found]
+
+
+def _boundaries(client: redis.Redis, where: watch_store.Branch, key: str,
+                history: History) -> list[tuple[str, int]]:
+    """Where the host fingerprint a point was taken under differs from the previous one's."""
+    prints = watch_store.fingerprints(client, where, key)
+    out, last = [], None
+    for p in history.points:
+        fp = prints.get(p.ts_ms)
+        if fp is not None and last is not None and fp != last:
+            out.append((f"host {fp[:8]}", p.ts_ms))
+        last = fp if fp is not None else last
+    return out
+
+
+def _chart(history: History, label: str, log: list[dict[str, str]],
+           said: dict[str, alert_triage.Triage]) -> tuple[Chart, dict]:
+    """The chart of one history and the marks (alert, notes) per commit shown in its table."""
+    first: dict[str, int] = {}
+    for p in history.points:
+        first.setdefault(p.commit, p.ts_ms)
+    chart = Chart(label, history.query.metric, [ChartPoint(
+        p.ts_ms, p.value, f"/run/{quote(p.run_id, safe='')}" if p.run_id else "#",
+        f"{p.commit[:12] or 'unknown commit'}  {when_utc(p.ts_ms)}  {plain(p.value, 4)}")
+        for p in history.points])
+    marks: dict[str, list[str]] = {}
+    for line in log:
+        sha = line["sha"]
+        if sha in first and line["kind"] == "alert":
+            word = f" ({said[sha].state})" if sha in said else ""
+            chart.alerts.append((f"ALERT {sha[:8]}{word}", first[sha]))
+        if sha in first:
+            marks.setdefault(sha, []).append(f"{line['kind']}: {line['text']}")
+    changes = changes_of(history, ChangePointOptions())
+    chart.steps = [(f"step {s.step.change_pct:+.1f}%", s.after.ts_ms) for s in changes.steps]
+    return chart, marks
+
+
+def history_views(client: redis.Redis, scope: keys.Scope, query: HistoryQuery) -> list[SeriesView]:
+    """Every series of the test and metric on the branch (narrowed by platform), charted."""
+    where = watch_store.Branch(scope.github_org, scope.github_repo, query.branch)
+    log = watch_store.log_lines(client, where)
+    said = alert_triage.triages(client, where)
+    views = []
+    for sid in _series(client, scope, query.test, query.metric, query.branch, query.platform):
+        narrowed = HistoryQuery(test=query.test, metric=query.metric, branch=query.branch,
+                                platform=sid.platform, topology=sid.topology,
+                                build_variant=sid.build_variant, last_n=query.last_n)
+        history = read_history(client, narrowed)
+        own = [x for x in log if x["kind"] != "host-changed"
+               or x["text"].startswith(f"host changed on {sid.platform} ")]
+        label = f"{sid.platform} / {sid.topology} / {sid.build_variant}"
+        chart, marks = _chart(history, label, own, said)
+        chart.boundaries = _boundaries(client, where, history.series_key, history)
+        views.append(SeriesView(history.series_key, sid.platform, history_svg(chart), history,
+                                marks))
+    return views
