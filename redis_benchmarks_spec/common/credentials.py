@@ -49,6 +49,8 @@ DAEMON_SECRETS: dict[str, tuple[str, ...]] = {
     "agent": ("RBS_BROKER_PASSWORD", "RBS_DATASINK_PASSWORD", "RBS_ARTIFACT_KEY",
               "RBS_GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"),
     "confirmer": ("RBS_BROKER_PASSWORD", "RBS_DATASINK_PASSWORD", "RBS_GITHUB_TOKEN"),
+    # read-only pages over the datasink and the broker; its triage token is a file
+    "site": ("RBS_BROKER_PASSWORD", "RBS_DATASINK_PASSWORD"),
 }
 
 
