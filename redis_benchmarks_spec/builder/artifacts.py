@@ -4,7 +4,11 @@ Keys (all built here):
     <prefix>:artifact:<sha>:<variant>:<env digest>      manifest hash: kind, location, sha256,
                                                         size, chunks, redis_version, env,
                                                         compiler, redis_server_version,
-                                                        source_sha (the verified commit)
+                                                        source_sha (the verified commit),
+                                                        build_kind (clean | incremental),
+                                                        built_over (the kept tree's previous
+                                                        commit), build_reason, deps (JSON:
+                                                        bundled dependency versions)
     <prefix>:artifact:<sha>:<variant>:<env digest>:<i>  chunk i of the tar.gz (kind redis)
 The manifest is the index for both kinds, so an artifact for the same sha and variant is
 found and reused wherever its bytes live. In Redis the manifest is written in the same
@@ -119,7 +123,10 @@ def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:
             "env": json.dumps(artifact.env, sort_keys=True),
             "compiler": artifact.compiler_version,
             "cflags_verified": int(artifact.cflags_verified),
-            "source_sha": artifact.source_sha}
+            "source_sha": artifact.source_sha,
+            "build_kind": artifact.build_kind, "built_over": artifact.built_over,
+            "build_reason": artifact.build_reason,
+            "deps": json.dumps(artifact.deps, sort_keys=True)}
 
 
 @dataclass(frozen=True)
@@ -237,3 +244,4 @@ def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
         raise ArtifactCorrupt(f"artifact {ref.location}: sha256 {digest} does not match the "
                               f"event's {ref.sha256}")
     return data
+

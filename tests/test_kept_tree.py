@@ -1,0 +1,175 @@
+"""A kept build tree is safe for every change: a commit that changes a bundled dependency
+(or a Makefile, or the variant's settings) is built from a clean tree, so its binary carries
+the new dependency; a commit that changes only code builds incrementally over the tree's
+previous commit; the artifact's manifest says which, over what, and why.
+
+A tiny Redis-shaped tree whose Makefile builds ``deps/`` once (only while
+``.make-prerequisites`` is missing), exactly as Redis's does; a real broker; the real
+builder with ``keep_trees``."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import kept_tree as kt
+from redis_benchmarks_spec.builder.compile import unpack
+from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
+from redis_benchmarks_spec.builder.variants import BuildVariant, load_variants
+from redis_benchmarks_spec.events.consumer import publish
+from redis_benchmarks_spec.events.messages import (
+    SOURCE_GIT,
+    BuildEvent,
+    BuildRequest,
+    SourceLocation,
+)
+from redis_benchmarks_spec.events.names import StreamNames
+from tests.pipeline_fixtures import TINY_TOOL_C, commit_all, git, tiny_variant_yaml
+
+VARIANT = "gcc:test-kept"
+TOP_MAKEFILE = "all:\n\t$(MAKE) -C src\n"
+# Redis's shape: deps are built when .make-prerequisites is missing, and never again
+SRC_MAKEFILE = """\
+CC ?= cc
+all: redis-server redis-cli redis-benchmark
+.make-prerequisites:
+\t$(MAKE) -C ../deps
+\ttouch $@
+%.o: %.c .make-prerequisites
+\t$(CC) $(REDIS_CFLAGS) -c $< -o $@
+redis-server: server.o
+\t$(CC) server.o ../deps/jemalloc/libdep.a -o $@
+redis-cli: tool.o
+\t$(CC) tool.o -o $@
+redis-benchmark: tool.o
+\t$(CC) tool.o -o $@
+"""
+DEPS_MAKEFILE = """\
+jemalloc/libdep.a: jemalloc/dep.c
+\t$(CC) -c jemalloc/dep.c -o jemalloc/dep.o
+\tar rcs jemalloc/libdep.a jemalloc/dep.o
+"""
+DEP_C = 'const char *dep_version(void) { return "jemalloc-VERSION"; }\n'
+SERVER_C = """\
+#include <stdio.h>
+const char *dep_version(void);
+int main(void) {
+    /* COMMENT */
+    printf("Redis server v=7.9.0 sha=00000000:0 malloc=%s bits=64 build=x\\n",
+           dep_version());
+    return 0;
+}
+"""
+
+
+def set_dep(repo: Path, version: str) -> None:
+    (repo / "deps" / "jemalloc" / "dep.c").write_text(DEP_C.replace("VERSION", version))
+    (repo / "deps" / "jemalloc" / "VERSION").write_text(f"{version}-0-g0\n")
+
+
+def repo_with_deps(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "deps" / "jemalloc").mkdir(parents=True)
+    (root / "Makefile").write_text(TOP_MAKEFILE)
+    (root / "src" / "Makefile").write_text(SRC_MAKEFILE)
+    (root / "src" / "server.c").write_text(SERVER_C)
+    (root / "src" / "tool.c").write_text(TINY_TOOL_C)
+    (root / "deps" / "Makefile").write_text(DEPS_MAKEFILE)
+    set_dep(root, "5.2.1")
+    git(root, "init", "-q", "-b", "unstable")
+    commit_all(root, "base: jemalloc 5.2.1")
+    return root
+
+
+@pytest.fixture
+def names() -> StreamNames:
+    return StreamNames.with_prefix(f"k{uuid.uuid4().hex[:8]}")
+
+
+def build_in_kept_tree(client: redis.Redis, names: StreamNames, repo: Path, sha: str,
+                       tmp_path: Path) -> tuple[BuildEvent, dict[bytes, bytes], str]:
+    """One request through the builder with kept trees; its event, manifest and the
+    ``redis-server --version`` line of the artifact."""
+    variants = tmp_path / "variants"
+    variants.mkdir(exist_ok=True)
+    (variants / "kept.yml").write_text(tiny_variant_yaml(VARIANT, ""))
+    publish(client, names.build_requests, BuildRequest(
+        org="redis", repo="redis", branch="unstable", sha=sha, commit_time_ms=1,
+        source=SourceLocation(SOURCE_GIT, str(repo)), build_variants=[VARIANT]))
+    builder = Builder(client, BuilderConfig(
+        names=names, consumer="b1", variants=load_variants(variants), block_ms=200,
+        work_dir=tmp_path / "work", keep_trees=tmp_path / "trees"))
+    assert builder.run(max_requests=1) == 1
+    rows: Any = client.xrange(names.builds)
+    event = BuildEvent.decode(rows[-1][1], rows[-1][0].decode())
+    assert event.sha == sha, client.xrange(names.build_failures)
+    binaries = unpack(artifacts.fetch(client, event.artifact), tmp_path / "bin" / sha)
+    line = subprocess.run([str(binaries["redis-server"]), "--version"], capture_output=True,
+                          text=True, timeout=10, check=True).stdout
+    return event, client.hgetall(event.artifact.location), line
+
+
+def test_a_dependency_upgrade_is_built_clean_and_a_code_change_incrementally(  # type: ignore[no-untyped-def]
+        redis_server, names, tmp_path) -> None:
+    client = redis_server.client()
+    repo = repo_with_deps(tmp_path / "origin")
+    base = git(repo, "rev-parse", "HEAD")
+    _, manifest, line = build_in_kept_tree(client, names, repo, base, tmp_path)
+    assert "malloc=jemalloc-5.2.1" in line
+    assert manifest[b"build_kind"] == b"clean" and b"no finished build" in \
+        manifest[b"build_reason"]
+
+    set_dep(repo, "5.3.0")
+    upgrade = commit_all(repo, "Upgrade to jemalloc 5.3.0")
+    _, manifest, line = build_in_kept_tree(client, names, repo, upgrade, tmp_path)
+    # built over the base's tree, Redis's Makefile would have linked the old libdep.a
+    assert "malloc=jemalloc-5.3.0" in line, line
+    assert manifest[b"build_kind"] == b"clean" and manifest[b"built_over"] == b""
+    assert b"deps/jemalloc/dep.c" in manifest[b"build_reason"], manifest[b"build_reason"]
+    assert manifest[b"deps"] == b'{"jemalloc": "5.3.0"}'
+
+    server_c = repo / "src" / "server.c"
+    server_c.write_text(server_c.read_text().replace("COMMENT", "a code change"))
+    code = commit_all(repo, "a code change")
+    _, manifest, line = build_in_kept_tree(client, names, repo, code, tmp_path)
+    assert "malloc=jemalloc-5.3.0" in line
+    assert manifest[b"build_kind"] == b"incremental", manifest[b"build_reason"]
+    assert manifest[b"built_over"] == upgrade.encode()
+    log = (tmp_path / "trees" / VARIANT.replace(":", "_") / "build.log").read_text()
+    assert "ar rcs" not in log and "server.c" in log  # deps kept, the code recompiled
+
+
+def test_plan_settings_and_build_inputs(tmp_path: Path) -> None:
+    repo = repo_with_deps(tmp_path / "origin")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "README").write_text("docs\n")
+    docs = commit_all(repo, "docs")
+    (repo / "src" / "Makefile").write_text(SRC_MAKEFILE + "# tweak\n")
+    makefile = commit_all(repo, "Makefile")
+    settings = {"CC": "gcc", "REDIS_CFLAGS": ""}
+    assert kt.plan(repo, None, base, settings).reason == "the tree holds no finished build"
+    assert kt.plan(repo, kt.TreeState(base, settings), docs, settings) == \
+        kt.TreePlan(True, base)
+    over_make = kt.plan(repo, kt.TreeState(docs, settings), makefile, settings)
+    assert not over_make.incremental and "src/Makefile" in over_make.reason
+    flags = kt.plan(repo, kt.TreeState(base, settings), docs, {**settings, "REDIS_CFLAGS": "-O3"})
+    assert not flags.incremental and "REDIS_CFLAGS" in flags.reason
+    unknown = kt.plan(repo, kt.TreeState("0" * 40, settings), docs, settings)
+    assert not unknown.incremental and "cannot diff" in unknown.reason
+
+
+def test_state_is_recorded_beside_the_sandboxed_source(tmp_path: Path) -> None:
+    """The record lives outside ``src/`` (the only folder the build may write), and a record
+    the tree cannot vouch for reads as none."""
+    state = kt.TreeState("a" * 40, {"CC": "gcc"})
+    kt.save_state(tmp_path, state)
+    assert kt.load_state(tmp_path) == state
+    (tmp_path / kt.STATE_FILE).write_text("{not json")
+    assert kt.load_state(tmp_path) is None
+    assert "compiler_version" in kt.settings_of(BuildVariant(VARIANT))
