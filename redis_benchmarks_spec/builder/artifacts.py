@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +32,12 @@ from redis_benchmarks_spec.events.messages import (
     ARTIFACT_REDIS,
     ARTIFACT_S3,
     ArtifactRef,
+    BuildEvent,
     MessageError,
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.validation import ARTIFACT_CHUNK_BYTES
+from redis_benchmarks_spec.results.binary import valid_versions
 
 CHUNK_BYTES = ARTIFACT_CHUNK_BYTES
 DEFAULT_TTL_S = 14 * 24 * 3600
@@ -245,3 +248,36 @@ def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
                               f"event's {ref.sha256}")
     return data
 
+
+BUILD_KINDS = ("clean", "incremental")
+
+
+def manifest_key(prefix: str, event: BuildEvent) -> str:
+    """The manifest of the event's artifact: its location for Redis chunks, else the key
+    of the event's commit, variant and make variables."""
+    if event.artifact.kind == ARTIFACT_REDIS:
+        return event.artifact.location
+    return artifact_key(prefix, event.sha, event.build_variant, event.env)
+
+
+def provenance(client: redis.Redis, key: str) -> dict[str, Any]:
+    """How the artifact under manifest ``key`` was built, as its manifest records it:
+    ``build_kind``, ``built_over``, ``build_reason`` and ``deps``; {} when there is no
+    manifest. The manifest is broker data: each value is kept only when it has its form."""
+    raw: dict[bytes, bytes] = client.hmget(key, "build_kind", "built_over",  # type: ignore[assignment]
+                                           "build_reason", "deps")
+    kind, over, reason, deps = (v.decode(errors="replace") if v else "" for v in raw)
+    out: dict[str, Any] = {}
+    if kind in BUILD_KINDS:
+        out["build_kind"] = kind
+    if re.fullmatch(r"[0-9a-f]{40}", over):
+        out["built_over"] = over
+    if reason:
+        out["build_reason"] = reason[:300]
+    try:
+        parsed = json.loads(deps) if deps else {}
+    except ValueError:
+        parsed = {}
+    if isinstance(parsed, dict) and (versions := valid_versions(parsed)):
+        out["deps"] = versions
+    return out
