@@ -41,6 +41,7 @@ from redis_benchmarks_spec.results.binary import valid_versions
 
 CHUNK_BYTES = ARTIFACT_CHUNK_BYTES
 DEFAULT_TTL_S = 14 * 24 * 3600
+BUILD_KINDS = ("clean", "incremental")  # the manifest's build_kind (builder/kept_tree.py)
 
 
 class ArtifactError(RuntimeError):
@@ -199,6 +200,8 @@ def existing(client: redis.Redis, key: str, signer: Signer) -> StoredArtifact | 
     if not signing.verify(signer.key, ref.mac, signer.sha, signer.variant, ref.sha256,
                           ref.size_bytes) or fields.get("source_sha") != signer.sha:
         return None
+    if fields.get("build_kind") not in BUILD_KINDS:
+        return None  # stored before kept trees knew build inputs (builder/kept_tree.py)
     if ref.kind == ARTIFACT_REDIS and (ref.location != key or client.exists(
             *[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks):
         return None  # chunks expired before the manifest: rebuild
@@ -248,8 +251,6 @@ def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
                               f"event's {ref.sha256}")
     return data
 
-
-BUILD_KINDS = ("clean", "incremental")
 
 
 def manifest_key(prefix: str, event: BuildEvent) -> str:
