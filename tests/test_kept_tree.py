@@ -9,6 +9,7 @@ builder with ``keep_trees``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.builder import artifacts, verify
 from redis_benchmarks_spec.builder import kept_tree as kt
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
@@ -30,6 +31,8 @@ from redis_benchmarks_spec.events.messages import (
     SourceLocation,
 )
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.lab import services
+from redis_benchmarks_spec.lab.state import LabState, Service
 from tests.pipeline_fixtures import TINY_TOOL_C, commit_all, git, tiny_variant_yaml
 
 VARIANT = "gcc:test-kept"
@@ -93,7 +96,8 @@ def names() -> StreamNames:
 
 
 def build_in_kept_tree(client: redis.Redis, names: StreamNames, repo: Path, sha: str,
-                       tmp_path: Path) -> tuple[BuildEvent, dict[bytes, bytes], str]:
+                       tmp_path: Path, check_every: int = 0,
+                       ) -> tuple[BuildEvent, dict[bytes, bytes], str]:
     """One request through the builder with kept trees; its event, manifest and the
     ``redis-server --version`` line of the artifact."""
     variants = tmp_path / "variants"
@@ -104,7 +108,7 @@ def build_in_kept_tree(client: redis.Redis, names: StreamNames, repo: Path, sha:
         source=SourceLocation(SOURCE_GIT, str(repo)), build_variants=[VARIANT]))
     builder = Builder(client, BuilderConfig(
         names=names, consumer="b1", variants=load_variants(variants), block_ms=200,
-        work_dir=tmp_path / "work", keep_trees=tmp_path / "trees"))
+        work_dir=tmp_path / "work", keep_trees=tmp_path / "trees", check_every=check_every))
     assert builder.run(max_requests=1) == 1
     rows: Any = client.xrange(names.builds)
     event = BuildEvent.decode(rows[-1][1], rows[-1][0].decode())
@@ -173,3 +177,62 @@ def test_state_is_recorded_beside_the_sandboxed_source(tmp_path: Path) -> None:
     (tmp_path / kt.STATE_FILE).write_text("{not json")
     assert kt.load_state(tmp_path) is None
     assert "compiler_version" in kt.settings_of(BuildVariant(VARIANT))
+
+
+STALE_SERVER_C = """\
+#include <stdio.h>
+const char *dep_version(void);
+int stale_function(int x) { return x * 3 + 1; }
+int main(void) {
+    printf("Redis server v=7.9.0 sha=00000000:0 malloc=%s bits=64 build=%d\\n",
+           dep_version(), stale_function(1));
+    return 0;
+}
+"""
+
+
+def _stale_object(tree: Path, tmp_path: Path) -> None:
+    """An object file in the kept tree that make takes for up to date but is not what the
+    source says (what a build over stale output links)."""
+    stale = tmp_path / "stale.c"
+    stale.write_text(STALE_SERVER_C)
+    obj = tree / "src" / "src" / "server.o"
+    subprocess.run(["cc", "-c", str(stale), "-o", str(obj)], check=True, timeout=60)
+    os.utime(obj, (4_102_444_800, 4_102_444_800))  # 2100: newer than any checkout
+
+
+def test_an_incremental_build_is_checked_against_a_clean_build(  # type: ignore[no-untyped-def]
+        redis_server, names, tmp_path) -> None:
+    """One incremental build in N (here every one) is compared function by function with a
+    clean build of its commit: a match keeps it; a mismatch publishes the clean build,
+    replaces the kept tree and is recorded for ``rbs lab status``."""
+    client = redis_server.client()
+    repo = repo_with_deps(tmp_path / "origin")
+    tree = tmp_path / "trees" / VARIANT.replace(":", "_")
+    build_in_kept_tree(client, names, repo, git(repo, "rev-parse", "HEAD"), tmp_path, 1)
+    server_c = repo / "src" / "server.c"
+    server_c.write_text(server_c.read_text().replace("COMMENT", "change one"))
+    good = commit_all(repo, "change one")
+    _, manifest, _ = build_in_kept_tree(client, names, repo, good, tmp_path, 1)
+    assert manifest[b"build_kind"] == b"incremental"
+    assert b"every function matches a clean build" in manifest[b"verification"]
+
+    _stale_object(tree, tmp_path)
+    server_c.write_text(server_c.read_text().replace("change one", "change two"))
+    bad = commit_all(repo, "change two")
+    _, manifest, line = build_in_kept_tree(client, names, repo, bad, tmp_path, 1)
+    assert line.endswith("build=x\n"), line  # the clean build was published, not the stale
+    assert manifest[b"build_kind"] == b"clean"
+    assert b"differ from a clean build (main, stale_function)" in manifest[b"build_reason"]
+    [ok, mismatch] = verify.read(tree)
+    assert ok.matched and ok.sha == good and not mismatch.matched
+    assert mismatch.sha == bad and mismatch.differing == ["main", "stale_function"]
+    assert kt.load_state(tree).sha == bad  # type: ignore[union-attr]
+    assert not (tree / "src" / "src" / "server.o").stat().st_mtime > 4e9  # the tree replaced
+    lab = LabState(root=str(tmp_path), broker_url="", datasink_url="", api_url="",
+                   github_url="", source="", prefix="", platforms={}, suites_dir="",
+                   services=[Service("builder", 1, ["rbs", "builder", "--keep-trees",
+                                                    str(tmp_path / "trees")], "")])
+    status = services.kept_tree_checks(lab)
+    assert status[-1].startswith(f"kept tree {tree.name}: last check MISMATCH {bad[:12]}"), status
+    assert "stale_function" in status[-1] and "tree dropped" in status[-1]

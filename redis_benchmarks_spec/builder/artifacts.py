@@ -129,7 +129,7 @@ def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:
             "cflags_verified": int(artifact.cflags_verified),
             "source_sha": artifact.source_sha,
             "build_kind": artifact.build_kind, "built_over": artifact.built_over,
-            "build_reason": artifact.build_reason,
+            "build_reason": artifact.build_reason, "verification": artifact.verification,
             "deps": json.dumps(artifact.deps, sort_keys=True)}
 
 

@@ -53,6 +53,8 @@ class Artifact:
     build_kind: str = "clean"
     built_over: str = ""
     build_reason: str = ""
+    # an incremental build checked against a clean build of its commit (builder/verify.py)
+    verification: str = ""
     # versions of the dependencies bundled in deps/ (builder/dependencies.py)
     deps: dict[str, str] = field(default_factory=dict)
 

@@ -97,6 +97,9 @@ class BuilderConfig:
     # the next commit recompiles only what changed: a lab of trusted pull requests only, as
     # one request's build output is the next one's input (docs/lab.md)
     keep_trees: Path | None = None
+    # one incremental build of a kept tree in N is checked against a clean build of its
+    # commit, function by function (builder/verify.py); 0: never
+    check_every: int = 0
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -323,7 +326,8 @@ class Builder:
             lambda dest: fetch_source(self.client, request, dest,
                                       replace(self.config.git, reuse_tree=True)),
             lambda source: build(source, variant, tree / "build.log",
-                                 self.config.build_timeout_s, self.config.sandbox))
+                                 self.config.build_timeout_s, self.config.sandbox),
+            kept_tree.Check(self.config.check_every, self.config.work_dir))
         self._save_cache(request, variant, artifact)
         return artifact
 

@@ -21,18 +21,21 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from redis_benchmarks_spec.builder import verify
 from redis_benchmarks_spec.builder.change import build_inputs
-from redis_benchmarks_spec.builder.compile import Artifact, BuildError, compiler_version
+from redis_benchmarks_spec.builder.compile import Artifact, BuildError, compiler_version, unpack
 from redis_benchmarks_spec.builder.source import (
     ProvenanceError,
     SourceError,
     VerifiedSource,
     git,
 )
+from redis_benchmarks_spec.builder.unpack import UnpackError
 from redis_benchmarks_spec.builder.variants import BuildVariant
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,17 @@ class TreeState:
 
     sha: str
     settings: dict[str, str]
+    # commits built incrementally since the tree's last check against a clean build
+    unchecked: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One incremental build in ``every`` is checked against a clean build of its commit,
+    made under ``scratch`` (0: none)."""
+
+    every: int
+    scratch: Path
 
 
 @dataclass(frozen=True)
@@ -82,7 +96,8 @@ def load_state(tree: Path) -> TreeState | None:
         if path.stat().st_size > MAX_STATE_BYTES:
             return None
         raw = json.loads(path.read_text())
-        return TreeState(str(raw["sha"]), {str(k): str(v) for k, v in raw["settings"].items()})
+        return TreeState(str(raw["sha"]), {str(k): str(v) for k, v in raw["settings"].items()},
+                         [str(s) for s in raw.get("unchecked", [])][:1000])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -90,7 +105,8 @@ def load_state(tree: Path) -> TreeState | None:
 def save_state(tree: Path, state: TreeState) -> None:
     """Record a finished build (written whole, then renamed)."""
     tmp = tree / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps({"sha": state.sha, "settings": state.settings}, sort_keys=True))
+    tmp.write_text(json.dumps({"sha": state.sha, "settings": state.settings,
+                               "unchecked": state.unchecked}, sort_keys=True))
     tmp.replace(tree / STATE_FILE)
 
 
@@ -129,10 +145,13 @@ def clean(repo: Path) -> None:
     git("-C", str(repo), "clean", "-ffdxq", timeout_s=DIFF_TIMEOUT_S)
 
 
-def build_kept(tree: Path, variant: BuildVariant, fetch: Fetch, make: Make) -> Artifact:
+def build_kept(tree: Path, variant: BuildVariant, fetch: Fetch, make: Make,
+               check: Check | None = None) -> Artifact:
     """Build in the variant's kept ``tree``: incrementally when :func:`plan` allows, from a
-    clean tree otherwise. A tree whose last build did not finish (a half-written object
-    file would look up to date), or whose checkout or build fails, is built afresh once."""
+    clean tree otherwise; with ``check``, one incremental build in ``check.every`` is
+    checked against a clean build (:func:`_checked`). A tree whose last build did not finish
+    (a half-written object file would look up to date), or whose checkout or build fails,
+    is built afresh once."""
     marker = tree / MARKER
     state = None
     if marker.exists():
@@ -153,9 +172,53 @@ def build_kept(tree: Path, variant: BuildVariant, fetch: Fetch, make: Make) -> A
         shutil.rmtree(tree / "src", ignore_errors=True)
         why = f"the build over the kept tree failed: {str(exc)[:200]}"
         artifact = _build_once(tree, (None, settings), fetch, make, why)
-    save_state(tree, TreeState(artifact.source_sha, settings))
+    unchecked = [*state.unchecked, artifact.source_sha] if state and \
+        artifact.build_kind == INCREMENTAL else []
+    if check is not None and check.every > 0 and artifact.build_kind == INCREMENTAL and \
+            len(unchecked) >= check.every:
+        try:
+            artifact = _checked(tree, artifact, (fetch, make), check, unchecked[:-1])
+            unchecked = []
+        except (SourceError, BuildError, verify.CheckError, UnpackError, KeyError) as exc:
+            # unchecked, not wrong: the next incremental build is checked again
+            log.warning("kept tree %s: the check of %s could not run: %s", tree,
+                        artifact.source_sha[:12], str(exc)[:200])
+    save_state(tree, TreeState(artifact.source_sha, settings,
+                               unchecked if artifact.build_kind == INCREMENTAL else []))
     marker.unlink()
     return artifact
+
+
+def _checked(tree: Path, artifact: Artifact, tools: tuple[Fetch, Make], check: Check,
+             earlier: list[str]) -> Artifact:
+    """``artifact`` when its functions match a clean build of its commit; otherwise the
+    clean build, whose tree replaces the kept one (the kept tree is dropped), and the
+    mismatch is recorded with the commits built in the tree since its last check."""
+    fetch, make = tools
+    check.scratch.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"check-{artifact.source_sha[:12]}-",
+                                    dir=check.scratch))
+    try:
+        source = fetch(scratch / "src")
+        fresh = make(source.root)
+        differ = verify.differing_functions(
+            unpack(artifact.data, scratch / "incremental")["redis-server"],
+            unpack(fresh.data, scratch / "clean")["redis-server"])
+        result = verify.CheckRecord(artifact.source_sha, artifact.built_over, not differ,
+                                    differ[:verify.SHOWN], len(differ),
+                                    earlier if differ else [])
+        verify.record(tree, result)
+        if not differ:
+            log.info("kept tree %s: %s", tree, result.describe())
+            return replace(artifact, verification=result.describe()[:300])
+        log.error("kept tree %s: %s", tree, result.describe())
+        shutil.rmtree(tree / "src", ignore_errors=True)
+        (scratch / "src").rename(tree / "src")
+        return replace(fresh, source_sha=source.sha, build_kind=CLEAN,
+                       build_reason=result.describe()[:300],
+                       verification=result.describe()[:300])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _build_once(tree: Path, known: tuple[TreeState | None, dict[str, str]], fetch: Fetch,
