@@ -236,3 +236,28 @@ def test_an_incremental_build_is_checked_against_a_clean_build(  # type: ignore[
     status = services.kept_tree_checks(lab)
     assert status[-1].startswith(f"kept tree {tree.name}: last check MISMATCH {bad[:12]}"), status
     assert "stale_function" in status[-1] and "tree dropped" in status[-1]
+
+
+def test_a_mismatch_names_the_builds_made_since_the_last_good_check(  # type: ignore[no-untyped-def]
+        redis_server, names, tmp_path) -> None:
+    """With one build in two checked, a stale object that entered before an unchecked build
+    is caught at the next check, and the unchecked build is named as suspect."""
+    client = redis_server.client()
+    repo = repo_with_deps(tmp_path / "origin")
+    tree = tmp_path / "trees" / VARIANT.replace(":", "_")
+    build_in_kept_tree(client, names, repo, git(repo, "rev-parse", "HEAD"), tmp_path, 2)
+    _stale_object(tree, tmp_path)
+    server_c = repo / "src" / "server.c"
+    shas = []
+    for n in (1, 2):
+        server_c.write_text(server_c.read_text().replace("COMMENT", f"COMMENT {n}"))
+        shas.append(commit_all(repo, f"change {n}"))
+        _, manifest, _ = build_in_kept_tree(client, names, repo, shas[-1], tmp_path, 2)
+        if n == 1:  # unchecked: the stale object went out
+            assert manifest[b"build_kind"] == b"incremental" and manifest[b"verification"] == b""
+            assert kt.load_state(tree).unchecked == [shas[0]]  # type: ignore[union-attr]
+    [mismatch] = verify.read(tree)
+    assert not mismatch.matched and mismatch.sha == shas[1] and mismatch.suspect == [shas[0]]
+    assert manifest[b"build_kind"] == b"clean" and shas[0][:12].encode() in \
+        manifest[b"build_reason"]
+    assert kt.load_state(tree).unchecked == []  # type: ignore[union-attr]

@@ -206,7 +206,7 @@ def _checked(tree: Path, artifact: Artifact, tools: tuple[Fetch, Make], check: C
             unpack(fresh.data, scratch / "clean")["redis-server"])
         result = verify.CheckRecord(artifact.source_sha, artifact.built_over, not differ,
                                     differ[:verify.SHOWN], len(differ),
-                                    earlier if differ else [])
+                                    earlier if differ else [], fresh.build_seconds)
         verify.record(tree, result)
         if not differ:
             log.info("kept tree %s: %s", tree, result.describe())

@@ -41,6 +41,7 @@ class CheckRecord:
     differing: list[str] = field(default_factory=list)
     differing_count: int = 0
     suspect: list[str] = field(default_factory=list)
+    clean_seconds: float = 0.0  # what the clean build of the check took
     at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def describe(self) -> str:
