@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from redis_benchmarks_spec.agent.config import AgentConfig, event_session
+from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
+from redis_benchmarks_spec.analysis.report import markdown_header
 from redis_benchmarks_spec.builder import artifacts, signing
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -110,6 +112,14 @@ def test_dependency_helpers_keep_what_has_the_form_of_a_version() -> None:
     assert binary.agreed([a, b]) == {"lua": "5.1.5"}  # two jemallocs in one side: none
     assert binary.dependency_changes(a.dependencies, b.dependencies) == \
         ["jemalloc 5.2.1 → 5.3.0"]
+    # the comparison's header carries it, through the record an A/B stores and reads back
+    context = CompareContext(dependency_changes=["jemalloc 5.2.1 → 5.3.0"],
+                             baseline=SideInfo(dependencies=a.dependencies))
+    raw = {**context.to_dict(), "from_a_newer_writer": 1}
+    raw["baseline"]["also_newer"] = 2
+    again = CompareContext.from_dict(raw)
+    assert again == context
+    assert "> dependency changed: jemalloc 5.2.1 → 5.3.0" in markdown_header(again)
 
 
 def test_the_agent_records_the_artifacts_provenance(redis_server, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redis_benchmarks_spec.analysis.host_noise import HostSide
+from redis_benchmarks_spec.common.records import known
 from redis_benchmarks_spec.results import binary
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -56,9 +57,9 @@ class CompareContext:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> CompareContext:
-        data = dict(raw)
-        data["baseline"] = SideInfo(**data.get("baseline", {}))
-        data["comparison"] = SideInfo(**data.get("comparison", {}))
+        data = known(cls, dict(raw))  # a newer writer's fields are left out
+        data["baseline"] = SideInfo(**known(SideInfo, data.get("baseline", {})))
+        data["comparison"] = SideInfo(**known(SideInfo, data.get("comparison", {})))
         data["hosts"] = [HostSide.from_dict(h) for h in data.get("hosts", [])]
         return cls(**data)
 
