@@ -46,7 +46,7 @@ def _one(tree: Path, sha: str, scratch: Path, check_every: int) -> tuple[Artifac
         tree, variant,
         lambda dest: fetch_source(None, request, dest,  # type: ignore[arg-type]
                                   GitOptions(reuse_tree=True)),
-        lambda root: build(root, variant, tree / "build.log", 1800),
+        lambda root, log: build(root, variant, log, 1800),
         kept_tree.Check(check_every, scratch))
     return artifact, time.monotonic() - start
 

@@ -325,7 +325,7 @@ class Builder:
             tree, variant,
             lambda dest: fetch_source(self.client, request, dest,
                                       replace(self.config.git, reuse_tree=True)),
-            lambda source: build(source, variant, tree / "build.log",
+            lambda source, log: build(source, variant, log,
                                  self.config.build_timeout_s, self.config.sandbox),
             kept_tree.Check(self.config.check_every, self.config.work_dir))
         self._save_cache(request, variant, artifact)

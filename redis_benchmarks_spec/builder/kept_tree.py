@@ -46,9 +46,9 @@ CLEAN = "clean"
 INCREMENTAL = "incremental"
 MAX_STATE_BYTES = 64 * 1024
 DIFF_TIMEOUT_S = 120.0
-#: the source tree and the build of it (both raise SourceError / BuildError)
+#: the source tree, and the build of it with its log (they raise SourceError / BuildError)
 Fetch = Callable[[Path], VerifiedSource]
-Make = Callable[[Path], Artifact]
+Make = Callable[[Path, Path], Artifact]
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ def _checked(tree: Path, artifact: Artifact, tools: tuple[Fetch, Make], check: C
                                     dir=check.scratch))
     try:
         source = fetch(scratch / "src")
-        fresh = make(source.root)
+        fresh = make(source.root, scratch / "build.log")
         differ = verify.differing_functions(
             unpack(artifact.data, scratch / "incremental")["redis-server"],
             unpack(fresh.data, scratch / "clean")["redis-server"])
@@ -231,7 +231,7 @@ def _build_once(tree: Path, known: tuple[TreeState | None, dict[str, str]], fetc
     if not how.incremental:
         log.info("kept tree %s: building %s clean: %s", tree, source.sha[:12], how.reason)
         clean(source.root)
-    artifact = make(source.root)
+    artifact = make(source.root, tree / "build.log")
     return replace(artifact, source_sha=source.sha, build_kind=how.kind,
                    built_over=how.previous if how.incremental else "",
                    build_reason=how.reason)
