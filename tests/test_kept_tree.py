@@ -261,3 +261,23 @@ def test_a_mismatch_names_the_builds_made_since_the_last_good_check(  # type: ig
     assert manifest[b"build_kind"] == b"clean" and shas[0][:12].encode() in \
         manifest[b"build_reason"]
     assert kt.load_state(tree).unchecked == []  # type: ignore[union-attr]
+
+
+def test_a_copied_tree_stays_incremental(redis_server, names, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A kept tree copied or restored elsewhere (new inodes: its index's stat data no longer
+    matches) rebuilds only what the next commit changes, not every file."""
+    import shutil
+
+    client = redis_server.client()
+    repo = repo_with_deps(tmp_path / "origin")
+    build_in_kept_tree(client, names, repo, git(repo, "rev-parse", "HEAD"), tmp_path)
+    trees = tmp_path / "trees"
+    shutil.copytree(trees, tmp_path / "copy", symlinks=True)
+    shutil.rmtree(trees)
+    (tmp_path / "copy").rename(trees)
+    (repo / "src" / "tool.c").write_text("int main(void) { return 1; }\n")
+    sha = commit_all(repo, "a change to the tools only")
+    _, manifest, _ = build_in_kept_tree(client, names, repo, sha, tmp_path)
+    assert manifest[b"build_kind"] == b"incremental"
+    log = (trees / VARIANT.replace(":", "_") / "build.log").read_text()
+    assert "tool.c" in log and "server.c" not in log, log
