@@ -3,7 +3,7 @@ request's base d659c734) built by the builder over the base's kept tree answers 
 memory`` with ``mem_allocator:jemalloc-5.3.0`` (before the kept tree knew build inputs it
 answered jemalloc-5.2.1), and its artifact says it was built clean and why.
 
-The base's built tree is kept in ``.cache/kept-tree-history/`` (the first run builds it, 1-3
+The base's built tree is kept in ``.cache/kept-tree-history/`` (or ``$RBS_TEST_CACHE``'s) (the first run builds it, 1-3
 min on 2 cores); every run builds the head over a copy of it (another 1-3 min). The decision
 for the hiredis update (e8c5b66e) and a code-only commit is checked on the real diffs
 without building."""
@@ -68,14 +68,15 @@ def _kept_base(client: redis.Redis, names: StreamNames, tmp_path: Path) -> None:
     """The base's built tree in ``tmp_path/trees``: copied from the cache, or built (and
     then cached)."""
     tree = tmp_path / "trees" / TREE_NAME
-    if not (SNAPSHOT / kt.STATE_FILE).is_file():
-        _build(client, names, tmp_path, BASE)
-        partial = SNAPSHOT.with_name(f"{BASE}.partial-{uuid.uuid4().hex[:6]}")
-        shutil.copytree(tree, partial, symlinks=True)
-        shutil.rmtree(SNAPSHOT, ignore_errors=True)
-        partial.rename(SNAPSHOT)
-        return
-    shutil.copytree(SNAPSHOT, tree, symlinks=True)
+    with history.locked(SNAPSHOT.with_name(f"{BASE}.lock")):
+        if not (SNAPSHOT / kt.STATE_FILE).is_file():
+            _build(client, names, tmp_path, BASE)
+            partial = SNAPSHOT.with_name(f"{BASE}.partial-{uuid.uuid4().hex[:6]}")
+            shutil.copytree(tree, partial, symlinks=True)
+            shutil.rmtree(SNAPSHOT, ignore_errors=True)
+            partial.rename(SNAPSHOT)
+            return
+        shutil.copytree(SNAPSHOT, tree, symlinks=True)
 
 
 def _mem_allocator(binary: Path, workdir: Path) -> tuple[str, str]:
