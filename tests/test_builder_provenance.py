@@ -99,6 +99,8 @@ def test_genuine_archive_builds_and_the_artifact_records_the_verified_sha(redis_
     assert event.sha == sha and ended == [] and client.xlen(names.dead_letter) == 0
     manifest = client.hgetall(event.artifact.location)
     assert manifest[b"source_sha"] == sha.encode()
+    # how it was built: a fresh tree (no kept tree), over no earlier commit's build
+    assert manifest[b"build_kind"] == b"clean" and manifest[b"built_over"] == b""
 
 
 def test_a_manifest_without_a_verified_source_is_not_reused(redis_server, names,  # type: ignore[no-untyped-def]
@@ -161,3 +163,35 @@ def test_a_tampered_cache_entry_is_discarded_rebuilt_and_logged(redis_server, na
     # the rebuilt entry is cached again, signed
     assert json.loads(meta_path.read_text())["sha256"] == rebuilt.artifact.sha256
     assert meta_path.with_suffix(".mac").exists()
+
+
+def test_an_artifact_that_does_not_say_how_it_was_built_is_rebuilt(redis_server, names,  # type: ignore[no-untyped-def]
+                                                                  tmp_path) -> None:
+    """A manifest or cache entry from before kept trees knew build inputs may hold a binary
+    built over another commit's deps/: neither is reused."""
+    import json
+
+    from redis_benchmarks_spec.builder import cache as build_cache
+    from redis_benchmarks_spec.builder import signing
+
+    client = redis_server.client()
+    repo = tiny_redis_repo(tmp_path / "origin")
+    sha = git(repo, "rev-parse", "HEAD")
+    queue_archive(client, names, repo, sha, sha)
+    run_builder(client, names, tmp_path, [])
+    rows: Any = client.xrange(names.builds)
+    first = BuildEvent.decode(rows[0][1])
+    client.hdel(first.artifact.location, "build_kind")
+    [meta_path] = (tmp_path / "cache").glob("*.json")
+    meta = json.loads(meta_path.read_text())
+    del meta["build_kind"]
+    # a genuine entry of the old form, signed with the builder's key
+    old_json = json.dumps(meta).encode()
+    who = build_cache.Identity(signing.load_key(), sha, TINY)
+    meta_path.write_bytes(old_json)
+    meta_path.with_suffix(".mac").write_text(build_cache._mac(
+        who, meta_path.with_suffix(".tar.gz").read_bytes(), old_json))
+    queue_archive(client, names, repo, sha, sha)
+    run_builder(client, names, tmp_path, [])
+    assert client.hget(first.artifact.location, "build_kind") == b"clean"  # rebuilt
+    assert json.loads(meta_path.read_text())["build_kind"] == "clean"

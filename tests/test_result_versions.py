@@ -23,6 +23,7 @@ def test_a_document_of_an_older_release_reads_with_defaults() -> None:
     assert doc.ok and doc.test_name == "old-set" and doc.tested_commands == ["set"]
     assert doc.metrics["ALL_STATS.Totals.Ops/sec"] > 0
     assert doc.cpu_placement == ""  # a field 313c2e5 did not write takes its default
+    assert doc.binary is None and doc.context.build == {}  # v3's record of what ran
     assert doc.result is not None and doc.result.totals.ops_per_sec > 0
     # written again, it is a current document that reads back the same
     again = RunResult.from_dict(json.loads(doc.to_json()))

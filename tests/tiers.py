@@ -43,6 +43,7 @@ GROUPS: dict[str, str] = {
     # one kept tree per cache (.cache/bisect-test, .cache/builds, .cache/lab-builds)
     "test_bisect_remote": "redis-builds",
     "test_builder_e2e": "redis-builds",
+    "test_kept_tree_history": "redis-builds",
     "test_lab": "redis-builds",
     "test_wheel": "redis-builds",
     "test_run_commits": "redis-builds",  # .cache/commit-builds: two commits of the history

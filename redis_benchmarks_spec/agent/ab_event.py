@@ -73,6 +73,7 @@ class BaseBuild:
     sha: str
     ref: ArtifactRef
     git: GitInfo
+    build: dict[str, Any] = field(default_factory=dict)  # artifacts.provenance of its build
 
 
 def find_base(client: redis.Redis, names: StreamNames, key: bytes,
@@ -86,15 +87,15 @@ def find_base(client: redis.Redis, names: StreamNames, key: bytes,
         return None, ("the pull request's base commit is not known for this build (only a "
                       "webhook delivery stores it)")
     variant = event.build_variant
-    found = artifacts.existing(
-        client, artifacts.artifact_key(names.prefix, info.base_sha, variant, event.env),
-        artifacts.Signer(key, info.base_sha, variant))
+    manifest = artifacts.artifact_key(names.prefix, info.base_sha, variant, event.env)
+    found = artifacts.existing(client, manifest, artifacts.Signer(key, info.base_sha, variant))
     if found is None:
         return None, (f"no build of the base commit `{short(info.base_sha)}` in `{variant}` "
                       "is stored (build it with `rbs trigger --commit` or a push to the base "
                       "branch)")
     git = GitInfo(org=event.org, repo=event.repo, hash=info.base_sha)
-    return BaseBuild(info.base_sha, found.ref, git), ""
+    build = artifacts.provenance(client, manifest)
+    return BaseBuild(info.base_sha, found.ref, git, build), ""
 
 
 @dataclass
@@ -147,7 +148,8 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     budget = job.budget
     noise = platform_noise(job, suites, budget.metric)
     config = ABConfig(session=job.session,
-                      baseline=Side(BASELINE, str(job.base_server), git=job.base.git),
+                      baseline=Side(BASELINE, str(job.base_server), git=job.base.git,
+                                    build=job.base.build),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
                       repetitions=budget.first_round, history=True, stored=job.stored)
     plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,

@@ -274,7 +274,8 @@ class Agent:
         try:
             with self.consumer.keepalive(entry.id) as lost:
                 binaries = self._unpack(event, workdir / "bin")
-                session = event_session(self.config, event, binaries["redis-server"])
+                session = event_session(self.config, event, binaries["redis-server"],
+                                        self._provenance(event))
                 ask = self.consumer.call(lambda: load_ask(
                     self.client, self.config.names, event.request_id)) if event.pr else None
                 session, budget = command_ask.applied(session, self.config.until_decided, ask)
@@ -294,6 +295,11 @@ class Agent:
             return False
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _provenance(self, event: BuildEvent) -> dict[str, Any]:
+        """How the event's artifact was built (its manifest), for the results."""
+        return artifacts.provenance(self.client, artifacts.manifest_key(
+            self.config.names.prefix, event))
 
     def _unpack(self, event: BuildEvent, dest: Path, ref: ArtifactRef | None = None,
                 sha: str | None = None) -> dict[str, Path]:

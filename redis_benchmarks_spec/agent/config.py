@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from redis_benchmarks_spec.agent.code_selection import SelectionPolicy
 from redis_benchmarks_spec.agent.platform_config import CalibrationConfig, UntilDecidedBudget
@@ -55,15 +56,19 @@ class AgentConfig:
             SessionConfig(tools=ToolPaths(), results_dir=self.results_dir)
 
 
-def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path) -> SessionConfig:
+def event_session(config: AgentConfig, event: BuildEvent, redis_server: Path,
+                  build: dict[str, Any] | None = None) -> SessionConfig:
     """The session a build event's suites run in: its build's redis-server, its context
-    (commit, platform, variant) and this agent's pinning, profilers and results folder."""
+    (commit, platform, variant, how the artifact was built: ``build``, see
+    :func:`builder.artifacts.provenance`) and this agent's pinning, profilers and results
+    folder."""
     git = GitInfo(org=event.org, repo=event.repo, branch=event.branch,
                   version=event.version, hash=event.sha,
                   commit_time_ms=event.commit_time_ms, pr=event.pr)
     context = RunContext(triggering_env=event.triggering_env, platform=config.platform,
                          build_variant=event.build_variant, git=git,
-                         host_fingerprint=fingerprint_id(host_fingerprint()))
+                         host_fingerprint=fingerprint_id(host_fingerprint()),
+                         build=dict(build or {}))
     base = config.session
     return replace(
         base, tools=replace(base.tools, redis_server=str(redis_server)),

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redis_benchmarks_spec.analysis.host_noise import HostSide
+from redis_benchmarks_spec.common.records import known
+from redis_benchmarks_spec.results import binary
 from redis_benchmarks_spec.results.document import RunResult
 
 SHORT_SHA = 10
@@ -27,6 +29,9 @@ class SideInfo:
     versions: list[str] = field(default_factory=list)
     runs: int = 0  # result documents (or datasink points) over every test of the side
     platform: str = ""  # set when the two sides ran on different platforms
+    # dependency -> the version every run of the side that names it agrees on (the server's
+    # allocator, the artifact's deps/: results/binary.py)
+    dependencies: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -44,15 +49,17 @@ class CompareContext:
     # the sides ran on two platforms: unpaired runs from two hosts, never a paired A/B
     across_platforms: bool = False
     noise_flags: list[str] = field(default_factory=list)
+    # "jemalloc 5.2.1 → 5.3.0": each dependency the two sides ran at different versions
+    dependency_changes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> CompareContext:
-        data = dict(raw)
-        data["baseline"] = SideInfo(**data.get("baseline", {}))
-        data["comparison"] = SideInfo(**data.get("comparison", {}))
+        data = known(cls, dict(raw))  # a newer writer's fields are left out
+        data["baseline"] = SideInfo(**known(SideInfo, data.get("baseline", {})))
+        data["comparison"] = SideInfo(**known(SideInfo, data.get("comparison", {})))
         data["hosts"] = [HostSide.from_dict(h) for h in data.get("hosts", [])]
         return cls(**data)
 
@@ -72,7 +79,8 @@ def side_from_results(label: str, docs: list[RunResult]) -> SideInfo:
     versions = _sorted_unique(d.context.git.version or d.redis_version for d in docs)
     platforms = _sorted_unique(d.context.platform for d in docs)
     return SideInfo(label=label, commits=commits, versions=versions, runs=len(docs),
-                    platform=platforms[0] if len(platforms) == 1 else "")
+                    platform=platforms[0] if len(platforms) == 1 else "",
+                    dependencies=binary.agreed(d.binary for d in docs if d.binary))
 
 
 def context_from_results(baseline: SideInfo, comparison: SideInfo,
@@ -88,7 +96,8 @@ def context_from_results(baseline: SideInfo, comparison: SideInfo,
         platforms=[] if across else _sorted_unique(d.context.platform for d in docs),
         build_variants=_sorted_unique(d.context.build_variant for d in docs),
         topologies=_sorted_unique(d.context.topology for d in docs), paired=paired,
-        across_platforms=across)
+        across_platforms=across, dependency_changes=binary.dependency_changes(
+            baseline.dependencies, comparison.dependencies))
 
 
 def short(sha: str) -> str:

@@ -154,8 +154,10 @@ def _where(context: CompareContext) -> str:
 
 
 def _host_notes(context: CompareContext) -> list[str]:
-    """The platform comparison's caveat and the host-noise flags."""
+    """The platform comparison's caveat, the dependencies the sides ran at different
+    versions and the host-noise flags."""
     notes = [ACROSS_PLATFORMS_NOTE] if context.across_platforms else []
+    notes += [f"dependency changed: {change}" for change in context.dependency_changes]
     return notes + [f"flag: {flag}" for flag in context.noise_flags]
 
 

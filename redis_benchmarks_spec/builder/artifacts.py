@@ -4,7 +4,11 @@ Keys (all built here):
     <prefix>:artifact:<sha>:<variant>:<env digest>      manifest hash: kind, location, sha256,
                                                         size, chunks, redis_version, env,
                                                         compiler, redis_server_version,
-                                                        source_sha (the verified commit)
+                                                        source_sha (the verified commit),
+                                                        build_kind (clean | incremental),
+                                                        built_over (the kept tree's previous
+                                                        commit), build_reason, deps (JSON:
+                                                        bundled dependency versions)
     <prefix>:artifact:<sha>:<variant>:<env digest>:<i>  chunk i of the tar.gz (kind redis)
 The manifest is the index for both kinds, so an artifact for the same sha and variant is
 found and reused wherever its bytes live. In Redis the manifest is written in the same
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +32,16 @@ from redis_benchmarks_spec.events.messages import (
     ARTIFACT_REDIS,
     ARTIFACT_S3,
     ArtifactRef,
+    BuildEvent,
     MessageError,
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.events.validation import ARTIFACT_CHUNK_BYTES
+from redis_benchmarks_spec.results.binary import valid_versions
 
 CHUNK_BYTES = ARTIFACT_CHUNK_BYTES
 DEFAULT_TTL_S = 14 * 24 * 3600
+BUILD_KINDS = ("clean", "incremental")  # the manifest's build_kind (builder/kept_tree.py)
 
 
 class ArtifactError(RuntimeError):
@@ -119,7 +127,10 @@ def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:
             "env": json.dumps(artifact.env, sort_keys=True),
             "compiler": artifact.compiler_version,
             "cflags_verified": int(artifact.cflags_verified),
-            "source_sha": artifact.source_sha}
+            "source_sha": artifact.source_sha,
+            "build_kind": artifact.build_kind, "built_over": artifact.built_over,
+            "build_reason": artifact.build_reason, "verification": artifact.verification,
+            "deps": json.dumps(artifact.deps, sort_keys=True)}
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,8 @@ def existing(client: redis.Redis, key: str, signer: Signer) -> StoredArtifact | 
     if not signing.verify(signer.key, ref.mac, signer.sha, signer.variant, ref.sha256,
                           ref.size_bytes) or fields.get("source_sha") != signer.sha:
         return None
+    if fields.get("build_kind") not in BUILD_KINDS:
+        return None  # stored before kept trees knew build inputs (builder/kept_tree.py)
     if ref.kind == ARTIFACT_REDIS and (ref.location != key or client.exists(
             *[f"{key}:{i}" for i in range(ref.chunks)]) != ref.chunks):
         return None  # chunks expired before the manifest: rebuild
@@ -237,3 +250,35 @@ def fetch(client: redis.Redis, ref: ArtifactRef) -> bytes:
         raise ArtifactCorrupt(f"artifact {ref.location}: sha256 {digest} does not match the "
                               f"event's {ref.sha256}")
     return data
+
+
+
+def manifest_key(prefix: str, event: BuildEvent) -> str:
+    """The manifest of the event's artifact: its location for Redis chunks, else the key
+    of the event's commit, variant and make variables."""
+    if event.artifact.kind == ARTIFACT_REDIS:
+        return event.artifact.location
+    return artifact_key(prefix, event.sha, event.build_variant, event.env)
+
+
+def provenance(client: redis.Redis, key: str) -> dict[str, Any]:
+    """How the artifact under manifest ``key`` was built, as its manifest records it:
+    ``build_kind``, ``built_over``, ``build_reason`` and ``deps``; {} when there is no
+    manifest. The manifest is broker data: each value is kept only when it has its form."""
+    raw: dict[bytes, bytes] = client.hmget(key, "build_kind", "built_over",  # type: ignore[assignment]
+                                           "build_reason", "deps")
+    kind, over, reason, deps = (v.decode(errors="replace") if v else "" for v in raw)
+    out: dict[str, Any] = {}
+    if kind in BUILD_KINDS:
+        out["build_kind"] = kind
+    if re.fullmatch(r"[0-9a-f]{40}", over):
+        out["built_over"] = over
+    if reason:
+        out["build_reason"] = reason[:300]
+    try:
+        parsed = json.loads(deps) if deps else {}
+    except ValueError:
+        parsed = {}
+    if isinstance(parsed, dict) and (versions := valid_versions(parsed)):
+        out["deps"] = versions
+    return out

@@ -65,6 +65,10 @@ def _problem(who: Identity, data: bytes, meta_json: bytes, tag: bytes) -> str | 
         return "its bytes do not match their sha256"
     if meta.get("source_sha") != who.sha or meta.get("variant") != who.variant:
         return "it does not record the verified commit and variant"
+    if meta.get("build_kind") not in ("clean", "incremental"):
+        # written before kept trees knew build inputs: maybe built over another commit's
+        # deps/ (builder/kept_tree.py)
+        return "it does not record how it was built"
     return None
 
 

@@ -28,6 +28,13 @@ MAX_BYTES = 512 * 1024
 # modules, never redis-server)
 BUILD_FILES = re.compile(
     r"^(?!tests/)(.*/)?(Makefile|[^/]*\.mk|CMakeLists\.txt|configure[^/]*)$|^deps/")
+# what a kept build tree cannot build over (builder/kept_tree.py): the bundled dependencies
+# (Redis's Makefile rebuilds deps/ only when its settings change, never for new sources) and
+# every file make itself reads; broader than BUILD_FILES on purpose (a test module's
+# Makefile too): a needless clean build costs a minute, a wrong incremental one a result
+BUILD_INPUTS = re.compile(
+    r"^deps/|(^|/)(Makefile[^/]*|GNUmakefile|[^/]*\.mk|CMakeLists\.txt|[^/]*\.cmake|"
+    r"configure[^/]*|mkreleasehdr\.sh)$")
 ALLOCATOR = re.compile(r"(^|/)(zmalloc\.[ch]|.*jemalloc.*|.*malloc.*\.[ch])$")
 CODE = re.compile(r"\.(c|h|cc|cpp|hpp)$")
 _HUNK = re.compile(r"^@@ -\d+(,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
@@ -109,6 +116,11 @@ def parse_diff(text: str, base: str = "", head: str = "") -> ChangeSet:
         elif ALLOCATOR.search(path):
             change.everything.append(f"{path} is the allocator")
     return change
+
+
+def build_inputs(files: list[str]) -> list[str]:
+    """The files of ``files`` that are build inputs (:data:`BUILD_INPUTS`)."""
+    return [f for f in files if BUILD_INPUTS.search(f)]
 
 
 def _add(change: ChangeSet, path: str, name: str) -> None:

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.builder.dependencies import bundled_versions
 from redis_benchmarks_spec.builder.sandbox import Sandbox, SandboxUnavailable
 from redis_benchmarks_spec.builder.unpack import unpack as safe_unpack
 from redis_benchmarks_spec.builder.variants import BuildVariant
@@ -47,6 +48,15 @@ class Artifact:
     cflags_verified: bool = False
     # the commit the source was verified to be (builder/source.py), "" when not verified
     source_sha: str = ""
+    # how the tree was built (builder/kept_tree.py): "clean" (a fresh or cleaned tree) or
+    # "incremental" over the kept tree's build of ``built_over``; ``build_reason``: why
+    build_kind: str = "clean"
+    built_over: str = ""
+    build_reason: str = ""
+    # an incremental build checked against a clean build of its commit (builder/verify.py)
+    verification: str = ""
+    # versions of the dependencies bundled in deps/ (builder/dependencies.py)
+    deps: dict[str, str] = field(default_factory=dict)
 
 
 def _version_line(argv: list[str], sandbox: Sandbox | None = None) -> str:
@@ -61,6 +71,11 @@ def _version_line(argv: list[str], sandbox: Sandbox | None = None) -> str:
         raise BuildError(f"{argv[0]} --version failed: {exc}") from exc
     lines = (proc.stdout or proc.stderr).strip().splitlines()
     return lines[0] if lines else ""
+
+
+def compiler_version(variant: BuildVariant) -> str:
+    """The first line of the variant's ``<compiler> --version``."""
+    return _version_line([variant.compiler, "--version"])
 
 
 def run_make(source: Path, variant: BuildVariant, log_path: Path,
@@ -123,10 +138,10 @@ def build(source: Path, variant: BuildVariant, log_path: Path,
     return Artifact(
         data=data, sha256=hashlib.sha256(data).hexdigest(), variant=variant.id,
         env=variant.make_env(), redis_version=_redis_version(server_line),
-        compiler_version=_version_line([variant.compiler, "--version"]),
+        compiler_version=compiler_version(variant),
         build_seconds=time.monotonic() - start, files=files,
         cflags_verified=cflags_reached_compiler(log_path, variant),
-        redis_server_version=server_line)
+        redis_server_version=server_line, deps=bundled_versions(source))
 
 
 def cflags_reached_compiler(log_path: Path, variant: BuildVariant) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from redis_benchmarks_spec.builder import artifacts, signing
+from redis_benchmarks_spec.builder import artifacts, kept_tree, signing
 from redis_benchmarks_spec.builder import cache as build_cache
 from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
@@ -98,6 +98,9 @@ class BuilderConfig:
     # the next commit recompiles only what changed: a lab of trusted pull requests only, as
     # one request's build output is the next one's input (docs/lab.md)
     keep_trees: Path | None = None
+    # one incremental build of a kept tree in N is checked against a clean build of its
+    # commit, function by function (builder/verify.py); 0: never
+    check_every: int = 0
     # MAC key shared with the agents (see builder/signing.py)
     artifact_key: bytes = field(default_factory=signing.load_key, repr=False)
 
@@ -322,34 +325,18 @@ class Builder:
 
     def _build_kept(self, request: BuildRequest, variant: BuildVariant,
                     root: Path) -> Artifact:
-        """Build in the variant's kept tree: checkout over the last build, incremental make.
-        A tree whose last build did not finish (a half-written object file would look up
-        to date), whose checkout fails or whose build fails is built afresh once."""
+        """Build in the variant's kept tree, incrementally when that is safe
+        (:mod:`.kept_tree`), and cache the artifact."""
         tree = root / variant.id.replace(":", "_").replace("/", "_")
-        marker = tree / "building"
-        if marker.exists():
-            log.warning("kept tree %s: its last build did not finish; starting afresh", tree)
-            shutil.rmtree(tree / "src", ignore_errors=True)
-        tree.mkdir(parents=True, exist_ok=True)
-        marker.write_text(request.sha)
-        try:
-            artifact = self._build_in(request, variant, tree)
-        except ProvenanceError:
-            raise
-        except (SourceError, BuildError) as exc:
-            log.warning("kept tree %s: %s; building afresh", tree, str(exc)[:200])
-            shutil.rmtree(tree / "src", ignore_errors=True)
-            artifact = self._build_in(request, variant, tree)
-        marker.unlink()
+        artifact = kept_tree.build_kept(
+            tree, variant,
+            lambda dest: fetch_source(self.client, request, dest,
+                                      replace(self.config.git, reuse_tree=True)),
+            lambda source, log: build(source, variant, log,
+                                 self.config.build_timeout_s, self.config.sandbox),
+            kept_tree.Check(self.config.check_every, self.config.work_dir))
         self._save_cache(request, variant, artifact)
         return artifact
-
-    def _build_in(self, request: BuildRequest, variant: BuildVariant, tree: Path) -> Artifact:
-        source = fetch_source(self.client, request, tree / "src",
-                              replace(self.config.git, reuse_tree=True))
-        return replace(build(source.root, variant, tree / "build.log",
-                             self.config.build_timeout_s, self.config.sandbox),
-                       source_sha=source.sha)
 
     def _publish(self, request: BuildRequest, outcome: Message) -> None:
         names = self.config.names

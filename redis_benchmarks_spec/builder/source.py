@@ -240,6 +240,10 @@ def _from_git(request: BuildRequest, dest: Path, options: GitOptions) -> str:
     # checkout refuses --end-of-options with --detach; the sha is validated hex and the
     # trailing "--" makes it a revision, never a path or an option
     force = ["-f"] if options.reuse_tree else []
+    if options.reuse_tree:
+        # the index's stat data of a tree that was copied or restored no longer matches its
+        # files: without a refresh, checkout -f rewrites every file and make rebuilds all
+        git("-C", str(dest), "update-index", "-q", "--refresh", timeout_s=options.timeout_s)
     git("-C", str(dest), "checkout", "-q", *force, "--detach", request.sha, "--",
         timeout_s=options.timeout_s)
     head = git("-C", str(dest), "rev-parse", "HEAD", timeout_s=options.timeout_s).strip()

@@ -90,6 +90,10 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                    help="keep one source tree per build variant here and build each commit "
                         "over the last one (incremental make); for a lab of trusted pull "
                         "requests only: a build's output is the next one's input")
+    b.add_argument("--check-incremental-every", type=int, default=0, metavar="N",
+                   help="with --keep-trees: check one incremental build in N against a clean "
+                        "build of its commit, function by function (a mismatch drops the "
+                        "tree and publishes the clean build); 0 (default): never")
     b.add_argument("--artifacts-s3", default=None, metavar="s3://BUCKET/PREFIX",
                    help="store artifacts in S3 (needs boto3) instead of Redis chunks")
     add_github_args(b)  # a failed or dead-lettered build ends the pull-request comment
@@ -213,7 +217,7 @@ def cmd_builder(args: argparse.Namespace) -> int:
         s3=S3Target.parse(args.artifacts_s3) if args.artifacts_s3 else None,
         heartbeat_ttl_s=args.heartbeat_ttl, artifact_key=key,
         sandbox=Sandbox(engine=args.build_sandbox), max_deliveries=args.max_deliveries,
-        keep_trees=args.keep_trees)
+        keep_trees=args.keep_trees, check_every=args.check_incremental_every)
     broker = _broker(args)
     try:
         notifier = notifier_from_args(args, broker, config.names)

@@ -175,6 +175,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     for name, ok in alive:
         console.print(f"{name}: {'running' if ok else 'NOT RUNNING'}", highlight=False,
                       markup=False)
-    for line in keeper.describe(state.folder):  # what the keeper restarted, and when
+    for line in [*keeper.describe(state.folder), *services.kept_tree_checks(state)]:
         console.print(line, highlight=False, markup=False)
     return 0 if all(ok for _, ok in alive) else 1

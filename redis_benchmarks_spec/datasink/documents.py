@@ -28,7 +28,7 @@ from redis_benchmarks_spec.results.document import RunResult
 FOLDED_NOTE = "folded by rbs datasink gc: tool output, histogram and telemetry dropped"
 #: fields a folded document keeps; everything else is reset to its default
 FOLDED_KEEP = ("test_name", "run_id", "status", "context", "redis_version", "redis_git_sha",
-               "start_ms", "end_ms", "flags", "sweep", "schema_version")
+               "binary", "start_ms", "end_ms", "flags", "sweep", "schema_version")
 _JSON_OPEN = b"{"[0]
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from redis_benchmarks_spec.builder import verify
 from redis_benchmarks_spec.common.credentials import DAEMON_SECRETS, without_secrets
 from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
@@ -38,6 +39,8 @@ from redis_benchmarks_spec.lab.state import LabState, Service, load, save, state
 TRIGGER_LABEL = "action:run-benchmark"
 LAB_REPOS = "redis/redis"
 DEFAULT_VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
+# one incremental build of the kept tree in N is checked against a clean build (docs/lab.md)
+CHECK_INCREMENTAL_EVERY = 10
 PLATFORM_CONFIG = """\
 # the lab's pull-request budget: interleaved base/head pairs until each test is decided
 until_decided:
@@ -159,7 +162,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
         ("builder", [*rbs, "builder", *common, "--consumer", "builder-lab",
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
                      "--cache-dir", str(cache / "cache" / "builds"),
-                     "--keep-trees", str(cache / "trees"),
+                     "--keep-trees", str(cache / "trees"), "--check-incremental-every",
+                     str(CHECK_INCREMENTAL_EVERY),
                      "--build-timeout", "1800", "--idle-claim-ms", "300000",
                      "--build-variants", options.variant])]
     for platform, cpus in state.platforms.items():
@@ -337,3 +341,22 @@ def running(root: Path) -> tuple[LabState, list[tuple[str, bool]]]:
     """The lab's state and whether each service still runs."""
     state = load(root.resolve())
     return state, [(s.name, alive(s)) for s in state.services]
+
+
+def kept_tree_checks(state: LabState) -> list[str]:
+    """Per kept tree of the lab's builder: its last check against a clean build, and every
+    mismatch it recorded (builder/verify.py); [] without kept trees or checks."""
+    builder = next((s for s in state.services if s.name == "builder"), None)
+    if builder is None or "--keep-trees" not in builder.argv[:-1]:
+        return []
+    trees = Path(builder.argv[builder.argv.index("--keep-trees") + 1])
+    lines = []
+    for tree in sorted(p for p in trees.glob("*") if p.is_dir()):
+        checks = verify.read(tree)
+        for bad in (c for c in checks[:-1] if not c.matched):
+            lines.append(f"kept tree {tree.name}: MISMATCH {bad.describe()}")
+        if checks:
+            last = checks[-1]
+            lines.append(f"kept tree {tree.name}: last check "
+                         f"{'' if last.matched else 'MISMATCH '}{last.describe()}")
+    return lines

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis_benchmarks_spec.common.credentials import mask_text
+from redis_benchmarks_spec.results import binary as binary_mod
+from redis_benchmarks_spec.results.binary import ServerBinary
 from redis_benchmarks_spec.results.document import STATUS_OK, DeploymentRecord, RunResult
 from redis_benchmarks_spec.results.stages import (
     ClientRun,
@@ -91,7 +93,8 @@ def assemble(records: RunRecords, outcome: Outcome, end_ms: int) -> RunResult:
         reason=mask_text(outcome.reason), log_tail=mask_text(log_tail), tool=start.tool,
         tool_version=clients.tool_version, argv=list(clients.argv),
         redis_version=identity.version, redis_git_sha=identity.git_sha,
-        redis_server=start.redis_server, server_args=list(setup.server_args) if setup else [],
+        redis_server=start.redis_server, binary=_binary(identity, start.context.build),
+        server_args=list(setup.server_args) if setup else [],
         cpus=dict(records.placement.cpus) if records.placement else {},
         cpu_placement=records.placement.why if records.placement else "",
         start_ms=start.start_ms, end_ms=end_ms, preload_duration_s=records.preload_duration_s,
@@ -108,6 +111,16 @@ def assemble(records: RunRecords, outcome: Outcome, end_ms: int) -> RunResult:
         client_credential=records.client_credential,
         memory=records.memory.moments() if records.memory else {},
         rate=dict(records.rate.record) if records.rate else {})
+
+
+def _binary(identity: ServerIdentity, build: dict[str, Any]) -> ServerBinary | None:
+    """The binary that served the run: what it said, and its artifact's dependencies."""
+    if not identity.version:
+        return None  # the server never answered INFO
+    info = {"redis_version": identity.version, "redis_git_sha1": identity.git_sha,
+            "redis_build_id": identity.build_id, "mem_allocator": identity.mem_allocator}
+    deps = build.get("deps")
+    return binary_mod.from_info(info, deps if isinstance(deps, dict) else {})
 
 
 def merged_metrics(records: RunRecords) -> tuple[dict[str, float], dict[str, str]]:

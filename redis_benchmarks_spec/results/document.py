@@ -12,6 +12,7 @@ import orjson
 
 from redis_benchmarks_spec.common.credentials import mask_text, redact_argv
 from redis_benchmarks_spec.common.records import known
+from redis_benchmarks_spec.results.binary import ServerBinary
 from redis_benchmarks_spec.results.profile import (
     ProfileSummary,
     RunTelemetry,
@@ -19,9 +20,10 @@ from redis_benchmarks_spec.results.profile import (
 )
 from redis_benchmarks_spec.results.tool_result import ToolResult
 
-#: 1: up to 313c2e5; 2: cpu_placement and the fields added after it. Readers accept any
+#: 1: up to 313c2e5; 2: cpu_placement and the fields added after it; 3: ``binary`` (what
+#: served the run) and ``context.build`` (how its artifact was built). Readers accept any
 #: version (common/records.py); the number says which writer's fields to expect.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -74,6 +76,10 @@ class RunContext:
     # the host's performance fingerprint id (telemetry.fingerprint) when the agent ran it: a
     # pull request's A/B reuses its base commit's counts only under the same one
     host_fingerprint: str = ""
+    # how the binary was built, as its artifact's manifest records it (builder/artifacts.py):
+    # build_kind (clean | incremental), built_over, build_reason, deps ({name: version});
+    # empty for a binary that came with no artifact (a local run, a document before v3)
+    build: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_history(self) -> bool:
@@ -168,6 +174,9 @@ class RunResult:
     redis_version: str = ""
     redis_git_sha: str = ""
     redis_server: str = ""
+    # what identifies the binary that served the run (INFO and the artifact's dependency
+    # versions, results/binary.py); None in documents before v3
+    binary: ServerBinary | None = None
     server_args: list[str] = field(default_factory=list)  # suite + topology + run extras
     cpus: dict[str, list[int]] = field(default_factory=dict)
     # how the CPUs were chosen (runner.cpus): which were handed out last and why
@@ -276,6 +285,8 @@ class RunResult:
         data["profiles"] = profiles_from_dict(data.get("profiles") or {})
         data["telemetry"] = RunTelemetry.from_dict(data["telemetry"]) \
             if data.get("telemetry") else None
+        data["binary"] = ServerBinary.from_dict(data["binary"]) \
+            if isinstance(data.get("binary"), dict) else None
         return cls(**data)
 
     def write(self, path: Path) -> None:

@@ -54,10 +54,12 @@ class ServerSetup:
 
 @dataclass(frozen=True)
 class ServerIdentity:
-    """Which Redis answered (INFO server)."""
+    """Which Redis answered (INFO server and memory)."""
 
     version: str = ""
     git_sha: str = ""
+    build_id: str = ""
+    mem_allocator: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from redis_benchmarks_spec.analysis.session_runs import (
     BASELINE,
@@ -49,6 +50,9 @@ class Side:
     # the commit this side's binary was built from, when it is not the session's (the agent's
     # pull-request A/B: the base commit's build against the head's)
     git: GitInfo | None = None
+    # how that binary was built (RunContext.build); a side of another commit never takes
+    # the session's
+    build: dict[str, Any] | None = None
 
 
 @dataclass
@@ -103,6 +107,8 @@ def _side_config(config: ABConfig, side: Side, repetition: int) -> SessionConfig
         kind = SESSION_RUN
     context = replace(base.context, session_kind=kind, ab_side=side.name, repetition=repetition,
                       git=side.git or base.context.git,
+                      build=dict(side.build if side.build is not None else
+                                 {} if side.git is not None else base.context.build),
                       extra_server_args=[*base.server_args, *side.server_args])
     return replace(base, tools=tools, results_dir=results_dir, context=context,
                    server_args=[*base.server_args, *side.server_args])

@@ -75,7 +75,9 @@ def error_replies(before: InfoSnapshot, after: InfoSnapshot) -> tuple[int, str]:
     return count, ", ".join(kinds)
 
 
-def server_identity(snapshot_: InfoSnapshot) -> tuple[str, str]:
-    """redis_version and redis_git_sha1 from INFO server."""
+def server_identity(snapshot_: InfoSnapshot) -> tuple[str, str, str, str]:
+    """redis_version, redis_git_sha1, redis_build_id (INFO server) and mem_allocator
+    (INFO memory): what identifies the binary that answered."""
     info = snapshot_.info
-    return str(info.get("redis_version", "")), str(info.get("redis_git_sha1", ""))
+    return tuple(str(info.get(name, "")) for name in (  # type: ignore[return-value]
+        "redis_version", "redis_git_sha1", "redis_build_id", "mem_allocator"))
