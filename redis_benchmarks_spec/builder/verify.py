@@ -19,6 +19,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from redis_benchmarks_spec.common.process import tool_env
+
 CHECKS_FILE = "checks.jsonl"
 KEEP = 50
 NM_TIMEOUT_S = 120.0
@@ -60,7 +62,7 @@ def function_sizes(binary: Path) -> Counter[tuple[str, int]]:
     """``(name, size)`` of every function (text symbol) of ``binary``, with multiplicity."""
     try:
         proc = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True,
-                              text=True, timeout=NM_TIMEOUT_S, check=False)
+                              text=True, timeout=NM_TIMEOUT_S, check=False, env=tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CheckError(f"nm {binary}: {exc}") from exc
     if proc.returncode != 0:
