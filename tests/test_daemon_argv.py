@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.common.credentials import argv_refusal, daemon_argv_secret
-from redis_benchmarks_spec.common.process import free_port
+from redis_benchmarks_spec.common.process import free_port, wait_for
 from tests.conftest import RedisServer
 from tests.hostile_fixtures import RBS, daemon_env
 
@@ -84,6 +84,14 @@ def _start(argv: list[str], tmp_path: Path, name: str) -> subprocess.Popen[bytes
                             stderr=subprocess.STDOUT, env=env)
 
 
+def _healthz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
+            return int(resp.status)
+    except OSError:  # not listening yet (URLError is an OSError)
+        return 0
+
+
 def test_a_daemon_started_the_supported_way_never_shows_the_password(tmp_path: Path) -> None:
     broker_dir = tmp_path / "broker"
     broker_dir.mkdir()
@@ -108,8 +116,9 @@ def test_a_daemon_started_the_supported_way_never_shows_the_password(tmp_path: P
             polls, window, seen = watch(proc, 4.0)
             assert proc.poll() is None, (name, (tmp_path / f"{name}.log").read_text())
             assert polls > 100 and window == 0.0 and seen == "", (name, polls, window, seen)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as resp:
-            assert resp.status == 200  # the api is serving, authenticated to the broker
+        # the api is serving, authenticated to the broker (a loaded host may take a while to
+        # import and bind: waited for, not assumed)
+        assert wait_for(lambda: _healthz(port) == 200, timeout=60), "the api never served"
         # the agent and builder are connected with the password from the file: their
         # consumer groups exist
         authed = redis.Redis(port=broker.port, password=PASSWORD, socket_timeout=10)
