@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo
+APT_PACKAGES=(redis-server redis-tools git python3-venv ca-certificates numactl tar gzip docker.io dpkg-dev chromium bubblewrap linux-perf valgrind pcm gcc cargo mmdebstrap
   libevent-dev libssl-dev autoconf automake libtool pkg-config zlib1g-dev g++ make
   openssh-client openssh-server iproute2 iptables libnetfilter-queue-dev python3-dev)
 SUDO=""
