@@ -17,22 +17,30 @@ raise a false one on every timed series.
 The host-fingerprint gate comes first: only the points taken under the newest point's
 fingerprint are history. A newest point whose fingerprint differs from the point before it
 is a ``host-changed`` boundary, never a candidate.
+
+A candidate is confirmed (:func:`confirm`) by the A/B engine itself, one call of
+``analysis.engine.judge_pairs`` on fresh re-runs of the two commits paired by round, with
+the catalogue's floor and prior for the metric (``common.metrics``): the runs that raised a
+candidate never vote on it.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, steps
-from redis_benchmarks_spec.common.lazy import LazyModule
+from redis_benchmarks_spec.analysis.compare import (
+    IMPROVEMENT,
+    REGRESSION,
+    UNKNOWN,
+    CompareOptions,
+    Comparison,
+)
+from redis_benchmarks_spec.analysis.engine import judge_pairs
 from redis_benchmarks_spec.common.metrics import metric as catalogued
-
-_sps: Any = LazyModule("scipy.stats")
 
 INSTRUCTIONS = "instructions"
 TIMED = "timed"
@@ -129,38 +137,58 @@ def judge(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
                      step.change_pct, step.ci_low_pct, step.ci_high_pct, noise, step.p_value)
 
 
-def welch_interval(before: Sequence[float], after: Sequence[float],
-                   confidence: float = 0.95) -> tuple[float, float]:
-    """Welch's t interval of the difference of mean log values, in percent: bounded with
-    two runs a side, where the rank interval of 2 against 2 cannot reach 95 %. Used for
-    instruction counts only, whose run-to-run spread is a fraction of a percent."""
-    b = [math.log(v) for v in before]
-    a = [math.log(v) for v in after]
-    vb, va = statistics.variance(b) / len(b), statistics.variance(a) / len(a)
-    diff = statistics.fmean(a) - statistics.fmean(b)
-    if vb + va == 0:
-        return stats.log_to_pct(diff), stats.log_to_pct(diff)
-    df = (vb + va) ** 2 / (vb ** 2 / (len(b) - 1) + va ** 2 / (len(a) - 1))
-    half = float(_sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(vb + va)
-    return stats.log_to_pct(diff - half), stats.log_to_pct(diff + half)
+@dataclass(frozen=True)
+class Confirmation:
+    """The engine's verdict on a candidate's re-runs (:func:`confirm`): its one row, whether
+    it shows the candidate's step again, and whether another round could still decide it."""
+
+    row: Comparison  # the engine's row: change, interval, verdict, reason, pairs judged
+    pairs: tuple[tuple[float, float], ...]  # (before, after) re-runs, one pair a round
+    confirmed: bool = False
+    undecided: bool = False  # UNKNOWN, with the candidate's sign and half its size
+
+    @property
+    def change_pct(self) -> float:
+        return 0.0 if self.row.change_pct is None else self.row.change_pct
+
+    @property
+    def low_pct(self) -> float | None:
+        return self.row.ci_low_pct
+
+    @property
+    def high_pct(self) -> float | None:
+        return self.row.ci_high_pct
+
+
+def rerun_pairs(before: Sequence[float], after: Sequence[float]
+                ) -> tuple[tuple[float, float], ...]:
+    """The re-runs of the two commits paired by round (the watch asks them interleaved:
+    before, after, before, after...); a round one side lacks is left out."""
+    return tuple(zip(before, after, strict=False))
+
+
+def confirm_options(metric: str) -> CompareOptions:
+    """The engine's options for a confirmation of ``metric``: the catalogue's floor; a
+    timed metric with its kind's prior spread (the lab's hosts are not calibrated)."""
+    entry = catalogued(metric)
+    options = CompareOptions(metric=metric, noise_floor_pct=entry.floor_pct)
+    if entry.deterministic:
+        return options.for_deterministic(metric, entry.floor_pct)
+    return options.with_host(None)
 
 
 def confirm(before: Sequence[float], after: Sequence[float], metric: str,
-            candidate_pct: float) -> tuple[bool, float, float | None, float | None]:
-    """Do re-runs of the two commits show the candidate's step? (confirmed, change %, low %,
-    high %): the Hodges-Lehmann shift of ``after`` against ``before`` with its interval (for
-    an instruction count with too few runs for a rank interval, Welch's t interval); a
-    change is confirmed when it has the candidate's sign, at least half its size, and an
-    interval that excludes zero."""
-    if not before or not after:
-        return False, 0.0, None, None
-    shift = stats.unpaired_shift(list(before), list(after), 0.95)
-    change = stats.log_to_pct(shift.estimate)
-    low, high = stats.log_to_pct(shift.low), stats.log_to_pct(shift.high)
-    if not (math.isfinite(low) and math.isfinite(high)) and kind_of(metric) == INSTRUCTIONS \
-            and min(len(before), len(after)) >= 2:
-        low, high = welch_interval(before, after)
-    bounded = math.isfinite(low) and math.isfinite(high)
-    clear = bounded and (low > 0 or high < 0)
+            candidate_pct: float, test: str = "candidate") -> Confirmation:
+    """Do the re-runs of the two commits show the candidate's step? One call of the A/B
+    engine (``analysis.engine.judge_pairs``) on the re-runs paired by round, never on the
+    runs that raised the candidate (the caller leaves them out): confirmed when the engine
+    decides a change (REGRESSION or IMPROVEMENT, past the metric's floor) with the
+    candidate's sign and at least half its size."""
+    pairs = rerun_pairs(before, after)
+    report = judge_pairs({test: list(pairs)}, confirm_options(metric))
+    row = report.rows[0]
+    change = 0.0 if row.change_pct is None else row.change_pct
     same_way = change * candidate_pct > 0 and abs(change) >= abs(candidate_pct) / 2
-    return (clear and same_way, change, low if bounded else None, high if bounded else None)
+    decided = row.verdict in (REGRESSION, IMPROVEMENT)
+    return Confirmation(row, pairs, confirmed=decided and same_way,
+                        undecided=row.verdict == UNKNOWN and same_way)

@@ -4,9 +4,10 @@ A candidate (``agent.watch`` stored it: a step between two commits) is confirmed
 of the commits on both sides through the normal pipeline: one build request per side, a
 copy of the request that first brought the commit (same source), narrowed to the tests
 and platforms that saw the step. When both have ended, each series that saw the step is
-judged on all its points of the two commits (the first runs and the re-runs,
-``analysis.arrival.confirm``): a change is confirmed when at least one series shows it
-again with the same sign, at least half its size and an interval that excludes zero.
+judged by the A/B engine on the re-runs alone, paired by round (``analysis.arrival.confirm``:
+the runs that raised the candidate never vote on it): a change is confirmed when at least
+one series' engine verdict is a change (past the catalogue's floor for its metric) with the
+step's sign and at least half its size.
 
 A confirmed change whose two commits are parent and child is placed on the child. When
 commits lie between them (the branch was pushed several commits at once), the candidate
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -34,11 +34,12 @@ from typing import Any, Protocol
 
 import redis
 
-from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, confirm, kind_of
+from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, Confirmation, confirm, kind_of
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
 from redis_benchmarks_spec.datasink import run_reader, watch_store
 from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
@@ -50,14 +51,13 @@ from redis_benchmarks_spec.notify.watch_alert import Alert, AlertTargets, TestCh
 log = logging.getLogger(__name__)
 SCAN_REQUESTS = 5000  # how far back the request that brought a commit is looked for
 TOP_MOVERS = 5
-#: re-runs of each commit for a change only timed metrics saw: 4 a side is the fewest whose
-#: rank interval can reach 95 % (the first runs, which raised the candidate, are left out of
-#: a timed confirmation: judged on them, a noise extreme would confirm itself)
-TIMED_RERUNS = 4
-#: a change the re-runs leave undecided (the right sign and size, an interval that still
-#: holds zero: a count that moves ~2 % run to run, as EXPIRE's does) gets one more round of
-#: re-runs a side, up to this many rounds (counts start with one, timed metrics with four)
-MAX_RERUN_ROUNDS = {True: 4, False: 8}  # keyed by "an instruction count saw it"
+#: a change the engine leaves undecided on the re-runs (UNKNOWN with the right sign and
+#: size: a count that moves ~2 % run to run, as EXPIRE's does) gets one more re-run a side,
+#: up to this many re-runs a side; the first round is the catalogue's ``min_pairs`` of the
+#: series' metrics (:func:`first_round`), the pairs from which the engine decides on their
+#: own spread. The runs that raised the candidate are never among them: judged on them, a
+#: noise extreme would confirm itself.
+MAX_RERUN_ROUNDS = {True: 8, False: 10}  # keyed by "an instruction count saw it"
 #: a confirmed change of instruction counts smaller than this (every series that confirmed
 #: it) is a note, not an alert: a real +1 % (a new call per command) is worth a line in
 #: ``rbs history``, not an issue; timed metrics have their own 5 % floor at detection
@@ -244,8 +244,13 @@ def _decide_ended(ctx: ConfirmContext, c: Candidate) -> Decided | None:
 def _ask(ctx: ConfirmContext, c: Candidate) -> Decided:
     """Ask for the re-runs of a new candidate's two commits."""
     steps = watch_store.series_steps(ctx.datasink, ctx.where, c.id)
-    # a count is confirmed by one re-run a side; timed metrics need several, interleaved
-    return _more_reruns(ctx, c, steps, 1 if _counted(steps) else TIMED_RERUNS)
+    return _more_reruns(ctx, c, steps, first_round([s.metric for s in steps]))
+
+
+def first_round(metrics: list[str]) -> int:
+    """Re-runs a side asked first: the most pairs any of ``metrics`` needs for the engine to
+    decide on its own spread (``common.metrics``: 5; 3 for memory after the preload)."""
+    return max((catalogued(m).min_pairs for m in metrics), default=1)
 
 
 def _counted(steps: list[SeriesStep]) -> bool:
@@ -289,62 +294,71 @@ def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
              "change_pct": round(m.share_of_total_pct, 3)} for m in moves]
 
 
-def _judge(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> tuple[Any, ...] | None:
+@dataclass(frozen=True)
+class SeriesConfirmation:
+    """One series that saw a candidate, the engine's confirmation on its re-runs, its
+    points and the before commit's median (the base of the alert's function movers)."""
+
+    series: SeriesStep
+    judged: Confirmation
+    points: list[HistoryPoint]
+    base: float
+
+
+def judge_series(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> SeriesConfirmation | None:
+    """The engine's confirmation of ``c`` on series ``s``: its re-runs of the two commits
+    paired by round (None when its history cannot be read)."""
     try:
         points = _points(ctx, s)
     except HistoryError as exc:
         log.warning("watch: %s on %s not confirmed: %s", s.test, s.platform, exc)
         return None
-    before, after = (_side(points, sha, s.metric) for sha in (c.before, c.after))
-    ok, change, low, high = confirm(before, after, s.metric, s.change_pct)
-    return (ok, change, low, high, points, statistics.median(before) if before else 0.0)
+    before, after = (reruns_of(points, sha) for sha in (c.before, c.after))
+    judged = confirm(before, after, s.metric, s.change_pct, s.test)
+    return SeriesConfirmation(s, judged, points, judged.row.baseline_median or 0.0)
 
 
-def _side(points: list[HistoryPoint], sha: str, metric: str) -> list[float]:
-    """The values a side is judged on: every run of the commit for a count; for a timed
-    metric its re-runs only (the first run, in time order, is the one that raised it)."""
+def reruns_of(points: list[HistoryPoint], sha: str) -> list[float]:
+    """The values of ``sha``'s re-runs in time order: its runs but the first, the one that
+    made the point which raised the candidate (it never votes on its own confirmation)."""
     runs = sorted((p for p in points if p.commit == sha), key=lambda p: p.ts_ms)
-    if kind_of(metric) != INSTRUCTIONS:
-        runs = runs[1:]
-    return [p.value for p in runs]
+    return [p.value for p in runs[1:]]
 
 
-Confirmed = tuple[SeriesStep, float, Any, Any, list[HistoryPoint], float]
-
-
-def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[Confirmed]:
-    """(series, change, low, high, points, base) of each series that shows ``c`` again."""
+def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[SeriesConfirmation]:
+    """Each series that shows ``c`` again."""
     return _judged(ctx, c)[0]
 
 
-def _judged(ctx: ConfirmContext, c: Candidate) -> tuple[list[Confirmed], bool]:
-    """:func:`_confirmed`, and whether a series not confirmed is undecided: the re-runs
-    show the step's sign and at least half its size, but the interval holds zero."""
+def _judged(ctx: ConfirmContext, c: Candidate) -> tuple[list[SeriesConfirmation], bool]:
+    """:func:`_confirmed`, and whether a series not confirmed is undecided (the engine's
+    UNKNOWN with the step's sign and at least half its size)."""
     out, undecided = [], False
     for s in watch_store.series_steps(ctx.datasink, ctx.where, c.id):
-        judged = _judge(ctx, c, s)
-        if judged is not None and judged[0]:
-            out.append((s, *judged[1:]))
+        judged = judge_series(ctx, c, s)
+        if judged is not None and judged.judged.confirmed:
+            out.append(judged)
         elif judged is not None:
-            change = judged[1]
-            undecided |= change * s.change_pct > 0 and abs(change) >= abs(s.change_pct) / 2
+            undecided |= judged.judged.undecided
     return out, undecided
 
 
-def _choose(confirmed: list[Confirmed]) -> tuple[list[Confirmed], Confirmed]:
+def _choose(confirmed: list[SeriesConfirmation]
+            ) -> tuple[list[SeriesConfirmation], SeriesConfirmation]:
     """The series the alert speaks for (instruction counts when any confirmed) and the
     median one of them, whose size is told."""
-    counts = [x for x in confirmed if kind_of(x[0].metric) == INSTRUCTIONS]
-    chosen = sorted(counts or confirmed, key=lambda x: x[1])
+    counts = [x for x in confirmed if kind_of(x.series.metric) == INSTRUCTIONS]
+    chosen = sorted(counts or confirmed, key=lambda x: x.judged.change_pct)
     return chosen, chosen[len(chosen) // 2]
 
 
-def _own_changes(chosen: list[Confirmed]) -> list[TestChange]:
+def _own_changes(chosen: list[SeriesConfirmation]) -> list[TestChange]:
     """Each confirmed series' own change (a test on a platform), the largest first."""
-    def rounded(v: Any) -> float | None:
+    def rounded(v: float | None) -> float | None:
         return None if v is None else round(float(v), 3)
-    out = [TestChange(s.test, s.platform, s.metric, round(change, 3), rounded(low),
-                      rounded(high)) for s, change, low, high, _, _ in chosen]
+    out = [TestChange(x.series.test, x.series.platform, x.series.metric,
+                      round(x.judged.change_pct, 3), rounded(x.judged.low_pct),
+                      rounded(x.judged.high_pct)) for x in chosen]
     return sorted(out, key=lambda c: -abs(c.change_pct))
 
 
@@ -355,7 +369,7 @@ def _reject(ctx: ConfirmContext, c: Candidate, reason: str) -> Decided:
 
 
 def decide(ctx: ConfirmContext, c: Candidate) -> Decided:
-    """Confirm or reject ``c`` from every point of its two commits; alert a confirmed one
+    """Confirm or reject ``c`` from its two commits' re-runs; alert a confirmed one
     (or hand it to the bisector when commits lie between its two)."""
     confirmed, undecided = _judged(ctx, c)
     if not confirmed:
@@ -387,7 +401,7 @@ def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
     if ctx.bisector is None:  # e.g. a confirmer restarted without --source
         return _tell(ctx, c, confirmed, "", f"between {c.before[:10]} and {c.after[:10]}: "
                      "commits in between were not run, and this confirmer cannot bisect")
-    s = _choose(confirmed)[1][0]
+    s = _choose(confirmed)[1].series
     outcome = ctx.bisector.place(c.before, c.after, s)
     n = len(outcome.commits)
     if outcome.first_bad:
@@ -398,15 +412,16 @@ def bisect(ctx: ConfirmContext, c: Candidate) -> Decided:
                  f"({n} commits): the bisection did not place it: {outcome.reason[:300]}")
 
 
-def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_on: str,
-          placed: str) -> Decided:
+def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[SeriesConfirmation],
+          placed_on: str, placed: str) -> Decided:
     """Mark ``c`` confirmed (on ``placed_on``, '' for the range) and send its alert."""
-    chosen, (s, _, _, _, points, base) = _choose(confirmed)
+    chosen, median = _choose(confirmed)
+    s, points, base = median.series, median.points, median.base
     c.state, c.placed_on = "confirmed", placed_on
     c.reason = f"{len(confirmed)} series confirmed"
     sha = placed_on or c.after
     subject = ctx.subject_of(sha)
-    largest = max(abs(x[1]) for x in chosen)
+    largest = max(abs(x.judged.change_pct) for x in chosen)
     if kind_of(s.metric) == INSTRUCTIONS and largest < ctx.alert_floor_pct:
         c.reason += f", below the {ctx.alert_floor_pct:g} % alert floor: a note"
         watch_store.save_candidate(ctx.datasink, ctx.where, c)
@@ -417,8 +432,8 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[Confirmed], placed_
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
     changes = _own_changes(chosen)
     top = changes[0]
-    alert = Alert(sha, pr_of(subject), subject, sorted({x[0].test for x in chosen}),
-                  sorted({x[0].platform for x in chosen}), top.metric, top.change_pct,
+    alert = Alert(sha, pr_of(subject), subject, sorted({x.series.test for x in chosen}),
+                  sorted({x.series.platform for x in chosen}), top.metric, top.change_pct,
                   top.low_pct, top.high_pct,
                   _movers(ctx, points, c, base) if kind_of(s.metric) == INSTRUCTIONS else [],
                   c.before, placed, changes)
