@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import random
 
-from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, confirm, judge, noise_pct
+from redis_benchmarks_spec.analysis.arrival import (
+    ArrivalPoint,
+    confirm,
+    judge,
+    noise_pct,
+    rerun_pairs,
+)
+from redis_benchmarks_spec.analysis.compare import REGRESSION, UNKNOWN
 
 COUNT = "instructions_per_op"
 OPS = "ALL_STATS.Totals.Ops/sec"
@@ -63,13 +70,23 @@ def test_a_changed_fingerprint_is_a_boundary_not_a_candidate() -> None:
     assert judge(before + after + more, COUNT).outcome == "none"
 
 
-def test_confirmation_needs_the_same_sign_and_a_clear_gap() -> None:
-    ok, change, low, high = confirm([1e6, 1.001e6], [1.03e6, 1.031e6], COUNT, 3.0)
-    assert ok and low is not None and high is not None  # Welch's t: 2 runs a side
-    assert 2.0 < low < change < high < 4.0
-    assert not confirm([1e6], [1.03e6], COUNT, 3.0)[0]  # one run a side bounds nothing
-    assert not confirm([1e6, 1.001e6], [1.0005e6, 1.002e6], COUNT, 3.0)[0]
-    assert not confirm([1e6, 1.001e6], [0.97e6, 0.971e6], COUNT, 3.0)[0]
-    ok, change, low, high = confirm([1e5] * 5 + [1.01e5] * 5, [0.8e5] * 5 + [0.81e5] * 5,
-                                    OPS, -20.0)
-    assert ok and low is not None and high is not None and high < 0 and -22 < change < -18
+def test_confirmation_is_the_engines_verdict_on_pairs_of_reruns() -> None:
+    before = [1e6, 1.001e6, 1e6, 1.0005e6, 1.001e6]
+    up = confirm(before, [1.03e6, 1.031e6, 1.03e6, 1.0305e6, 1.031e6], COUNT, 3.0)
+    assert up.confirmed and up.row.verdict == REGRESSION and len(up.pairs) == 5
+    assert up.low_pct is not None and up.high_pct is not None
+    assert 2.0 < up.low_pct < up.change_pct < up.high_pct < 4.0
+    # too few pairs for the engine to decide on their own spread: undecided, not confirmed
+    few = confirm(before[:2], [1.03e6, 1.031e6], COUNT, 3.0)
+    assert not few.confirmed and few.undecided and few.row.verdict == UNKNOWN
+    # inside the catalogue's 0.5 % floor for counts, or the other way: not confirmed
+    flat = confirm(before, [v * 1.001 for v in before], COUNT, 3.0)
+    assert not flat.confirmed and not flat.undecided
+    assert not confirm(before, [v * 0.97 for v in before], COUNT, 3.0).confirmed
+    drop = confirm([1e5, 1.01e5] * 5, [0.8e5, 0.81e5] * 5, OPS, -20.0)
+    assert drop.confirmed and drop.high_pct is not None and drop.high_pct < 0
+    assert -22 < drop.change_pct < -18 and drop.row.noise_floor_pct == 5.0
+
+
+def test_reruns_are_paired_by_round() -> None:
+    assert rerun_pairs([1.0, 2.0, 3.0], [4.0, 5.0]) == ((1.0, 4.0), (2.0, 5.0))

@@ -33,7 +33,7 @@ from redis_benchmarks_spec.intake.trigger import (
     trigger,
 )
 from redis_benchmarks_spec.lab.watch_replay import subject_of
-from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, step
+from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, first_round, step
 from redis_benchmarks_spec.notify.watch_service import Confirmer, ServiceConfig
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
@@ -83,7 +83,7 @@ def test_a_change_across_skipped_commits_is_bisected_and_named(
     decided = step(skipped_context(client, reruns, where_to, bisector))
     # re-runs asked, confirmed, then (not told yet) bisected, then told once
     assert [d.candidate.state for d in decided] == ["confirming", "bisecting", "confirmed"]
-    assert [c for c, _t, _p in reruns.asked] == [sha(10), sha(11)]
+    assert [c for c, _t, _p in reruns.asked] == [sha(10), sha(11)] * first_round([COUNT])
     assert len(bisector.asked) == 1
     before, after, series = bisector.asked[0]
     assert (before, after, series.test, series.metric) == (sha(10), sha(11), "t-get", COUNT)
@@ -255,7 +255,10 @@ def test_a_real_range_is_bisected_to_its_pull_request(
     where_to, receiver, issues = targets
     before, after = full(redis_repo, "c8181314"), full(redis_repo, "61c85a2b")
     folder = tmp_path / "p"
-    for n, (commit, value) in enumerate([(before, 10_000.0)] * 3 + [(after, 7_770.0)] * 3):
+    # the raising run of each commit, then its re-runs (the engine's min_pairs a side)
+    runs = 1 + first_round([COUNT])
+    for n, (commit, value) in enumerate([(before, 10_000.0)] * runs +
+                                        [(after, 7_770.0)] * runs):
         push_results(client, [result(n, value, "lab-b", "geodist", folder, commit)])
     watch_store.add_candidate(client, WHERE, before, after,
                               SeriesStep("geodist", "lab-b", BUILD_VARIANT, COUNT, -22.3))

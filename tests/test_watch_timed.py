@@ -17,7 +17,7 @@ import redis
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import SeriesStep
 from redis_benchmarks_spec.datasink.writer import push_results
-from redis_benchmarks_spec.notify.watch_confirm import TIMED_RERUNS, ConfirmContext, step
+from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, first_round, step
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
@@ -76,7 +76,8 @@ def test_a_timed_drop_is_confirmed_by_interleaved_reruns_and_told(
     candidate(client, 100_000.0, 75_000.0)
     reruns = TimedReruns(client, {sha(1): 100_000.0, sha(2): 75_000.0})
     decided = step(context(client, reruns, where_to))
-    assert reruns.asked == [sha(1), sha(2)] * TIMED_RERUNS  # interleaved, 4 a side
+    # interleaved, the engine's min_pairs a side (5)
+    assert reruns.asked == [sha(1), sha(2)] * first_round([OPS])
     (told,) = [d.alert for d in decided if d.alert]
     assert told.sha == sha(2) and told.metric == OPS and -28 < told.change_pct < -22
     assert told.high_pct is not None and told.high_pct < 0
@@ -95,12 +96,14 @@ def test_a_noise_extreme_with_flat_reruns_is_rejected(client: redis.Redis,
     assert receiver.posts == []
 
 
-def test_a_count_needs_one_rerun_a_side(client: redis.Redis, targets: Any) -> None:
+def test_a_count_asks_the_engines_min_pairs_a_side(client: redis.Redis, targets: Any) -> None:
+    """Its raising runs never vote, so a count is decided on fresh pairs alone: as many as
+    the engine needs to decide on their own spread (the catalogue's min_pairs)."""
     where_to, _receiver, _issues = targets
     candidate(client, 1e4, 1e4, metric=COUNT)
     reruns = TimedReruns(client, {sha(1): 1.0, sha(2): 1.0})
     step(context(client, reruns, where_to))
-    assert reruns.asked == [sha(1), sha(2)]
+    assert reruns.asked == [sha(1), sha(2)] * first_round([COUNT]) and first_round([COUNT]) == 5
 
 
 class Replayed(TimedReruns):
@@ -120,19 +123,22 @@ def test_a_count_that_moves_two_percent_gets_more_reruns_before_it_is_told(
         client: redis.Redis, targets: Any) -> None:
     """The counts of redis-benchmark-1Kkeys-generic-expire in the 42-commit replay (two
     levels ~2 % apart, run to run): #11602 (c3fb48da) took EXPIRE from ~4,300 to ~4,050
-    instructions per op; with one re-run a side Welch's interval held zero and the change
-    was rejected. Undecided, it now gets another round; the second decides it."""
+    instructions per op. With an outlying re-run among the first five pairs the engine's
+    interval holds zero (UNKNOWN, the step's sign and size): undecided, it gets one more
+    round, and the sixth pair decides it."""
     where_to, receiver, _issues = targets
     push_results(client, [run(sha(1), 1e5, 4360.0), run(sha(2), 1e5, 4031.1)])
     watch_store.add_candidate(client, WHERE, sha(1), sha(2), SeriesStep(
         "t-get", "lab-a", BUILD_VARIANT, COUNT, 100 * (4031.1 / 4360.0 - 1)))
-    reruns = Replayed(client, {sha(1): [4266.3, 4277.9], sha(2): [4107.9, 4021.4]})
+    reruns = Replayed(client, {
+        sha(1): [4266.3, 4277.9, 4360.0, 4266.3, 4360.0, 4277.9],
+        sha(2): [4021.4, 4107.9, 4450.0, 4031.1, 4021.4, 4031.1]})
     ctx = context(client, reruns, where_to)
     first = step(ctx)
     assert [d.candidate.state for d in first] == ["confirming", "confirming"]
-    assert "undecided after 1 re-run(s) a side: one more" in first[-1].candidate.reason
+    assert "undecided after 5 re-run(s) a side: one more" in first[-1].candidate.reason
     (told,) = [d.alert for d in step(ctx) if d.alert]
-    assert reruns.asked == [sha(1), sha(2)] * 2
+    assert reruns.asked == [sha(1), sha(2)] * 6
     assert told.sha == sha(2) and told.metric == COUNT and told.high_pct is not None
     assert -7 < told.change_pct < -3 and told.high_pct < 0
     assert [p["rbs"]["sha"] for p in receiver.posts] == [sha(2)]
@@ -147,7 +153,8 @@ def test_a_confirmed_count_change_under_the_floor_is_a_note_not_an_alert(
     push_results(client, [run(sha(1), 1e5, 1000.0), run(sha(2), 1e5, 1010.8)])
     watch_store.add_candidate(client, WHERE, sha(1), sha(2), SeriesStep(
         "t-get", "lab-a", BUILD_VARIANT, COUNT, 1.08))
-    reruns = Replayed(client, {sha(1): [1000.5], sha(2): [1010.6]})
+    reruns = Replayed(client, {sha(1): [1000.5, 1000.2, 1000.6, 1000.4, 1000.3],
+                               sha(2): [1010.6, 1010.9, 1010.5, 1010.8, 1010.7]})
     decided = step(context(client, reruns, where_to))
     assert [d.alert for d in decided] == [None, None]
     assert decided[-1].candidate.state == "confirmed"

@@ -37,9 +37,9 @@ import redis
 from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, Confirmation, confirm, kind_of
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.datasink import run_reader, watch_store
 from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
-from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
