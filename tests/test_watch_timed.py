@@ -17,7 +17,12 @@ import redis
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import SeriesStep
 from redis_benchmarks_spec.datasink.writer import push_results
-from redis_benchmarks_spec.notify.watch_confirm import ConfirmContext, first_round, step
+from redis_benchmarks_spec.notify.watch_confirm import (
+    ConfirmContext,
+    first_round,
+    judge_series,
+    step,
+)
 from redis_benchmarks_spec.results.document import RunResult
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
@@ -164,3 +169,28 @@ def test_a_confirmed_count_change_under_the_floor_is_a_note_not_an_alert(
     assert "+1.0" in line["text"] and "Cheaper replies (#12001)" in line["text"]
     assert receiver.posts == [] and not issues.exists()
     assert watch_store.alert_summaries(client, WHERE) == {}
+
+
+def test_the_runs_that_raised_a_candidate_never_vote_on_it(
+        client: redis.Redis, targets: Any) -> None:
+    """The first runs (1,000 then 1,080 instructions per op: +8 %) raised the candidate;
+    five fresh pairs show +5 % in four rounds and -3 % in one: the engine's interval holds
+    zero, at less than half the step: rejected. Had the raising pair voted (+8 % as a sixth
+    pair), the same engine would have confirmed it (+4.1 %, an interval clear of zero)."""
+    where_to, receiver, _issues = targets
+    push_results(client, [run(sha(1), 1e5, 1000.0), run(sha(2), 1e5, 1080.0)])
+    c, _ = watch_store.add_candidate(client, WHERE, sha(1), sha(2), SeriesStep(
+        "t-get", "lab-a", BUILD_VARIANT, COUNT, 8.0))
+    fresh = {sha(1): [1000.0] * 5, sha(2): [1050.0, 1050.0, 970.0, 1050.0, 1050.0]}
+    reruns = Replayed(client, fresh)
+    ctx = context(client, reruns, where_to)
+    decided = step(ctx)
+    assert [d.candidate.state for d in decided] == ["confirming", "rejected"]
+    assert receiver.posts == [] and watch_store.log_lines(client, WHERE) == []
+    (s,) = watch_store.series_steps(client, WHERE, c.id)
+    judged = judge_series(ctx, c, s)
+    assert judged is not None
+    # the engine judged the five fresh pairs, by round, and nothing else
+    assert judged.judged.pairs == ((1000.0, 1050.0), (1000.0, 1050.0), (1000.0, 970.0),
+                                   (1000.0, 1050.0), (1000.0, 1050.0))
+    assert judged.judged.row.n_baseline == 5 and not judged.judged.confirmed
