@@ -5,8 +5,7 @@ noise shape recorded here or in the lab's replays, and no real change anywhere. 
 arrival judge (``analysis.arrival.judge``: the host gate, E-Divisive, the kind's floors) looks
 at every new point; a candidate is confirmed by the real ``analysis.arrival.confirm`` on
 re-runs of both commits drawn from the same distribution, in the rounds
-``notify.watch_confirm`` asks (a count: its two commits' every run; a timed metric: its re-runs
-only). A confirmed candidate is an alert; one alert per commit and platform, whatever the
+``notify.watch_confirm`` asks (the re-runs only: the raising runs never vote). A confirmed candidate is an alert; one alert per commit and platform, whatever the
 number of series that saw it (``watch_store.claim_alert``). Host changes happen every
 ``--host-every`` commits (the timed level moves on the new host, counts do not).
 
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 
 from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, confirm, judge
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, THROUGHPUT_METRIC
-from redis_benchmarks_spec.notify.watch_confirm import MAX_RERUN_ROUNDS, TIMED_RERUNS
+from redis_benchmarks_spec.notify.watch_confirm import MAX_RERUN_ROUNDS, first_round
 
 #: judge only the last this many points of a host's history (the watch reads 200)
 HISTORY = 200
@@ -67,20 +66,17 @@ class Series:
 def _confirmed(rng: random.Random, s: Series, raised_pct: float) -> bool:
     """The real confirmation on null re-runs, in watch_confirm's rounds."""
     counted = s.shape.metric == INSTRUCTIONS_METRIC
-    # a count's raising runs stay in (watch_confirm._side), a timed metric's do not
-    before = [s.points[-2].value] if counted else []
-    after = [s.points[-1].value] if counted else []
-    rounds, asked = (1 if counted else TIMED_RERUNS), 0
+    before: list[float] = []  # the raising runs never vote (watch_confirm.reruns_of)
+    after: list[float] = []
+    rounds = first_round([s.shape.metric])
     while True:
         for _ in range(rounds):
             before.append(s.shape.draw(rng, s.level))
             after.append(s.shape.draw(rng, s.level))
-        asked += rounds
-        ok, change, _, _ = confirm(before, after, s.shape.metric, raised_pct)
-        if ok:
+        judged = confirm(before, after, s.shape.metric, raised_pct)
+        if judged.confirmed:
             return True
-        undecided = change * raised_pct > 0 and abs(change) >= abs(raised_pct) / 2
-        if not undecided or asked >= MAX_RERUN_ROUNDS[counted]:
+        if not judged.undecided or len(before) >= MAX_RERUN_ROUNDS[counted]:
             return False
         rounds = 1
 

@@ -1,6 +1,8 @@
 """A/A of the watch's confirmation (notify/watch_confirm.py): both commits are the same
 binary, a candidate is raised by the first runs' noise alone, the re-runs come from the same
-distribution, in the rounds watch_confirm asks. Prints how often such a candidate is
+distribution, in the rounds watch_confirm asks (its first_round, then one more a side while
+the engine leaves it undecided), judged by the real confirmation (one call of the A/B engine
+on the re-runs paired by round; the raising runs never vote). Prints how often such a candidate is
 confirmed. It is conditional on a candidate: the arrival judge's own-spread rule (a step
 must exceed 6x, or 2x for timed, the series' spread) is what keeps noise candidates rare.
 
@@ -10,7 +12,7 @@ import random
 import sys
 
 from redis_benchmarks_spec.analysis.arrival import confirm
-from redis_benchmarks_spec.notify.watch_confirm import MAX_RERUN_ROUNDS, TIMED_RERUNS
+from redis_benchmarks_spec.notify.watch_confirm import MAX_RERUN_ROUNDS, first_round
 
 
 def draw(rng, kind):
@@ -28,19 +30,17 @@ def one(rng, kind):
         pct = 100 * (a0 / b0 - 1)
         if abs(pct) >= floor:
             break
-    before, after = ([b0], [a0]) if counted else ([], [])
-    rounds = 1 if counted else TIMED_RERUNS
+    metric = "instructions_per_op" if counted else "ALL_STATS.Totals.Ops/sec"
+    before, after = [], []  # the raising runs b0, a0 never vote
+    rounds = first_round([metric])
     while True:
         for _ in range(rounds):
             before.append(draw(rng, kind))
             after.append(draw(rng, kind))
-        ok, change, _low, _high = confirm(before, after, "instructions_per_op" if counted
-                                        else "ALL_STATS.Totals.Ops/sec", pct)
-        if ok:
+        judged = confirm(before, after, metric, pct)
+        if judged.confirmed:
             return True
-        asked = (len(before) - (1 if counted else 0))
-        undecided = change * pct > 0 and abs(change) >= abs(pct) / 2
-        if not undecided or asked >= MAX_RERUN_ROUNDS[counted]:
+        if not judged.undecided or len(before) >= MAX_RERUN_ROUNDS[counted]:
             return False
         rounds = 1
 
