@@ -170,11 +170,18 @@ def test_every_row_says_where_its_spread_came_from() -> None:
 def test_an_alert_states_each_tests_own_change() -> None:
     from redis_benchmarks_spec.datasink.watch_store import SeriesStep
     from redis_benchmarks_spec.notify.watch_alert import Alert, issue_body, slack_payload, title
-    from redis_benchmarks_spec.notify.watch_confirm import _own_changes
+    from redis_benchmarks_spec.analysis.arrival import Confirmation
+    from redis_benchmarks_spec.analysis.compare import Comparison
+    from redis_benchmarks_spec.notify.watch_confirm import SeriesConfirmation, _own_changes
     own = {"zrange-byrank": -16.5, "zadd": -0.4, "zscore": -0.2, "zcard": -0.3}
-    chosen = [(SeriesStep(test=t, platform="icelake", build_variant="gcc",
-                          metric="instructions_per_op", change_pct=v), v, v - 0.5, v + 0.5, [], 1.0) for t, v in own.items()]
-    changes = _own_changes(chosen)  # type: ignore[arg-type]
+    metric = "instructions_per_op"
+    chosen = [SeriesConfirmation(
+        SeriesStep(test=t, platform="icelake", build_variant="gcc", metric=metric,
+                   change_pct=v),
+        Confirmation(Comparison(t, metric, 5, 5, change_pct=v, ci_low_pct=v - 0.5,
+                                ci_high_pct=v + 0.5), (), confirmed=True), [], 1.0)
+        for t, v in own.items()]
+    changes = _own_changes(chosen)
     top = changes[0]
     alert = Alert("a" * 40, 123, "Optimize ZRANGE BYRANK (#123)", sorted(own), ["icelake"],
                   top.metric, top.change_pct, top.low_pct, top.high_pct, changes=changes)
