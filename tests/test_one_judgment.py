@@ -168,10 +168,10 @@ def test_every_row_says_where_its_spread_came_from() -> None:
 
 
 def test_an_alert_states_each_tests_own_change() -> None:
-    from redis_benchmarks_spec.datasink.watch_store import SeriesStep
-    from redis_benchmarks_spec.notify.watch_alert import Alert, issue_body, slack_payload, title
     from redis_benchmarks_spec.analysis.arrival import Confirmation
     from redis_benchmarks_spec.analysis.compare import Comparison
+    from redis_benchmarks_spec.datasink.watch_store import SeriesStep
+    from redis_benchmarks_spec.notify.watch_alert import Alert, issue_body, slack_payload, title
     from redis_benchmarks_spec.notify.watch_confirm import SeriesConfirmation, _own_changes
     own = {"zrange-byrank": -16.5, "zadd": -0.4, "zscore": -0.2, "zcard": -0.3}
     metric = "instructions_per_op"
