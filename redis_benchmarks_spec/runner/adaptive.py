@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.engine import priors_for
+from redis_benchmarks_spec.analysis.engine import host_judged, priors_for
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import (
@@ -87,7 +87,7 @@ def _round_size(plan: AdaptivePlan, done: int) -> int:
 
 
 def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list[str],
-           choice: MetricChoice | None) -> ComparisonReport:
+           choice: MetricChoice | None, runs: list[ABRun]) -> ComparisonReport:
     pairs = {t: p.pairs for t, p in progress.items()}
     looks = {t: p.looks for t, p in progress.items()}
     metric = choice.metric if choice is not None and choice.metric is not None \
@@ -97,8 +97,9 @@ def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list
     # the metric the plan was made with before ``auto`` chose
     options = plan.options_for(metric) if plan.options_for is not None else \
         replace(plan.options, metric=metric)
-    return compare_sequential(pairs, looks, plan.design, options, problems,
-                              priors_for(plan.priors, metric))
+    # counts a deployment moves are judged as the final verdict judges them (engine)
+    options, priors = host_judged(runs, options, priors_for(plan.priors, metric))
+    return compare_sequential(pairs, looks, plan.design, options, problems, priors)
 
 
 def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
@@ -124,7 +125,7 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
     progress = {t: TestProgress(t) for t in tests}
     problems = problems if problems is not None else []
     done = 0
-    report = _judge(progress, plan, problems, choice)
+    report = _judge(progress, plan, problems, choice, getattr(source, "runs", []))
     while True:
         open_tests = [t for t, p in progress.items() if not p.stop_reason]
         size = _round_size(plan, done)
@@ -140,7 +141,7 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
             progress[test].pairs.extend(new.get(test, []))
             if grew[test] and len(progress[test].pairs) >= 2:
                 progress[test].looks.append(len(progress[test].pairs))
-        report = _judge(progress, plan, problems, choice)
+        report = _judge(progress, plan, problems, choice, getattr(source, "runs", []))
         out_of_time = deadline is not None and clock() >= deadline
         verdicts = {r.test: r.verdict for r in report.rows}
         for test in open_tests:
