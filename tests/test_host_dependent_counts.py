@@ -22,7 +22,7 @@ from redis_benchmarks_spec.common.metrics import (
     metric,
 )
 from redis_benchmarks_spec.results.document import DeploymentRecord, RunContext, RunResult
-from redis_benchmarks_spec.runner.adaptive import AdaptivePlan, until_decided
+from redis_benchmarks_spec.runner.adaptive import AdaptivePlan, for_metric, until_decided
 
 STANDALONE = "oss-standalone"
 THREADED = "oss-standalone-04-io-threads"
@@ -89,19 +89,25 @@ def test_agreeing_pairs_decide_a_standalone_count_not_a_threaded_one() -> None:
 
 
 def test_a_calibration_widens_a_threaded_count_instead_of_pooling() -> None:
-    # three pairs that agree, a calibration A/A of each test: the standalone count pools it
-    # and decides; the threaded one is held to the calibration's spread, named as such
-    pairs = [(1000.0, 1020.0), (1000.5, 1020.4), (999.8, 1019.9)]
+    # pairs that agree, a calibration A/A of each test: the standalone count pools it and
+    # decides from 3 pairs; the threaded one does not decide from 3, and from 5 it is held to
+    # the calibration's spread, named as such
+    pairs = [(1000.0, 1020.0), (1000.5, 1020.4), (999.8, 1019.9), (1000.1, 1020.1),
+             (1000.0, 1020.2)]
     prior = NoisePrior(0.01, 8)
     how = Judging(COUNTS, priors={INSTRUCTIONS_METRIC: {"get": prior, "get-t": prior}})
-    rows = {r.test: r for r in judge(_runs({"get": STANDALONE, "get-t": THREADED}, pairs),
-                                     how).rows}
-    assert rows["get"].verdict == "REGRESSION"
-    assert "pooled with a calibration" in rows["get"].spread_from
-    assert rows["get-t"].verdict == "UNKNOWN"
-    assert "pooled" not in rows["get-t"].spread_from
-    assert rows["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
-    assert "calibrated on this host: 1.0 %" in rows["get-t"].spread_from
+    tests = {"get": STANDALONE, "get-t": THREADED}
+    three = {r.test: r for r in judge(_runs(tests, pairs[:3]), how).rows}
+    assert three["get"].verdict == "REGRESSION"
+    assert "pooled with a calibration" in three["get"].spread_from
+    assert three["get-t"].verdict == "UNKNOWN"
+    assert three["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
+    five = {r.test: r for r in judge(_runs(tests, pairs), how).rows}
+    assert "pooled" not in five["get-t"].spread_from
+    assert "calibrated on this host: 1.0 %" in five["get-t"].spread_from
+    width = {t: r.ci_high_pct - r.ci_low_pct for t, r in five.items()
+             if r.ci_high_pct is not None and r.ci_low_pct is not None}
+    assert width["get-t"] > width["get"]
 
 
 class _Source:
@@ -129,3 +135,53 @@ def test_until_decided_stops_the_decided_count_and_spends_on_the_open_one() -> N
     assert outcome.progress["get"].stop_reason == "decided (REGRESSION)"
     rows = {r.test: r for r in outcome.report.rows}
     assert rows["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
+
+
+class _Counts:
+    """Per test a change in %: pairs that agree to 0.02 %, with their documents."""
+
+    def __init__(self, tests: dict[str, tuple[str, float]]) -> None:
+        self.tests, self.runs, self.asked = tests, [], {t: 0 for t in tests}
+
+    def __call__(self, tests: list[str], first: int, count: int,
+                 deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        out = {}
+        for test in tests:
+            topology, pct = self.tests[test]
+            out[test] = [(1000.0 + 0.2 * (i % 2), (1000.0 + 0.2 * (i % 3)) * (1 + pct / 100))
+                         for i in range(first, first + count)]
+            self.asked[test] += count
+            self.runs += _runs({test: topology}, out[test], first)
+        return out
+
+
+def test_the_agents_budget_stops_agreeing_counts_at_three_pairs() -> None:
+    # the agent's default budget (40 pairs, a first round of 6): counts with a calibration
+    # prior take 3 pairs, decided either way; a threaded count keeps the rounds
+    tests = {"changed": (STANDALONE, 0.7), "same": (STANDALONE, 0.0),
+             "threaded": (THREADED, 0.7)}
+    source = _Counts(tests)
+    prior = NoisePrior(0.0015, 8)
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), COUNTS, first_round=6, round_pairs=4,
+                        priors={INSTRUCTIONS_METRIC: {t: prior for t in tests}})
+    outcome = until_decided(list(tests), source, plan)
+    verdicts = {r.test: r.verdict for r in outcome.report.rows}
+    assert verdicts["changed"] == "REGRESSION" and verdicts["same"] == "NO CHANGE"
+    assert source.asked["changed"] == source.asked["same"] == 3
+    assert source.asked["threaded"] > 3
+    assert outcome.design is not None and outcome.design.max_pairs == 6
+
+
+def test_without_priors_a_count_takes_the_pairs_its_own_spread_needs() -> None:
+    source = _Counts({"changed": (STANDALONE, 0.7), "same": (STANDALONE, 0.0)})
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), COUNTS, first_round=6, round_pairs=4)
+    outcome = until_decided(list(source.tests), source, plan)
+    assert {r.test: r.verdict for r in outcome.report.rows} == \
+        {"changed": "REGRESSION", "same": "NO CHANGE"}
+    assert source.asked == {"changed": MIN_PAIRS, "same": MIN_PAIRS}
+
+
+def test_a_timed_metric_keeps_the_plans_design() -> None:
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), CompareOptions(), first_round=6)
+    assert for_metric(plan, THROUGHPUT_METRIC) is plan
+    assert for_metric(plan, None) is plan

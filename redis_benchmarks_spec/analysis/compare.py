@@ -286,7 +286,10 @@ def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
     sd, source = options.spread_of(test)
     if sd <= 0:
         return None
-    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=test in options.spreads)
+    # a count its deployment moves decides from its own MIN_PAIRS pairs even where its
+    # calibration measured the spread: that spread need not hold under another load
+    measured = test in options.spreads and test not in options.host_dependent
+    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=measured)
 
 
 def _evidence(row: Comparison, pending: PendingRow) -> Evidence:
