@@ -8,6 +8,7 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions
 from redis_benchmarks_spec.analysis.engine import Judging, judge
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.analysis.sequential_compare import compare_sequential
 from redis_benchmarks_spec.analysis.session_runs import (
     ABRun,
     count_moves_with_host,
@@ -185,3 +186,16 @@ def test_a_timed_metric_keeps_the_plans_design() -> None:
     plan = AdaptivePlan(SequentialPlan(40, 0.05), CompareOptions(), first_round=6)
     assert for_metric(plan, THROUGHPUT_METRIC) is plan
     assert for_metric(plan, None) is plan
+
+
+def test_spending_over_forty_pairs_keeps_agreeing_counts_unknown() -> None:
+    # why a deterministic metric's design spans 6 pairs (common.metrics): +0.7 % at a 0.1 %
+    # pair spread, 6 pairs without a prior and 3 with one
+    pairs = [(1000.0, 1007.0 * (1 + d / 100)) for d in (0.1, -0.1, 0.15, -0.05, 0.0, -0.1)]
+    prior = {"get": NoisePrior(0.0015, 8)}
+    for n, priors in ((6, None), (3, prior)):
+        judged = {most: compare_sequential({"get": pairs[:n]}, {"get": [n]},
+                                           SequentialPlan(most, 0.05), COUNTS, priors=priors)
+                  for most in (40, 6)}
+        assert judged[40].rows[0].verdict == "UNKNOWN"
+        assert judged[6].rows[0].verdict == "REGRESSION"

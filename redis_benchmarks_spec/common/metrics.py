@@ -72,10 +72,10 @@ PRIOR_DF = 4
 #: sessions: analysis.null_check); 3 for memory after the preload, whose bytes repeat exactly
 MIN_PAIRS = 5
 MEMORY_MIN_PAIRS = 3
-#: the pairs an ``--until-decided`` design spans for a deterministic metric: a count or a
-#: dataset's bytes that 6 pairs did not settle is not settled by 40, and O'Brien-Fleming
-#: spending over 40 pairs keeps 3-6 agreeing pairs UNKNOWN (+0.7 % at 0.1 % pair spread,
-#: tests/test_host_dependent_counts.py); over 6, 3 pairs with a prior decide
+#: the pairs an ``--until-decided`` design spans for a deterministic metric: its pairs agree
+#: to well under 1 % (docs/statistics.md), so 6 are enough, and O'Brien-Fleming
+#: spending over 40 pairs keeps +0.7 % at a 0.1 % pair spread UNKNOWN at 6 pairs without a
+#: prior and at 3 with one; over 6 both decide (tests/test_host_dependent_counts.py)
 DETERMINISTIC_MAX_PAIRS = 6
 #: the per-pair spread assumed for instruction counts of a threaded, replicated or clustered
 #: deployment on a host that never calibrated the test: assumed, not measured (not measured
