@@ -115,7 +115,8 @@ class _Source:
     """Pairs of +2 % counts that agree, for every test asked, with their documents."""
 
     def __init__(self, tests: dict[str, str]) -> None:
-        self.tests, self.runs, self.asked = tests, [], {t: 0 for t in tests}
+        self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.runs: list[ABRun] = []
 
     def __call__(self, tests: list[str], first: int, count: int,
                  deadline: float | None) -> dict[str, list[tuple[float, float]]]:
@@ -142,7 +143,8 @@ class _Counts:
     """Per test a change in %: pairs that agree to 0.02 %, with their documents."""
 
     def __init__(self, tests: dict[str, tuple[str, float]]) -> None:
-        self.tests, self.runs, self.asked = tests, [], {t: 0 for t in tests}
+        self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.runs: list[ABRun] = []
 
     def __call__(self, tests: list[str], first: int, count: int,
                  deadline: float | None) -> dict[str, list[tuple[float, float]]]:
