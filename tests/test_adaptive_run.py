@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+from redis_benchmarks_spec.analysis.session_runs import count_moves_with_host
 from redis_benchmarks_spec.results.document import RunResult
 from tests.cli import rbs, write_suite
 
@@ -137,6 +138,9 @@ def test_a_suite_in_two_topologies_is_two_tests_of_the_ab(tmp_path: Path) -> Non
         assert rows[label]["n_baseline"] == progress[label]["pairs"]
         assert all(("io-threads" in " ".join(d.server_args)) == ("io-threads" in topology)
                    for d in docs)
+        # the real documents say whose counts the deployment moves (issue 40, item 2)
+        assert {count_moves_with_host(d) for d in docs} == \
+            {"2 io-threads" if "io-threads" in topology else ""}
     # a later unpaired comparison of the two sides keeps the topologies apart too
     cmp = rbs("compare", "--baseline-dir", str(session / "baseline"),
               "--comparison-dir", str(session / "comparison"), "--format", "json")

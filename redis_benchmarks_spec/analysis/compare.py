@@ -36,7 +36,6 @@ from redis_benchmarks_spec.analysis.verdict import (
     single_point_check,
 )
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
-from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 __all__ = [
     "BUSY",
@@ -227,13 +226,18 @@ def _median_ratio_pct(baseline: Sequence[float], comparison: Sequence[float]) ->
     return _finite((stats.median(comparison) / stats.median(baseline) - 1) * 100)
 
 
-def fill_shift(row: Comparison, shift: stats.ShiftEstimate) -> Comparison:
+def fill_shift(row: Comparison, shift: stats.ShiftEstimate,
+               options: CompareOptions | None = None) -> Comparison:
     """``row`` with the change, its interval and p of a log-scale shift, as percentages of
-    the baseline."""
+    the baseline; where its deployment moves the count (``options.host_dependent``), its
+    ``spread_from`` says so first."""
+    why = options.host_dependent.get(row.test) if options is not None else None
+    spread = f"host-dependent count ({why}), not deterministic: {shift.spread_from}" \
+        if why else shift.spread_from
     return replace(row, change_pct=stats.log_to_pct(shift.estimate),
                    ci_low_pct=_finite(stats.log_to_pct(shift.low)),
                    ci_high_pct=_finite(stats.log_to_pct(shift.high)),
-                   p_value=_finite(shift.p_value), spread_from=shift.spread_from)
+                   p_value=_finite(shift.p_value), spread_from=spread)
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
@@ -262,13 +266,13 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
         return PendingRow(replace(row, reason="no complete pairs"), False)
     try:
         shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options),
-                                  catalogued(options.metric).min_pairs)
+                                  options.kind_of(test).min_pairs)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
     single = SinglePoint("1 pair only: no spread to judge a change against") \
         if len(pairs) == 1 else None
     ratios = np.log(np.asarray(comparison) / np.asarray(baseline))
-    row = replace(fill_shift(row, shift), method=shift.method,
+    row = replace(fill_shift(row, shift, options), method=shift.method,
                   pair_sd_pct=_finite(100 * float(np.std(ratios, ddof=1)))
                   if len(pairs) >= 2 else None)
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
@@ -277,11 +281,15 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
 
 
 def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
-    """The least spread a timed test's interval may assume (None: its own decides)."""
+    """The least spread a timed test's interval may assume, or a count's its deployment
+    moves (``CompareOptions.host_dependent``); None: its own decides."""
     sd, source = options.spread_of(test)
     if sd <= 0:
         return None
-    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=test in options.spreads)
+    # a count its deployment moves decides from its own MIN_PAIRS pairs even where its
+    # calibration measured the spread: that spread need not hold under another load
+    measured = test in options.spreads and test not in options.host_dependent
+    return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=measured)
 
 
 def _evidence(row: Comparison, pending: PendingRow) -> Evidence:

@@ -9,7 +9,9 @@ What it does, in order:
 
 1. label the tests (a suite in one topology, ``results.comparison_key``);
 2. pair or sample the runs with the one rule of :mod:`analysis.session_runs` (deterministic
-   metrics keep every pair; a disturbed pair of a time metric is counted, not used);
+   metrics keep every pair; a disturbed pair of a time metric is counted, not used); the
+   counts of a deployment that moves them (io-threads, replicas, a cluster) are judged as
+   host-dependent (:func:`host_judged`), and their rows say so;
 3. measure each test (paired: ``analysis.paired``, for instruction counts with the test's
    noise recorded by calibration A/A sessions; an ``--until-decided`` session at the looks
    its record took)
@@ -62,6 +64,7 @@ from redis_benchmarks_spec.analysis.session_runs import (
     PairSet,
     SampleSet,
     deterministic,
+    host_dependent_tests,
     keys_of,
     metrics_present,
     only_under_profiler,
@@ -147,10 +150,26 @@ def priors_for(priors: SessionPriors, metric: str) -> dict[str, NoisePrior] | No
     return priors.get(metric) if deterministic(metric) else None
 
 
+def host_judged(runs: list[ABRun], options: CompareOptions,
+                priors: dict[str, NoisePrior] | None
+                ) -> tuple[CompareOptions, dict[str, NoisePrior] | None]:
+    """``options`` and ``priors`` for the tests whose counts their deployment moves
+    (``session_runs.host_dependent_tests``): named in the options, and a calibration of such a
+    test widens its interval (a least spread) instead of pooling, since the spread it
+    measured need not hold under another load. The ``--until-decided`` loop asks here too."""
+    moved = host_dependent_tests(runs, options.metric, keys_of(runs))
+    if not moved:
+        return options, priors
+    priors = priors or {}
+    spreads = {**options.spreads, **{t: p.sd for t, p in priors.items() if t in moved}}
+    kept = {t: p for t, p in priors.items() if t not in moved}
+    return replace(options, host_dependent=moved, spreads=spreads), kept or None
+
+
 def _judge_paired(runs: list[ABRun], options: CompareOptions, how: Judging,
                   problems: list[str]) -> ComparisonReport:
     sets: dict[str, PairSet] = pair_runs(runs, options.metric, keys_of(runs), how.tests)
-    priors = priors_for(how.priors, options.metric)
+    options, priors = host_judged(runs, options, priors_for(how.priors, options.metric))
     report = judge_pairs({t: s.pairs for t, s in sets.items()}, options, problems, priors,
                          how.record)
     return _with_busy(report, {t: (s.disturbed, s.complete) for t, s in sets.items()})

@@ -26,7 +26,6 @@ from redis_benchmarks_spec.analysis.sequential import (
     z_from_p,
 )
 from redis_benchmarks_spec.analysis.verdict import SinglePoint
-from redis_benchmarks_spec.common.metrics import metric as catalogued
 
 SEQUENTIAL_METHOD = ("group-sequential design, Lan-DeMets {spending} alpha spending over "
                      "{max_pairs} pairs: repeated p-values (BH across tests) and repeated "
@@ -42,7 +41,7 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
     if not looks:
         return PendingRow(replace(row, reason="fewer than 2 complete pairs"), False)
     least = least_spread(test, options)
-    own = catalogued(options.metric).min_pairs
+    own = options.kind_of(test).min_pairs
     try:
         p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior, least=least,
                                                           min_pairs=own).p_value),
@@ -52,7 +51,7 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
         shift = best_paired_shift(pairs[:looks[-1]], 1.0 - level, prior, least, own)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
-    row = replace(fill_shift(row, shift), p_value=min(p_values),
+    row = replace(fill_shift(row, shift, options), p_value=min(p_values),
                   method=f"{shift.method}; repeated {1 - level:.4%} interval at look "
                          f"{len(looks)}")
     ratios = log_ratios(pairs[:looks[-1]])

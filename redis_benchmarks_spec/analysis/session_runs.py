@@ -12,13 +12,18 @@ Every surface (the A/B table, ``--format json|markdown``, ``rbs compare`` of fol
   test's CPUs over the run's whole window, a rule that is the same for both sides and for
   any run length). The pair is counted as disturbed, so a verdict can say ``BUSY: 5 of 6
   pairs disturbed`` instead of deciding on what is left or printing nothing.
+* **Counts of a deployment that moves them** (io-threads above 1, replicas, a cluster: the
+  rule is :func:`count_moves_with_host`, the judgment ``common.metrics.host_dependent``)
+  are not deterministic: :func:`host_dependent_tests` names those tests for the engine.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from redis_benchmarks_spec.common.metrics import COUNT
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
@@ -43,6 +48,51 @@ def deterministic(metric: str) -> bool:
     """Instruction counts and the memory a preloaded dataset takes (``memory``: all of those
     figures): foreign load on the host does not move them (``common.metrics``)."""
     return catalogued(metric).deterministic
+
+
+_THREADS = re.compile(r"(\d+)-io-threads")
+
+
+def _io_threads(doc: RunResult) -> int:
+    """The I/O threads the run's server had: its deployment's, its arguments', its name's."""
+    if doc.deployment is not None and doc.deployment.io_threads:
+        return doc.deployment.io_threads
+    args = doc.server_args
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--io-threads" and args[i + 1].isdigit():
+            return int(args[i + 1])
+    found = _THREADS.search(doc.context.topology)
+    return int(found.group(1)) if found else 1
+
+
+def count_moves_with_host(doc: RunResult) -> str:
+    """Why this run's instruction counts move with the host ('' when they do not): I/O
+    threads spin (their count is the waiting), replicas and a cluster exchange traffic timed
+    by the host (``common.metrics``, the module doc)."""
+    deployment, topology = doc.deployment, doc.context.topology
+    if _io_threads(doc) > 1:
+        return f"{_io_threads(doc)} io-threads"
+    if (deployment.replicas if deployment is not None else "replica" in topology):
+        return "replicas"
+    cluster = doc.context.topology_type == "oss-cluster" or "cluster" in topology or \
+        (deployment is not None and (deployment.primaries > 1 or "cluster" in deployment.type))
+    return "a cluster" if cluster else ""
+
+
+def host_dependent_tests(runs: Iterable[ABRun], metric: str,
+                         keys: ComparisonKeys | None = None) -> dict[str, str]:
+    """Per test whose ``metric`` is a count its deployment moves (either side's run), why:
+    those tests are judged as host-dependent (``common.metrics.host_dependent``)."""
+    runs = list(runs)
+    if catalogued(metric).kind != COUNT:
+        return {}
+    keys = keys or keys_of(runs)
+    out: dict[str, str] = {}
+    for run in runs:
+        why = count_moves_with_host(run.result)
+        if why:
+            out.setdefault(keys(run.result), why)
+    return out
 
 
 def disturbed(doc: RunResult) -> bool:

@@ -98,6 +98,16 @@ class CompareOptions:
     # calibration), and the one assumed for other tests (0: none; deterministic metrics)
     spreads: dict[str, float] = field(default_factory=dict)
     default_spread: float = 0.0
+    # tests whose count (the metric) their deployment moves, and why ("2 io-threads"):
+    # judged as ``common.metrics.host_dependent`` says (``analysis.session_runs``)
+    host_dependent: dict[str, str] = field(default_factory=dict)
+
+    def kind_of(self, test: str) -> metrics.Metric:
+        """The catalogue's entry judging ``test``: the metric's, or its host-dependent form
+        where the test's deployment moves its counts."""
+        entry = metrics.metric(self.metric)
+        why = self.host_dependent.get(test)
+        return metrics.host_dependent(entry, why) if why else entry
 
     def with_host(self, noise: HostNoise | None) -> CompareOptions:
         """These options judging a timed metric with the host's noise (for tests it does not
@@ -105,7 +115,7 @@ class CompareOptions:
         kind = metrics.metric(self.metric)
         return replace(self, floors=dict(noise.floors) if noise else {},
                        spreads=dict(noise.spreads) if noise else {},
-                       default_spread=kind.prior_sd,
+                       default_spread=kind.prior_sd, host_dependent={},
                        floor_note=(noise.note if noise and noise.note else
                                    "no calibration of this host: the uncalibrated floor and "
                                    f"the {kind.spread_source}"))
@@ -114,7 +124,7 @@ class CompareOptions:
         """These options judging a deterministic metric (instruction counts, dataset
         memory): its own floor, and none of a timed metric's host noise."""
         return replace(self, metric=metric, noise_floor_pct=floor_pct, floors={}, spreads={},
-                       default_spread=0.0, floor_note="")
+                       default_spread=0.0, floor_note="", host_dependent={})
 
     def floor_of(self, test: str) -> float:
         """The noise floor that judges ``test``."""
@@ -124,6 +134,8 @@ class CompareOptions:
         """The least spread ``test``'s interval may assume, and where it comes from."""
         if test in self.spreads:
             return self.spreads[test], "calibrated on this host"
+        if test in self.host_dependent:
+            return self.kind_of(test).prior_sd, self.kind_of(test).prior_source
         return self.default_spread, \
             f"the {metrics.metric(self.metric).kind} prior (no calibration of this host)"
 

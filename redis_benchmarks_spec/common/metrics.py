@@ -21,6 +21,13 @@ Kinds, and what their noise does:
 * **latency**: client-seen latencies and server timings. For a closed-loop client the
   mean latency is connections over throughput, so its noise is throughput's.
 
+A count is deterministic only where one thread does the work: with I/O threads (their spin
+is counted: 4,460 instructions per GET standalone, 138,170 with 2 io-threads and 236,608 with
+4 for the whole process, docs/profiling.md), replicas or a cluster (replication and cluster
+bus traffic run with the timing of the host), the count moves with the host. Such a test's
+counts are judged as :func:`host_dependent` says, for the tests
+:func:`analysis.session_runs.host_dependent_tests` names from their run documents.
+
 Host-dependent kinds carry a *prior*: the per-pair log-ratio spread assumed on a host that
 was never calibrated (``prior_sd``) and the degrees of freedom it is worth (``prior_df``),
 with where the figure came from (``prior_source``). Deterministic kinds carry none: their
@@ -65,6 +72,17 @@ PRIOR_DF = 4
 #: sessions: analysis.null_check); 3 for memory after the preload, whose bytes repeat exactly
 MIN_PAIRS = 5
 MEMORY_MIN_PAIRS = 3
+#: the pairs an ``--until-decided`` design spans for a deterministic metric: its pairs agree
+#: to well under 1 % (docs/statistics.md), so 6 are enough, and O'Brien-Fleming
+#: spending over 40 pairs keeps +0.7 % at a 0.1 % pair spread UNKNOWN at 6 pairs without a
+#: prior and at 3 with one; over 6 both decide (tests/test_host_dependent_counts.py)
+DETERMINISTIC_MAX_PAIRS = 6
+#: the per-pair spread assumed for instruction counts of a threaded, replicated or clustered
+#: deployment on a host that never calibrated the test: assumed, not measured (not measured
+#: on this VM; 7x the 0.15 % of a single-threaded count), so it widens, never decides alone
+HOST_COUNT_PRIOR_SD = 0.01
+HOST_COUNT_PRIOR = ("assumed for counts of threaded, replicated or clustered deployments: "
+                    "7x the 0.15 % of one thread, not measured")
 
 
 @dataclass(frozen=True)
@@ -192,6 +210,15 @@ def metric(name: str) -> Metric:
         if pattern.search(name):
             return replace(family, name=name, words=family.words or name)
     return replace(_OTHER, name=name, words=name)
+
+
+def host_dependent(entry: Metric, why: str) -> Metric:
+    """``entry`` (a count) as measured in a deployment where it moves with the host (``why``:
+    "2 io-threads"): not deterministic, its own spread decides from :data:`MIN_PAIRS` pairs,
+    never narrower than a calibration of the test or :data:`HOST_COUNT_PRIOR_SD`."""
+    return replace(entry, deterministic=False, min_pairs=MIN_PAIRS,
+                   prior_sd=HOST_COUNT_PRIOR_SD,
+                   prior_source=f"host-dependent count ({why}): {HOST_COUNT_PRIOR}")
 
 
 def words(name: str) -> str:

@@ -1,6 +1,7 @@
 """``--until-decided``: interleaved pairs in rounds, only for tests still UNKNOWN.
 
-Round 1 runs ``first_round`` pairs of every test; after each round the pairs so far are
+Round 1 runs ``first_round`` pairs of every test (of a deterministic metric, the pairs that
+can decide it, in a shorter design: :func:`for_metric`); after each round the pairs so far are
 judged by the group-sequential comparison (:mod:`analysis.sequential_compare`), and the
 tests still UNKNOWN get ``round_pairs`` more, until each is decided, reaches
 ``max_pairs`` or the time budget is spent (counted from the start; the first round always
@@ -16,14 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from redis_benchmarks_spec.analysis.compare import UNKNOWN, CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.engine import priors_for
-from redis_benchmarks_spec.analysis.paired import NoisePrior
+from redis_benchmarks_spec.analysis.engine import host_judged, priors_for
+from redis_benchmarks_spec.analysis.paired import MIN_PRIOR_PAIRS, NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import (
     SequentialRecord,
     compare_sequential,
 )
 from redis_benchmarks_spec.analysis.session_runs import pair_runs
+from redis_benchmarks_spec.common.metrics import DETERMINISTIC_MAX_PAIRS
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, ab_tests, run_ab_tests
 from redis_benchmarks_spec.runner.metric_choice import MetricChoice
@@ -79,6 +82,23 @@ class TestProgress:
 class AdaptiveOutcome:
     report: ComparisonReport
     progress: dict[str, TestProgress]
+    design: SequentialPlan | None = None  # the design the looks used (None: the plan's)
+
+
+def for_metric(plan: AdaptivePlan, metric: str | None) -> AdaptivePlan:
+    """``plan`` as it runs ``metric``: for a deterministic one (counts, memory after the
+    preload) a design over at most :data:`~common.metrics.DETERMINISTIC_MAX_PAIRS` pairs and a
+    first round of the pairs that can decide (3 with a prior of every test or the metric's
+    own ``min_pairs``), so a decided test stops there and the rounds go to open ones."""
+    if metric is None or not catalogued(metric).deterministic:
+        return plan
+    priors = plan.priors.get(metric, {})
+    most = min(plan.design.max_pairs, max(plan.first_round, DETERMINISTIC_MAX_PAIRS))
+    needed = catalogued(metric).min_pairs
+    if priors:
+        needed = min(needed, MIN_PRIOR_PAIRS)
+    return replace(plan, design=replace(plan.design, max_pairs=most),
+                   first_round=max(2, min(plan.first_round, needed)))
 
 
 def _round_size(plan: AdaptivePlan, done: int) -> int:
@@ -87,7 +107,7 @@ def _round_size(plan: AdaptivePlan, done: int) -> int:
 
 
 def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list[str],
-           choice: MetricChoice | None) -> ComparisonReport:
+           choice: MetricChoice | None, runs: list[ABRun]) -> ComparisonReport:
     pairs = {t: p.pairs for t, p in progress.items()}
     looks = {t: p.looks for t, p in progress.items()}
     metric = choice.metric if choice is not None and choice.metric is not None \
@@ -97,8 +117,9 @@ def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list
     # the metric the plan was made with before ``auto`` chose
     options = plan.options_for(metric) if plan.options_for is not None else \
         replace(plan.options, metric=metric)
-    return compare_sequential(pairs, looks, plan.design, options, problems,
-                              priors_for(plan.priors, metric))
+    # counts a deployment moves are judged as the final verdict judges them (engine)
+    options, priors = host_judged(runs, options, priors_for(plan.priors, metric))
+    return compare_sequential(pairs, looks, plan.design, options, problems, priors)
 
 
 def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
@@ -120,11 +141,12 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
     """Rounds of pairs until every test is decided or out of pairs or time. ``choice`` is
     the metric the source resolves from its first round (``--metric auto``), when it may
     differ from ``plan.options.metric``."""
+    plan = for_metric(plan, choice.metric if choice is not None else plan.options.metric)
     deadline = None if plan.time_budget_s is None else clock() + plan.time_budget_s
     progress = {t: TestProgress(t) for t in tests}
     problems = problems if problems is not None else []
     done = 0
-    report = _judge(progress, plan, problems, choice)
+    report = _judge(progress, plan, problems, choice, getattr(source, "runs", []))
     while True:
         open_tests = [t for t, p in progress.items() if not p.stop_reason]
         size = _round_size(plan, done)
@@ -140,7 +162,7 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
             progress[test].pairs.extend(new.get(test, []))
             if grew[test] and len(progress[test].pairs) >= 2:
                 progress[test].looks.append(len(progress[test].pairs))
-        report = _judge(progress, plan, problems, choice)
+        report = _judge(progress, plan, problems, choice, getattr(source, "runs", []))
         out_of_time = deadline is not None and clock() >= deadline
         verdicts = {r.test: r.verdict for r in report.rows}
         for test in open_tests:
@@ -151,14 +173,14 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
         p.stop_reason = p.stop_reason or MAX_REACHED
     rows = tuple(replace(row, reason=f"{row.reason}; {progress[row.test].line()}")
                  for row in report.rows)
-    return AdaptiveOutcome(replace(report, rows=rows), progress)
+    return AdaptiveOutcome(replace(report, rows=rows), progress, plan.design)
 
 
 def session_record(plan: AdaptivePlan, outcome: AdaptiveOutcome, metric: str,
                    why: str = "") -> SequentialRecord:
     """What a later report needs to judge the session as the loop did (``sequential.json``)."""
     done = outcome.progress.values()
-    return SequentialRecord(plan.design, metric, {p.test: p.looks for p in done},
+    return SequentialRecord(outcome.design or plan.design, metric, {p.test: p.looks for p in done},
                             {p.test: p.stop_reason for p in done},
                             {p.test: len(p.pairs) for p in done}, why,
                             {p.test: p.disturbed for p in done if p.disturbed})

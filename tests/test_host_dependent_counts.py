@@ -1,0 +1,203 @@
+"""Counts of deployments that move them (io-threads, replicas, a cluster) are judged as
+host-dependent, in one place (issue 40, item 2): synthetic pairs through the engine and the
+``--until-decided`` loop."""
+
+from __future__ import annotations
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions
+from redis_benchmarks_spec.analysis.engine import Judging, judge
+from redis_benchmarks_spec.analysis.paired import NoisePrior
+from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.analysis.sequential_compare import compare_sequential
+from redis_benchmarks_spec.analysis.session_runs import (
+    ABRun,
+    count_moves_with_host,
+    host_dependent_tests,
+)
+from redis_benchmarks_spec.common.metrics import (
+    HOST_COUNT_PRIOR_SD,
+    INSTRUCTIONS_METRIC,
+    MIN_PAIRS,
+    THROUGHPUT_METRIC,
+    host_dependent,
+    metric,
+)
+from redis_benchmarks_spec.results.document import DeploymentRecord, RunContext, RunResult
+from redis_benchmarks_spec.runner.adaptive import AdaptivePlan, for_metric, until_decided
+
+STANDALONE = "oss-standalone"
+THREADED = "oss-standalone-04-io-threads"
+COUNTS = CompareOptions(metric=INSTRUCTIONS_METRIC, noise_floor_pct=0.5)
+
+
+def _doc(name: str, topology: str, value: float, args: tuple[str, ...] = (),
+         deployment: DeploymentRecord | None = None) -> RunResult:
+    return RunResult(test_name=name, run_id=f"{name}-{value}", status="ok",
+                     context=RunContext(topology=topology), server_args=list(args),
+                     metrics={INSTRUCTIONS_METRIC: value}, deployment=deployment)
+
+
+def _runs(tests: dict[str, str], pairs: list[tuple[float, float]], first: int = 0
+          ) -> list[ABRun]:
+    """Each test (name -> topology) with the same (baseline, comparison) counts."""
+    out = []
+    for i, (b, c) in enumerate(pairs, start=first):
+        for name, topology in tests.items():
+            out += [ABRun("baseline", i, _doc(name, topology, b)),
+                    ABRun("comparison", i, _doc(name, topology, c))]
+    return out
+
+
+def test_the_rule_names_threaded_replicated_and_clustered_deployments() -> None:
+    assert count_moves_with_host(_doc("t", STANDALONE, 1.0)) == ""
+    assert count_moves_with_host(_doc("t", THREADED, 1.0)) == "4 io-threads"
+    assert count_moves_with_host(_doc("t", "custom", 1.0, ("--io-threads", "2"))) == \
+        "2 io-threads"
+    one_thread = DeploymentRecord("x", STANDALONE, io_threads=1)
+    assert count_moves_with_host(_doc("t", "x", 1.0, deployment=one_thread)) == ""
+    replicas = DeploymentRecord("r", STANDALONE, replicas=1)
+    assert count_moves_with_host(_doc("t", "r", 1.0, deployment=replicas)) == "replicas"
+    assert count_moves_with_host(_doc("t", "oss-standalone-01-replicas", 1.0)) == "replicas"
+    cluster = DeploymentRecord("c", "oss-cluster", primaries=3)
+    assert count_moves_with_host(_doc("t", "c", 1.0, deployment=cluster)) == "a cluster"
+    runs = _runs({"a": STANDALONE, "b": THREADED}, [(1.0, 1.0)])
+    assert host_dependent_tests(runs, INSTRUCTIONS_METRIC) == {"b": "4 io-threads"}
+    # only counts: a timed metric is host-dependent anyway, memory of a primary is not moved
+    assert host_dependent_tests(runs, THROUGHPUT_METRIC) == {}
+    assert host_dependent_tests(runs, "used_memory") == {}
+
+
+def test_the_catalogue_judges_a_moved_count_as_host_dependent() -> None:
+    moved = host_dependent(metric(INSTRUCTIONS_METRIC), "2 io-threads")
+    assert not moved.deterministic and moved.min_pairs == MIN_PAIRS
+    assert moved.prior_sd == HOST_COUNT_PRIOR_SD and "2 io-threads" in moved.prior_source
+    assert metric(INSTRUCTIONS_METRIC).deterministic  # the entry itself is unchanged
+
+
+def test_agreeing_pairs_decide_a_standalone_count_not_a_threaded_one() -> None:
+    # +0.7 %, five pairs that agree to 0.02 %: decided on their own spread standalone; the
+    # threaded count's interval is never narrower than the assumed 1 % spread
+    pairs = [(1000.0, 1007.0), (1000.2, 1007.1), (999.9, 1006.9), (1000.1, 1007.2),
+             (1000.0, 1007.0)]
+    report = judge(_runs({"get": STANDALONE, "get-t": THREADED}, pairs), Judging(COUNTS))
+    rows = {r.test: r for r in report.rows}
+    assert rows["get"].verdict == "REGRESSION"
+    assert not rows["get"].spread_from.startswith("host-dependent")
+    assert rows["get-t"].verdict == "UNKNOWN"
+    assert rows["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
+    assert "1.0 %" in rows["get-t"].spread_from
+    assert rows["get-t"].ci_low_pct is not None and rows["get-t"].ci_low_pct < 0
+
+
+def test_a_calibration_widens_a_threaded_count_instead_of_pooling() -> None:
+    # pairs that agree, a calibration A/A of each test: the standalone count pools it and
+    # decides from 3 pairs; the threaded one does not decide from 3, and from 5 it is held to
+    # the calibration's spread, named as such
+    pairs = [(1000.0, 1020.0), (1000.5, 1020.4), (999.8, 1019.9), (1000.1, 1020.1),
+             (1000.0, 1020.2)]
+    prior = NoisePrior(0.01, 8)
+    how = Judging(COUNTS, priors={INSTRUCTIONS_METRIC: {"get": prior, "get-t": prior}})
+    tests = {"get": STANDALONE, "get-t": THREADED}
+    three = {r.test: r for r in judge(_runs(tests, pairs[:3]), how).rows}
+    assert three["get"].verdict == "REGRESSION"
+    assert "pooled with a calibration" in three["get"].spread_from
+    assert three["get-t"].verdict == "UNKNOWN"
+    assert three["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
+    five = {r.test: r for r in judge(_runs(tests, pairs), how).rows}
+    assert "pooled" not in five["get-t"].spread_from
+    assert "calibrated on this host: 1.0 %" in five["get-t"].spread_from
+    width = {t: r.ci_high_pct - r.ci_low_pct for t, r in five.items()
+             if r.ci_high_pct is not None and r.ci_low_pct is not None}
+    assert width["get-t"] > width["get"]
+
+
+class _Source:
+    """Pairs of +2 % counts that agree, for every test asked, with their documents."""
+
+    def __init__(self, tests: dict[str, str]) -> None:
+        self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.runs: list[ABRun] = []
+
+    def __call__(self, tests: list[str], first: int, count: int,
+                 deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        pairs = [(1000.0 + 0.1 * i, 1020.0 + 0.1 * i) for i in range(first, first + count)]
+        for test in tests:
+            self.asked[test] += count
+            self.runs += _runs({test: self.tests[test]}, pairs, first)
+        return {t: pairs for t in tests}
+
+
+def test_until_decided_stops_the_decided_count_and_spends_on_the_open_one() -> None:
+    source = _Source({"get": STANDALONE, "get-t": THREADED})
+    prior = NoisePrior(0.001, 8)
+    plan = AdaptivePlan(SequentialPlan(9, 0.05), COUNTS, first_round=3, round_pairs=3,
+                        priors={INSTRUCTIONS_METRIC: {"get": prior, "get-t": prior}})
+    outcome = until_decided(list(source.tests), source, plan)
+    assert source.asked == {"get": 3, "get-t": 6}
+    assert outcome.progress["get"].stop_reason == "decided (REGRESSION)"
+    rows = {r.test: r for r in outcome.report.rows}
+    assert rows["get-t"].spread_from.startswith("host-dependent count (4 io-threads)")
+
+
+class _Counts:
+    """Per test a change in %: pairs that agree to 0.02 %, with their documents."""
+
+    def __init__(self, tests: dict[str, tuple[str, float]]) -> None:
+        self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.runs: list[ABRun] = []
+
+    def __call__(self, tests: list[str], first: int, count: int,
+                 deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        out = {}
+        for test in tests:
+            topology, pct = self.tests[test]
+            out[test] = [(1000.0 + 0.2 * (i % 2), (1000.0 + 0.2 * (i % 3)) * (1 + pct / 100))
+                         for i in range(first, first + count)]
+            self.asked[test] += count
+            self.runs += _runs({test: topology}, out[test], first)
+        return out
+
+
+def test_the_agents_budget_stops_agreeing_counts_at_three_pairs() -> None:
+    # the agent's default budget (40 pairs, a first round of 6): counts with a calibration
+    # prior take 3 pairs, decided either way; a threaded count keeps the rounds
+    tests = {"changed": (STANDALONE, 0.7), "same": (STANDALONE, 0.0),
+             "threaded": (THREADED, 0.7)}
+    source = _Counts(tests)
+    prior = NoisePrior(0.0015, 8)
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), COUNTS, first_round=6, round_pairs=4,
+                        priors={INSTRUCTIONS_METRIC: {t: prior for t in tests}})
+    outcome = until_decided(list(tests), source, plan)
+    verdicts = {r.test: r.verdict for r in outcome.report.rows}
+    assert verdicts["changed"] == "REGRESSION" and verdicts["same"] == "NO CHANGE"
+    assert source.asked["changed"] == source.asked["same"] == 3
+    assert source.asked["threaded"] > 3
+    assert outcome.design is not None and outcome.design.max_pairs == 6
+
+
+def test_without_priors_a_count_takes_the_pairs_its_own_spread_needs() -> None:
+    source = _Counts({"changed": (STANDALONE, 0.7), "same": (STANDALONE, 0.0)})
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), COUNTS, first_round=6, round_pairs=4)
+    outcome = until_decided(list(source.tests), source, plan)
+    assert {r.test: r.verdict for r in outcome.report.rows} == \
+        {"changed": "REGRESSION", "same": "NO CHANGE"}
+    assert source.asked == {"changed": MIN_PAIRS, "same": MIN_PAIRS}
+
+
+def test_a_timed_metric_keeps_the_plans_design() -> None:
+    plan = AdaptivePlan(SequentialPlan(40, 0.05), CompareOptions(), first_round=6)
+    assert for_metric(plan, THROUGHPUT_METRIC) is plan
+    assert for_metric(plan, None) is plan
+
+
+def test_spending_over_forty_pairs_keeps_agreeing_counts_unknown() -> None:
+    # why a deterministic metric's design spans 6 pairs (common.metrics): +0.7 % at a 0.1 %
+    # pair spread, 6 pairs without a prior and 3 with one
+    pairs = [(1000.0, 1007.0 * (1 + d / 100)) for d in (0.1, -0.1, 0.15, -0.05, 0.0, -0.1)]
+    prior = {"get": NoisePrior(0.0015, 8)}
+    for n, priors in ((6, None), (3, prior)):
+        judged = {most: compare_sequential({"get": pairs[:n]}, {"get": [n]},
+                                           SequentialPlan(most, 0.05), COUNTS, priors=priors)
+                  for most in (40, 6)}
+        assert judged[40].rows[0].verdict == "UNKNOWN"
+        assert judged[6].rows[0].verdict == "REGRESSION"
