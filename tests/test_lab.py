@@ -68,7 +68,7 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
                                    timeout=10)
         assert refused.value.code == 401
         status = rbs("lab", "status", "--dir", str(lab))
-        assert status.returncode == 0 and status.stdout.count(": running") == 7
+        assert status.returncode == 0 and status.stdout.count(": running") == 8
     finally:
         down = rbs("lab", "down", "--dir", str(lab))
     assert down.returncode == 0, down.stderr

@@ -79,7 +79,10 @@ def our_servers(suite: str) -> list[int]:
 
 
 def our_containers() -> set[str]:
-    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "label=rbs.managed=1"],
+    """Containers a launcher started (they carry their starter as ``rbs.owner``); a build
+    sandbox's containers inherit ``rbs.managed`` from their image, but have no owner label."""
+    out = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "label=rbs.managed=1",
+                          "--filter", "label=rbs.owner"],
                          capture_output=True, text=True, timeout=60, check=True)
     return set(out.stdout.split())
 
