@@ -112,6 +112,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(tiers.group_of(module)))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Under ``--dist loadgroup`` every test a worker collected must carry its group in its
+    id (that is how pytest-xdist schedules a group on one worker). pytest 9.2 silently drops
+    it (pytest-xdist#1386): the groups of tests/tiers.py would then share the Docker engine
+    and the kept build trees across workers. Stop the run rather than run it wrong."""
+    config = getattr(node, "config", None)
+    if config is None or config.getvalue("dist") != "loadgroup":
+        return
+    ungrouped = [i for i in ids if "@" not in i.rpartition("]")[2].rpartition("::")[2]]
+    if ungrouped:
+        pytest.exit(f"pytest-xdist did not apply the test groups of tests/tiers.py to "
+                    f"{len(ungrouped)} test(s), e.g. {ungrouped[0]} (pytest {pytest.__version__}; "
+                    "see pytest-xdist#1386 and the pin in pyproject.toml)", returncode=3)
+
+
 FAST_TIER_ENV = "RBS_FAST_TIER"
 
 
