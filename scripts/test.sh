@@ -13,7 +13,8 @@ cd "$ROOT"
 export PATH="$ROOT/.venv/bin:$PATH"
 REPORTS="$ROOT/.cache/test-reports"
 mkdir -p "$REPORTS"
-rm -f "$REPORTS"/*.xml
+rm -f "$REPORTS"/*.xml "$REPORTS"/components-*.json
+export RBS_COMPONENT_AUDIT="$REPORTS"  # tests/component_audit.py: what each test starts
 WORKERS="${RBS_TEST_WORKERS:-$(nproc)}"
 if [ "$WORKERS" -lt 2 ]; then WORKERS=2; fi
 PYTEST=(.venv/bin/pytest -q -ra --timeout=900 -p no:cacheprovider)
@@ -26,21 +27,26 @@ fi
 
 started=$SECONDS
 set +e
-"${PYTEST[@]}" -n "$WORKERS" --dist loadgroup -m "not timing" \
+RBS_TEST_PHASE=parallel "${PYTEST[@]}" -n "$WORKERS" --dist loadgroup -m "not timing" \
   --junitxml="$REPORTS/parallel.xml" tests "$@"
 parallel=$?
 echo "phase 1 (parallel, $WORKERS processes): $((SECONDS - started)) s, exit $parallel"
 started=$SECONDS
-"${PYTEST[@]}" -p no:xdist -m timing --junitxml="$REPORTS/timing.xml" tests "$@"
+RBS_TEST_PHASE=timing "${PYTEST[@]}" -p no:xdist -m timing --junitxml="$REPORTS/timing.xml" tests "$@"
 timing=$?
 echo "phase 2 (timing tests alone): $((SECONDS - started)) s, exit $timing"
 set -e
 .venv/bin/python scripts/slowest.py "$REPORTS/parallel.xml" "$REPORTS/timing.xml"
+# the whole suite: the count of tests that start real components must not fall (issue 41)
+components=0
+if [ "$#" -eq 0 ]; then
+  .venv/bin/python scripts/components.py "$REPORTS" || components=$?
+fi
 # pytest's 5 is "no test collected": fine for one phase of a selection, a defect for both
 if [ "$parallel" -eq 5 ] && [ "$timing" -eq 5 ]; then
   echo "no test ran" >&2
   exit 5
 fi
-for code in "$parallel" "$timing"; do
+for code in "$parallel" "$timing" "$components"; do
   if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then exit "$code"; fi
 done

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.common.process import free_port, wait_for
-from tests import offmachine, tiers
+from tests import component_audit, offmachine, tiers
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -86,6 +86,25 @@ def _no_startup_noise(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 offmachine.install()  # at import: before any test module or fixture can open a socket
+component_audit.install()  # which real components each test starts (scripts/components.py)
+
+AUDIT_ENV = "RBS_COMPONENT_AUDIT"  # the folder scripts/test.sh gives for the records
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    component_audit.enter(item.nodeid.split("@")[0])
+    yield
+    component_audit.enter("")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    import os
+    folder = os.environ.get(AUDIT_ENV)
+    if folder:
+        worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
+        phase = os.environ.get("RBS_TEST_PHASE", "run")
+        component_audit.write(Path(folder), f"{phase}-{worker}")
 
 
 @pytest.fixture(autouse=True)

@@ -50,3 +50,28 @@ def test_a_server_fixture_takes_a_test_out_of_the_fast_tier() -> None:
     assert tiers.is_fast("test_compare", "t", ["tmp_path"])
     assert not tiers.is_fast("test_compare", "t", ["datasink", "tmp_path"])
     assert not tiers.is_fast("test_runner", "t", ["tmp_path"])
+
+
+def test_the_audit_names_each_real_component_an_argv_starts() -> None:
+    from tests.component_audit import kinds_of
+    assert kinds_of(["/usr/bin/redis-server", "--port", "1"]) == {"redis-server"}
+    assert kinds_of(["docker", "run", "-d", "redis"]) == {"docker container"}
+    assert kinds_of(["docker", "ps", "-q"]) == set()
+    assert kinds_of(["valgrind", "--tool=callgrind", "redis-server"]) == {"callgrind",
+                                                                          "redis-server"}
+    assert kinds_of(["bwrap", "--die-with-parent", "make", "-j2"]) == {"redis build"}
+    assert kinds_of(["/x/.venv/bin/rbs", "run"]) == {"rbs process"}
+    assert kinds_of(["perf", "--version"]) == set()
+    assert kinds_of(["git", "-C", "/tmp", "log"]) == set()
+
+
+def test_the_audit_files_a_real_server_under_the_test_that_started_it(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from tests import component_audit
+    proc = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--version"],
+                            stdout=subprocess.DEVNULL, cwd=tmp_path)
+    assert proc.wait(timeout=30) == 0
+    assert "redis-server" in component_audit._started.get(request.node.nodeid.split("@")[0], set())

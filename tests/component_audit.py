@@ -1,0 +1,83 @@
+"""Which real components each test starts (issue 41: "the count does not fall").
+
+Every process a test's own Python process starts goes through ``subprocess.Popen``; this
+module wraps it once per test process and files each start under the test running at the
+time (its fixtures included): a redis-server, redis-stack-server, memtier_benchmark,
+redis-benchmark, callgrind (valgrind), perf, a Docker container (``docker run``/``create``),
+a Redis build (``make``, bare or in the builder's bwrap sandbox; a build found in the cache
+starts none, so this kind counts what the cache did not hold) or an ``rbs``
+process (a whole session, agent or daemon, which starts the rest itself). A session-scoped
+fixture's starts are filed under the test that set it up; the tests that read it
+afterwards read a real run recorded in this suite run.
+
+Each worker writes ``components-<worker>.json`` beside the JUnit reports; ``scripts/
+components.py`` sums them and compares the count with ``tests/data/real-components.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: program names (basename of any argv word) and the component each one is
+PROGRAMS = {
+    "redis-server": "redis-server",
+    "redis-stack-server": "redis-stack-server",
+    "memtier_benchmark": "memtier_benchmark",
+    "redis-benchmark": "redis-benchmark",
+    "valgrind": "callgrind",
+    "perf": "perf",
+    "make": "redis build",
+    "rbs": "rbs process",
+}
+DOCKER_STARTS = frozenset({"run", "create"})
+
+_current: list[str] = [""]
+_started: dict[str, set[str]] = {}
+
+
+def kinds_of(argv: Sequence[str]) -> set[str]:
+    """The real components one argv starts (empty for anything else: git, ps, a shell)."""
+    words = [os.path.basename(str(w)) for w in argv]
+    found = {PROGRAMS[w] for w in words if w in PROGRAMS}
+    if "perf" in found and "stat" not in words and "record" not in words:
+        found.discard("perf")  # `perf --version` and the like start nothing
+    if words and words[0] == "docker" and len(words) > 1 and words[1] in DOCKER_STARTS:
+        found.add("docker container")
+    if words[:1] in (["python"], ["python3"]) and "redis_benchmarks_spec" in " ".join(words):
+        found.add("rbs process")
+    return found
+
+
+def install() -> None:
+    """Wrap ``Popen._execute_child`` in this process (once)."""
+    original: Any = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+    if getattr(original, "_rbs_audit", False):
+        return
+
+    def audited(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> Any:
+        argv = args.split() if isinstance(args, str) else (
+            [args] if isinstance(args, (bytes, os.PathLike)) else list(args))
+        kinds = kinds_of([a.decode() if isinstance(a, bytes) else str(a) for a in argv])
+        if kinds and _current[0]:
+            _started.setdefault(_current[0], set()).update(kinds)
+        return original(self, args, *rest, **kwargs)
+
+    audited._rbs_audit = True  # type: ignore[attr-defined]
+    subprocess.Popen._execute_child = audited  # type: ignore[attr-defined,method-assign]
+
+
+def enter(nodeid: str) -> None:
+    """The test whose setup, call and teardown start what follows."""
+    _current[0] = nodeid
+
+
+def write(folder: Path, worker: str) -> None:
+    """This process's record, one file per worker."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {test: sorted(kinds) for test, kinds in sorted(_started.items())}
+    (folder / f"components-{worker}.json").write_text(json.dumps(out, indent=1) + "\n")
