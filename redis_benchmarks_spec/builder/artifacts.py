@@ -115,7 +115,9 @@ def _s3_client() -> Any:
     except ImportError as exc:
         raise S3Unavailable("S3 artifacts need boto3 "
                             "(pip install 'redis-benchmarks-spec[s3]')") from exc
-    return boto3.client("s3")
+    # a session per client: boto3's default session keeps the first credentials it found
+    # for the life of the process (a daemon would never see rotated ones)
+    return boto3.session.Session().client("s3")
 
 
 def _manifest(artifact: Artifact, ref: ArtifactRef) -> Mapping[Any, str | int]:

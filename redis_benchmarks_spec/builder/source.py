@@ -259,7 +259,8 @@ def _from_s3(request: BuildRequest, dest: Path) -> str:
         raise SourceError("S3 sources need boto3 (pip install 'redis-benchmarks-spec[s3]')") \
             from exc
     bucket, _, key = request.source.location.removeprefix("s3://").partition("/")
-    body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    s3 = boto3.session.Session().client("s3")  # credentials as they are now
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     if request.source.sha256 and hashlib.sha256(body).hexdigest() != request.source.sha256:
         raise SourceError(f"source archive {request.source.location!r}: sha256 mismatch")
     return _check_archive_commit(request, _safe_extract(body, dest))

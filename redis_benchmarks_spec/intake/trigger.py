@@ -103,7 +103,7 @@ class S3SourceStore:
         except ImportError as exc:
             raise TriggerError("--s3-bucket needs boto3: pip install "
                                "'redis-benchmarks-spec[s3]'") from exc
-        self.client = boto3.client("s3")
+        self.client = boto3.session.Session().client("s3")
         self.bucket = bucket
         self.prefix = prefix.strip("/")
 

@@ -174,7 +174,8 @@ def _s3(url: str, sink: _HashingWriter) -> None:
     parsed = urlparse(url)
     try:
         # endpoint and credentials come from the usual AWS settings (AWS_ENDPOINT_URL, ...)
-        boto3.client("s3").download_fileobj(parsed.netloc, parsed.path.lstrip("/"), sink)
+        s3 = boto3.session.Session().client("s3")  # credentials as they are now
+        s3.download_fileobj(parsed.netloc, parsed.path.lstrip("/"), sink)
     except botocore.exceptions.ClientError as exc:
         error = exc.response.get("Error", {})
         raise DatasetError(f"dataset {url}: {error.get('Code', '?')} "
