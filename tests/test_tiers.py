@@ -25,9 +25,15 @@ def test_every_listed_module_exists(listed: str) -> None:
 
 
 def test_listed_single_tests_exist() -> None:
-    for entry in tiers.TIMING_TESTS | tiers.NOT_FAST_TESTS:
+    for entry in tiers.TIMING_TESTS | tiers.NOT_FAST_TESTS | tiers.NOT_TIMING_TESTS:
         module, name = entry.split("::")
         assert f"def {name}(" in (TESTS / f"{module}.py").read_text(), entry
+
+
+def test_a_test_taken_out_of_the_timing_phase_belongs_to_a_timing_module() -> None:
+    for entry in tiers.NOT_TIMING_TESTS:
+        assert entry.split("::")[0] in tiers.TIMING_MODULES, entry
+        assert not tiers.is_timing(*entry.split("::"))
 
 
 @pytest.mark.parametrize("module", sorted(tiers.FAST_MODULES))

@@ -150,7 +150,9 @@ def test_cluster_and_replicas_in_containers_and_nothing_survives(tmp_path: Path)
         check_result(r)
         assert r.deployment is not None and r.deployment.launcher == "docker"
         assert all(len(n.container_id) == 64 for n in r.deployment.nodes)
-    assert our_containers() == containers  # nodes and the scratch container, by their ids
+    # nodes and the scratch container, by their ids (a launcher may also reap orphans of
+    # an earlier, killed run: the set can shrink, never grow)
+    assert not our_containers() - containers
 
 
 def test_preload_before_replica_syncs_the_dataset_and_checks_the_replica(tmp_path: Path) -> None:
@@ -368,7 +370,7 @@ def test_interrupt_mid_cluster_run_stops_every_node(tmp_path: Path, launcher: st
     assert proc.returncode == 130, out
     assert our_servers("topo-interrupt") == []
     if launcher == "docker":
-        assert our_containers() == containers
+        assert not our_containers() - containers
 
 
 def _benchmark_running(pid: int) -> bool:
