@@ -193,3 +193,44 @@ def test_an_alert_states_each_tests_own_change() -> None:
         assert f"`{test}` {change:+.2f}%" in body
     assert pooled not in body and pooled not in slack
     assert "zrange-byrank -16.50%" in slack
+
+
+def _stored_base_runs(base: float, heads: list[float], distinct: int = 1) -> list:
+    """An instruction-count A/B whose baseline side is the base counted at its push: the
+    same ``distinct`` stored run(s) stand in each pair (runner.ab_stored), as the agent
+    files them."""
+    from redis_benchmarks_spec.analysis.session_runs import ABRun
+    from redis_benchmarks_spec.results.document import RunResult
+    runs = []
+    for rep, head in enumerate(heads):
+        stored = RunResult("ab-set", f"push-{rep % distinct}", "ok",
+                           metrics={"instructions_per_op": base * (1 + 1e-3 * (rep % distinct))})
+        runs.append(ABRun("baseline", rep, stored))
+        runs.append(ABRun("comparison", rep, RunResult("ab-set", f"head-{rep}", "ok",
+                                                       metrics={"instructions_per_op": head})))
+    return runs
+
+
+def test_a_base_counted_once_counts_its_own_spread() -> None:
+    """The same binary counted at the push (one run, 2608.8 per op) and five times now (CV
+    0.3 %, the spread of a process's hash seed and cron ticks at 2,000 requests, as
+    tests/test_base_once.py measured): the pairs' own interval, [+0.25, +0.95] %, called it a
+    REGRESSION. Counting the base's spread as the head's, it is not a change."""
+    from redis_benchmarks_spec.analysis.compare import CompareOptions
+    from redis_benchmarks_spec.analysis.engine import Judging, judge, stored_base_spreads
+    heads = [2626.77, 2619.1, 2634.2, 2628.9, 2618.3]
+    runs = _stored_base_runs(2608.79, heads)
+    (row,) = judge(runs, Judging(CompareOptions(metric="instructions_per_op"))).rows
+    assert row.verdict in (NO_CHANGE, UNKNOWN), row
+    assert row.ci_low_pct is not None and row.ci_low_pct < 0 < row.ci_high_pct, row
+    assert "the base counted at its push (1 run(s))" in row.spread_from, row.spread_from
+    sd, k = stored_base_spreads(runs, "instructions_per_op")["ab-set"]
+    own = float(np.std(np.log(heads), ddof=1))
+    assert k == 1 and sd == pytest.approx(own * np.sqrt(1 + 5 / 1))
+    # a real change still decides: 5 % more work than the stored base
+    (moved,) = judge(_stored_base_runs(2608.79, [h * 1.05 for h in heads]),
+                     Judging(CompareOptions(metric="instructions_per_op"))).rows
+    assert moved.verdict == REGRESSION, moved
+    # a base of as many runs as pairs is an ordinary pair set: nothing widened
+    assert stored_base_spreads(_stored_base_runs(2608.79, heads, distinct=5),
+                               "instructions_per_op") == {}

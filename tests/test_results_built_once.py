@@ -43,7 +43,8 @@ MAKERS = {"RunResult", "assemble", "read", "from_dict", "run_test", "replace"}
 def test_a_real_run_returns_frozen_documents_equal_to_what_it_wrote(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     suites.mkdir()
-    suite(suites, "get", "-c 10 -n 5000 -r 100 GET key:__rand_int__", "get")
+    # long enough (~2 s) for the client to be sampled before it exits, on a loaded machine too
+    suite(suites, "get", "-c 10 -n 30000 -r 100 GET key:__rand_int__", "get")
     # a keyspace check no preload meets: the test fails before its clients, after its server
     suite(suites, "short", "-c 1 -n 10 GET k", "get", "  check:\n    keyspacelen: 5\n")
     config = SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "out")

@@ -37,9 +37,6 @@ TIMING_MODULES = frozenset({
 TIMING_TESTS = frozenset({
     "test_agent_ab::test_pr_event_runs_interleaved_pairs_until_decided",
     "test_platforms::test_host_noise_is_measured_by_real_processes_that_are_gone_after",
-    # the base counted at its push against the head counted later: callgrind's count per op
-    # includes serverCron, whose calls follow wall time, so a loaded neighbour moves one side
-    "test_base_once::test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push",
 })
 
 #: tests of timing modules that judge no time (structure, parsing, limits, deterministic

@@ -38,8 +38,11 @@ against the uncalibrated :data:`~analysis.verdict.DEFAULT_NOISE_FLOOR_PCT` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
@@ -59,6 +62,7 @@ from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord, compare_recorded
 from redis_benchmarks_spec.analysis.session_files import SessionPriors
 from redis_benchmarks_spec.analysis.session_runs import (
+    BASELINE,
     SIDES,
     ABRun,
     PairSet,
@@ -150,6 +154,47 @@ def priors_for(priors: SessionPriors, metric: str) -> dict[str, NoisePrior] | No
     return priors.get(metric) if deterministic(metric) else None
 
 
+def stored_base_spreads(runs: list[ABRun], metric: str) -> dict[str, tuple[float, int]]:
+    """Per test whose baseline side repeats fewer distinct runs than it has pairs (the base
+    commit counted at its push, ``runner.ab_stored``), the least spread of its per-pair log
+    ratios that counts the base's own run-to-run spread: the mean log ratio's variance is
+    var(head)/n + var(base)/k for n pairs over k base runs, and the base's spread is taken as
+    the head's (the same suite, tool and platform), so the least pair spread is
+    sd(head) * sqrt(1 + n/k). Without it, one base run (its process's hash seed, its cron
+    ticks) stood as an exact value and a same-binary head was judged a change."""
+    keys = keys_of(runs)
+    bases: dict[str, set[str]] = {}
+    for run in runs:
+        if run.side == BASELINE and run.repetition is not None and metric in run.result.metrics:
+            bases.setdefault(keys(run.result), set()).add(run.result.run_id)
+    out: dict[str, tuple[float, int]] = {}
+    for test, found in pair_runs(runs, metric, keys).items():
+        n, k = len(found.pairs), len(bases.get(test, ()))
+        if n < 2 or not 0 < k < n:
+            continue
+        heads = np.log(np.asarray([c for _, c in found.pairs], dtype=float))
+        out[test] = (float(np.std(heads, ddof=1)) * math.sqrt(1 + n / k), k)
+    return out
+
+
+def _stored_base_judged(runs: list[ABRun], options: CompareOptions,
+                        priors: dict[str, NoisePrior] | None
+                        ) -> tuple[CompareOptions, dict[str, NoisePrior] | None]:
+    """The options judging tests whose base was counted once (:func:`stored_base_spreads`):
+    their least spread is the two-sample one, and an A/A prior of pairs (both sides run
+    now) does not stand in for it."""
+    widened = stored_base_spreads(runs, options.metric)
+    if not widened:
+        return options, priors
+    sources = {t: f"the base counted at its push ({k} run(s)), its spread taken as the "
+                  "head's" for t, (_, k) in widened.items()}
+    options = replace(options, spreads={**options.spreads,
+                                        **{t: sd for t, (sd, _) in widened.items()}},
+                      spread_sources={**options.spread_sources, **sources})
+    kept = {t: p for t, p in (priors or {}).items() if t not in widened}
+    return options, kept or None
+
+
 def host_judged(runs: list[ABRun], options: CompareOptions,
                 priors: dict[str, NoisePrior] | None
                 ) -> tuple[CompareOptions, dict[str, NoisePrior] | None]:
@@ -157,6 +202,7 @@ def host_judged(runs: list[ABRun], options: CompareOptions,
     (``session_runs.host_dependent_tests``): named in the options, and a calibration of such a
     test widens its interval (a least spread) instead of pooling, since the spread it
     measured need not hold under another load. The ``--until-decided`` loop asks here too."""
+    options, priors = _stored_base_judged(runs, options, priors)
     moved = host_dependent_tests(runs, options.metric, keys_of(runs))
     if not moved:
         return options, priors

@@ -101,6 +101,9 @@ class CompareOptions:
     # tests whose count (the metric) their deployment moves, and why ("2 io-threads"):
     # judged as ``common.metrics.host_dependent`` says (``analysis.session_runs``)
     host_dependent: dict[str, str] = field(default_factory=dict)
+    # where a test's least spread came from when it is not the host's calibration (a base
+    # counted once at its push: ``analysis.engine.stored_base_spreads``)
+    spread_sources: dict[str, str] = field(default_factory=dict)
 
     def kind_of(self, test: str) -> metrics.Metric:
         """The catalogue's entry judging ``test``: the metric's, or its host-dependent form
@@ -115,7 +118,7 @@ class CompareOptions:
         kind = metrics.metric(self.metric)
         return replace(self, floors=dict(noise.floors) if noise else {},
                        spreads=dict(noise.spreads) if noise else {},
-                       default_spread=kind.prior_sd, host_dependent={},
+                       default_spread=kind.prior_sd, host_dependent={}, spread_sources={},
                        floor_note=(noise.note if noise and noise.note else
                                    "no calibration of this host: the uncalibrated floor and "
                                    f"the {kind.spread_source}"))
@@ -124,7 +127,8 @@ class CompareOptions:
         """These options judging a deterministic metric (instruction counts, dataset
         memory): its own floor, and none of a timed metric's host noise."""
         return replace(self, metric=metric, noise_floor_pct=floor_pct, floors={}, spreads={},
-                       default_spread=0.0, floor_note="", host_dependent={})
+                       default_spread=0.0, floor_note="", host_dependent={},
+                       spread_sources={})
 
     def floor_of(self, test: str) -> float:
         """The noise floor that judges ``test``."""
@@ -133,7 +137,7 @@ class CompareOptions:
     def spread_of(self, test: str) -> tuple[float, str]:
         """The least spread ``test``'s interval may assume, and where it comes from."""
         if test in self.spreads:
-            return self.spreads[test], "calibrated on this host"
+            return self.spreads[test], self.spread_sources.get(test, "calibrated on this host")
         if test in self.host_dependent:
             return self.kind_of(test).prior_sd, self.kind_of(test).prior_source
         return self.default_spread, \
