@@ -46,7 +46,7 @@ def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
 def test_bisect_on_instruction_counts_finds_a_busy_loop(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", BUSY_LOOP)
     proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "auto",
-                   "--profile-requests", "3000")
+                   "--profile-requests", "1000")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     assert data["first_bad"] == shas[2], data

@@ -109,7 +109,7 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
                "--suites-dir", str(bisect_suites(tmp_path / "suites")),
                "--datasink", datasink.url, "--work-dir", str(tmp_path / "a"),
                "--results-dir", str(tmp_path / "results"),
-               "--profilers", "instructions", "--profile-requests", "3000")]
+               "--profilers", "instructions", "--profile-requests", "1000")]
     bisect = [RBS, "bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1],
               "--test", "bisect-get", *common[:4], "--platform", "p1", "--org", "redis",
               "--repo-name", "redis", "--repetitions", "3", "--format", "json"]

@@ -105,7 +105,7 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
                "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
                "--build-cache", str(history.cache_root() / "lab-builds"), "--max-pairs", "5",
-               "--agent-args", "--profilers instructions --profile-requests 3000 "
+               "--agent-args", "--profilers instructions --profile-requests 1000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
     if out.is_dir():  # the last replay's comments and summary, to read after the test
@@ -143,7 +143,7 @@ def test_a_push_of_unstable_runs_what_it_changes_and_the_sentinels(tmp_path: Pat
                str(history.bare_repo()), "--range", f"{BEFORE}..{HEAD}", "--out", str(out),
                "--suites-dir", str(suites), "--sentinels", GET,
                "--build-cache", str(history.cache_root() / "lab-builds"),
-               "--agent-args", "--profilers instructions --profile-requests 3000 "
+               "--agent-args", "--profilers instructions --profile-requests 1000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)
     logs = {p.name: p.read_text()[-1500:] for p in (tmp_path / "lab" / "logs").glob("*.log")}
     assert done.returncode == 0, (done.stdout, done.stderr, logs)

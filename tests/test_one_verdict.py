@@ -28,7 +28,7 @@ name: one-{cmd}
 tested-commands: [{cmd}]
 clientconfig:
   tool: redis-benchmark
-  arguments: -c 10 -n 10000 -r 1000 -t {cmd}
+  arguments: -c 10 -n 4000 -r 1000 -t {cmd}
 exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
