@@ -66,12 +66,12 @@ class SiteLab:
         return self.shape.sha(self.commits - 1 - back)
 
 
-def _value(commit: int, suite: int, rep: int) -> float:
-    """Ops/sec of a run: a few per mille of noise, and every 7th suite 5 % slower from
-    every third commit on (so comparisons find changes too)."""
-    noise = 1 + 0.002 * ((rep * 7 + suite + commit) % 5 - 2)
+def _value(commit: int, platform: int, suite: int, rep: int) -> float:
+    """Ops/sec of a run: a few per mille of noise, and every 7th suite 5 % slower on every
+    third commit (so comparisons find changes too); each platform its own values."""
+    noise = 1 + 0.002 * ((rep * 7 + suite + commit + platform) % 5 - 2)
     slow = 0.95 if suite % 7 == 0 and commit % 3 == 0 else 1.0
-    return (50_000.0 + 40 * suite) * noise * slow
+    return (50_000.0 + 40 * suite + 1000 * platform) * noise * slow
 
 
 def runs_of(lab: SiteLab, commit: int, platform: int) -> list[RunResult]:
@@ -81,7 +81,7 @@ def runs_of(lab: SiteLab, commit: int, platform: int) -> list[RunResult]:
     for suite in lab.suites_of(commit):
         run = make_run(shape, commit, platform, suite)
         for rep in range(lab.reps_of(commit)):
-            value = _value(commit, suite, rep)
+            value = _value(commit, platform, suite, rep)
             metrics = {m: value * (1 + i) for i, m in
                        enumerate(METRIC_NAMES if full else METRIC_NAMES[:1])}
             start = run.start_ms + rep * REP_SPACING_MS

@@ -241,13 +241,14 @@ def fill_shift(row: Comparison, shift: stats.ShiftEstimate,
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
-                      options: CompareOptions) -> PendingRow:
+                      options: CompareOptions, p_value: float | None = None) -> PendingRow:
+    """One test's row, measured; ``p_value``: its Mann-Whitney p when already known."""
     row = base_row(test, baseline, comparison, options)
     if not baseline or not comparison:
         side = "baseline" if not baseline else "comparison"
         return PendingRow(replace(row, reason=f"no points on {side} side"), False)
     try:
-        shift = stats.unpaired_shift(baseline, comparison, options.confidence)
+        shift = stats.unpaired_shift(baseline, comparison, options.confidence, p_value)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
     row = fill_shift(row, shift)
@@ -332,9 +333,19 @@ def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
     into the report.
     """
     options = options or CompareOptions()
-    pending = [_measure_unpaired(t, list(b), list(c), options)
-               for t, (b, c) in sorted(samples.items())]
+    tests = sorted(samples.items())
+    # every test's Mann-Whitney p from a few scipy calls (most of a test's cost alone);
+    # a test whose values are not all finite and positive is refused before its p is read
+    usable = [i for i, (_, (b, c)) in enumerate(tests) if b and c and _positive(b, c)]
+    found = dict(zip(usable, stats.mann_whitney_ps(
+        [(list(tests[i][1][0]), list(tests[i][1][1])) for i in usable]), strict=True))
+    pending = [_measure_unpaired(t, list(b), list(c), options, found.get(i))
+               for i, (t, (b, c)) in enumerate(tests)]
     return finish_report(pending, options, problems or [], UNPAIRED_METHOD)
+
+
+def _positive(*sides: Sequence[float]) -> bool:
+    return all(math.isfinite(v) and v > 0 for side in sides for v in side)
 
 
 def compare_paired(pairs: dict[str, list[tuple[float, float]]],

@@ -480,6 +480,22 @@ def run_key(run_id: str) -> str:
     return f"{PREFIX}/runs/{run_id}"
 
 
+@dataclass(frozen=True)
+class CommitRunKeys:
+    """A commit's runs on one platform, kept by the writer (:mod:`.commit_runs`): ``runs``
+    is a sorted set of run ids scored by their points' time, ``tests`` the set of the
+    series test names they wrote."""
+
+    runs: str
+    tests: str
+
+
+def commit_run_keys(scope: Scope, sha: str, platform: str) -> CommitRunKeys:
+    """``ci.benchmarks.redis/ci/redis/redis/commits/<sha>/<platform>:runs`` and ``:tests``."""
+    base = f"{PREFIX}/{scope.path}/commits/{sha}/{platform}"
+    return CommitRunKeys(f"{base}:runs", f"{base}:tests")
+
+
 def test_runs_key(scope: Scope, test_name: str) -> str:
     """Sorted set of a test's run ids, scored by run start (ms), to reach raw documents."""
     return f"{PREFIX}/{scope.path}/{test_name}:runs"
