@@ -19,6 +19,7 @@ import numpy as np
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.context import CompareContext
 from redis_benchmarks_spec.analysis.paired import NoisePrior, best_paired_shift
+from redis_benchmarks_spec.analysis.unpaired_many import Measured, measure_many
 from redis_benchmarks_spec.analysis.verdict import (
     BUSY,
     DEFAULT_METRIC,
@@ -241,22 +242,39 @@ def fill_shift(row: Comparison, shift: stats.ShiftEstimate,
 
 
 def _measure_unpaired(test: str, baseline: Sequence[float], comparison: Sequence[float],
-                      options: CompareOptions, p_value: float | None = None) -> PendingRow:
-    """One test's row, measured; ``p_value``: its Mann-Whitney p when already known."""
-    row = base_row(test, baseline, comparison, options)
-    if not baseline or not comparison:
-        side = "baseline" if not baseline else "comparison"
-        return PendingRow(replace(row, reason=f"no points on {side} side"), False)
-    try:
-        shift = stats.unpaired_shift(baseline, comparison, options.confidence, p_value)
-    except ValueError as exc:
-        return PendingRow(replace(row, reason=str(exc)), False)
+                      options: CompareOptions, known: Measured | None = None) -> PendingRow:
+    """One test's row, measured; ``known``: its numbers when already measured with others
+    (:func:`analysis.unpaired_many.measure_many`, the same floats)."""
+    if known is None:
+        row = base_row(test, baseline, comparison, options)
+        if not baseline or not comparison:
+            side = "baseline" if not baseline else "comparison"
+            return PendingRow(replace(row, reason=f"no points on {side} side"), False)
+        try:
+            shift = stats.unpaired_shift(baseline, comparison, options.confidence)
+        except ValueError as exc:
+            return PendingRow(replace(row, reason=str(exc)), False)
+        log_sd = _log_sd(baseline, comparison)
+    else:
+        row, shift, log_sd = _known_row(test, (baseline, comparison), options, known), \
+            known.shift, known.log_sd
     row = fill_shift(row, shift)
     single = single_point_check(baseline, comparison, options.floor_of(test))
     if single is not None and math.isfinite(single.p_value):
         # a rank test cannot resolve one point; the prediction p joins the BH family instead
         row = replace(row, p_value=single.p_value)
-    return PendingRow(row, True, single, _log_sd(baseline, comparison))
+    return PendingRow(row, True, single, log_sd)
+
+
+def _known_row(test: str, sides: tuple[Sequence[float], Sequence[float]],
+               options: CompareOptions, known: Measured) -> Comparison:
+    """:func:`base_row` from numbers already measured."""
+    mb, mc = known.baseline_median, known.comparison_median
+    return Comparison(
+        test=test, metric=options.metric, n_baseline=len(sides[0]),
+        n_comparison=len(sides[1]), baseline_median=mb, comparison_median=mc,
+        cv_baseline=known.cv_baseline, cv_comparison=known.cv_comparison,
+        median_ratio_pct=None if mb == 0 else _finite((mc / mb - 1) * 100), paired=False)
 
 
 def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
@@ -300,13 +318,18 @@ def _evidence(row: Comparison, pending: PendingRow) -> Evidence:
                     log_sd=pending.log_sd, single_point=pending.single_point)
 
 
-def _decided(item: PendingRow, adjusted: float, options: CompareOptions) -> Comparison:
-    """The row with its adjusted p, its floor and (when measured) its verdict."""
+def _decided(item: PendingRow, adjusted: float, options: CompareOptions,
+             floors: dict[float, CompareOptions] | None = None) -> Comparison:
+    """The row with its adjusted p, its floor and (when measured) its verdict; ``floors``
+    keeps the options of each floor across rows."""
     floor = options.floor_of(item.row.test)
     row = replace(item.row, p_adjusted=_finite(adjusted), noise_floor_pct=floor)
     if not item.measured:  # rows without data keep UNKNOWN and the reason they already have
         return row
-    decision = decide(_evidence(row, item), replace(options, noise_floor_pct=floor))
+    floors = {} if floors is None else floors
+    if floor not in floors:
+        floors[floor] = replace(options, noise_floor_pct=floor)
+    decision = decide(_evidence(row, item), floors[floor])
     return replace(row, verdict=decision.verdict, reason=decision.reason,
                    runs_needed=decision.runs_needed)
 
@@ -319,7 +342,8 @@ def finish_report(pending: list[PendingRow], options: CompareOptions, problems: 
     :class:`PendingRow` items with :func:`base_row` and :func:`fill_shift`, then finish here.
     """
     p_values = [math.nan if p.row.p_value is None else p.row.p_value for p in pending]
-    rows = tuple(_decided(item, adjusted, options)
+    floors: dict[float, CompareOptions] = {}  # the options per floor, made once
+    rows = tuple(_decided(item, adjusted, options, floors)
                  for item, adjusted in zip(pending, stats.bh_adjust(p_values), strict=True))
     return ComparisonReport(rows, options, tuple(problems), method)
 
@@ -333,19 +357,11 @@ def compare_samples(samples: dict[str, tuple[list[float], list[float]]],
     into the report.
     """
     options = options or CompareOptions()
-    tests = sorted(samples.items())
-    # every test's Mann-Whitney p from a few scipy calls (most of a test's cost alone);
-    # a test whose values are not all finite and positive is refused before its p is read
-    usable = [i for i, (_, (b, c)) in enumerate(tests) if b and c and _positive(b, c)]
-    found = dict(zip(usable, stats.mann_whitney_ps(
-        [(list(tests[i][1][0]), list(tests[i][1][1])) for i in usable]), strict=True))
-    pending = [_measure_unpaired(t, list(b), list(c), options, found.get(i))
-               for i, (t, (b, c)) in enumerate(tests)]
+    tests = [(t, list(b), list(c)) for t, (b, c) in sorted(samples.items())]
+    # tests of equal sample sizes measured together: the same numbers, ~30 times faster
+    known = measure_many([(b, c) for _, b, c in tests], options.confidence)
+    pending = [_measure_unpaired(t, b, c, options, k) for (t, b, c), k in zip(tests, known)]
     return finish_report(pending, options, problems or [], UNPAIRED_METHOD)
-
-
-def _positive(*sides: Sequence[float]) -> bool:
-    return all(math.isfinite(v) and v > 0 for side in sides for v in side)
 
 
 def compare_paired(pairs: dict[str, list[tuple[float, float]]],

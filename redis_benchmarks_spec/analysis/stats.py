@@ -243,16 +243,15 @@ def wilcoxon_p(log_ratios: Values) -> float:
 
 
 def unpaired_shift(baseline: Values, comparison: Values,
-                   confidence: float = 0.95, p_value: float | None = None) -> ShiftEstimate:
-    """HL log-ratio shift of comparison vs baseline with its Mann-Whitney interval;
-    ``p_value``: its :func:`mann_whitney_p` when already known (:func:`mann_whitney_ps`)."""
+                   confidence: float = 0.95) -> ShiftEstimate:
+    """HL log-ratio shift of comparison vs baseline with its Mann-Whitney interval."""
     lb, lc = _logs(baseline), _logs(comparison)
     diffs = np.sort(np.subtract.outer(lc, lb).ravel())
     m, n = lb.size, lc.size
     k = mwu_order_index(m, n, confidence)
     low, high = _interval_from_sorted(diffs, k)
     return ShiftEstimate(float(np.median(diffs)), low, high,
-                         mann_whitney_p(baseline, comparison) if p_value is None else p_value,
+                         mann_whitney_p(baseline, comparison),
                          "Hodges-Lehmann shift of log values, Mann-Whitney interval",
                          f"own runs ({m} + {n}, ranks)")
 
