@@ -201,6 +201,7 @@ class KeyParseError(ValueError):
 _HEAD = 8
 
 
+@functools.lru_cache(maxsize=65536)  # a page parses a comparison's 4,408 keys twice
 def parse_key(key: str, metric: str | None = None) -> SeriesId:
     """The :class:`SeriesId` a series key names: the inverse of :attr:`SeriesId.key`.
 
