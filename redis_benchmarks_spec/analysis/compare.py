@@ -319,10 +319,10 @@ def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:
     return NoisePrior(sd, 1, f"{source}: {100 * sd:.1f} %", measured=measured)
 
 
-def _evidence(row: Comparison, pending: PendingRow) -> Evidence:
+def _evidence(row: Comparison, pending: PendingRow, p_adjusted: float | None) -> Evidence:
     return Evidence(metric=row.metric, n=min(row.n_baseline, row.n_comparison),
                     change_pct=row.change_pct, ci_low_pct=row.ci_low_pct,
-                    ci_high_pct=row.ci_high_pct, p_adjusted=row.p_adjusted,
+                    ci_high_pct=row.ci_high_pct, p_adjusted=p_adjusted,
                     log_sd=pending.log_sd, single_point=pending.single_point)
 
 
@@ -330,15 +330,15 @@ def _decided(item: PendingRow, adjusted: float, options: CompareOptions,
              floors: dict[float, CompareOptions] | None = None) -> Comparison:
     """The row with its adjusted p, its floor and (when measured) its verdict; ``floors``
     keeps the options of each floor across rows."""
-    floor = options.floor_of(item.row.test)
-    row = replace(item.row, p_adjusted=_finite(adjusted), noise_floor_pct=floor)
+    floor, p_adjusted = options.floor_of(item.row.test), _finite(adjusted)
     if not item.measured:  # rows without data keep UNKNOWN and the reason they already have
-        return row
+        return replace(item.row, p_adjusted=p_adjusted, noise_floor_pct=floor)
     floors = {} if floors is None else floors
     if floor not in floors:
         floors[floor] = replace(options, noise_floor_pct=floor)
-    decision = decide(_evidence(row, item), floors[floor])
-    return replace(row, verdict=decision.verdict, reason=decision.reason,
+    decision = decide(_evidence(item.row, item, p_adjusted), floors[floor])
+    return replace(item.row, p_adjusted=p_adjusted, noise_floor_pct=floor,
+                   verdict=decision.verdict, reason=decision.reason,
                    runs_needed=decision.runs_needed)
 
 
