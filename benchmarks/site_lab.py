@@ -16,7 +16,11 @@ reads a slice whose size is a year's:
 
 Every run goes through the agents' push path (:func:`datasink.writer.push_results`), from
 two processes (one per pair of platforms, so each series gets its points in time order).
-Result documents are small (the pages read a run's context, not its tool output).
+Result documents are ~2.5 KB as stored: the branch page reads a run's first bytes, the
+history page decodes 500 of them a chart; in a year-scale datasink the last 10 days' are
+lean (~9.4 KB) and older ones folded by gc (a few hundred bytes). gc is not run: every
+commit keeps its by.hash series (gc would delete those older than 10 days, ~41 commits;
+the pages read the newest 40).
 """
 
 from __future__ import annotations
