@@ -1,16 +1,31 @@
-"""How fast the lab's site answers (issue 43): each page's p50/p95 over HTTP, on a datasink
-filled with a scaled-down year of the lab (benchmarks/history_lab.py, as history_scale.py
-fills it).
+"""How fast the lab's site answers (issue 43), on a year of the whole lab in the dimensions
+each page reads.
 
-A fresh embedded datasink (temporary directory, free port, stopped by its pid) is filled with
-COMMITS x PLATFORMS x SUITES runs; the site (``web.app.create_app``) is served by waitress in
-this process on a free port, and each page is requested once and then ``--repeat`` times
-with urllib (the first request draws the page's charts, :mod:`web.charts` keeps them). The
-figures are wall times of whole requests (read, judge, draw, render) on this machine, shared
-with whatever else runs: say what ran beside them when quoting them.
+A year is 4 platforms x 551 suites x 1,500 commits (history_scale.py's YEAR_*). No page
+reads the whole year, so the datasink is filled with the full slice each page reads rather
+than the 3.3 million runs (benchmarks/site_lab.py says which): the newest 40 commits with
+every suite on every platform (what the branch page reads), the newest 12 of them with 5
+runs of each suite (what a comparison judges: 551 tests x 4 platforms), and 10 tests with
+their whole 1,500-commit history on every platform (what a test's history page reads).
+Nothing is extrapolated.
 
-Usage: .venv/bin/python benchmarks/site_pages.py [--commits 40] [--platforms 2]
-           [--suites 20] [--repeat 10]
+A fresh embedded datasink (temporary directory, free port, stopped by its pid) is filled
+through the agents' push path; the site (``web.app.create_app``, as ``rbs site`` builds it)
+is served by waitress in this process on a free port and requested with urllib. Per page:
+
+- ``first``: the first request of the page (nothing of it kept yet);
+- ``distinct p50/p95``: one request each of ``--distinct`` different pages of the kind
+  (compare of different commit pairs, history of different tests, branch of each platform),
+  with the site's kept charts and verdicts emptied before them: a maintainer's requests are
+  mostly first requests;
+- ``again p50/p95``: ``--repeat`` more requests of the first page (what is kept is used).
+
+The figures are wall times of whole requests (read, judge, draw, render) on this machine,
+shared with whatever else runs: say what ran beside them when quoting them.
+
+Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/site_pages.py
+           [--full 40] [--compared 12] [--reps 5] [--histories 10] [--distinct 10]
+           [--repeat 10] [--commits 1500] [--suites 551] [--platforms 4]
 """
 
 from __future__ import annotations
@@ -25,66 +40,104 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from history_lab import LabShape, fill
+from site_lab import SiteLab, expected_runs, fill
 
 from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
+from redis_benchmarks_spec.web import charts, compare_page
 from redis_benchmarks_spec.web.app import SiteConfig, create_app
 
-
-def _pages(shape: LabShape) -> dict[str, str]:
-    newest, before = shape.sha(shape.commits - 1), shape.sha(shape.commits - 2)
-    base = "/ci/redis/redis"
-    return {"index": "/",
-            "branch (one platform)": f"{base}/branch/unstable?platform={shape.platform(0)}",
-            "test history (one platform)":
-                f"{base}/test/{shape.test(0)}?platform={shape.platform(0)}",
-            "test history (every platform)": f"{base}/test/{shape.test(0)}",
-            "compare (one platform)":
-                f"/compare?a={before}&b={newest}&platform={shape.platform(0)}",
-            "compare (every platform)": f"/compare?a={before}&b={newest}"}
+BASE = "/ci/redis/redis"
 
 
-def _time(url: str, repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=120) as resp:
-            resp.read()
-            assert resp.status == 200, url
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+def _pages(lab: SiteLab, distinct: int) -> dict[str, list[str]]:
+    """Per kind of page, ``distinct`` different URLs of it (fewer where fewer exist)."""
+    shape = lab.shape
+    plats = [shape.platform(p) for p in range(lab.platforms)]
+    tests = [shape.test(s) for s in range(min(distinct, lab.histories))]
+    pairs = [(lab.newest(i + 1), lab.newest(i)) for i in range(min(distinct, lab.compared - 1))]
+    return {
+        "index": ["/"],
+        "branch, one platform": [f"{BASE}/branch/unstable?platform={p}" for p in plats],
+        "branch, every platform": [f"{BASE}/branch/unstable"],
+        "test history, one platform":
+            [f"{BASE}/test/{t}?platform={plats[i % len(plats)]}" for i, t in enumerate(tests)],
+        "test history, every platform": [f"{BASE}/test/{t}" for t in tests],
+        "compare, one platform":
+            [f"/compare?a={a}&b={b}&platform={plats[i % len(plats)]}"
+             for i, (a, b) in enumerate(pairs)],
+        "compare, every platform": [f"/compare?a={a}&b={b}" for a, b in pairs],
+    }
+
+
+def _get_ms(url: str) -> float:
+    start = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=300) as resp:
+        resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"{url}: {resp.status}")
+    return (time.perf_counter() - start) * 1000
+
+
+def _p95(ms: list[float]) -> float:
+    ms = sorted(ms)
+    return ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+
+
+def _forget() -> None:
+    """Empty what the site keeps (drawn charts, judged comparisons): the next request of
+    any page is a first request."""
+    with charts._DRAWING:
+        charts._CACHE.clear()
+    with compare_page._JUDGING:
+        compare_page._JUDGED.clear()
+
+
+def measure(base: str, pages: dict[str, list[str]], repeat: int) -> None:
+    """Print each kind of page's first, distinct and repeated request times (module doc)."""
+    print(f"{'page':30s} {'first':>8s} {'distinct p50':>13s} {'p95':>8s} {'n':>3s} "
+          f"{'again p50':>10s} {'p95':>8s}")
+    for name, paths in pages.items():
+        _forget()
+        distinct = [_get_ms(base + p) for p in paths]
+        again = [_get_ms(base + paths[0]) for _ in range(repeat)]
+        print(f"{name:30s} {distinct[0]:8.1f} {statistics.median(distinct):13.1f} "
+              f"{_p95(distinct):8.1f} {len(distinct):3d} {statistics.median(again):10.1f} "
+              f"{_p95(again):8.1f}")
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    defaults = SiteLab()
+    for name in ("full", "compared", "reps", "histories", "commits", "suites", "platforms"):
+        p.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
+    p.add_argument("--distinct", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=10)
+    return p.parse_args()
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--commits", type=int, default=40)
-    p.add_argument("--platforms", type=int, default=2)
-    p.add_argument("--suites", type=int, default=20)
-    p.add_argument("--repeat", type=int, default=10)
-    args = p.parse_args()
+    args = _args()
     import waitress
 
-    shape = LabShape(args.commits, args.platforms, args.suites,
-                     end_ms=int(time.time() * 1000))
+    lab = SiteLab(args.full, args.compared, args.reps, args.histories, args.commits,
+                  args.platforms, args.suites, end_ms=int(time.time() * 1000))
     with tempfile.TemporaryDirectory() as folder:
         sink = EmbeddedDatasink(Path(folder), port=free_port())
         sink.up()
         try:
-            fill(sink.url, shape, 1)
+            pushed, took = fill(sink.url, lab)
+            memory = int(sink.client().info("memory")["used_memory"])
+            print(f"filled {pushed} runs (want {expected_runs(lab)}) in {took:.0f} s; "
+                  f"datasink {memory / 2**20:.0f} MiB; {lab}")
+            started = time.perf_counter()
             app = create_app(SiteConfig(sink.client, sink.url))
+            print(f"site created in {(time.perf_counter() - started) * 1000:.0f} ms")
             port = free_port()
             server = waitress.create_server(app, host="127.0.0.1", port=port, threads=4)
             threading.Thread(target=server.run, daemon=True).start()
-            print(f"{shape.runs} runs ({args.commits} commits x {args.platforms} platforms x "
-                  f"{args.suites} suites); {args.repeat} requests per page, ms:")
-            for name, path in _pages(shape).items():
-                # the first request draws its charts; the next ones find them drawn
-                first, *rest = _time(f"http://127.0.0.1:{port}{path}", args.repeat + 1)
-                ms = sorted(rest)
-                p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
-                print(f"  {name:32s} first {first:7.1f}  then p50 {statistics.median(ms):7.1f}"
-                      f"  p95 {p95:7.1f}")
+            measure(f"http://127.0.0.1:{port}", _pages(lab, args.distinct), args.repeat)
+            server.close()
         finally:
             sink.down()
     return 0

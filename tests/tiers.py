@@ -115,6 +115,7 @@ FAST_MODULES = frozenset({
     "test_name_filter",
     "test_numbers",
     "test_one_judgment",
+    "test_unpaired_many",
     "test_paired_stats",
     "test_paths_at_the_edge",
     "test_reports_text",

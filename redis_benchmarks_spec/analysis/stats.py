@@ -208,6 +208,30 @@ def mann_whitney_p(baseline: Values, comparison: Values) -> float:
     return float(res.pvalue)
 
 
+def mann_whitney_ps(sides: Sequence[tuple[Values, Values]]) -> list[float]:
+    """:func:`mann_whitney_p` of many (baseline, comparison) pairs, the same floats, from one
+    scipy call per group of pairs alike in sizes and in having ties (scipy chooses its exact
+    or asymptotic method from the sizes and from any tie in what it is given, so a group
+    mixing them would not be judged as each pair alone). A pair with an empty side or a
+    value not finite is asked alone (scipy refuses NaN: so does this)."""
+    out = [math.nan] * len(sides)
+    groups: dict[tuple[int, int, bool], list[int]] = {}
+    for i, (baseline, comparison) in enumerate(sides):
+        both = [*baseline, *comparison]
+        if not len(baseline) or not len(comparison) or not np.all(np.isfinite(both)):
+            out[i] = mann_whitney_p(baseline, comparison)
+            continue
+        groups.setdefault((len(baseline), len(comparison), len(set(both)) < len(both)),
+                          []).append(i)
+    for members in groups.values():
+        res = sps.mannwhitneyu(np.array([sides[i][1] for i in members], dtype=float),
+                               np.array([sides[i][0] for i in members], dtype=float),
+                               alternative="two-sided", axis=-1)
+        for i, p in zip(members, np.atleast_1d(res.pvalue), strict=True):
+            out[i] = float(p)
+    return out
+
+
 def wilcoxon_p(log_ratios: Values) -> float:
     """Two-sided Wilcoxon signed-rank p-value; 1.0 if every difference is zero, NaN if none."""
     arr = np.asarray(log_ratios, dtype=float)

@@ -201,6 +201,7 @@ class KeyParseError(ValueError):
 _HEAD = 8
 
 
+@functools.lru_cache(maxsize=65536)  # a page parses a comparison's 4,408 keys twice
 def parse_key(key: str, metric: str | None = None) -> SeriesId:
     """The :class:`SeriesId` a series key names: the inverse of :attr:`SeriesId.key`.
 
@@ -478,6 +479,22 @@ def index_keys(scope: Scope) -> IndexKeys:
 def run_key(run_id: str) -> str:
     """Where the full result document of one run is stored."""
     return f"{PREFIX}/runs/{run_id}"
+
+
+@dataclass(frozen=True)
+class CommitRunKeys:
+    """A commit's runs on one platform, kept by the writer (:mod:`.commit_runs`): ``runs``
+    is a sorted set of run ids scored by their points' time, ``tests`` the set of the
+    series test names they wrote."""
+
+    runs: str
+    tests: str
+
+
+def commit_run_keys(scope: Scope, sha: str, platform: str) -> CommitRunKeys:
+    """``ci.benchmarks.redis/ci/redis/redis/commits/<sha>/<platform>:runs`` and ``:tests``."""
+    base = f"{PREFIX}/{scope.path}/commits/{sha}/{platform}"
+    return CommitRunKeys(f"{base}:runs", f"{base}:tests")
 
 
 def test_runs_key(scope: Scope, test_name: str) -> str:

@@ -168,17 +168,18 @@ def _hash_series(client: redis.Redis, selector: SeriesSelector, found: list[Seri
     the key; groups and commands from the scope's ``tested`` index, one round trip)."""
     chosen = [(s, parsed) for s in found if selector.may_match(s.key, test_names) and
               selector.matches(parsed := keys.parse_key(s.key, selector.metric), test_names)]
-    tests: dict[keys.Scope, list[str]] = {}
+    tests: dict[keys.Scope, dict[str, None]] = {}  # each test once (a commit's platforms)
     for _s, parsed in chosen:
-        tests.setdefault(parsed.scope, []).append(parsed.test_name)
+        tests.setdefault(parsed.scope, {})[parsed.test_name] = None
     pipe = client.pipeline(transaction=False)  # each scope's groups and commands: one HMGET
     for scope, names in tests.items():
-        pipe.hmget(keys.index_keys(scope).tested, names)
-    items = {(scope, name): _text(value) if value else ""
-             for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
-             for name, value in zip(names, values)}
-    return [replace(s, labels={keys.LABEL_TEST_NAME: parsed.test_name,
-                               **keys.parse_tested_items(items[(parsed.scope, parsed.test_name)])})
+        pipe.hmget(keys.index_keys(scope).tested, list(names))
+    labels = {(scope, name): {keys.LABEL_TEST_NAME: name,
+                              **keys.parse_tested_items(_text(value) if value else "")}
+              for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
+              for name, value in zip(names, values)}
+    # a new Series, not dataclasses.replace (~5 us each: a comparison reads 4,408)
+    return [Series(s.key, dict(labels[(parsed.scope, parsed.test_name)]), s.points)
             for s, parsed in chosen]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from redis_benchmarks_spec.datasink import documents, keys, reader
+from redis_benchmarks_spec.datasink import commit_runs, documents, keys, reader
 
 DEFAULT_WINDOW_DAYS = 10  # a year of the lab under 8 GB: see docs/history.md
 DEFAULT_DOCUMENT_DAYS = 5  # whole documents (~10 KB each in the datasink)
@@ -112,6 +112,7 @@ def expire_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport,
     old = [_text(m) for m in client.zrangebyscore(idx.hash_times, "-inf",
                                                   f"({report.cutoff_ms}")]
     report.kept_commits += int(client.zcard(idx.hash_times)) - len(old)
+    platforms = sorted(_text(p) for p in client.smembers(idx.platforms))
     for sha in old:
         series = hash_series(client, scope, sha)
         report.commits_expired += 1
@@ -121,6 +122,7 @@ def expire_hashes(client: redis.Redis, scope: keys.Scope, report: GcReport,
         pipe = client.pipeline(transaction=False)
         for start in range(0, len(series), BATCH):
             pipe.unlink(*series[start:start + BATCH])
+        commit_runs.delete(pipe, scope, sha, platforms)
         pipe.zrem(idx.hash_times, sha)
         pipe.srem(idx.hashes, sha)
         pipe.execute()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import redis
 
-from redis_benchmarks_spec.datasink import documents, keys
+from redis_benchmarks_spec.datasink import commit_runs, documents, keys
 from redis_benchmarks_spec.datasink.wire import Batch, Wire, bulk_strings, command_resp, wire
 from redis_benchmarks_spec.results.document import RunResult
 
@@ -263,6 +263,7 @@ def prepare_batch(results: list[RunResult], options: PushOptions,
         arg for s, p in madd for arg in (s.key, p.ts, p.result.metrics[s.metric])]) \
         if madd else -1
     queue_indexes(batch, plans)
+    commit_runs.queue(batch, plans)
     if options.store_documents:
         queue_documents(batch, plans)
     batch.queue([], "SET", keys.LAST_PUSH_KEY, int(time.time() * 1000))

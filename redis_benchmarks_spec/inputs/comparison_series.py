@@ -112,6 +112,46 @@ def read_sides(client: redis.Redis, query: SidesQuery) -> SidesRead:
     return SidesRead(base, comp, _kept(query, labels), tuple(notes))
 
 
+def read_sides_per_platform(client: redis.Redis, query: SidesQuery) -> dict[str, SidesRead]:
+    """Both sides read once over every platform (one ``TS.MRANGE`` each, not one per side,
+    platform and topology: on commits' by.hash series each costs the server a walk of the
+    commit's label index), then per platform the rows :func:`read_sides` reads with that
+    platform and the topologies either side has there: each platform either side has."""
+    found = [_per_platform(reader.read_series(client, selector), selector.metric)
+             for selector in (query.baseline, query.comparison)]
+    out = {}
+    for platform in sorted(set(found[0]) | set(found[1])):
+        base, comp = found[0].get(platform, []), found[1].get(platform, [])
+        several = len({sid.topology for sid, _ in base + comp}) > 1
+        rows = [_rows(side, several) for side in (base, comp)]
+        labels = {r: (rows[0].get(r) or rows[1][r]).labels for r in set(rows[0]) | set(rows[1])}
+        out[platform] = SidesRead(rows[0], rows[1], _kept(query, labels), ())
+    return out
+
+
+def _per_platform(series: list[reader.Series],
+                  metric: str) -> dict[str, list[tuple[keys.SeriesId, reader.Series]]]:
+    out: dict[str, list[tuple[keys.SeriesId, reader.Series]]] = {}
+    for s in series:
+        sid = keys.parse_key(s.key, metric)
+        out.setdefault(sid.platform, []).append((sid, s))
+    return out
+
+
+def _rows(found: list[tuple[keys.SeriesId, reader.Series]],
+          several: bool) -> dict[str, reader.Series]:
+    """Series per row (:func:`read_side`'s names); two of one row are ambiguous, as there."""
+    out: dict[str, reader.Series] = {}
+    for sid, series in found:
+        row = label(sid.test_name, sid.topology, several)
+        if row in out:
+            raise reader.AmbiguousSelectorError(
+                f"{sid.test_name} {sid.metric}: several series match, narrow the selector: "
+                f"{out[row].key}, {series.key}")
+        out[row] = series
+    return out
+
+
 def platforms_with(client: redis.Redis, metric: str) -> list[str]:
     """Platforms that have series of ``metric``: the hint when a side found nothing."""
     found = reader.series_labels(client, [f"{keys.LABEL_METRIC}={keys.label_value(metric)}",

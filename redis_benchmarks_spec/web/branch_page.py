@@ -11,7 +11,14 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC
-from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
+from redis_benchmarks_spec.datasink import (
+    alert_triage,
+    commit_runs,
+    keys,
+    reader,
+    run_reader,
+    watch_store,
+)
 
 COMMITS_LOOKED_AT = 40  # newest commits of the scope read per round trip
 MAX_ROUNDS = 5  # at most this many rounds to find the branch's commits among the others
@@ -68,9 +75,11 @@ def _entries(reply: Any) -> list[tuple[Any, Any, Any]]:
     return [(entry[0], entry[1], entry[2]) for entry in reply]
 
 
-def _contexts(client: redis.Redis, scope: keys.Scope,
-              found: list[list[reader.Series]]) -> list[dict[str, Any] | None]:
-    """The context of one run of each commit (its first series' first point's run)."""
+def _from_series(client: redis.Redis, scope: keys.Scope, shas: list[str],
+                 platform: str | None) -> list[commit_runs.CommitRuns | None]:
+    """Commits the writer kept nothing of (pushed before it did): read from their by.hash
+    series of the default metric (its points are their runs), one round trip each."""
+    found = _commit_series(client, shas, platform, DEFAULT_METRIC)
     firsts = [(keys.parse_key(series[0].key), series[0].points[0][0])
               if series and series[0].points else None for series in found]
     pipe = client.pipeline(transaction=False)
@@ -79,9 +88,29 @@ def _contexts(client: redis.Redis, scope: keys.Scope,
             pipe.zrangebyscore(keys.test_runs_key(scope, first[0].test_name), first[1],
                                first[1], start=0, num=1)
     ids = iter(pipe.execute())
-    run_ids = [(_first(next(ids)) if first is not None else None) for first in firsts]
-    peeked = run_reader.contexts(client, [r for r in run_ids if r])
-    return [peeked.get(r) if r else None for r in run_ids]
+    out: list[commit_runs.CommitRuns | None] = []
+    for series, first in zip(found, firsts):
+        run_id = _first(next(ids)) if first is not None else None
+        if not series or run_id is None:
+            out.append(None)
+            continue
+        out.append(commit_runs.CommitRuns(
+            sum(len(s.points) for s in series),
+            min(s.points[0][0] for s in series if s.points), run_id,
+            {keys.parse_key(s.key).test_name for s in series}))
+    return out
+
+
+def _commits(client: redis.Redis, scope: keys.Scope, shas: list[str],
+             platform: str | None) -> list[commit_runs.CommitRuns | None]:
+    """Each commit's runs on ``platform`` (every one when None): as the writer kept them
+    (:mod:`datasink.commit_runs`), else from its series."""
+    every = reader.list_platforms(client, scope)
+    kept = commit_runs.read(client, scope, shas, ([platform] if platform else every, every))
+    unknown = [sha for sha, k in zip(shas, kept) if k == commit_runs.UNKNOWN]
+    old = dict(zip(unknown, _from_series(client, scope, unknown, platform) if unknown else []))
+    return [k if isinstance(k, commit_runs.CommitRuns) else old.get(sha)
+            for sha, k in zip(shas, kept)]
 
 
 def _first(found: list[Any]) -> str | None:
@@ -103,9 +132,10 @@ def recent_commits(client: redis.Redis, scope: keys.Scope, branch: str,
                    platform: str | None, candidates: list[watch_store.Candidate],
                    limit: int = 30) -> list[CommitRow]:
     """The branch's newest ``limit`` commits on ``platform`` (any when None): the scope's
-    commits newest first (the writer's ``hash_last`` index), each read as its by.hash
-    series of the default metric (which tests, how many points), kept when one of its runs
-    was filed on ``branch``. Commits whose by.hash series gc removed are not listed."""
+    commits newest first (the writer's ``hash_last`` index), each with its runs there as
+    the writer keeps them (:mod:`datasink.commit_runs`; a commit pushed before, from its
+    by.hash series of the default metric), kept when its first run there was filed on
+    ``branch``. Commits whose runs gc removed are not listed."""
     idx = keys.index_keys(scope)
     rows: list[CommitRow] = []
     for round_ in range(MAX_ROUNDS):
@@ -113,16 +143,14 @@ def recent_commits(client: redis.Redis, scope: keys.Scope, branch: str,
         reply: Any = client.zrevrange(idx.hash_last, start, start + COMMITS_LOOKED_AT - 1,
                                       withscores=True)
         newest = [(_text(m), int(score)) for m, score in reply]
-        found = _commit_series(client, [sha for sha, _ in newest], platform, DEFAULT_METRIC)
-        for (sha, last), series, ctx in zip(newest, found, _contexts(client, scope, found)):
-            git = (ctx or {}).get("git") or {}
-            if not series or git.get("branch") != branch or len(rows) >= limit:
+        found = _commits(client, scope, [sha for sha, _ in newest], platform)
+        peeked = run_reader.contexts(client, [f.first_run for f in found if f])
+        for (sha, last), runs in zip(newest, found):
+            git = (peeked.get(runs.first_run) or {}).get("git") or {} if runs else {}
+            if runs is None or git.get("branch") != branch or len(rows) >= limit:
                 continue
-            first = min((s.points[0][0] for s in series if s.points), default=last)
-            rows.append(CommitRow(sha, first, last, {keys.parse_key(s.key).test_name
-                                                     for s in series},
-                                  sum(len(s.points) for s in series),
-                                  _why(sha, ctx or {}, candidates)))
+            rows.append(CommitRow(sha, runs.first_ms, last, runs.tests, runs.runs,
+                                  _why(sha, peeked.get(runs.first_run) or {}, candidates)))
         if len(rows) >= limit or len(newest) < COMMITS_LOOKED_AT:
             break
     return rows

@@ -1,7 +1,8 @@
 """The compare page's data: two commits' points of one metric read by the one comparison
-reader (:func:`inputs.comparison_series.read_sides`, as ``rbs compare --baseline-hash
---comparison-hash`` reads them) and judged by the one engine
-(:func:`analysis.engine.judge_samples`); per platform when the page names none. The
+reader (:func:`inputs.comparison_series.read_sides_per_platform`: each commit once over
+every platform, the rows ``rbs compare --baseline-hash --comparison-hash`` reads per
+platform) and judged by the one engine (:func:`analysis.engine.judge_samples`); per
+platform when the page names none. The
 functions that moved come from the runs' instruction profiles
 (:mod:`analysis.function_movers`), where their files are readable here."""
 
@@ -27,7 +28,7 @@ from redis_benchmarks_spec.inputs.comparison_series import (
     Samples,
     SidesQuery,
     SidesRead,
-    read_sides,
+    read_sides_per_platform,
 )
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.comparison_key import label, split
@@ -79,20 +80,6 @@ class PlatformCompare:
     movers: dict[str, list[FunctionMove]] = field(default_factory=dict)
 
 
-def _platforms(client: redis.Redis, sha: str, metric: str) -> set[str]:
-    found = reader.series_labels(client, ["by=hash", f"hash={sha}",
-                                          f"{keys.LABEL_METRIC}={keys.label_value(metric)}"],
-                                 [keys.LABEL_PLATFORM])
-    return {x[keys.LABEL_PLATFORM] for x in found if x.get(keys.LABEL_PLATFORM)}
-
-
-def _topologies(client: redis.Redis, sha: str, metric: str, platform: str) -> set[str]:
-    found = reader.series_keys(client, ["by=hash", f"hash={sha}",
-                                        f"{keys.LABEL_METRIC}={keys.label_value(metric)}",
-                                        f"{keys.LABEL_PLATFORM}={platform}"])
-    return {keys.parse_key(k, metric).topology for k in found}
-
-
 def _on_branch(client: redis.Redis, sha: str, metric: str,
                platform: str) -> dict[tuple[str, str], list[reader.Point]]:
     """A commit's points when gc deleted its by.hash series: read on the branch it was
@@ -117,16 +104,23 @@ def _expired_side(client: redis.Redis, sha: str, req: CompareRequest,
             for (test, top), pts in sorted(points.items())}
 
 
-def _read(client: redis.Redis, req: CompareRequest, platform: str) -> SidesRead:
+def _reads(client: redis.Redis, req: CompareRequest) -> dict[str, SidesRead]:
+    """Both commits' points per platform (the one asked, else every platform either ran
+    on), each commit read once over every platform (``read_sides_per_platform``)."""
     def side(sha: str) -> reader.SeriesSelector:
         return reader.SeriesSelector(metric=req.metric, side=keys.Side("hash", sha),
-                                     platform=platform)
-    tops = _topologies(client, req.a, req.metric, platform) | \
-        _topologies(client, req.b, req.metric, platform)
-    found = read_sides(client, SidesQuery(side(req.a), side(req.b),
-                                          topologies=tuple(sorted(tops)), keep=req.keep()))
+                                     platform=req.platform)
+    return read_sides_per_platform(client, SidesQuery(side(req.a), side(req.b),
+                                                      keep=req.keep()))
+
+
+def _with_expired(client: redis.Redis, req: CompareRequest, platform: str,
+                  found: SidesRead | None) -> SidesRead:
+    """``found``, or where a side has no by.hash series there (gc deleted them), that side
+    read on its branch (the group and command filters need the by.hash series' labels)."""
+    found = found or SidesRead({}, {}, ())
     if req.keep() is not None or (found.baseline and found.comparison):
-        return found  # (the group and command filters need the by.hash series' labels)
+        return found
     base = found.baseline or _expired_side(client, req.a, req, platform)
     comp = found.comparison or _expired_side(client, req.b, req, platform)
     notes = tuple(f"{which} {sha[:10]}: by.hash series gone (gc), its points read on its "
@@ -194,8 +188,9 @@ def judged(samples: Samples, options: CompareOptions, problems: list[str]) -> Co
 
 def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
     """Every platform both commits ran on (or the one asked), each judged by the engine."""
+    reads = _reads(client, req)
     platforms = [req.platform] if req.platform else sorted(
-        _platforms(client, req.a, req.metric) & _platforms(client, req.b, req.metric))
+        p for p, found in reads.items() if found.baseline and found.comparison)
     if not platforms and req.keep() is None:  # gc may have deleted a side's by.hash series
         platforms = sorted({p for scope in reader.scopes(client)
                             for p in reader.list_platforms(client, scope)})
@@ -203,7 +198,7 @@ def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
                              metric=req.metric)
     out = []
     for platform in platforms:
-        found = _read(client, req, platform)
+        found = _with_expired(client, req, platform, reads.get(platform))
         samples = found.samples()
         problems = [*found.notes, *(
             f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
