@@ -28,6 +28,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
 from redis_benchmarks_spec.analysis.plots import SIDE_COLOURS
+from redis_benchmarks_spec.common.metrics import THROUGHPUT_METRIC
 
 CACHE_SIZE = 512
 _CACHE: OrderedDict[str, str] = OrderedDict()
@@ -90,7 +91,7 @@ def warm() -> None:
     """Draw a chart and keep nothing: matplotlib's first figure in a process costs seconds
     (fonts, the SVG backend), which the site pays when it starts, not at a first page."""
     with _DRAWING:
-        _draw(Chart("warm", "ALL_STATS.Totals.Ops/sec", [
+        _draw(Chart("warm", THROUGHPUT_METRIC, [
             ChartPoint(1_700_000_000_000 + i * 60_000, 1.0 + i, "#", f"{i}") for i in range(3)],
             alerts=[("ALERT", 1_700_000_000_000)], steps=[("step", 1_700_000_060_000)]))
 
