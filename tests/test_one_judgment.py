@@ -199,11 +199,11 @@ def _stored_base_runs(base: float, heads: list[float], distinct: int = 1) -> lis
     """An instruction-count A/B whose baseline side is the base counted at its push: the
     same ``distinct`` stored run(s) stand in each pair (runner.ab_stored), as the agent
     files them."""
-    from redis_benchmarks_spec.analysis.session_runs import ABRun
+    from redis_benchmarks_spec.analysis.session_runs import STORED_BASE, ABRun
     from redis_benchmarks_spec.results.document import RunResult
     runs = []
     for rep, head in enumerate(heads):
-        stored = RunResult("ab-set", f"push-{rep % distinct}", "ok",
+        stored = RunResult("ab-set", f"push-{rep % distinct}", "ok", flags=[STORED_BASE],
                            metrics={"instructions_per_op": base * (1 + 1e-3 * (rep % distinct))})
         runs.append(ABRun("baseline", rep, stored))
         runs.append(ABRun("comparison", rep, RunResult("ab-set", f"head-{rep}", "ok",

@@ -64,6 +64,7 @@ from redis_benchmarks_spec.analysis.session_files import SessionPriors
 from redis_benchmarks_spec.analysis.session_runs import (
     BASELINE,
     SIDES,
+    STORED_BASE,
     ABRun,
     PairSet,
     SampleSet,
@@ -155,8 +156,8 @@ def priors_for(priors: SessionPriors, metric: str) -> dict[str, NoisePrior] | No
 
 
 def stored_base_spreads(runs: list[ABRun], metric: str) -> dict[str, tuple[float, int]]:
-    """Per test whose baseline side repeats fewer distinct runs than it has pairs (the base
-    commit counted at its push, ``runner.ab_stored``), the least spread of its per-pair log
+    """Per test whose baseline side is k stored runs (flagged ``STORED_BASE``: the base
+    commit counted at its push, ``runner.ab_stored``) in n > k pairs, the least spread of its per-pair log
     ratios that counts the base's own run-to-run spread: the mean log ratio's variance is
     var(head)/n + var(base)/k for n pairs over k base runs, and the base's spread is taken as
     the head's (the same suite, tool and platform), so the least pair spread is
@@ -165,7 +166,8 @@ def stored_base_spreads(runs: list[ABRun], metric: str) -> dict[str, tuple[float
     keys = keys_of(runs)
     bases: dict[str, set[str]] = {}
     for run in runs:
-        if run.side == BASELINE and run.repetition is not None and metric in run.result.metrics:
+        if run.side == BASELINE and STORED_BASE in run.result.flags and \
+                metric in run.result.metrics:
             bases.setdefault(keys(run.result), set()).add(run.result.run_id)
     out: dict[str, tuple[float, int]] = {}
     for test, found in pair_runs(runs, metric, keys).items():
@@ -188,8 +190,8 @@ def _stored_base_judged(runs: list[ABRun], options: CompareOptions,
         return options, priors
     sources = {t: f"the base counted at its push ({k} run(s)), its spread taken as the "
                   "head's" for t, (_, k) in widened.items()}
-    options = replace(options, spreads={**options.spreads,
-                                        **{t: sd for t, (sd, _) in widened.items()}},
+    spreads = {t: max(sd, options.spreads.get(t, 0.0)) for t, (sd, _) in widened.items()}
+    options = replace(options, spreads={**options.spreads, **spreads},
                       spread_sources={**options.spread_sources, **sources})
     kept = {t: p for t, p in (priors or {}).items() if t not in widened}
     return options, kept or None

@@ -31,6 +31,9 @@ from redis_benchmarks_spec.results.profile import under_profiler
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
+#: the flag of a baseline run that is the base commit's push run standing in a pair
+#: (``runner.ab_stored``): the engine counts its own spread (``engine.stored_base_spreads``)
+STORED_BASE = "stored-base"
 SIDES = (BASELINE, COMPARISON)
 
 

@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
+from redis_benchmarks_spec.analysis.session_runs import (
+    BASELINE,
+    COMPARISON,
+    STORED_BASE,
+    ABRun,
+    deterministic,
+)
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.process import ProcessRegistry
 from redis_benchmarks_spec.results.document import RunResult
@@ -44,10 +50,11 @@ class StoredBaseline:
 
 def counts_only(doc: RunResult, repetition: int) -> RunResult:
     """The stored run as the baseline of one pair: its deterministic figures only, labelled
-    with the pair's repetition."""
+    with the pair's repetition and flagged as the stored base (the engine counts its spread)."""
     metrics = {k: v for k, v in doc.metrics.items() if deterministic(k)}
     context = replace(doc.context, ab_side=BASELINE, repetition=repetition)
-    return replace(doc, metrics=metrics, context=context)
+    flags = [*doc.flags, STORED_BASE] if STORED_BASE not in doc.flags else list(doc.flags)
+    return replace(doc, metrics=metrics, context=context, flags=flags)
 
 
 def mismatch(head: RunResult, stored: list[RunResult]) -> str:
