@@ -43,6 +43,7 @@ def main(argv: list[str]) -> int:
     for kind, count in sorted(per_kind.items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {count:5d}  {kind}")
     if "--record" in argv:
+        FLOOR.parent.mkdir(parents=True, exist_ok=True)
         FLOOR.write_text(json.dumps({"tests": len(real), "per_kind": dict(sorted(per_kind.items()))},
                                     indent=1) + "\n")
         print(f"floor recorded in {FLOOR}")
