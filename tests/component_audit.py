@@ -44,6 +44,9 @@ def kinds_of(argv: Sequence[str]) -> set[str]:
     """The real components one argv starts (empty for anything else: git, ps, a shell)."""
     words = [os.path.basename(str(w)) for w in argv]
     found = {PROGRAMS[w] for w in words if w in PROGRAMS}
+    if argv and "redis-stack-server" in str(argv[0]):  # the wheel's bin/redis-server
+        found.discard("redis-server")
+        found.add("redis-stack-server")
     if "perf" in found and "stat" not in words and "record" not in words:
         found.discard("perf")  # `perf --version` and the like start nothing
     if words and words[0] == "docker" and len(words) > 1 and words[1] in DOCKER_STARTS:
@@ -71,9 +74,18 @@ def install() -> None:
     subprocess.Popen._execute_child = audited  # type: ignore[attr-defined,method-assign]
 
 
-def enter(nodeid: str) -> None:
-    """The test whose setup, call and teardown start what follows."""
+#: session-scoped fixtures that start a real component once per worker process: every test
+#: that uses one is filed with it (which test set it up depends on the workers' schedule)
+SESSION_FIXTURES = {"datasink": "redis-stack-server"}
+
+
+def enter(nodeid: str, fixtures: Sequence[str] = ()) -> None:
+    """The test whose setup, call and teardown start what follows, and the session
+    fixtures it reads."""
     _current[0] = nodeid
+    kinds = {SESSION_FIXTURES[f] for f in fixtures if f in SESSION_FIXTURES}
+    if nodeid and kinds:
+        _started.setdefault(nodeid, set()).update(kinds)
 
 
 def write(folder: Path, worker: str) -> None:

