@@ -38,6 +38,15 @@ DOCKER_STARTS = frozenset({"run", "create"})
 
 _current: list[str] = [""]
 _started: dict[str, set[str]] = {}
+#: CPU seconds each test used: this process's and its reaped children's (an `rbs` process
+#: reaps its servers and tools, so theirs count; a session fixture's daemon does not)
+_cpu: dict[str, float] = {}
+_cpu_at: list[float] = [0.0]
+
+
+def _cpu_now() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def kinds_of(argv: Sequence[str]) -> set[str]:
@@ -82,6 +91,10 @@ SESSION_FIXTURES = {"datasink": "redis-stack-server"}
 def enter(nodeid: str, fixtures: Sequence[str] = ()) -> None:
     """The test whose setup, call and teardown start what follows, and the session
     fixtures it reads."""
+    now = _cpu_now()
+    if _current[0]:
+        _cpu[_current[0]] = _cpu.get(_current[0], 0.0) + now - _cpu_at[0]
+    _cpu_at[0] = now
     _current[0] = nodeid
     kinds = {SESSION_FIXTURES[f] for f in fixtures if f in SESSION_FIXTURES}
     if nodeid and kinds:
@@ -93,3 +106,5 @@ def write(folder: Path, worker: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     out = {test: sorted(kinds) for test, kinds in sorted(_started.items())}
     (folder / f"components-{worker}.json").write_text(json.dumps(out, indent=1) + "\n")
+    cpu = {test: round(seconds, 2) for test, seconds in sorted(_cpu.items())}
+    (folder / f"cpu-{worker}.json").write_text(json.dumps(cpu, indent=1) + "\n")
