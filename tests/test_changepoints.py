@@ -72,7 +72,7 @@ name: cp-{command}
 tested-commands: [{command}]
 clientconfig:
   tool: redis-benchmark
-  arguments: -c 10 -n 5000 -t {command}
+  arguments: -c 10 -n 2000 -t {command}
 exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
