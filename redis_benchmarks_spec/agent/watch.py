@@ -146,7 +146,7 @@ class BranchWatch:
                 if series.side.kind != "branch" or series.metric not in self.config.metrics:
                     continue
                 watch_store.record_fingerprint(self.client, where, series.key, ts, fp)
-                seen.append(self._judge(where, result, series))
+                seen.append(self._judge(where, result, series, fp))
         for branch in sorted(profiled):
             publish_lab_table(self.client, branch)
         return seen
@@ -183,22 +183,26 @@ class BranchWatch:
             if p.commit:
                 values.setdefault((p.commit, fps.get(p.ts_ms, "")), []).append(p.value)
         newest = max((p.ts_ms for p in history.points), default=0)
-        return series_of([ArrivalPoint(c, statistics.median(v), fp)
+        return series_of([ArrivalPoint(c, statistics.median(v), fp, runs=len(v))
                           for (c, fp), v in values.items()]), newest
 
-    def _judge(self, where: Branch, result: RunResult, series: keys.SeriesId) -> Seen:
+    def _judge(self, where: Branch, result: RunResult, series: keys.SeriesId,
+               fingerprint: str) -> Seen:
         ctx = result.context
         try:
             points, newest_ms = self._points(where, result, series)
         except HistoryError as exc:
             log.warning("watch: %s %s not judged: %s", result.test_name, series.metric, exc)
             return Seen(result.test_name, series.metric, ctx.platform, Judgement("none"))
-        if points and points[-1].commit == ctx.git.hash:
+        first = [p for p in points if p.commit == ctx.git.hash and p.runs == 1
+                 and p.fingerprint == fingerprint]
+        if first and first[0] is points[-1]:
             got = judge(points, series.metric)
-        elif any(p.remeasure and p.commit == ctx.git.hash for p in points):
+        elif first and first[0].remeasure:
             got = judge_boundary(points, series.metric)  # the new host's re-measure came
         else:
-            # a re-run of an older commit (confirmation): not a new point of the history
+            # a re-run (a confirmation's): not a new point of the history, and its runs
+            # never move the step its candidate was raised with
             return Seen(result.test_name, series.metric, ctx.platform, Judgement("none"))
         if got.outcome == "candidate":
             step = SeriesStep(series.test_name, ctx.platform, ctx.build_variant, series.metric,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from redis_benchmarks_spec.analysis import stats
@@ -88,12 +88,14 @@ def options_for(metric: str) -> KindOptions:
 @dataclass(frozen=True)
 class ArrivalPoint:
     """One point of a series: its commit, value and the host fingerprint id it ran under;
-    ``remeasure``: the last commit before a host boundary, measured again on the new host."""
+    ``remeasure``: the last commit before a host boundary, measured again on the new host;
+    ``runs``: how many runs its value is the median of."""
 
     commit: str
     value: float
     fingerprint: str = ""
     remeasure: bool = False
+    runs: int = 1
 
 
 def series_of(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
@@ -109,7 +111,7 @@ def series_of(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
             continue
         at = _boundary_after(out, p)
         if at is not None:
-            out.insert(at, ArrivalPoint(p.commit, p.value, p.fingerprint, remeasure=True))
+            out.insert(at, replace(p, remeasure=True))
     return out
 
 
