@@ -32,6 +32,7 @@ candidate never vote on it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -69,10 +70,12 @@ class KindOptions:
 #: instruction counts: a 1 % step on a 0.15 %-noise count is unmistakable on one point
 INSTRUCTION_OPTIONS = KindOptions(floor_pct=1.0, noise_factor=6.0, tail=1, min_history=4)
 #: timed metrics: a step is seen only with a few points after it (the t test of the split);
-#: at a host boundary one run is weighed against one, the difference of two runs spreads
-#: sqrt(2) times one run's, and up to ``min_history`` of them are looked at: 4 spreads
+#: at a host boundary one run is weighed against one (the difference of two runs spreads
+#: sqrt(2) times one run's) up to ``min_history`` times: 5 spreads, 3.5 of the difference's
+#: (``benchmarks/null_year.py``, a host change every 10 commits, 480 boundaries of a
+#: series: 20 null candidates and one false alert at 4, 14 and none at 5)
 TIMED_OPTIONS = KindOptions(floor_pct=5.0, noise_factor=2.0, tail=5, min_history=10,
-                            boundary_factor=4.0)
+                            boundary_factor=5.0)
 
 
 def kind_of(metric: str) -> str:
@@ -105,8 +108,10 @@ def series_of(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
     other point of a commit already seen under another fingerprint (a re-run on a later
     host) is left out, so no host's points are mixed with another's."""
     out: list[ArrivalPoint] = []
+    seen: set[str] = set()
     for p in points:
-        if not any(q.commit == p.commit for q in out):
+        if p.commit not in seen:
+            seen.add(p.commit)
             out.append(p)
             continue
         at = _boundary_after(out, p)
@@ -146,6 +151,14 @@ def noise_pct(values: Sequence[float]) -> float:
     if len(logs) < 3:
         return 0.0
     return 100.0 * stats.robust_sd(logs)
+
+
+def spread_pct(values: Sequence[float]) -> float:
+    """A series' whole spread in percent, the plain SD of its log values: a host boundary
+    weighs one run against one, so every level a count sits on counts (the robust SD of a
+    count on two levels 2 % apart can be one level's: ``benchmarks/null_year.py``)."""
+    logs = [math.log(v) for v in values if v > 0]
+    return 100.0 * statistics.stdev(logs) if len(logs) >= 3 else 0.0
 
 
 def _same_host(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
@@ -204,7 +217,12 @@ def _young(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     old = [p.value for p in _same_host(before)] if before else []
     found = steps(old, ChangePointOptions(max_pvalue=options.max_pvalue,
                                           window=max(len(old), 8))) if len(old) > 2 else []
-    noise = noise_pct(old[found[-1].index:] if found else old)
+    # its spread since its last step, or over all of it when too few points follow that
+    since = old[found[-1].index:] if found else old
+    window = since if len(since) >= options.min_history else old
+    if len(window) < 3:
+        return Judgement("none")  # no spread to weigh a point with: its own history will
+    noise = spread_pct(window)
     bar = max(options.floor_pct, options.boundary_factor * noise)
     for before, after in pairwise(same):
         change = 100.0 * (after.value / same[0].value - 1)
