@@ -26,6 +26,7 @@ on, as a host whose governor changed mid-history would.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -224,16 +225,26 @@ class BranchWatch:
         platform, (old, new) = result.context.platform, boundary
         watch_store.add_remeasure(self.client, where, Remeasure(platform, old.commit,
                                                                 new.commit), test)
+        facts = [watch_store.host_facts(self.client, where, p.fingerprint) for p in boundary]
         if not watch_store.noted(self.client, where, f"host-changed@{platform}",
-                                 new.fingerprint):
+                                 change_key(facts[0], facts[1], new.fingerprint)):
             return
-        what = host_difference(watch_store.host_facts(self.client, where, old.fingerprint),
-                               watch_store.host_facts(self.client, where, new.fingerprint))
+        what = host_difference(facts[0], facts[1])
         watch_store.add_log(self.client, where, "host-changed", new.commit, (
             f"host changed on {platform} from {new.commit[:10]} ({what}): {old.commit[:10]}, "
             "the last commit before it, is measured again on the new host, and the new "
             "host's first points are judged against that re-measure (never against the old "
             "host's points)"))
+
+
+def change_key(old: dict[str, str], new: dict[str, str], fingerprint: str) -> str:
+    """What one host change is noted under: the new host's recorded fields when the host
+    itself changed (every build variant, every test sees the same one), else the point
+    fingerprint (a variant's compiler changed on the same host)."""
+    host = {k: v for k, v in new.items() if k != "compiler"}
+    if host == {k: v for k, v in old.items() if k != "compiler"}:
+        return fingerprint
+    return hashlib.sha256(json.dumps(host, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def host_difference(old: dict[str, str], new: dict[str, str]) -> str:

@@ -213,23 +213,27 @@ def _young(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     if not same[0].remeasure or len(same) < 2 or same[0].value <= 0:
         return Judgement("none")
     options = options_for(metric)
-    before = points[:len(points) - len(same)]
-    old = [p.value for p in _same_host(before)] if before else []
-    found = steps(old, ChangePointOptions(max_pvalue=options.max_pvalue,
-                                          window=max(len(old), 8))) if len(old) > 2 else []
-    # its spread since its last step, or over all of it when too few points follow that
-    since = old[found[-1].index:] if found else old
-    window = since if len(since) >= options.min_history else old
-    if len(window) < 3:
+    noise = _old_host_spread(points[:len(points) - len(same)], options)
+    if noise is None:
         return Judgement("none")  # no spread to weigh a point with: its own history will
-    noise = spread_pct(window)
     bar = max(options.floor_pct, options.boundary_factor * noise)
-    for before, after in pairwise(same):
-        change = 100.0 * (after.value / same[0].value - 1)
+    for previous, point in pairwise(same):
+        change = 100.0 * (point.value / same[0].value - 1)
         if abs(change) >= bar:
-            return Judgement("candidate", before.commit, after.commit, change, None, None,
+            return Judgement("candidate", previous.commit, point.commit, change, None, None,
                              noise)
     return Judgement("none", noise_pct=noise)
+
+
+def _old_host_spread(earlier: Sequence[ArrivalPoint], options: KindOptions) -> float | None:
+    """The old host's spread (:func:`spread_pct`) since its last step, or over all its points
+    when too few follow that step (None: fewer than 3 points)."""
+    old = [p.value for p in _same_host(earlier)] if earlier else []
+    found = steps(old, ChangePointOptions(max_pvalue=options.max_pvalue,
+                                          window=max(len(old), 8))) if len(old) > 2 else []
+    since = old[found[-1].index:] if found else old
+    window = since if len(since) >= options.min_history else old
+    return spread_pct(window) if len(window) >= 3 else None
 
 
 @dataclass(frozen=True)
