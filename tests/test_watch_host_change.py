@@ -105,7 +105,7 @@ def test_a_host_change_without_a_code_change_is_one_note_and_no_alert(
     (note,) = watch_store.log_lines(client, WHERE)
     assert (note["kind"], note["sha"]) == ("host-changed", sha(11))
     assert note["text"].startswith("host changed on lab-a from " + sha(11)[:10])
-    assert "governor: performance -> powersave" in note["text"]
+    assert note["text"].endswith("what changed: governor: performance -> powersave")
     assert "cpu_model" not in note["text"]  # only what changed
     assert f"{sha(10)[:10]}, the last commit before it, is measured again" in note["text"]
     assert receiver.posts == [] and not issues.exists()

@@ -231,10 +231,10 @@ class BranchWatch:
             return
         what = host_difference(facts[0], facts[1])
         watch_store.add_log(self.client, where, "host-changed", new.commit, (
-            f"host changed on {platform} from {new.commit[:10]} ({what}): {old.commit[:10]}, "
-            "the last commit before it, is measured again on the new host, and the new "
-            "host's first points are judged against that re-measure (never against the old "
-            "host's points)"))
+            f"host changed on {platform} from {new.commit[:10]}: {old.commit[:10]}, the last "
+            "commit before it, is measured again on the new host, and the new host's first "
+            f"points are judged against that re-measure, never against the old host's; "
+            f"what changed: {what}"))  # last: a long list is what the log's bound cuts
 
 
 def change_key(old: dict[str, str], new: dict[str, str], fingerprint: str) -> str:
