@@ -7,7 +7,10 @@ at every new point; a candidate is confirmed by the real ``analysis.arrival.conf
 re-runs of both commits drawn from the same distribution, in the rounds
 ``notify.watch_confirm`` asks (the re-runs only: the raising runs never vote). A confirmed candidate is an alert; one alert per commit and platform, whatever the
 number of series that saw it (``watch_store.claim_alert``). Host changes happen every
-``--host-every`` commits (the timed level moves on the new host, counts do not).
+``--host-every`` commits (the timed level moves on the new host, counts do not); as the
+watch does, the last commit before one is measured again on the new host and the new host's
+first points are judged against that re-measure (``arrival.judge_boundary``), so the
+boundaries' own false candidates are counted.
 
 Noise shapes: ``count-steady`` (CV 0.15 %, DESIGN.md), ``count-two-level`` (two levels 2 %
 apart, hash seeds: benchmarks/watch_confirm_aa.py), ``timed-drift`` (CV 10 % with a slow
@@ -25,7 +28,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, confirm, judge
+from redis_benchmarks_spec.analysis.arrival import (
+    ArrivalPoint,
+    Judgement,
+    confirm,
+    judge,
+    judge_boundary,
+    series_of,
+)
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, THROUGHPUT_METRIC
 from redis_benchmarks_spec.notify.watch_confirm import MAX_RERUN_ROUNDS, first_round
 
@@ -81,6 +91,17 @@ def _confirmed(rng: random.Random, s: Series, raised_pct: float) -> bool:
         rounds = 1
 
 
+def _arrived(rng: random.Random, s: Series, commit: int) -> Judgement:
+    """The judgement of the newest point; at a host boundary, the re-measure of the commit
+    before it on the new host, and the new host's first point judged against it."""
+    found = judge(series_of(s.points[-HISTORY:]), s.shape.metric)
+    if found.outcome != "host-changed":
+        return found
+    s.points.append(ArrivalPoint(f"c{commit - 1}", s.shape.draw(rng, s.level),
+                                 s.points[-1].fingerprint))
+    return judge_boundary(series_of(s.points[-HISTORY:]), s.shape.metric)
+
+
 def platform_year(rng: random.Random, shapes: list[Shape], args: argparse.Namespace
                   ) -> tuple[int, int]:
     """(alerts, candidates) of one platform over ``args.commits`` null commits."""
@@ -97,7 +118,7 @@ def platform_year(rng: random.Random, shapes: list[Shape], args: argparse.Namesp
                 s.level *= math.exp(rng.gauss(0, s.shape.host_shift))
             s.level *= math.exp(rng.gauss(0, s.shape.drift))
             s.points.append(ArrivalPoint(f"c{commit}", s.shape.draw(rng, s.level), f"h{host}"))
-            found = judge(s.points[-HISTORY:], s.shape.metric)
+            found = _arrived(rng, s, commit)
             if found.outcome != "candidate":
                 continue
             candidates += 1

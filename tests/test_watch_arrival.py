@@ -8,8 +8,10 @@ from redis_benchmarks_spec.analysis.arrival import (
     ArrivalPoint,
     confirm,
     judge,
+    judge_boundary,
     noise_pct,
     rerun_pairs,
+    series_of,
 )
 from redis_benchmarks_spec.analysis.compare import REGRESSION, UNKNOWN
 
@@ -68,6 +70,47 @@ def test_a_changed_fingerprint_is_a_boundary_not_a_candidate() -> None:
     # and the points after the boundary are judged only against each other
     more = series([(3, 1.2e6)], 0.0015, seed=9, fingerprint="fp2")
     assert judge(before + after + more, COUNT).outcome == "none"
+
+
+def _new_host(old: list[ArrivalPoint], values: list[float]) -> list[ArrivalPoint]:
+    """``old`` then the new host's points (fp2) of ``values``, in arrival order, then the
+    re-measure of ``old``'s last commit on the new host (it is asked after the boundary)."""
+    new = [ArrivalPoint(f"{len(old) + k:040x}", v, "fp2") for k, v in enumerate(values)]
+    return [*old, *new, ArrivalPoint(old[-1].commit, 1.2e6, "fp2")]
+
+
+def test_the_remeasure_goes_first_among_the_new_hosts_points() -> None:
+    old = series([(20, 1e6)], 0.0015)
+    stray = ArrivalPoint(old[5].commit, 1.2e6, "fp2")  # a re-run of an older commit there
+    got = series_of([*_new_host(old, [1.2e6, 1.2e6]), stray])
+    assert [p.commit for p in got[19:]] == [old[-1].commit, old[-1].commit,
+                                           f"{20:040x}", f"{21:040x}"]
+    assert [p.remeasure for p in got[19:]] == [False, True, False, False]
+    assert [p.fingerprint for p in got[20:]] == ["fp2"] * 3
+
+
+def test_the_new_hosts_first_points_are_judged_against_the_remeasure() -> None:
+    old = series([(20, 1e6)], 0.0015)
+    # no code change: the new host counts 20 % more for every commit: nothing
+    assert judge_boundary(series_of(_new_host(old, [1.2e6, 1.2e6])), COUNT).outcome == "none"
+    # +4 % at the boundary commit: a candidate between the last old commit and it
+    at = judge_boundary(series_of(_new_host(old, [1.248e6, 1.248e6])), COUNT)
+    assert (at.outcome, at.before_commit, at.after_commit) == (
+        "candidate", old[-1].commit, f"{20:040x}")
+    assert 3.5 < at.change_pct < 4.5
+    # +4 % one commit later: the candidate is on that commit
+    later = series_of(_new_host(old, [1.2e6, 1.248e6]))
+    got = judge_boundary(later, COUNT)
+    assert (got.before_commit, got.after_commit) == (f"{20:040x}", f"{21:040x}")
+    # and a point arriving after the re-measure is judged against it, once
+    assert judge([*later, ArrivalPoint(f"{22:040x}", 1.25e6, "fp2")], COUNT).outcome == "none"
+    arrives = [*series_of(_new_host(old, [1.2e6])), ArrivalPoint(f"{21:040x}", 1.248e6, "fp2")]
+    assert judge(arrives, COUNT).after_commit == f"{21:040x}"
+    # a timed series against its old host's spread: a 10 % wobble is not a candidate
+    timed = series([(20, 1e5)], 0.05, seed=4)
+    assert judge_boundary(series_of([*timed, ArrivalPoint("e" * 40, 1.1e5, "fp2"),
+                                     ArrivalPoint(timed[-1].commit, 1e5, "fp2")]),
+                          OPS).outcome == "none"
 
 
 def test_confirmation_is_the_engines_verdict_on_pairs_of_reruns() -> None:

@@ -7,8 +7,15 @@ each with the host fingerprint it ran under) and judged by :func:`analysis.arriv
 - a *candidate* is stored (``datasink.watch_store``), one per commit whatever the number of
   tests and platforms that see it; nobody is told yet: ``notify.watch_confirm`` re-runs
   both sides and alerts only a confirmed change;
-- a *host changed* boundary (the point's fingerprint differs from its history's) opens one
-  note per commit and platform, and is never a candidate.
+- a *host changed* boundary (the point's fingerprint differs from its history's) is never a
+  candidate: it asks for the last commit before it to be measured again on the new host
+  (``watch_store.add_remeasure``; the confirmer asks the re-run, as it asks a candidate's:
+  ``notify.watch_remeasure``), and opens ONE note per platform and new host, whatever the
+  number of tests and commits that see it: from which commit, what changed in the
+  fingerprint, and that the previous commit is measured again;
+- that re-measure, when it arrives, is the first point of the new host's series
+  (``arrival.series_of``): the new host's first points are judged against it
+  (``arrival.judge_boundary``), so a change at the boundary commit is a candidate too.
 
 The fingerprint of a point is the host's (``telemetry.fingerprint``) plus the build
 variant's compiler. ``RBS_FINGERPRINT_CHANGE_AT=<sha>`` (the lab replay's
@@ -19,6 +26,7 @@ on, as a host whose governor changed mid-history would.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -29,19 +37,30 @@ from pathlib import Path
 
 import redis
 
-from redis_benchmarks_spec.analysis.arrival import ArrivalPoint, Judgement, judge
+from redis_benchmarks_spec.analysis.arrival import (
+    ArrivalPoint,
+    Judgement,
+    judge,
+    judge_boundary,
+    series_of,
+)
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery
 from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, THROUGHPUT_METRIC
 from redis_benchmarks_spec.datasink import keys, lab_profile, watch_store
-from redis_benchmarks_spec.datasink.watch_store import Branch, SeriesStep
+from redis_benchmarks_spec.datasink.watch_store import Branch, Remeasure, SeriesStep
 from redis_benchmarks_spec.datasink.writer import PushOptions, timestamp_of
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.results.document import RunResult
-from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
+from redis_benchmarks_spec.telemetry.fingerprint import FIELDS as FINGERPRINT_FIELDS
+from redis_benchmarks_spec.telemetry.fingerprint import (
+    changes,
+    fingerprint_id,
+    host_fingerprint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +83,12 @@ class WatchConfig:
 
     branches: tuple[str, ...] = ("unstable",)
     metrics: tuple[str, ...] = WATCHED_METRICS
-    host_id: str = field(default_factory=lambda: fingerprint_id(host_fingerprint()))
+    host_id: str = ""  # "": the id of ``host_facts``
     change_at: str = field(default_factory=lambda: os.environ.get(ENV_CHANGE_AT, ""))
+    host_facts: dict[str, str] = field(default_factory=host_fingerprint)
 
     def __post_init__(self) -> None:
+        self.host_id = self.host_id or fingerprint_id(self.host_facts)
         if self.change_at and not re.fullmatch(r"[0-9a-f]{7,40}", self.change_at):
             raise ValueError(f"{ENV_CHANGE_AT}={self.change_at!r}: expected 7 to 40 hex digits")
         for name in self.branches:
@@ -98,6 +119,14 @@ class BranchWatch:
             self._changed = True
         return self.config.host_id + ("-changed" if self._changed else "")
 
+    def _facts(self, build_variant: str) -> dict[str, str]:
+        """The host's fingerprint fields and the build's compiler (a simulated change says
+        so, as its only difference)."""
+        facts = {**self.config.host_facts, "compiler": build_variant.split("-", 1)[0]}
+        if self._changed:
+            facts["simulated"] = f"{ENV_CHANGE_AT}={self.config.change_at}"
+        return facts
+
     def arrived(self, results: list[RunResult]) -> list[Seen]:
         """Judge every watched series of ``results`` (those of a tracked branch)."""
         seen: list[Seen] = []
@@ -109,6 +138,8 @@ class BranchWatch:
                 continue
             fp = point_fingerprint(self._host_id(git.hash), result.context.build_variant)
             where = Branch(git.org, git.repo, git.branch)
+            watch_store.record_host(self.client, where, fp,
+                                    self._facts(result.context.build_variant))
             if self._record_profile(result):
                 profiled.add((git.org, git.repo, str(git.branch)))
             ts = timestamp_of(result, PushOptions())
@@ -116,7 +147,7 @@ class BranchWatch:
                 if series.side.kind != "branch" or series.metric not in self.config.metrics:
                     continue
                 watch_store.record_fingerprint(self.client, where, series.key, ts, fp)
-                seen.append(self._judge(where, result, series))
+                seen.append(self._judge(where, result, series, fp))
         for branch in sorted(profiled):
             publish_lab_table(self.client, branch)
         return seen
@@ -137,50 +168,93 @@ class BranchWatch:
         return True
 
     def _points(self, where: Branch, result: RunResult,
-                series: keys.SeriesId) -> list[ArrivalPoint]:
-        """One point per commit, in order of first arrival (re-runs of an older commit keep
-        its place), valued by the median of its runs."""
+                series: keys.SeriesId) -> tuple[list[ArrivalPoint], int]:
+        """One point per commit and fingerprint, in order of first arrival (re-runs of an
+        older commit keep its place; a re-measure on a new host goes first among that host's
+        points: ``arrival.series_of``), valued by the median of its runs; and the newest
+        run's timestamp."""
         ctx = result.context
         history = read_history(self.client, HistoryQuery(
             test=series.test_name, metric=series.metric, branch=where.branch,
             platform=ctx.platform, topology=ctx.topology, build_variant=ctx.build_variant,
             last_n=HISTORY_POINTS))
         fps = watch_store.fingerprints(self.client, where, history.series_key)
-        values: dict[str, list[float]] = {}
-        first_fp: dict[str, str] = {}
+        values: dict[tuple[str, str], list[float]] = {}
         for p in history.points:
             if p.commit:
-                values.setdefault(p.commit, []).append(p.value)
-                first_fp.setdefault(p.commit, fps.get(p.ts_ms, ""))
-        return [ArrivalPoint(c, statistics.median(v), first_fp[c]) for c, v in values.items()]
+                values.setdefault((p.commit, fps.get(p.ts_ms, "")), []).append(p.value)
+        newest = max((p.ts_ms for p in history.points), default=0)
+        return series_of([ArrivalPoint(c, statistics.median(v), fp, runs=len(v))
+                          for (c, fp), v in values.items()]), newest
 
-    def _judge(self, where: Branch, result: RunResult, series: keys.SeriesId) -> Seen:
+    def _judge(self, where: Branch, result: RunResult, series: keys.SeriesId,
+               fingerprint: str) -> Seen:
         ctx = result.context
         try:
-            points = self._points(where, result, series)
+            points, newest_ms = self._points(where, result, series)
         except HistoryError as exc:
             log.warning("watch: %s %s not judged: %s", result.test_name, series.metric, exc)
             return Seen(result.test_name, series.metric, ctx.platform, Judgement("none"))
-        if not points or points[-1].commit != ctx.git.hash:
-            # a re-run of an older commit (confirmation): not a new point of the history
+        first = [p for p in points if p.commit == ctx.git.hash and p.runs == 1
+                 and p.fingerprint == fingerprint]
+        if first and first[0] is points[-1]:
+            got = judge(points, series.metric)
+        elif first and first[0].remeasure:
+            got = judge_boundary(points, series.metric)  # the new host's re-measure came
+        else:
+            # a re-run (a confirmation's): not a new point of the history, and its runs
+            # never move the step its candidate was raised with
             return Seen(result.test_name, series.metric, ctx.platform, Judgement("none"))
-        got = judge(points, series.metric)
         if got.outcome == "candidate":
             step = SeriesStep(series.test_name, ctx.platform, ctx.build_variant, series.metric,
-                              got.change_pct, got.low_pct, got.high_pct, got.noise_pct)
+                              got.change_pct, got.low_pct, got.high_pct, got.noise_pct,
+                              newest_ms)
             _, created = watch_store.add_candidate(self.client, where, got.before_commit,
                                                    got.after_commit, step)
             log.info("watch: %s candidate %+.2f%% at %s (%s on %s)%s", series.metric,
                      got.change_pct, got.after_commit[:10], series.test_name, ctx.platform,
                      "" if created else " (joined)")
-        elif got.outcome == "host-changed" and \
-                watch_store.noted(self.client, where, f"host-changed@{ctx.platform}",
-                                  got.after_commit):
-            watch_store.add_log(self.client, where, "host-changed", got.after_commit,
-                                f"host changed on {ctx.platform} at {got.after_commit[:10]}: "
-                                f"points from here are judged apart from the history "
-                                f"before it (no alert across the boundary)")
+        elif got.outcome == "host-changed":
+            self._host_changed(where, result, series.test_name, (points[-2], points[-1]))
         return Seen(result.test_name, series.metric, ctx.platform, got)
+
+    def _host_changed(self, where: Branch, result: RunResult, test: str,
+                      boundary: tuple[ArrivalPoint, ArrivalPoint]) -> None:
+        """Ask for the last commit before the boundary to be measured again on the new host
+        (for this test), and note the change once per platform and new host."""
+        platform, (old, new) = result.context.platform, boundary
+        watch_store.add_remeasure(self.client, where, Remeasure(platform, old.commit,
+                                                                new.commit), test)
+        facts = [watch_store.host_facts(self.client, where, p.fingerprint) for p in boundary]
+        if not watch_store.noted(self.client, where, f"host-changed@{platform}",
+                                 change_key(facts[0], facts[1], new.fingerprint)):
+            return
+        what = host_difference(facts[0], facts[1])
+        watch_store.add_log(self.client, where, "host-changed", new.commit, (
+            f"host changed on {platform} from {new.commit[:10]}: {old.commit[:10]}, the last "
+            "commit before it, is measured again on the new host, and the new host's first "
+            f"points are judged against that re-measure, never against the old host's; "
+            f"what changed: {what}"))  # last: a long list is what the log's bound cuts
+
+
+def change_key(old: dict[str, str], new: dict[str, str], fingerprint: str) -> str:
+    """What one host change is noted under: the new host's recorded fields when the host
+    itself changed (every build variant, every test sees the same one), else the point
+    fingerprint (a variant's compiler changed on the same host)."""
+    host = {k: v for k, v in new.items() if k != "compiler"}
+    if host == {k: v for k, v in old.items() if k != "compiler"}:
+        return fingerprint
+    return hashlib.sha256(json.dumps(host, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def host_difference(old: dict[str, str], new: dict[str, str]) -> str:
+    """What changed between two recorded hosts: the fingerprint's fields
+    (``telemetry.fingerprint.changes``), then the compiler and anything else recorded."""
+    lines = changes(old, new)
+    lines += [f"{k}: {old.get(k, '') or '?'} -> {new.get(k, '') or '?'}"
+              for k in sorted(set(old) | set(new))
+              if k not in FINGERPRINT_FIELDS and old.get(k, "") != new.get(k, "")]
+    return "; ".join(lines) if lines else "no recorded field differs"
 
 
 def publish_lab_table(client: redis.Redis, where: tuple[str, str, str]) -> LabTable | None:

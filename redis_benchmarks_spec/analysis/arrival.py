@@ -15,8 +15,13 @@ here (DESIGN.md), so one threshold for both would either miss every instruction 
 raise a false one on every timed series.
 
 The host-fingerprint gate comes first: only the points taken under the newest point's
-fingerprint are history. A newest point whose fingerprint differs from the point before it
-is a ``host-changed`` boundary, never a candidate.
+fingerprint are history, so the old host's points are never compared with the new host's.
+A newest point whose fingerprint differs from the point before it is a ``host-changed``
+boundary, never a candidate. The watch then has the last commit before the boundary
+measured again on the new host (:func:`series_of` places that *re-measure* first among the
+new host's points), and the new host's first points are judged against it
+(:func:`judge_boundary`): a change at the boundary commit, or at one of the next few, is a
+candidate like any other, confirmed the usual way.
 
 A candidate is confirmed (:func:`confirm`) by the A/B engine itself, one call of
 ``analysis.engine.judge_pairs`` on fresh re-runs of the two commits paired by round, with
@@ -27,8 +32,10 @@ candidate never vote on it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from redis_benchmarks_spec.analysis import stats
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, steps
@@ -55,12 +62,20 @@ class KindOptions:
     tail: int  # a step whose first point after is among the last ``tail`` is new
     min_history: int  # points of history (same fingerprint) before anything is judged
     max_pvalue: float = 1e-4
+    #: a new host's point against the re-measure, one run against one: this many times the
+    #: series' spread on the old host (the new host has none of its own yet)
+    boundary_factor: float = 6.0
 
 
 #: instruction counts: a 1 % step on a 0.15 %-noise count is unmistakable on one point
 INSTRUCTION_OPTIONS = KindOptions(floor_pct=1.0, noise_factor=6.0, tail=1, min_history=4)
-#: timed metrics: a step is seen only with a few points after it (the t test of the split)
-TIMED_OPTIONS = KindOptions(floor_pct=5.0, noise_factor=2.0, tail=5, min_history=10)
+#: timed metrics: a step is seen only with a few points after it (the t test of the split);
+#: at a host boundary one run is weighed against one (the difference of two runs spreads
+#: sqrt(2) times one run's) up to ``min_history`` times: 5 spreads, 3.5 of the difference's
+#: (``benchmarks/null_year.py``, a host change every 10 commits, 480 boundaries of a
+#: series: 20 null candidates and one false alert at 4, 14 and none at 5)
+TIMED_OPTIONS = KindOptions(floor_pct=5.0, noise_factor=2.0, tail=5, min_history=10,
+                            boundary_factor=5.0)
 
 
 def kind_of(metric: str) -> str:
@@ -75,11 +90,45 @@ def options_for(metric: str) -> KindOptions:
 
 @dataclass(frozen=True)
 class ArrivalPoint:
-    """One point of a series: its commit, value and the host fingerprint id it ran under."""
+    """One point of a series: its commit, value and the host fingerprint id it ran under;
+    ``remeasure``: the last commit before a host boundary, measured again on the new host;
+    ``runs``: how many runs its value is the median of."""
 
     commit: str
     value: float
     fingerprint: str = ""
+    remeasure: bool = False
+    runs: int = 1
+
+
+def series_of(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
+    """The series arrival judges, from one point per (commit, fingerprint) in order of first
+    arrival: a point of the last commit before a host boundary under the new host's
+    fingerprint is that host's re-measure, placed first among the new host's points; any
+    other point of a commit already seen under another fingerprint (a re-run on a later
+    host) is left out, so no host's points are mixed with another's."""
+    out: list[ArrivalPoint] = []
+    seen: set[str] = set()
+    for p in points:
+        if p.commit not in seen:
+            seen.add(p.commit)
+            out.append(p)
+            continue
+        at = _boundary_after(out, p)
+        if at is not None:
+            out.insert(at, replace(p, remeasure=True))
+    return out
+
+
+def _boundary_after(points: Sequence[ArrivalPoint], p: ArrivalPoint) -> int | None:
+    """Where the re-measure ``p`` goes: the index of the first point of the boundary from
+    ``p.commit`` to ``p``'s fingerprint (None: no such boundary, or it has its re-measure)."""
+    for i in range(1, len(points)):
+        before, after = points[i - 1], points[i]
+        if before.commit == p.commit and after.fingerprint == p.fingerprint != \
+                before.fingerprint and not after.remeasure:
+            return i
+    return None
 
 
 @dataclass(frozen=True)
@@ -104,6 +153,14 @@ def noise_pct(values: Sequence[float]) -> float:
     return 100.0 * stats.robust_sd(logs)
 
 
+def spread_pct(values: Sequence[float]) -> float:
+    """A series' whole spread in percent, the plain SD of its log values: a host boundary
+    weighs one run against one, so every level a count sits on counts (the robust SD of a
+    count on two levels 2 % apart can be one level's: ``benchmarks/null_year.py``)."""
+    logs = [math.log(v) for v in values if v > 0]
+    return 100.0 * statistics.stdev(logs) if len(logs) >= 3 else 0.0
+
+
 def _same_host(points: Sequence[ArrivalPoint]) -> list[ArrivalPoint]:
     """The trailing points taken under the newest point's fingerprint."""
     newest = points[-1].fingerprint
@@ -122,7 +179,8 @@ def judge(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     options = options_for(metric)
     same = _same_host(points)
     if len(same) - 1 < options.min_history:
-        return Judgement("none")
+        young = _young(points, metric)
+        return young if young.after_commit == points[-1].commit else Judgement("none")
     values = [p.value for p in same]
     found = steps(values, ChangePointOptions(max_pvalue=options.max_pvalue,
                                              window=max(len(values), 8)))
@@ -135,6 +193,47 @@ def judge(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
         return Judgement("none", noise_pct=noise)
     return Judgement("candidate", same[step.index - 1].commit, same[step.index].commit,
                      step.change_pct, step.ci_low_pct, step.ci_high_pct, noise, step.p_value)
+
+
+def judge_boundary(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
+    """The new host's first points against its re-measure of the last commit before the
+    boundary (the series' ``remeasure`` point, :func:`series_of`), in order: the first that
+    differs from it by more than the kind's floor and ``boundary_factor`` times the series'
+    spread on the old host is a candidate between it and the point before it (``none``
+    when none does, or the new host already has its own history to be judged on)."""
+    if len(points) < 2 or len(_same_host(points)) - 1 >= options_for(metric).min_history:
+        return Judgement("none")
+    return _young(points, metric)
+
+
+def _young(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
+    """:func:`judge_boundary` of a series whose new host has fewer points than its history
+    needs: the first of them that differs from the re-measure."""
+    same = _same_host(points)
+    if not same[0].remeasure or len(same) < 2 or same[0].value <= 0:
+        return Judgement("none")
+    options = options_for(metric)
+    noise = _old_host_spread(points[:len(points) - len(same)], options)
+    if noise is None:
+        return Judgement("none")  # no spread to weigh a point with: its own history will
+    bar = max(options.floor_pct, options.boundary_factor * noise)
+    for previous, point in pairwise(same):
+        change = 100.0 * (point.value / same[0].value - 1)
+        if abs(change) >= bar:
+            return Judgement("candidate", previous.commit, point.commit, change, None, None,
+                             noise)
+    return Judgement("none", noise_pct=noise)
+
+
+def _old_host_spread(earlier: Sequence[ArrivalPoint], options: KindOptions) -> float | None:
+    """The old host's spread (:func:`spread_pct`) since its last step, or over all its points
+    when too few follow that step (None: fewer than 3 points)."""
+    old = [p.value for p in _same_host(earlier)] if earlier else []
+    found = steps(old, ChangePointOptions(max_pvalue=options.max_pvalue,
+                                          window=max(len(old), 8))) if len(old) > 2 else []
+    since = old[found[-1].index:] if found else old
+    window = since if len(since) >= options.min_history else old
+    return spread_pct(window) if len(window) >= 3 else None
 
 
 @dataclass(frozen=True)

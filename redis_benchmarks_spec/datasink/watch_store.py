@@ -12,6 +12,11 @@ family ``ci.benchmarks.redis/watch/{org}/{repo}/{branch}/...``).
 - ``.../lease/{id}``: string with a TTL, the confirmer working on a candidate now (two
   confirmers never re-run or bisect one candidate twice).
 - ``.../log``: list of JSON lines (alerts and host-changed notes) ``rbs history`` shows.
+- ``.../hosts``: hash, point fingerprint id -> JSON of the host's fingerprint fields (and the
+  compiler) behind it: what a host-changed note says changed.
+- ``.../remeasures``: hash, ``{platform}|{sha}`` -> JSON of a :class:`Remeasure` (the last
+  commit before a host boundary, to be measured again on the new host), and
+  ``.../remeasure-tests/{platform}|{sha}``: set of the tests that saw the boundary there.
 
 Everything read back is untrusted (anyone with datasink write access): bounded JSON, shas
 checked, unknown fields dropped.
@@ -65,6 +70,9 @@ class SeriesStep:
     low_pct: float | None = None
     high_pct: float | None = None
     noise_pct: float = 0.0
+    #: the newest run the series knew when it raised the step: no run up to it votes on the
+    #: confirmation (0: an older entry; its commits' first runs are left out instead)
+    raised_ms: int = 0
 
     @property
     def field(self) -> str:
@@ -254,3 +262,76 @@ def alert_summaries(client: redis.Redis, where: Branch) -> dict[str, dict[str, A
         if _SHA.match(_text(sha)) and isinstance(summary, dict):
             out[_text(sha)] = summary
     return out
+
+
+def record_host(client: redis.Redis, where: Branch, fingerprint: str,
+                facts: dict[str, str]) -> None:
+    """What the host behind a point fingerprint looked like (kept from its first point)."""
+    client.hsetnx(where.key("hosts"), fingerprint, json.dumps(facts))
+
+
+def host_facts(client: redis.Redis, where: Branch, fingerprint: str) -> dict[str, str]:
+    """The recorded fields of a point fingerprint's host (``{}`` when none was recorded)."""
+    raw = bounded_loads(client.hget(where.key("hosts"), fingerprint) or b"{}")
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k)[:40]: str(v)[:200] for k, v in list(raw.items())[:40]}
+
+
+@dataclass
+class Remeasure:
+    """The last commit before a host boundary on a platform, to be measured again on the
+    new host (``sha``), the boundary's first commit (``first``), and the tests already asked."""
+
+    platform: str
+    sha: str
+    first: str
+    asked: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)  # read back: every test that saw it
+
+    @property
+    def id(self) -> str:
+        return f"{self.platform}|{self.sha}"
+
+
+def add_remeasure(client: redis.Redis, where: Branch, entry: Remeasure, test: str) -> bool:
+    """Ask for ``entry``'s commit to be measured again for ``test`` (True: a new entry)."""
+    for sha in (entry.sha, entry.first):
+        if not _SHA.match(sha):
+            raise ValueError(f"watch: {sha!r} is not a 40-hex commit")
+    if not (_NAME.match(entry.platform) and _NAME.match(test)):
+        raise ValueError(f"watch: invalid platform or test {entry.platform!r} {test!r}")
+    stored = json.dumps({"platform": entry.platform, "sha": entry.sha, "first": entry.first,
+                         "asked": []})
+    created = bool(client.hsetnx(where.key("remeasures"), entry.id, stored))
+    client.sadd(where.key("remeasure-tests", entry.id), test)
+    return created
+
+
+def remeasures(client: redis.Redis, where: Branch) -> list[Remeasure]:
+    """Every re-measure entry with the tests that saw its boundary (unreadable ones are
+    skipped: a re-measure is a help to judging, never a reason to stop)."""
+    out = []
+    raw: Any = client.hgetall(where.key("remeasures"))
+    for rid, value in raw.items():
+        try:
+            entry = _from(Remeasure, bounded_loads(value))
+            if entry.id != _text(rid) or not (_SHA.match(entry.sha) and
+                                              _SHA.match(entry.first)):
+                continue
+        except (ValueError, TypeError):
+            continue
+        tests: Any = client.smembers(where.key("remeasure-tests", entry.id))
+        entry.tests = sorted(t for t in (_text(x) for x in tests) if _NAME.match(t))
+        asked: Any = entry.asked
+        entry.asked = [t for t in asked if isinstance(t, str)] \
+            if isinstance(asked, list) else []
+        out.append(entry)
+    return sorted(out, key=lambda e: e.id)
+
+
+def save_remeasure(client: redis.Redis, where: Branch, entry: Remeasure) -> None:
+    """Store which tests of ``entry`` were asked."""
+    client.hset(where.key("remeasures"), entry.id, json.dumps(
+        {"platform": entry.platform, "sha": entry.sha, "first": entry.first,
+         "asked": entry.asked}))

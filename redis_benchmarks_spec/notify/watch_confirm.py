@@ -46,6 +46,7 @@ from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, ne
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
+from redis_benchmarks_spec.notify import watch_remeasure
 from redis_benchmarks_spec.notify.watch_alert import Alert, AlertTargets, TestChange, pr_of, send
 
 log = logging.getLogger(__name__)
@@ -172,12 +173,15 @@ QUICK_STATES = STATES[:2]
 
 
 def step(ctx: ConfirmContext, states: tuple[str, ...] = STATES) -> list[Decided]:
-    """Ask for the re-runs of new candidates; decide those whose re-runs ended; bisect
-    confirmed ones whose commits are not parent and child (of ``states``, those named:
-    the service bisects apart, :func:`bisect_one`)."""
+    """Ask for the re-runs of new candidates (and of the last commit before a host
+    boundary: ``watch_remeasure``); decide those whose re-runs ended; bisect confirmed ones
+    whose commits are not parent and child (of ``states``, those named: the service bisects
+    apart, :func:`bisect_one`)."""
     work_of: dict[str, Work] = {"candidate": _ask, "confirming": _decide_ended,
                                 "bisecting": bisect}
     out: list[Decided] = []
+    if "candidate" in states:
+        watch_remeasure.ask(ctx.datasink, ctx.where, ctx.reruns)
     for state in states:
         for c in pending(ctx, state):
             done = _guarded(ctx, c, work_of[state])
@@ -313,15 +317,19 @@ def judge_series(ctx: ConfirmContext, c: Candidate, s: SeriesStep) -> SeriesConf
     except HistoryError as exc:
         log.warning("watch: %s on %s not confirmed: %s", s.test, s.platform, exc)
         return None
-    before, after = (reruns_of(points, sha) for sha in (c.before, c.after))
+    before, after = (reruns_of(points, sha, s.raised_ms) for sha in (c.before, c.after))
     judged = confirm(before, after, s.metric, s.change_pct, s.test)
     return SeriesConfirmation(s, judged, points, judged.row.baseline_median or 0.0)
 
 
-def reruns_of(points: list[HistoryPoint], sha: str) -> list[float]:
-    """The values of ``sha``'s re-runs in time order: its runs but the first, the one that
-    made the point which raised the candidate (it never votes on its own confirmation)."""
+def reruns_of(points: list[HistoryPoint], sha: str, raised_ms: int = 0) -> list[float]:
+    """The values of ``sha``'s re-runs in time order: its runs after ``raised_ms`` (the
+    newest run the series knew when it raised the candidate: none of the runs that raised
+    it, a re-measure on a new host or the old host's run among them, votes on its own
+    confirmation); without it, its runs but the first."""
     runs = sorted((p for p in points if p.commit == sha), key=lambda p: p.ts_ms)
+    if raised_ms:
+        return [p.value for p in runs if p.ts_ms > raised_ms]
     return [p.value for p in runs[1:]]
 
 
