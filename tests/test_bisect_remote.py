@@ -132,12 +132,13 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
         assert spent.returncode == 1, (spent.stdout[-2000:], spent.stderr[-2000:])
         assert "budget spent" in json.loads(spent.stdout)["reason"]
 
-        # the watch's bisection of a skipped range (docs/watch.md) is this prober too
+        # the watch's bisection of a skipped range (docs/watch.md) is this prober too; over
+        # the two commits after the comment-only one (the same search, one midpoint fewer)
         found = RangeBisector(RangeSetup(
             redis.Redis.from_url(redis_server.url), StreamNames.with_prefix(prefix), repo,
             RequestOptions(org="redis", repo_name="redis", triggering_env="bisect"),
             Budget(pairs=3), probe_timeout_s=1200)).place(
-                shas[0], shas[-1], SeriesStep("bisect-get", "p1", VARIANT,
+                shas[1], shas[-1], SeriesStep("bisect-get", "p1", VARIANT,
                                               "instructions_per_op", 47.0))
         assert found.first_bad == shas[2], (found.reason, found.probes)
     finally:
@@ -146,9 +147,9 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
     broker = redis.Redis.from_url(redis_server.url)
     names = StreamNames.with_prefix(prefix)
     assert broker.xlen(names.build_failures) == 0
-    # 12 requests for the bad end, 6 per midpoint, 12 cancelled by the budget; the same
-    # again for the range bisection (without the cancelled ones)
-    assert broker.xlen(names.build_requests) == 12 + 2 * 6 + 12 + 12 + 2 * 6
+    # 12 requests for the bad end, 6 per midpoint, 12 cancelled by the budget; then the
+    # range bisection's bad end and its one midpoint
+    assert broker.xlen(names.build_requests) == 12 + 2 * 6 + 12 + 12 + 6
     assert broker.scard(names.cancelled) == 12
     # every probe is detached: nothing landed in the history of the checked-out branch
     requests = broker.xrange(names.build_requests)
