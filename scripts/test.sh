@@ -20,6 +20,7 @@ export RBS_COMPONENT_AUDIT="$REPORTS"  # tests/component_audit.py: what each tes
 WORKERS="${RBS_TEST_WORKERS:-$(( $(nproc) * 2 ))}"
 if [ "$WORKERS" -lt 2 ]; then WORKERS=2; fi
 PYTEST=(.venv/bin/pytest -q -ra --timeout=900 -p no:cacheprovider)
+unset PYTHONDONTWRITEBYTECODE  # pytest keeps its rewritten test modules, every process its bytecode
 # the tests start `rbs` as a process hundreds of times: each compiled the whole package again
 # (~0.4 s of CPU) when the environment says PYTHONDONTWRITEBYTECODE; compiled once here
 # (Python reads the cached bytecode whatever that variable says)
