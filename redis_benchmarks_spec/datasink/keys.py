@@ -497,6 +497,12 @@ def commit_run_keys(scope: Scope, sha: str, platform: str) -> CommitRunKeys:
     return CommitRunKeys(f"{base}:runs", f"{base}:tests")
 
 
+def suspect_key(scope: Scope, sha: str) -> str:
+    """Hash, build variant -> the mark of the commit's artifact found bad by the builder's
+    check (:mod:`.suspect_marks`): ``.../commits/<sha>:suspect``."""
+    return f"{PREFIX}/{scope.path}/commits/{sha}:suspect"
+
+
 def test_runs_key(scope: Scope, test_name: str) -> str:
     """Sorted set of a test's run ids, scored by run start (ms), to reach raw documents."""
     return f"{PREFIX}/{scope.path}/{test_name}:runs"

@@ -163,7 +163,7 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
                      "--cache-dir", str(cache / "cache" / "builds"),
                      "--keep-trees", str(cache / "trees"), "--check-incremental-every",
-                     str(CHECK_INCREMENTAL_EVERY),
+                     str(CHECK_INCREMENTAL_EVERY), "--datasink", state.datasink_url,
                      "--build-timeout", "1800", "--idle-claim-ms", "300000",
                      "--build-variants", options.variant])]
     for platform, cpus in state.platforms.items():

@@ -36,7 +36,12 @@ import redis
 
 from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, Confirmation, confirm, kind_of
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
-from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
+from redis_benchmarks_spec.analysis.history import (
+    HistoryError,
+    HistoryPoint,
+    HistoryQuery,
+    judged,
+)
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.datasink import run_reader, watch_store
 from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
@@ -277,9 +282,10 @@ def _more_reruns(ctx: ConfirmContext, c: Candidate, steps: list[SeriesStep],
 
 
 def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
-    return read_history(ctx.datasink, HistoryQuery(
+    """The series' points, the suspect ones left out (they never vote)."""
+    return judged(read_history(ctx.datasink, HistoryQuery(
         test=s.test, metric=s.metric, branch=ctx.where.branch, platform=s.platform,
-        build_variant=s.build_variant, last_n=500)).points
+        build_variant=s.build_variant, last_n=500)).points)
 
 
 def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
