@@ -13,7 +13,9 @@ The comparison side is the head commit's series (``by.hash/<head sha>``). Both s
 narrowed to the event's platform, build variant, triggering env and repository, one
 topology at a time (a test with two topologies gives two rows). When the platform's host
 noise changed between the baseline's newest run and the head's (the rule of
-``analysis.host_noise``), the comment says so above the verdicts.
+``analysis.host_noise``), or the two sides' binaries were built with different dependency
+versions (``inputs.side_binaries``: "jemalloc 5.2.1 → 5.3.0"), the comment says so above
+the verdicts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import read_side
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.pullrequest.state import PrInfo
@@ -120,17 +123,23 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
+    heads = head_runs(client, event, platform, list(comp))
+    base_deps = side_binaries.of_points(client, scope, base_points,
+                                        (platform, event.build_variant))
+    head_deps = side_binaries.agreed(r for runs in heads.values() for r in runs)
     report = replace(report, context=CompareContext(
         baseline=SideInfo(label=base_label, commits=commits,
-                          runs=sum(len(b) for b, _ in samples.values())),
+                          runs=sum(len(b) for b, _ in samples.values()),
+                          dependencies=base_deps),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
-                            runs=sum(len(c) for _, c in samples.values())),
+                            runs=sum(len(c) for _, c in samples.values()),
+                            dependencies=head_deps),
         platforms=[platform], build_variants=[event.build_variant],
         noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
-                                 _newest_ms(comp_points))))
-    return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
-                              base_label)
+                                 _newest_ms(comp_points)),
+        dependency_changes=side_binaries.changes(base_deps, head_deps)))
+    return PlatformComparison(report, samples, heads, base_label)
 
 
 Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per row, label, commits

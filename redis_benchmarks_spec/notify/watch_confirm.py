@@ -49,6 +49,7 @@ from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.notify import watch_remeasure
@@ -288,6 +289,15 @@ def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
         build_variant=s.build_variant, last_n=500)).points)
 
 
+def _dependency_changes(ctx: ConfirmContext, chosen: list[SeriesConfirmation],
+                        c: Candidate) -> list[str]:
+    """The dependencies the candidate's two commits ran at different versions, from the
+    stored runs of the chosen series (inputs/side_binaries.py)."""
+    points = [p for x in chosen for p in x.points]
+    return side_binaries.changes(side_binaries.of_commit(ctx.datasink, points, c.before),
+                                 side_binaries.of_commit(ctx.datasink, points, c.after))
+
+
 def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
             base: float) -> list[dict[str, Any]]:
     """The functions whose self instructions per op moved most, from the runs' profiles."""
@@ -450,6 +460,6 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[SeriesConfirmation]
                   sorted({x.series.platform for x in chosen}), top.metric, top.change_pct,
                   top.low_pct, top.high_pct,
                   _movers(ctx, points, c, base) if kind_of(s.metric) == INSTRUCTIONS else [],
-                  c.before, placed, changes)
+                  c.before, placed, changes, _dependency_changes(ctx, chosen, c))
     problems = send(ctx.datasink, ctx.where, alert, ctx.targets)
     return Decided(c, alert, tuple(problems))
