@@ -72,7 +72,18 @@ def mark(client: redis.Redis, scope: keys.Scope, marks: Iterable[SuspectMark],
         where = watch_store.Branch(scope.github_org, scope.github_repo, branch)
         for m in good:
             watch_store.add_log(client, where, NOTE_KIND, m.sha, m.text())
+        _reject_candidates(client, where, {m.sha for m in good})
     return len(good)
+
+
+def _reject_candidates(client: redis.Redis, where: watch_store.Branch, shas: set[str]) -> None:
+    """A candidate the watch raised on a suspect point, not yet being confirmed, is
+    rejected: it was a step of the bad artifact (one being confirmed is judged on the good
+    points only: notify/watch_confirm.py)."""
+    for c in watch_store.candidates(client, where, "candidate"):
+        if c.before in shas or c.after in shas:
+            c.state, c.reason = "rejected", "measured on an artifact found bad (suspect)"
+            watch_store.save_candidate(client, where, c)
 
 
 def read(client: redis.Redis, scope: keys.Scope,
