@@ -27,6 +27,7 @@ from redis_benchmarks_spec.notify.watch_confirm import step
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results import binary
 from redis_benchmarks_spec.results.document import RunResult
+from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
     METRICS,
@@ -140,3 +141,14 @@ def test_the_alert_names_the_dependency_change(client: redis.Redis, tmp_path: Pa
     assert f"- {NOTE}" in (issues / "1.md").read_text()
     assert NOTE in receiver.posts[0]["text"]
     assert receiver.posts[0]["rbs"]["dependency_changes"] == ["jemalloc 5.2.1 → 5.3.0"]
+
+
+def test_rbs_compare_from_the_datasink_names_the_dependency_change(
+        client: redis.Redis, served: binary.ServerBinary, datasink: Any,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _pr(client, "5.3.0", served)  # the base's and the head's runs, pushed
+    for fmt in ("table", "markdown"):
+        assert rbs_in_process(["compare", "--baseline-hash", "b" * 40, "--comparison-hash",
+                               "f" * 40, "--datasink", datasink.url, "--metric", METRICS[0],
+                               "--format", fmt]) == 0
+        assert NOTE in capsys.readouterr().out

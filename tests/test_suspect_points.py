@@ -12,6 +12,7 @@ real redis-stack datasink, the real watch; result documents built directly."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
 from pathlib import Path
@@ -29,12 +30,23 @@ from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.datasink import keys, suspect_marks, watch_store
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.consumer import publish
-from redis_benchmarks_spec.events.messages import SOURCE_GIT, BuildRequest, SourceLocation
+from redis_benchmarks_spec.events.messages import (
+    SOURCE_GIT,
+    ArtifactRef,
+    BuildEvent,
+    BuildRequest,
+    SourceLocation,
+)
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.notify import pr_compare
+from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
 from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
+    BUILD_VARIANT,
+    METRICS,
+    TEST_NAME,
     client_fixture,
     datasink_fixture,
     make_result,
@@ -185,3 +197,42 @@ def test_points_marked_before_they_arrive_never_raise_a_candidate(client: redis.
     marks = suspect_marks.read(client, SCOPE, [sha(13)])
     assert suspect_marks.suspect_of(clean, marks) is None
     assert suspect_marks.suspect_of(_point(12, 1e6, INCREMENTAL), marks) is not None
+
+
+def test_compare_and_the_pr_comment_leave_the_suspect_points_out(
+        client: redis.Redis, datasink: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A head commit measured 3 times on a bad artifact (twice the base's ops/sec) and 3
+    times after the mark on its clean rebuild: both judge the 3 good points only."""
+    base, head = "b" * 40, "f" * 40
+    good = [dataclasses.replace(make_result(n, hash=base), start_ms=1_700_000_000_000 + n)
+            for n in range(3)]
+    bad = [make_result(10 + n, branch="feature", hash=head, version=None) for n in range(3)]
+    bad = [dataclasses.replace(r, context=dataclasses.replace(r.context, build=INCREMENTAL),
+                               metrics={METRICS[0]: 200_000.0}) for r in bad]
+    assert push_results(client, good + bad).pushed
+    assert suspect_marks.mark(client, SCOPE, [suspect_marks.SuspectMark(
+        head, BUILD_VARIANT, "2 function(s) differ from a clean build", "c" * 40)]) == 1
+    later = int(time.time() * 1000) + 1_000
+    again = [dataclasses.replace(r, run_id=f"{r.run_id}:again", start_ms=later + i,
+                                 end_ms=later + i + 5, metrics={METRICS[0]: 100_001.0},
+                                 context=dataclasses.replace(r.context,
+                                                             build={"build_kind": "clean"}))
+             for i, r in enumerate(bad)]
+    assert push_results(client, again).pushed
+    note = f"suspect: 3 point(s) of commit {head[:12]} left out"
+    assert rbs_in_process(["compare", "--baseline-hash", base, "--comparison-hash", head,
+                           "--datasink", datasink.url, "--metric", METRICS[0],
+                           "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["n_baseline"], r["n_comparison"]) for r in report["rows"]] == [(3, 3)]
+    assert any(p.startswith(note) for p in report["problems"]), report["problems"]
+    event = BuildEvent(id="ev-1", request_id="rq-1", org="redis", repo="redis",
+                       branch="feature", sha=head, commit_time_ms=0,
+                       build_variant=BUILD_VARIANT, built_at_ms=0,
+                       artifact=ArtifactRef("redis", "rbs:artifact:x", "0" * 64, 1),
+                       redis_version="7.0.15")
+    info = PrInfo("redis", "redis", 1, head, "feature", "unstable", base)
+    found = pr_compare.compare_platform(client, event, "icelake-2s", info,
+                                        pr_compare.PrCompareOptions(metric=METRICS[0]))
+    assert found.samples[TEST_NAME][1] == [100_001.0] * 3
+    assert any(p.startswith(note) for p in found.report.problems)

@@ -503,6 +503,12 @@ def suspect_key(scope: Scope, sha: str) -> str:
     return f"{PREFIX}/{scope.path}/commits/{sha}:suspect"
 
 
+def suspect_commits_key(scope: Scope) -> str:
+    """Set of the scope's commits with a :func:`suspect_key` mark: whether a reader need
+    look for suspect points at all (one SCARD)."""
+    return f"{PREFIX}/{scope.path}:suspect_commits"
+
+
 def test_runs_key(scope: Scope, test_name: str) -> str:
     """Sorted set of a test's run ids, scored by run start (ms), to reach raw documents."""
     return f"{PREFIX}/{scope.path}/{test_name}:runs"

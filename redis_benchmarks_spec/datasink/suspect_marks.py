@@ -5,7 +5,8 @@ tree already wrong. Their runs are *suspect*: shown as such, never judged.
 
 This module owns the key family ``ci.benchmarks.redis/{env}/{org}/{repo}/commits/<sha>:suspect``
 (:func:`keys.suspect_key`): a hash, build variant -> JSON of a :class:`SuspectMark` (when the
-mismatch was found, which check found it, why). A run is suspect when a mark names its
+mismatch was found, which check found it, why); and the scope's set of marked commits
+(:func:`keys.suspect_commits_key`), so a reader of a scope without marks pays one SCARD. A run is suspect when a mark names its
 commit and build variant, it started before the mark was made, and its artifact was not a
 clean build (the builder publishes the clean build of the commit it checked, and drops the
 suspects' cached artifacts so that a re-run builds them afresh). So a re-measure after the
@@ -67,6 +68,7 @@ def mark(client: redis.Redis, scope: keys.Scope, marks: Iterable[SuspectMark],
     pipe = client.pipeline(transaction=False)
     for m in good:
         pipe.hset(keys.suspect_key(scope, m.sha), m.build_variant, json.dumps(asdict(m)))
+        pipe.sadd(keys.suspect_commits_key(scope), m.sha)
     pipe.execute()
     if branch:
         where = watch_store.Branch(scope.github_org, scope.github_repo, branch)
@@ -115,6 +117,14 @@ def _decode(sha: str, variant: str, raw: Any) -> SuspectMark | None:
         return None
 
 
+def any_marked(client: redis.Redis, scopes: Iterable[keys.Scope]) -> bool:
+    """Whether any commit of ``scopes`` has a mark (one round trip)."""
+    pipe = client.pipeline(transaction=False)
+    for scope in scopes:
+        pipe.scard(keys.suspect_commits_key(scope))
+    return any(int(n) for n in pipe.execute())
+
+
 def commit_of(doc: RunResult) -> str:
     """The commit a run measured (its git context, else what the server said)."""
     return doc.context.git.hash or doc.redis_git_sha or ""
@@ -123,10 +133,18 @@ def commit_of(doc: RunResult) -> str:
 def suspect_of(doc: RunResult, marks: dict[tuple[str, str], SuspectMark]) -> SuspectMark | None:
     """The mark that makes ``doc`` suspect, or None: its commit and variant are marked, it
     started before the mark and its artifact was not a clean build."""
-    found = marks.get((commit_of(doc), doc.context.build_variant))
-    if found is None or doc.context.build.get("build_kind") == CLEAN:
+    return mark_of(marks, (commit_of(doc), doc.context.build_variant),
+                   str(doc.context.build.get("build_kind", "")), doc.start_ms)
+
+
+def mark_of(marks: dict[tuple[str, str], SuspectMark], where: tuple[str, str],
+            build_kind: str, start_ms: int) -> SuspectMark | None:
+    """:func:`suspect_of` from a run's (commit, build variant), its artifact's build kind
+    and its start time (a point's timestamp), as a stored context says them."""
+    found = marks.get(where)
+    if found is None or build_kind == CLEAN:
         return None
-    return found if doc.start_ms < found.at_ms else None
+    return found if start_ms < found.at_ms else None
 
 
 def _text(value: Any) -> str:

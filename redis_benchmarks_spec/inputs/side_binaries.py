@@ -51,6 +51,22 @@ def of_points(client: redis.Redis, scope: keys.Scope,
                   if (d.context.platform, d.context.build_variant) == where)
 
 
+def of_series(client: redis.Redis, rows: dict[str, reader.Series], metric: str) -> dict[str, str]:
+    """:func:`agreed` over the runs that wrote the points of a side's first :data:`ROWS`
+    series (``rbs compare``'s rows), each on its own series' platform and build variant."""
+    ids: list[str] = []
+    wanted: set[tuple[str, str]] = set()
+    for row in sorted(r for r in rows if rows[r].points)[:ROWS]:
+        sid = keys.parse_key(rows[row].key, metric)
+        wanted.add((sid.platform, sid.build_variant))
+        found = run_reader.run_ids_at(client, sid.scope, sid.test_name,
+                                      [ts for ts, _ in rows[row].points])
+        ids += [r for at in found for r in at]
+    docs = run_reader.result_documents(client, list(dict.fromkeys(ids))[:RUNS])
+    return agreed(d for d in docs.values()
+                  if (d.context.platform, d.context.build_variant) in wanted)
+
+
 def of_commit(client: redis.Redis, points: Iterable[HistoryPoint], sha: str) -> dict[str, str]:
     """:func:`of_runs` of the runs of ``sha`` among a history's annotated ``points``."""
     return of_runs(client, (p.run_id for p in points if p.commit == sha))
