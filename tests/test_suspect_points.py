@@ -39,6 +39,8 @@ from redis_benchmarks_spec.events.messages import (
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.lab import services
+from redis_benchmarks_spec.lab.state import LabState, Service
 from redis_benchmarks_spec.notify import pr_compare
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
@@ -87,7 +89,7 @@ def _artifact_key(names: StreamNames, commit: str, tmp_path: Path) -> str:
 
 
 def test_a_mismatch_marks_the_commits_built_on_the_bad_tree(  # type: ignore[no-untyped-def]
-        redis_server, names, client: redis.Redis, tmp_path: Path) -> None:
+        redis_server, names, client: redis.Redis, datasink: Any, tmp_path: Path) -> None:
     broker = redis_server.client()
     repo = repo_with_deps(tmp_path / "origin")
     tree = tmp_path / "trees" / VARIANT.replace(":", "_")
@@ -117,6 +119,13 @@ def test_a_mismatch_marks_the_commits_built_on_the_bad_tree(  # type: ignore[no-
     # the suspect artifact is gone from the broker and the cache: a re-run rebuilds it
     assert not broker.exists(_artifact_key(names, shas[0], tmp_path))
     assert not list((tmp_path / "cache").glob(f"{shas[0]}-*"))
+    lab = LabState(root=str(tmp_path), broker_url="", datasink_url=datasink.url,
+                   api_url="", github_url="", source="", prefix="", platforms={},
+                   suites_dir="", services=[Service("builder", 1, [
+                       "rbs", "builder", "--keep-trees", str(tmp_path / "trees")], "")])
+    [status] = services.kept_tree_checks(lab)
+    assert status.startswith(f"kept tree {tree.name}: last check MISMATCH {shas[1][:12]}")
+    assert status.endswith("; points of 1 of those 1 commit(s) marked suspect in the datasink")
     _build(broker, names, repo, shas[0], tmp_path, client)
     assert kt.load_state(tree).sha == shas[0]  # type: ignore[union-attr]  # built, not reused
 

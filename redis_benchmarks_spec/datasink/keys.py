@@ -79,6 +79,8 @@ _UNSTABLE_VERSION = "255.255.255"
 LAST_PUSH_KEY = f"{PREFIX}:last_push_ms"
 SCOPES_KEY = f"{PREFIX}:scopes"
 DATASINK_ID_KEY = f"{PREFIX}:datasink_id"
+#: set of the scope paths with a suspect mark (datasink/suspect_marks.py)
+SUSPECT_SCOPES_KEY = f"{PREFIX}:suspect_scopes"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ tree already wrong. Their runs are *suspect*: shown as such, never judged.
 
 This module owns the key family ``ci.benchmarks.redis/{env}/{org}/{repo}/commits/<sha>:suspect``
 (:func:`keys.suspect_key`): a hash, build variant -> JSON of a :class:`SuspectMark` (when the
-mismatch was found, which check found it, why); and the scope's set of marked commits
-(:func:`keys.suspect_commits_key`), so a reader of a scope without marks pays one SCARD. A run is suspect when a mark names its
+mismatch was found, which check found it, why); the scope's set of marked commits
+(:func:`keys.suspect_commits_key`), so a reader of a scope without marks pays one SCARD;
+and the set of scopes with marks (:data:`keys.SUSPECT_SCOPES_KEY`). A run is suspect when a mark names its
 commit and build variant, it started before the mark was made, and its artifact was not a
 clean build (the builder publishes the clean build of the commit it checked, and drops the
 suspects' cached artifacts so that a re-run builds them afresh). So a re-measure after the
@@ -69,6 +70,7 @@ def mark(client: redis.Redis, scope: keys.Scope, marks: Iterable[SuspectMark],
     for m in good:
         pipe.hset(keys.suspect_key(scope, m.sha), m.build_variant, json.dumps(asdict(m)))
         pipe.sadd(keys.suspect_commits_key(scope), m.sha)
+    pipe.sadd(keys.SUSPECT_SCOPES_KEY, scope.path)
     pipe.execute()
     if branch:
         where = watch_store.Branch(scope.github_org, scope.github_repo, branch)
@@ -123,6 +125,17 @@ def any_marked(client: redis.Redis, scopes: Iterable[keys.Scope]) -> bool:
     for scope in scopes:
         pipe.scard(keys.suspect_commits_key(scope))
     return any(int(n) for n in pipe.execute())
+
+
+def marked_commits(client: redis.Redis) -> set[str]:
+    """Every commit marked, over the datasink's scopes (``rbs lab status``)."""
+    pipe = client.pipeline(transaction=False)
+    for path in sorted(_text(p) for p in client.smembers(keys.SUSPECT_SCOPES_KEY)):
+        try:
+            pipe.smembers(keys.suspect_commits_key(keys.Scope.from_path(path)))
+        except ValueError:  # not a scope path: nothing of ours
+            continue
+    return {_text(m) for found in pipe.execute() for m in found}
 
 
 def commit_of(doc: RunResult) -> str:
