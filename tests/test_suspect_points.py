@@ -44,6 +44,8 @@ from redis_benchmarks_spec.lab.state import LabState, Service
 from redis_benchmarks_spec.notify import pr_compare
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.web.branch_page import branch_view
+from redis_benchmarks_spec.web.history_page import history_views
 from tests.cli import rbs_in_process
 from tests.datasink_fixtures import (  # noqa: F401  (fixtures register by import)
     BUILD_VARIANT,
@@ -176,6 +178,14 @@ def test_suspect_points_raise_nothing_and_a_re_measure_supersedes_them(
     points = read_history(client, query).points
     assert [p.commit for p in points if p.suspect] == bad
     assert all("found bad" in p.suspect for p in points if p.suspect)
+    # the site's branch page: the commits' notes, and the note's words in the branch's log
+    view = branch_view(client, SCOPE, "unstable", "lab-a")
+    assert sorted(r.sha for r in view.commits if suspect_marks.NOTE_KIND in r.marks) == bad
+    assert sum(x["kind"] == suspect_marks.NOTE_KIND for x in view.log) == 3
+    # the site's history page: the point's hover text and the commit's notes
+    [chart] = history_views(client, SCOPE, query)
+    assert chart.svg.count("SUSPECT (measured on a bad artifact)") == 3
+    assert all(any("suspect-artifact" in m for m in chart.marks[c]) for c in bad)
     # the good build re-measured after the mark: its points are not suspect, and the
     # suspect ones never vote, so returning to the old level is no change either
     later = int(time.time() * 1000) + 1_000
