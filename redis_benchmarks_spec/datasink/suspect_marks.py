@@ -167,8 +167,11 @@ def _text(value: Any) -> str:
 class Check(Protocol):
     """What the builder's check of a kept tree says (builder/verify.py CheckRecord)."""
 
-    sha: str
-    suspect: list[str]
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def suspect(self) -> list[str]: ...
 
     def describe(self) -> str: ...
 
