@@ -20,6 +20,7 @@ import redis
 
 from redis_benchmarks_spec.agent.watch import BranchWatch, WatchConfig
 from redis_benchmarks_spec.analysis.report import markdown_header
+from redis_benchmarks_spec.datasink import keys, suspect_marks
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.notify import pr_compare
@@ -112,8 +113,9 @@ class BinaryReruns(LabReruns):
             for test in tests:
                 r = result(100 + 1000 * again + 10 * n + k, self.levels[commit], platform,
                            test, self.profiles, commit)
+                clean = dataclasses.replace(r.context, build={"build_kind": "clean"})
                 push_results(self.client, [dataclasses.replace(
-                    r, binary=self.binaries[commit])])
+                    r, binary=self.binaries[commit], context=clean)])
         return f"{commit}@0-1"
 
 
@@ -152,3 +154,28 @@ def test_rbs_compare_from_the_datasink_names_the_dependency_change(
                                "f" * 40, "--datasink", datasink.url, "--metric", METRICS[0],
                                "--format", fmt]) == 0
         assert NOTE in capsys.readouterr().out
+
+
+def test_the_alert_reads_the_good_build_not_the_suspect_one(client: redis.Redis,
+                                                          tmp_path: Path, targets: Any,
+                                                          served: binary.ServerBinary) -> None:
+    """The jemalloc upgrade first built over the previous tree linked the old jemalloc
+    (what issue 44 found): its runs say 5.2.1 and are marked suspect when the check finds
+    the tree bad; the re-runs on the clean build say 5.3.0. The alert reads the good runs."""
+    where_to, _receiver, issues = targets
+    watch = BranchWatch(client, WatchConfig(host_id="h", change_at=""))
+    for n in range(12):
+        r = result(n, 10_400.0 if n >= 10 else 10_000.0, "lab-a", "t-get", tmp_path / "p")
+        r = dataclasses.replace(r, binary=_built_with(served, "5.2.1"), context=dataclasses.replace(
+            r.context, build={"build_kind": "incremental"}))
+        push_results(client, [r])
+        watch.arrived([r])
+    marks = [suspect_marks.SuspectMark(sha(n + 1), r.context.build_variant, "hiredis differs",
+                                       "c" * 40) for n in (10, 11)]
+    assert suspect_marks.mark(client, keys.Scope("ci", "redis", "redis"), marks) == 2
+    reruns = BinaryReruns(client, {sha(10): 10_000.0, sha(11): 10_400.0}, tmp_path / "p",
+                          {sha(10): _built_with(served, "5.2.1"),
+                           sha(11): _built_with(served, "5.3.0")})
+    [alert] = [d.alert for d in step(context(client, reruns, where_to)) if d.alert]
+    assert alert.dependency_changes == ["jemalloc 5.2.1 → 5.3.0"]
+    assert f"- {NOTE}" in (issues / "1.md").read_text()

@@ -66,7 +66,7 @@ class HistoryPoint:
     suspect: str = ""
 
 
-def judged(points: list[HistoryPoint]) -> list[HistoryPoint]:
+def unsuspected(points: list[HistoryPoint]) -> list[HistoryPoint]:
     """The points a judgement may use: every one but the suspect ones."""
     return [p for p in points if not p.suspect]
 
