@@ -45,7 +45,7 @@ from redis_benchmarks_spec.analysis.arrival import (
     series_of,
 )
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY
-from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery
+from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, unsuspected
 from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, THROUGHPUT_METRIC
 from redis_benchmarks_spec.datasink import keys, lab_profile, watch_store
@@ -180,7 +180,7 @@ class BranchWatch:
             last_n=HISTORY_POINTS))
         fps = watch_store.fingerprints(self.client, where, history.series_key)
         values: dict[tuple[str, str], list[float]] = {}
-        for p in history.points:
+        for p in unsuspected(history.points):  # a suspect point never raises a candidate
             if p.commit:
                 values.setdefault((p.commit, fps.get(p.ts_ms, "")), []).append(p.value)
         newest = max((p.ts_ms for p in history.points), default=0)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, Step, steps
-from redis_benchmarks_spec.analysis.history import History, HistoryPoint
+from redis_benchmarks_spec.analysis.history import History, HistoryPoint, unsuspected
 from redis_benchmarks_spec.analysis.verdict import metric_direction
 
 
@@ -53,13 +53,13 @@ class SeriesChanges:
 
 def changes_of(history: History, options: ChangePointOptions) -> SeriesChanges:
     """The change points of one test's series (its history on the branch), each placed
-    between the points on either side of it."""
-    values = [p.value for p in history.points]
+    between the points on either side of it (the suspect points left out)."""
+    points = unsuspected(history.points)
+    values = [p.value for p in points]
     out = SeriesChanges(history.query.test, history.series_key, len(values))
     direction = metric_direction(history.query.metric)
     for step in steps(values, options):
-        out.steps.append(PlacedStep(step, history.points[step.index - 1],
-                                    history.points[step.index],
+        out.steps.append(PlacedStep(step, points[step.index - 1], points[step.index],
                                     step.change_pct * direction < 0))
     return out
 

@@ -60,6 +60,15 @@ class HistoryPoint:
     commit: str = ""
     version: str = ""
     run_id: str = ""
+    # why the point is suspect (measured on an artifact the builder's check found built
+    # from a bad kept tree: datasink/suspect_marks.py); "" for a good point. Shown, never
+    # judged: the watch and its confirmation leave it out
+    suspect: str = ""
+
+
+def unsuspected(points: list[HistoryPoint]) -> list[HistoryPoint]:
+    """The points a judgement may use: every one but the suspect ones."""
+    return [p for p in points if not p.suspect]
 
 
 @dataclass
@@ -95,7 +104,8 @@ def when_utc(ms: int) -> str:
 
 
 #: the columns of the table, the CSV and each JSON point, in this order
-COLUMNS = ("time_utc", "ts_ms", "value", "commit", "version", "repetition", "run_id")
+COLUMNS = ("time_utc", "ts_ms", "value", "commit", "version", "repetition", "run_id",
+           "suspect")
 
 
 def rows(history: History) -> list[dict[str, Any]]:
@@ -105,7 +115,7 @@ def rows(history: History) -> list[dict[str, Any]]:
         rep = history.repetitions.get(p.run_id) if p.run_id else None
         out.append({"time_utc": when_utc(p.ts_ms), "ts_ms": p.ts_ms, "value": p.value,
                     "commit": commit_shown(p.commit), "version": p.version or NA,
-                    "repetition": rep, "run_id": p.run_id})
+                    "repetition": rep, "run_id": p.run_id, "suspect": p.suspect})
     return out
 
 

@@ -28,6 +28,7 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo, sho
 from redis_benchmarks_spec.analysis.host_noise import ACROSS_PLATFORMS_NOTE, host_table
 from redis_benchmarks_spec.analysis.shown import by_decided, hidden_note, metric_name
 from redis_benchmarks_spec.common.numbers import plain, plain_p
+from redis_benchmarks_spec.results import binary
 from redis_benchmarks_spec.results.memory import MEMORY_METRICS
 
 VERDICT_STYLE = {REGRESSION: "bold red", IMPROVEMENT: "bold green", SUSPECT: "bold yellow",
@@ -157,7 +158,7 @@ def _host_notes(context: CompareContext) -> list[str]:
     """The platform comparison's caveat, the dependencies the sides ran at different
     versions and the host-noise flags."""
     notes = [ACROSS_PLATFORMS_NOTE] if context.across_platforms else []
-    notes += [f"dependency changed: {change}" for change in context.dependency_changes]
+    notes += binary.change_notes(context.dependency_changes)
     return notes + [f"flag: {flag}" for flag in context.noise_flags]
 
 

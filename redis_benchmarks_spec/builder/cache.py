@@ -38,6 +38,12 @@ def _files(path: Path) -> tuple[Path, Path, Path]:
     return path, path.with_suffix(".tar.gz"), path.with_suffix(".mac")
 
 
+def drop(path: Path) -> None:
+    """Remove the entry (its three files): an artifact found built from a bad kept tree."""
+    for part in _files(path):
+        part.unlink(missing_ok=True)
+
+
 def _mac(who: Identity, data: bytes, meta_json: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
     return signing.cache_mac(who.key, signing.mac(who.key, who.sha, who.variant, digest,

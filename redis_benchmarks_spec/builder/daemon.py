@@ -26,7 +26,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from redis_benchmarks_spec.builder import artifacts, kept_tree, signing
+from redis_benchmarks_spec.builder import artifacts, kept_tree, signing, verify
 from redis_benchmarks_spec.builder import cache as build_cache
 from redis_benchmarks_spec.builder import change as change_mod
 from redis_benchmarks_spec.builder.compile import Artifact, BuildError, build
@@ -69,6 +69,9 @@ HEARTBEAT_ROLE = "builders"
 # called after a variant ended without a build event: (request, variant, state, reason) with
 # state "failed" or "dead-lettered"; it must not raise for an outside service's failure
 BuildEnded = Callable[[BuildRequest, str, str, str], None]
+# called when a kept tree's check found a mismatch: (request, variant id, the check) whose
+# ``suspect`` commits were published from the bad tree; it must not raise either
+Mismatched = Callable[[BuildRequest, str, verify.CheckRecord], None]
 
 
 @dataclass
@@ -115,10 +118,12 @@ class Builder:
     """One builder: a consumer of the builders group (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, config: BuilderConfig,
-                 on_build_ended: BuildEnded | None = None) -> None:
+                 on_build_ended: BuildEnded | None = None,
+                 on_mismatch: Mismatched | None = None) -> None:
         self.client = client
         self.config = config
         self.on_build_ended = on_build_ended
+        self.on_mismatch = on_mismatch
         self.stop_event = threading.Event()
         self.heartbeat: Heartbeat | None = None
         self.consumer = GroupConsumer(
@@ -334,9 +339,24 @@ class Builder:
                                       replace(self.config.git, reuse_tree=True)),
             lambda source, log: build(source, variant, log,
                                  self.config.build_timeout_s, self.config.sandbox),
-            kept_tree.Check(self.config.check_every, self.config.work_dir))
+            kept_tree.Check(self.config.check_every, self.config.work_dir,
+                            lambda check: self._mismatched(request, variant, check)))
         self._save_cache(request, variant, artifact)
         return artifact
+
+    def _mismatched(self, request: BuildRequest, variant: BuildVariant,
+                    check: verify.CheckRecord) -> None:
+        """The commits built in the bad tree since its last good check lose their stored
+        and cached artifacts (a re-run builds them afresh, so its points supersede the
+        suspect ones); then the hook marks their points."""
+        for sha in check.suspect:
+            self.client.delete(artifacts.artifact_key(self.config.names.prefix, sha,
+                                                      variant.id, variant.make_env()))
+            path = self._cache_path(replace(request, sha=sha), variant)
+            if path is not None:
+                build_cache.drop(path)
+        if check.suspect and self.on_mismatch is not None:
+            self.on_mismatch(request, variant.id, check)
 
     def _publish(self, request: BuildRequest, outcome: Message) -> None:
         names = self.config.names

@@ -64,10 +64,12 @@ class TreeState:
 @dataclass(frozen=True)
 class Check:
     """One incremental build in ``every`` is checked against a clean build of its commit,
-    made under ``scratch`` (0: none)."""
+    made under ``scratch`` (0: none); ``on_mismatch`` is told each mismatch (after it is
+    recorded), to mark the points measured on the suspect artifacts."""
 
     every: int
     scratch: Path
+    on_mismatch: Callable[[verify.CheckRecord], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,8 @@ def _checked(tree: Path, artifact: Artifact, tools: tuple[Fetch, Make], check: C
         log.error("kept tree %s: %s", tree, result.describe())
         shutil.rmtree(tree / "src", ignore_errors=True)
         (scratch / "src").rename(tree / "src")
+        if check.on_mismatch is not None:
+            check.on_mismatch(result)
         return replace(fresh, source_sha=source.sha, build_kind=CLEAN,
                        build_reason=result.describe()[:300],
                        verification=result.describe()[:300])

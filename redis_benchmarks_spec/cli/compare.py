@@ -51,6 +51,7 @@ from redis_benchmarks_spec.cli.console import export_console, make_console, prin
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import reader
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import (
     SIDES,
     SidesQuery,
@@ -170,11 +171,13 @@ def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
             if not found.side(side):
                 raise _empty_side(args, client, side, platforms[side])
         hosts, flags, problems = hosts_of(client, platforms, found.newest_ms())
+        deps = {side: side_binaries.of_series(client, found.side(side), args.metric)
+                for side in SIDES}
     samples = found.samples()
     problems += [*found.notes, *(
         f"{test}: no points on the {'baseline' if not b else 'comparison'} side in the "
         "datasink" for test, (b, c) in samples.items() if not b or not c)]
-    return DatasinkSamples(samples, problems, hosts, flags)
+    return DatasinkSamples(samples, problems, hosts, flags, deps)
 
 
 def _empty_side(args: argparse.Namespace, client: Any, side: str,

@@ -14,6 +14,7 @@ from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.results import binary
 
 Samples = dict[str, tuple[list[float], list[float]]]
 
@@ -33,6 +34,8 @@ class DatasinkSamples:
     problems: list[str]
     hosts: list[HostSide] = field(default_factory=list)
     noise_flags: list[str] = field(default_factory=list)
+    # per side, the dependency versions its runs' binaries agree on (inputs/side_binaries.py)
+    dependencies: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def side_of(args: argparse.Namespace, side: str) -> keys.Side:
@@ -83,13 +86,15 @@ def selector(args: argparse.Namespace, side: keys.Side, platform: str | None
         tests_regexp=None if args.tests_regexp in ("", ".*") else args.tests_regexp)
 
 
-def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]]) -> SideInfo:
+def _datasink_side(args: argparse.Namespace, side: str, values: list[list[float]],
+                   dependencies: dict[str, str]) -> SideInfo:
     chosen = side_of(args, side)
     kind, value = chosen.kind, chosen.value
     return SideInfo(label=f"{kind} {value}", commits=[value] if kind == "hash" else [],
                     versions=[value] if kind == "version" else [],
                     runs=sum(len(v) for v in values),
-                    platform=(side_platform(args, side) or "") if across_platforms(args) else "")
+                    platform=(side_platform(args, side) or "") if across_platforms(args) else "",
+                    dependencies=dependencies)
 
 
 def compare_context(args: argparse.Namespace, found: DatasinkSamples) -> CompareContext:
@@ -97,10 +102,13 @@ def compare_context(args: argparse.Namespace, found: DatasinkSamples) -> Compare
     samples = found.samples
     across = across_platforms(args)
     named = {side_platform(args, side) for side in ("baseline", "comparison")}
+    deps = [found.dependencies.get(side, {}) for side in ("baseline", "comparison")]
     return CompareContext(
-        baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()]),
-        comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()]),
+        baseline=_datasink_side(args, "baseline", [b for b, _ in samples.values()], deps[0]),
+        comparison=_datasink_side(args, "comparison", [c for _, c in samples.values()],
+                                  deps[1]),
         platforms=sorted(p for p in named if p) if not across else [],
         build_variants=[args.build_variant] if args.build_variant else [],
         topologies=[args.topology] if args.topology else [],
-        hosts=found.hosts, across_platforms=across, noise_flags=found.noise_flags)
+        hosts=found.hosts, across_platforms=across, noise_flags=found.noise_flags,
+        dependency_changes=binary.dependency_changes(*deps))

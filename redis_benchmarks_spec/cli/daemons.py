@@ -38,6 +38,7 @@ from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_optio
 from redis_benchmarks_spec.cli.run_checks import parse_cpus
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.common.paths import absolute_location, absolute_program
+from redis_benchmarks_spec.datasink import suspect_marks
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.loadgen.drivers import ToolPaths
@@ -96,6 +97,10 @@ def _register_builder(sub: argparse._SubParsersAction) -> None:
                         "tree and publishes the clean build); 0 (default): never")
     b.add_argument("--artifacts-s3", default=None, metavar="s3://BUCKET/PREFIX",
                    help="store artifacts in S3 (needs boto3) instead of Redis chunks")
+    b.add_argument("--datasink", default=None, metavar="URL",
+                   help="with --check-incremental-every: mark there the points measured on "
+                        "artifacts a check found built from a bad kept tree (suspect, never "
+                        "judged, until re-measured) and note them on the branch's watch log")
     add_github_args(b)  # a failed or dead-lettered build ends the pull-request comment
     b.set_defaults(func=cmd_builder)
 
@@ -224,7 +229,14 @@ def cmd_builder(args: argparse.Namespace) -> int:
     except GitHubConfigError as exc:
         print(f"rbs builder: {exc}", file=sys.stderr)
         return 2
-    builder = Builder(broker, config, on_build_ended=notifier.build_ended if notifier else None)
+    marker = None
+    if args.datasink:
+        checks.redis_url("--datasink", args.datasink)
+        marker = suspect_marks.marker(redis.Redis.from_url(
+            credentials.with_password(args.datasink, ENV_DATASINK_PASSWORD),
+            socket_timeout=60, socket_connect_timeout=10))
+    builder = Builder(broker, config, on_build_ended=notifier.build_ended if notifier else None,
+                      on_mismatch=marker)
     _on_signals(builder.stop)
     builder.run()
     return 0

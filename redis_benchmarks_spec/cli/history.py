@@ -31,7 +31,7 @@ from redis_benchmarks_spec.cli import history_hints as hints
 from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import alert_triage, keys, watch_store
+from redis_benchmarks_spec.datasink import alert_triage, keys, suspect_marks, watch_store
 from redis_benchmarks_spec.inputs.history import read_history
 
 
@@ -72,7 +72,8 @@ def _table(history: History, reps: dict[str, int | None],
     branch's alerts and host boundaries (``watch``) on each commit's first point."""
     table = Table()
     cols = ["time (UTC)", "value", "commit", "version", "repetition"]
-    for col in cols + (["watch"] if watch else []):
+    suspect = any(p.suspect for p in history.points)
+    for col in cols + (["suspect"] if suspect else []) + (["watch"] if watch else []):
         table.add_column(col, justify="right" if col in ("value", "repetition") else "left")
     marked: set[str] = set()
     for row in rows(history):
@@ -80,6 +81,8 @@ def _table(history: History, reps: dict[str, int | None],
         commit = row["commit"] if row["commit"] == NA else short(row["commit"])
         cells = [row["time_utc"], plain(row["value"], 4), commit, row["version"],
                  NA if rep is None else str(rep)]
+        if suspect:  # measured on an artifact found bad: shown, never judged
+            cells.append("SUSPECT (bad artifact)" if row["suspect"] else "")
         if watch:  # a commit's alert or host boundary is shown on its first point
             sha = row["commit"]
             cells.append(escape("; ".join(watch.get(sha, []))) if sha not in marked else "")
@@ -96,7 +99,10 @@ def _watch_lines(client: redis.Redis, history: History) -> dict[str, list[str]]:
                                history.query.branch)
     out: dict[str, list[str]] = {}
     for line in watch_store.log_lines(client, where):
-        if line["kind"] in ("alert", "small-change") or line["text"].startswith(
+        if line["kind"] == suspect_marks.NOTE_KIND:
+            if f" {series.build_variant}: " in line["text"]:
+                out.setdefault(line["sha"], []).append(f"SUSPECT {line['text']}")
+        elif line["kind"] in ("alert", "small-change") or line["text"].startswith(
                 f"host changed on {series.platform} "):
             out.setdefault(line["sha"], []).append(
                 "HOST CHANGED (boundary)" if line["kind"] == "host-changed"

@@ -79,6 +79,8 @@ _UNSTABLE_VERSION = "255.255.255"
 LAST_PUSH_KEY = f"{PREFIX}:last_push_ms"
 SCOPES_KEY = f"{PREFIX}:scopes"
 DATASINK_ID_KEY = f"{PREFIX}:datasink_id"
+#: set of the scope paths with a suspect mark (datasink/suspect_marks.py)
+SUSPECT_SCOPES_KEY = f"{PREFIX}:suspect_scopes"
 
 
 @dataclass(frozen=True)
@@ -495,6 +497,18 @@ def commit_run_keys(scope: Scope, sha: str, platform: str) -> CommitRunKeys:
     """``ci.benchmarks.redis/ci/redis/redis/commits/<sha>/<platform>:runs`` and ``:tests``."""
     base = f"{PREFIX}/{scope.path}/commits/{sha}/{platform}"
     return CommitRunKeys(f"{base}:runs", f"{base}:tests")
+
+
+def suspect_key(scope: Scope, sha: str) -> str:
+    """Hash, build variant -> the mark of the commit's artifact found bad by the builder's
+    check (:mod:`.suspect_marks`): ``.../commits/<sha>:suspect``."""
+    return f"{PREFIX}/{scope.path}/commits/{sha}:suspect"
+
+
+def suspect_commits_key(scope: Scope) -> str:
+    """Set of the scope's commits with a :func:`suspect_key` mark: whether a reader need
+    look for suspect points at all (one SCARD)."""
+    return f"{PREFIX}/{scope.path}:suspect_commits"
 
 
 def test_runs_key(scope: Scope, test_name: str) -> str:

@@ -7,7 +7,8 @@ module reads both sides (one ``TS.MRANGE`` per side and topology), labels the ro
 or ``test @ topology`` when several topologies are read: ``results.comparison_key``), keeps
 the tests a :class:`~common.name_filter.NameFilter` keeps (judged on the series'
 ``tested_groups`` / ``tested_commands`` labels, so no run document is fetched), cuts the
-baseline at its last change point when asked (``analysis.branch_changes``), and hands back
+baseline at its last change point when asked (``analysis.branch_changes``), leaves out the
+points measured on an artifact found bad (``inputs.suspect_points``, with a note), and hands back
 values per row for :func:`analysis.engine.judge_samples`. Reports read a branch's history of
 the compared tests here too (:func:`history_of`).
 
@@ -28,6 +29,7 @@ from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
 from redis_benchmarks_spec.analysis.report_data import History
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.inputs.suspect_points import drop_suspect
 from redis_benchmarks_spec.results.comparison_key import label, split
 
 Samples = dict[str, tuple[list[float], list[float]]]
@@ -102,9 +104,11 @@ def read_sides(client: redis.Redis, query: SidesQuery) -> SidesRead:
     """Both sides of ``query``, windowed and filtered (module doc)."""
     base_selector = replace(query.baseline, last_n=CHANGE_POINT_HISTORY) \
         if query.change_point_window else query.baseline
-    base = read_side(client, base_selector, query.topologies)
-    comp = read_side(client, query.comparison, query.topologies)
-    notes: list[str] = []
+    base, notes = drop_suspect(client, read_side(client, base_selector, query.topologies),
+                               query.baseline.metric)
+    comp, more = drop_suspect(client, read_side(client, query.comparison, query.topologies),
+                              query.comparison.metric)
+    notes += more
     if query.change_point_window and base:
         trimmed, notes = after_last_change({t: s.points for t, s in base.items()})
         base = {t: replace(s, points=trimmed[t]) for t, s in base.items()}
@@ -123,9 +127,12 @@ def read_sides_per_platform(client: redis.Redis, query: SidesQuery) -> dict[str,
     for platform in sorted(set(found[0]) | set(found[1])):
         base, comp = found[0].get(platform, []), found[1].get(platform, [])
         several = len({sid.topology for sid, _ in base + comp}) > 1
-        rows = [_rows(side, several) for side in (base, comp)]
+        kept = [drop_suspect(client, _rows(side, several), query.baseline.metric)
+                for side in (base, comp)]
+        rows = [r for r, _ in kept]
         labels = {r: (rows[0].get(r) or rows[1][r]).labels for r in set(rows[0]) | set(rows[1])}
-        out[platform] = SidesRead(rows[0], rows[1], _kept(query, labels), ())
+        out[platform] = SidesRead(rows[0], rows[1], _kept(query, labels),
+                                  tuple(n for _, notes in kept for n in notes))
     return out
 
 

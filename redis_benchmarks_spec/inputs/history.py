@@ -11,7 +11,7 @@ import redis
 from redis_benchmarks_spec.analysis.branch_changes import BranchQuery, SeriesChanges, changes_of
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
 from redis_benchmarks_spec.analysis.history import History, HistoryError, HistoryPoint, HistoryQuery
-from redis_benchmarks_spec.datasink import keys, reader, run_reader
+from redis_benchmarks_spec.datasink import keys, reader, run_reader, suspect_marks
 from redis_benchmarks_spec.results.document import RunResult
 
 
@@ -26,7 +26,8 @@ def _selector(query: HistoryQuery) -> reader.SeriesSelector:
 def _annotate(client: redis.Redis, history: History) -> None:
     """Commit, version and repetition of the run that wrote each point: runs are indexed by
     start time, which is the points' timestamp; the run must be of this series' variant and
-    platform. Two round trips whatever the number of points (the run ids, then one MGET)."""
+    platform; a run measured on an artifact found bad is marked suspect. Three round trips
+    whatever the number of points (the run ids, one MGET, the commits' suspect marks)."""
     query, points = history.query, history.points
     if not points:
         return
@@ -44,6 +45,17 @@ def _annotate(client: redis.Redis, history: History) -> None:
                 point.run_id = run_id
                 history.repetitions[run_id] = ctx.repetition
                 break
+    _mark_suspect(client, series.scope, history.points, docs)
+
+
+def _mark_suspect(client: redis.Redis, scope: keys.Scope, points: list[HistoryPoint],
+                  docs: dict[str, RunResult]) -> None:
+    marks = suspect_marks.read(client, scope, {p.commit for p in points if p.run_id})
+    if not marks:
+        return
+    for point in (p for p in points if p.run_id in docs):
+        found = suspect_marks.suspect_of(docs[point.run_id], marks)
+        point.suspect = found.text() if found else ""
 
 
 def _on_side(query: HistoryQuery, doc: RunResult) -> bool:

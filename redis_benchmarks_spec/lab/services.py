@@ -27,11 +27,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
+import redis
 
 from redis_benchmarks_spec.builder import verify
 from redis_benchmarks_spec.common.credentials import DAEMON_SECRETS, without_secrets
 from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.process import free_port, tail, wait_for
+from redis_benchmarks_spec.datasink import suspect_marks
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.lab.keeper import KEEPER
 from redis_benchmarks_spec.lab.state import LabState, Service, load, save, state_path
@@ -163,7 +165,7 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
                      "--work-dir", str(root / "build"), "--git-mirror", str(root / "mirrors"),
                      "--cache-dir", str(cache / "cache" / "builds"),
                      "--keep-trees", str(cache / "trees"), "--check-incremental-every",
-                     str(CHECK_INCREMENTAL_EVERY),
+                     str(CHECK_INCREMENTAL_EVERY), "--datasink", state.datasink_url,
                      "--build-timeout", "1800", "--idle-claim-ms", "300000",
                      "--build-variants", options.variant])]
     for platform, cpus in state.platforms.items():
@@ -345,18 +347,43 @@ def running(root: Path) -> tuple[LabState, list[tuple[str, bool]]]:
 
 def kept_tree_checks(state: LabState) -> list[str]:
     """Per kept tree of the lab's builder: its last check against a clean build, and every
-    mismatch it recorded (builder/verify.py); [] without kept trees or checks."""
+    mismatch it recorded (builder/verify.py) with how many of the commits it names have
+    their points marked suspect in the datasink; [] without kept trees or checks."""
     builder = next((s for s in state.services if s.name == "builder"), None)
     if builder is None or "--keep-trees" not in builder.argv[:-1]:
         return []
     trees = Path(builder.argv[builder.argv.index("--keep-trees") + 1])
     lines = []
+    marked: set[str] | None = None
     for tree in sorted(p for p in trees.glob("*") if p.is_dir()):
         checks = verify.read(tree)
+        if marked is None and any(c.suspect for c in checks):
+            marked = _marked(state.datasink_url)
         for bad in (c for c in checks[:-1] if not c.matched):
-            lines.append(f"kept tree {tree.name}: MISMATCH {bad.describe()}")
+            lines.append(f"kept tree {tree.name}: MISMATCH {bad.describe()}"
+                         f"{_suspect_words(bad, marked)}")
         if checks:
             last = checks[-1]
             lines.append(f"kept tree {tree.name}: last check "
-                         f"{'' if last.matched else 'MISMATCH '}{last.describe()}")
+                         f"{'' if last.matched else 'MISMATCH '}{last.describe()}"
+                         f"{_suspect_words(last, marked)}")
     return lines
+
+
+def _marked(url: str) -> set[str]:
+    """The commits marked suspect in the lab's datasink (none when it cannot be read)."""
+    if not url:
+        return set()
+    try:
+        with redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5) as client:
+            return suspect_marks.marked_commits(client)
+    except redis.RedisError:
+        return set()
+
+
+def _suspect_words(check: verify.CheckRecord, marked: set[str] | None) -> str:
+    if not check.suspect or marked is None:
+        return ""
+    done = [s for s in check.suspect if s in marked]
+    return (f"; points of {len(done)} of those {len(check.suspect)} commit(s) marked "
+            f"suspect in the datasink")

@@ -13,7 +13,9 @@ The comparison side is the head commit's series (``by.hash/<head sha>``). Both s
 narrowed to the event's platform, build variant, triggering env and repository, one
 topology at a time (a test with two topologies gives two rows). When the platform's host
 noise changed between the baseline's newest run and the head's (the rule of
-``analysis.host_noise``), the comment says so above the verdicts.
+``analysis.host_noise``), or the two sides' binaries were built with different dependency
+versions (``inputs.side_binaries``: "jemalloc 5.2.1 → 5.3.0"), the comment says so above
+the verdicts.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from redis_benchmarks_spec.analysis.compare import (
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.events.messages import BuildEvent
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import read_side
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
+from redis_benchmarks_spec.inputs.suspect_points import drop_suspect
 from redis_benchmarks_spec.pullrequest.state import PrInfo
 from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.results.document import RunResult
@@ -59,11 +63,15 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 
 
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
-          topologies: list[str]) -> dict[str, list[reader.Point]]:
+          topologies: list[str], notes: list[str]) -> dict[str, list[reader.Point]]:
     """Points per row name (test, or "test @ topology" when several topologies: the label
     of ``results.comparison_key``, as in the A/B rows of the same comment), read by the
-    one reader of comparisons (``inputs.comparison_series``)."""
-    return {row: s.points for row, s in read_side(client, selector, tuple(topologies)).items()}
+    one reader of comparisons (``inputs.comparison_series``), without the points measured
+    on an artifact found bad (what was left out is added to ``notes``)."""
+    rows, left = drop_suspect(client, read_side(client, selector, tuple(topologies)),
+                              selector.metric)
+    notes += left
+    return {row: s.points for row, s in rows.items()}
 
 
 def _values(points: dict[str, list[reader.Point]]) -> dict[str, list[float]]:
@@ -107,30 +115,37 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     scope = keys.Scope(event.triggering_env, event.org, event.repo)
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
+    left: list[str] = []  # the suspect points left out (inputs/suspect_points.py)
     comp_points = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
-                                          options), topologies)
+                                          options), topologies, left)
     expired = _expired_base(client, event, platform, info, (options, list(comp_points))) \
         if base_side.kind == "branch" else None
     base_points, base_label, commits = expired or _base(
-        client, event, platform, (base_side, last_n), (options, topologies))
+        client, event, platform, (base_side, last_n), (options, topologies), left)
     comp, base = _values(comp_points), _values(base_points)
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
-    problems = [f"{t}: no baseline points on {base_label}"
-                for t, (b, _) in samples.items() if not b]
+    problems = left + [f"{t}: no baseline points on {base_label}"
+                       for t, (b, _) in samples.items() if not b]
     report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
                                                      alpha=options.alpha,
                                                      metric=options.metric), problems)
+    heads = head_runs(client, event, platform, list(comp))
+    base_deps = side_binaries.of_points(client, scope, base_points,
+                                        (platform, event.build_variant))
+    head_deps = side_binaries.agreed(r for runs in heads.values() for r in runs)
     report = replace(report, context=CompareContext(
         baseline=SideInfo(label=base_label, commits=commits,
-                          runs=sum(len(b) for b, _ in samples.values())),
+                          runs=sum(len(b) for b, _ in samples.values()),
+                          dependencies=base_deps),
         comparison=SideInfo(label=f"head {event.branch or ''}".strip(), commits=[event.sha],
                             versions=[event.redis_version] if event.redis_version else [],
-                            runs=sum(len(c) for _, c in samples.values())),
+                            runs=sum(len(c) for _, c in samples.values()),
+                            dependencies=head_deps),
         platforms=[platform], build_variants=[event.build_variant],
         noise_flags=_noise_flags(client, platform, _newest_ms(base_points),
-                                 _newest_ms(comp_points))))
-    return PlatformComparison(report, samples, head_runs(client, event, platform, list(comp)),
-                              base_label)
+                                 _newest_ms(comp_points)),
+        dependency_changes=side_binaries.changes(base_deps, head_deps)))
+    return PlatformComparison(report, samples, heads, base_label)
 
 
 Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per row, label, commits
@@ -138,13 +153,13 @@ Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per ro
 
 def _base(client: redis.Redis, event: BuildEvent, platform: str,
           side: tuple[keys.Side, int | None],
-          how: tuple[PrCompareOptions, list[str]]) -> Baseline:
+          how: tuple[PrCompareOptions, list[str]], notes: list[str]) -> Baseline:
     """The baseline read from ``side`` (the base commit's series, or the branch's last N)."""
     (base_side, last_n), (options, topologies) = side, how
     selector = replace(_selector(event, platform, base_side, options), last_n=last_n)
     label = f"{base_side.kind} {base_side.value}" + (f" (last {last_n} points)" if last_n
                                                       else "")
-    return (_read(client, selector, topologies), label,
+    return (_read(client, selector, topologies, notes), label,
             [base_side.value] if base_side.kind == "hash" else [])
 
 

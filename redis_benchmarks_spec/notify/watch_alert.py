@@ -31,6 +31,7 @@ from redis_benchmarks_spec.common.metrics import words as metric_words
 from redis_benchmarks_spec.datasink import watch_store
 from redis_benchmarks_spec.datasink.watch_store import Branch
 from redis_benchmarks_spec.notify.github_comments import GitHubConfig, GithubException, create_issue
+from redis_benchmarks_spec.results.binary import change_notes
 
 _PR = re.compile(r"\(#(\d{1,7})\)\s*$")
 WEBHOOK_TIMEOUT_S = 10
@@ -80,10 +81,13 @@ class Alert:
     before: str = ""
     placed: str = ""  # how the change was placed on the commit
     changes: list[TestChange] = field(default_factory=list)  # each test's own, largest first
+    # "jemalloc 5.2.1 → 5.3.0": each dependency the two commits' binaries were built with at
+    # different versions (inputs/side_binaries.py)
+    dependency_changes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         keep = ("sha", "pr", "tests", "platforms", "metric", "change_pct", "low_pct",
-                "high_pct", "movers", "changes")
+                "high_pct", "movers", "changes", "dependency_changes")
         return {k: v for k, v in asdict(self).items() if k in keep}
 
     @property
@@ -123,7 +127,8 @@ def issue_body(alert: Alert, repo: str = "redis/redis") -> str:
              f"- Size, each test's own (`{alert.metric}`, 95% interval):",
              *(f"  - {c.text()}" for c in alert.own_changes()),
              f"- Tests ({len(alert.tests)}): {', '.join(f'`{t}`' for t in alert.tests)}",
-             f"- Platforms: {', '.join(alert.platforms)}", ""]
+             f"- Platforms: {', '.join(alert.platforms)}",
+             *(f"- {note}" for note in change_notes(alert.dependency_changes)), ""]
     if alert.movers:
         lines += ["Functions whose self instructions per operation moved most:", "",
                   "| function | file | change (share of the whole count) |",
@@ -141,7 +146,8 @@ def slack_payload(alert: Alert) -> dict[str, Any]:
     """Slack-compatible JSON: ``text`` for any receiver, one section block for Slack."""
     changes = alert.own_changes()
     text = (f"{title(alert)}: {'; '.join(c.text().replace('`', '') for c in changes[:5])}"
-            f"{' and more' if len(changes) > 5 else ''}")
+            f"{' and more' if len(changes) > 5 else ''}"
+            + "".join(f"; {note}" for note in change_notes(alert.dependency_changes)))
     movers = ", ".join(f"{m['function']} {m['change_pct']:+.2f}%" for m in alert.movers[:3])
     return {"text": text, "blocks": [{"type": "section", "text": {
         "type": "mrkdwn", "text": text + (f"\nMovers: {movers}" if movers else "")}}],
@@ -180,7 +186,8 @@ def send(client: redis.Redis, where: Branch, alert: Alert, targets: AlertTargets
     watch_store.record_alert(client, where, alert.sha, summary)
     watch_store.add_log(client, where, "alert", alert.sha,
                         f"{title(alert)}: {len(alert.tests)} test(s) on "
-                        f"{', '.join(alert.platforms)}, {_interval(alert)}")
+                        f"{', '.join(alert.platforms)}, {_interval(alert)}"
+                        + "".join(f"; {n}" for n in change_notes(alert.dependency_changes)))
     if targets.github is not None:
         try:
             issue = create_issue(targets.github, (where.org, where.repo), title(alert),

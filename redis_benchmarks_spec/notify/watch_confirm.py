@@ -36,7 +36,12 @@ import redis
 
 from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, Confirmation, confirm, kind_of
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
-from redis_benchmarks_spec.analysis.history import HistoryError, HistoryPoint, HistoryQuery
+from redis_benchmarks_spec.analysis.history import (
+    HistoryError,
+    HistoryPoint,
+    HistoryQuery,
+    unsuspected,
+)
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.datasink import run_reader, watch_store
 from redis_benchmarks_spec.datasink.watch_store import BadEntry, Branch, Candidate, SeriesStep
@@ -44,6 +49,7 @@ from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.follow import Follower
 from redis_benchmarks_spec.events.messages import BuildRequest, SuiteFilters, new_id, now_ms
 from redis_benchmarks_spec.events.names import StreamNames
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.history import read_history
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.notify import watch_remeasure
@@ -277,14 +283,26 @@ def _more_reruns(ctx: ConfirmContext, c: Candidate, steps: list[SeriesStep],
 
 
 def _points(ctx: ConfirmContext, s: SeriesStep) -> list[HistoryPoint]:
+    """The series' points, the suspect ones too (:func:`reruns_of` leaves them out; so do
+    the movers and the dependency change)."""
     return read_history(ctx.datasink, HistoryQuery(
         test=s.test, metric=s.metric, branch=ctx.where.branch, platform=s.platform,
         build_variant=s.build_variant, last_n=500)).points
 
 
+def _dependency_changes(ctx: ConfirmContext, chosen: list[SeriesConfirmation],
+                        c: Candidate) -> list[str]:
+    """The dependencies the candidate's two commits ran at different versions, from the
+    stored runs of the chosen series (inputs/side_binaries.py)."""
+    points = unsuspected([p for x in chosen for p in x.points])
+    return side_binaries.changes(side_binaries.of_commit(ctx.datasink, points, c.before),
+                                 side_binaries.of_commit(ctx.datasink, points, c.after))
+
+
 def _movers(ctx: ConfirmContext, points: list[HistoryPoint], c: Candidate,
             base: float) -> list[dict[str, Any]]:
     """The functions whose self instructions per op moved most, from the runs' profiles."""
+    points = unsuspected(points)  # a bad artifact's profile is not the commit's
     docs = run_reader.result_documents(ctx.datasink, [p.run_id for p in points if p.run_id])
     sides: dict[str, list[list[dict[str, Any]]]] = {c.before: [], c.after: []}
     for p in points:
@@ -326,11 +344,12 @@ def reruns_of(points: list[HistoryPoint], sha: str, raised_ms: int = 0) -> list[
     """The values of ``sha``'s re-runs in time order: its runs after ``raised_ms`` (the
     newest run the series knew when it raised the candidate: none of the runs that raised
     it, a re-measure on a new host or the old host's run among them, votes on its own
-    confirmation); without it, its runs but the first."""
+    confirmation); without it, its runs but the first. The suspect ones (measured on an
+    artifact found bad) never vote."""
     runs = sorted((p for p in points if p.commit == sha), key=lambda p: p.ts_ms)
     if raised_ms:
-        return [p.value for p in runs if p.ts_ms > raised_ms]
-    return [p.value for p in runs[1:]]
+        return [p.value for p in unsuspected(runs) if p.ts_ms > raised_ms]
+    return [p.value for p in unsuspected(runs[1:])]
 
 
 def _confirmed(ctx: ConfirmContext, c: Candidate) -> list[SeriesConfirmation]:
@@ -444,6 +463,6 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[SeriesConfirmation]
                   sorted({x.series.platform for x in chosen}), top.metric, top.change_pct,
                   top.low_pct, top.high_pct,
                   _movers(ctx, points, c, base) if kind_of(s.metric) == INSTRUCTIONS else [],
-                  c.before, placed, changes)
+                  c.before, placed, changes, _dependency_changes(ctx, chosen, c))
     problems = send(ctx.datasink, ctx.where, alert, ctx.targets)
     return Decided(c, alert, tuple(problems))

@@ -76,3 +76,9 @@ def dependency_changes(before: Mapping[str, str], after: Mapping[str, str]) -> l
     """``["jemalloc 5.2.1 → 5.3.0"]``: each dependency both sides know, at another version."""
     return [f"{name} {before[name]} → {after[name]}" for name in sorted(before)
             if name in after and before[name] != after[name]]
+
+
+def change_notes(changes: Iterable[str]) -> list[str]:
+    """``["dependency changed: jemalloc 5.2.1 → 5.3.0"]``: the words every surface uses
+    for :func:`dependency_changes` (``rbs compare``, the PR comment, the alerts)."""
+    return [f"dependency changed: {change}" for change in changes]

@@ -64,7 +64,8 @@ def _chart(history: History, label: str, log: list[dict[str, str]],
         first.setdefault(p.commit, p.ts_ms)
     chart = Chart(label, history.query.metric, [ChartPoint(
         p.ts_ms, p.value, f"/run/{quote(p.run_id, safe='')}" if p.run_id else "#",
-        f"{p.commit[:12] or 'unknown commit'}  {when_utc(p.ts_ms)}  {plain(p.value, 4)}")
+        f"{p.commit[:12] or 'unknown commit'}  {when_utc(p.ts_ms)}  {plain(p.value, 4)}"
+        + ("  SUSPECT (measured on a bad artifact)" if p.suspect else ""))
         for p in history.points])
     marks: dict[str, list[str]] = {}
     for line in log:
@@ -74,7 +75,7 @@ def _chart(history: History, label: str, log: list[dict[str, str]],
             chart.alerts.append((f"ALERT {sha[:8]}{word}", first[sha]))
         if sha in first:
             marks.setdefault(sha, []).append(f"{line['kind']}: {line['text']}")
-    changes = changes_of(history, ChangePointOptions())
+    changes = changes_of(history, ChangePointOptions())  # the suspect points left out
     chart.steps = [(f"step {s.step.change_pct:+.1f}%", s.after.ts_ms) for s in changes.steps]
     return chart, marks
 
