@@ -56,6 +56,7 @@ from redis_benchmarks_spec.analysis.compare import (
     ComparisonReport,
     compare_paired,
     compare_samples,
+    compare_samples_many,
 )
 from redis_benchmarks_spec.analysis.context import CompareContext
 from redis_benchmarks_spec.analysis.paired import NoisePrior
@@ -125,6 +126,15 @@ def judge_samples(samples: dict[str, tuple[list[float], list[float]]], options: 
     """Independent values per test and side, without their documents (datasink points of
     two branches, versions, commits or platforms): the unpaired comparison."""
     return compare_samples(samples, options, problems)
+
+
+def judge_samples_many(samples: dict[str, dict[str, tuple[list[float], list[float]]]],
+                       options: CompareOptions,
+                       problems: dict[str, list[str]] | None = None,
+                       ) -> dict[str, ComparisonReport]:
+    """:func:`judge_samples` of each of several comparisons (a compare page's platforms),
+    measured together: each report the one :func:`judge_samples` gives it alone."""
+    return compare_samples_many(samples, options, problems)
 
 
 def _busy_row(row: Comparison, left_out: int, total: int) -> Comparison:

@@ -218,7 +218,7 @@ def mann_whitney_ps(sides: Sequence[tuple[Values, Values]]) -> list[float]:
     groups: dict[tuple[int, int, bool], list[int]] = {}
     for i, (baseline, comparison) in enumerate(sides):
         both = [*baseline, *comparison]
-        if not len(baseline) or not len(comparison) or not np.all(np.isfinite(both)):
+        if not len(baseline) or not len(comparison) or not all(map(math.isfinite, both)):
             out[i] = mann_whitney_p(baseline, comparison)
             continue
         groups.setdefault((len(baseline), len(comparison), len(set(both)) < len(both)),

@@ -23,6 +23,8 @@ import json
 import zlib
 from typing import Any
 
+import orjson
+
 from redis_benchmarks_spec.results.document import RunResult
 
 FOLDED_NOTE = "folded by rbs datasink gc: tool output, histogram and telemetry dropped"
@@ -70,7 +72,10 @@ def decode_dict(value: bytes | str) -> dict[str, Any]:
             data = zlib.decompress(data)
         except zlib.error as exc:
             raise ValueError(f"neither JSON nor a zlib stream: {exc}") from exc
-    parsed = json.loads(data)
+    try:  # orjson: ~4 times the stdlib's speed (a history page reads 2,000 documents)
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:  # what only the stdlib reads (NaN, integers past 64 bits)
+        parsed = json.loads(data)
     if not isinstance(parsed, dict):
         raise ValueError("not a JSON object")  # noqa: TRY004  (callers catch ValueError)
     return parsed

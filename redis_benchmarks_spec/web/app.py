@@ -25,12 +25,12 @@ from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOption
 from redis_benchmarks_spec.analysis.engine import judge_samples
 from redis_benchmarks_spec.analysis.history import HistoryError, HistoryQuery, when_utc
 from redis_benchmarks_spec.analysis.lab_table_report import table_html
-from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reader, watch_store
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.web import branch_page, charts, compare_page, history_page, pulls_page
+from redis_benchmarks_spec.web.rows import pct, plain4
 from redis_benchmarks_spec.web.templates import PAGES
 
 _NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
@@ -60,14 +60,6 @@ def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str
     return value
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2f} %"
-
-
-def _plain(value: float | None) -> str:
-    return "-" if value is None else plain(value, 4)
-
-
 @dataclass(frozen=True)
 class _Site:
     """What every route uses: the app, the datasink client, the config, the renderer."""
@@ -85,7 +77,7 @@ def create_app(config: SiteConfig) -> Flask:
     app = Flask(__name__)
     app.jinja_loader = DictLoader(PAGES)
     app.jinja_env.autoescape = True
-    app.jinja_env.globals.update(when=when_utc, pct=_pct, plain=_plain)
+    app.jinja_env.globals.update(when=when_utc, pct=pct, plain=plain4)
     site = _Site(app, config.datasink(), config)
     for routes in (_index_routes, _branch_routes, _other_routes):
         routes(site)

@@ -1,16 +1,21 @@
 """The site's history chart: matplotlib SVG, rendered on the server, nothing to fetch.
 
-Each point is a link to its run's page and carries an SVG ``<title>`` naming its commit, so
-a browser shows the commit on hover and opens the run on click with no script at all.
-Alerts and host boundaries are vertical lines; change points are marked between the points
-on either side of them; colours are those of :mod:`analysis.plots`, so a page and a report
-draw alike.
+matplotlib draws the chart (the axes, their date and value ticks, the line through the
+points, the marks); each point is then written as a small SVG link, ``<a>`` holding a
+``<title>`` that names its commit and a ``<circle>`` where matplotlib placed it
+(:func:`_points`), so a browser shows the commit on hover and opens the run on click with
+no script at all. Alerts and host boundaries are vertical lines; change points are marked
+between the points on either side of them; colours are those of :mod:`analysis.plots`, so a
+page and a report draw alike.
 
-matplotlib takes 100-300 ms for one chart here (two draws with a tight bounding box, text
-as paths: twice that). So the figure is laid out once with fixed margins, its text is left
-as SVG text, and the SVG is kept by the digest of everything it shows
-(:data:`CACHE_SIZE` charts): a chart is drawn again only when its points or marks change.
-pyplot is not thread-safe and waitress serves with threads, so drawing holds a lock.
+What a chart costs, and why it is drawn this way (a history page of every platform draws
+four, and must answer in 200 ms, docs/site.md "Speed"): a new figure pays ~30 ms before it
+draws anything (its axes, their ticks), and a scatter of linked points one SVG element per
+point through the backend's style machinery (~25 ms for 500). So one figure and its axes
+are made once per process (:func:`warm`, under :data:`_DRAWING`: pyplot's state is not
+thread-safe and waitress serves with threads) and each chart replaces the artists of the
+previous one; its margins are fixed, its text is left as SVG text, and the SVG is kept by
+the digest of everything it shows (:data:`CACHE_SIZE` charts).
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from html import escape
 
+import matplotlib as mpl
 import matplotlib.dates as mdates
-import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from redis_benchmarks_spec.analysis.plots import SIDE_COLOURS
 from redis_benchmarks_spec.common.metrics import THROUGHPUT_METRIC
@@ -33,7 +41,10 @@ from redis_benchmarks_spec.common.metrics import THROUGHPUT_METRIC
 CACHE_SIZE = 512
 _CACHE: OrderedDict[str, str] = OrderedDict()
 _DRAWING = threading.Lock()
-_ANCHOR = re.compile(r'<a xlink:href="([^"]*)"[^>]*>')
+_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "rbs", "font.size": 9}
+_SIZE_IN = (9.0, 3.0)
+_DPI = 72  # the SVG backend's unit: display coordinates are the SVG's own
+_POINT_RADIUS = 2.4
 
 
 @dataclass(frozen=True)
@@ -58,19 +69,22 @@ class Chart:
     steps: list[tuple[str, int]] = field(default_factory=list)
 
 
-def _dt(ms: int) -> float:
-    return float(mdates.date2num(datetime.fromtimestamp(ms / 1000, tz=timezone.utc)))
+def _days(ms: list[int]) -> np.ndarray:
+    """matplotlib's date numbers of times in ms since the epoch (one numpy conversion)."""
+    return np.asarray(mdates.date2num(np.asarray(ms, dtype="datetime64[ms]")), dtype=float)
 
 
-def _marks(ax: plt.Axes, marks: list[tuple[str, int]], colour: str, style: str,
+def _marks(ax: Axes, marks: list[tuple[str, int]], colour: str, style: str,
            top: bool = True) -> None:
     """Vertical lines, labelled at the top (or the bottom, so two marks of one commit, an
     alert and its change point, stay readable)."""
-    for label, ts in marks:
-        ax.axvline(_dt(ts), color=colour, ls=style, lw=1.2)
-        ax.annotate(label, (_dt(ts), 1.0 if top else 0.0), xycoords=("data", "axes fraction"),
-                    fontsize=7, rotation=90, va="top" if top else "bottom", ha="right",
-                    color=colour)
+    if not marks:
+        return
+    where = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    for (label, _), x in zip(marks, _days([ts for _, ts in marks]), strict=True):
+        ax.axvline(x, color=colour, ls=style, lw=1.2)
+        ax.text(x, 1.0 if top else 0.0, label, transform=where, fontsize=7, rotation=90,
+                va="top" if top else "bottom", ha="right", color=colour)
 
 
 def history_svg(chart: Chart) -> str:
@@ -80,7 +94,7 @@ def history_svg(chart: Chart) -> str:
     with _DRAWING:
         svg = _CACHE.get(digest)
         if svg is None:
-            svg = _CACHE[digest] = _draw(chart)
+            svg = _CACHE[digest] = _draw(chart, f"dot-{digest[:12]}")
             while len(_CACHE) > CACHE_SIZE:
                 _CACHE.popitem(last=False)
         _CACHE.move_to_end(digest)
@@ -88,52 +102,67 @@ def history_svg(chart: Chart) -> str:
 
 
 def warm() -> None:
-    """Draw a chart and keep nothing: matplotlib's first figure in a process costs seconds
-    (fonts, the SVG backend), which the site pays when it starts, not at a first page."""
+    """Make the figure and draw a chart, keeping nothing: matplotlib's first figure in a
+    process costs seconds (fonts, the SVG backend), which the site pays when it starts,
+    not at a first page."""
     with _DRAWING:
         _draw(Chart("warm", THROUGHPUT_METRIC, [
             ChartPoint(1_700_000_000_000 + i * 60_000, 1.0 + i, "#", f"{i}") for i in range(3)],
             alerts=[("ALERT", 1_700_000_000_000)], steps=[("step", 1_700_000_060_000)]))
 
 
-def _draw(chart: Chart) -> str:
-    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "rbs", "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(9, 3))
-        fig.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.22)
-        return _plotted(fig, ax, chart)
+_FRAME: list[tuple[Figure, Axes]] = []  # the one figure, made by the first draw
 
 
-def _plotted(fig: plt.Figure, ax: plt.Axes, chart: Chart) -> str:
-    xs = [_dt(p.ts_ms) for p in chart.points]
-    ys = [p.value for p in chart.points]
-    ax.plot(xs, ys, "-", color=SIDE_COLOURS[0], lw=1, alpha=0.6)
-    dots = ax.scatter(xs, ys, s=18, color=SIDE_COLOURS[0], zorder=3)
-    dots.set_urls([p.url for p in chart.points])
-    _marks(ax, chart.alerts, "#d62728", "-")
-    _marks(ax, chart.boundaries, "#7f7f7f", "--")
-    _marks(ax, chart.steps, "#ff7f0e", ":", top=False)
-    ax.set_ylabel(re.sub(r"^ALL_STATS\.Totals\.", "", chart.metric))
-    ax.set_title(chart.label, fontsize=8)
-    ax.grid(alpha=0.3)
-    ax.xaxis_date()
-    fig.autofmt_xdate()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
+def _frame() -> tuple[Figure, Axes]:
+    """The figure and axes every chart is drawn on (made once; held under ``_DRAWING``)."""
+    if not _FRAME:
+        with mpl.rc_context(_STYLE):
+            fig = Figure(figsize=_SIZE_IN, dpi=_DPI)
+            ax = fig.add_axes((0.09, 0.22, 0.89, 0.68))
+            locator = mdates.AutoDateLocator(maxticks=8)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+            ax.yaxis.set_major_locator(MaxNLocator(6))
+            ax.yaxis.set_label_coords(-0.075, 0.5)  # placed, not measured off the ticks
+            ax.grid(alpha=0.3)
+        _FRAME.append((fig, ax))
+    return _FRAME[0]
+
+
+def _draw(chart: Chart, dot: str = "dot") -> str:
+    fig, ax = _frame()
+    with mpl.rc_context(_STYLE):
+        for artist in [*ax.lines, *ax.texts]:  # the previous chart's
+            artist.remove()
+        xs = _days([p.ts_ms for p in chart.points])
+        ys = np.asarray([p.value for p in chart.points], dtype=float)
+        ax.plot(xs, ys, "-", color=SIDE_COLOURS[0], lw=1, alpha=0.6)
+        _marks(ax, chart.alerts, "#d62728", "-")
+        _marks(ax, chart.boundaries, "#7f7f7f", "--")
+        _marks(ax, chart.steps, "#ff7f0e", ":", top=False)
+        ax.relim()
+        ax.autoscale_view()
+        ax.set_ylabel(re.sub(r"^ALL_STATS\.Totals\.", "", chart.metric))
+        ax.set_title(chart.label, fontsize=8, y=1.0, pad=4)  # placed, not measured
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        at = ax.transData.transform(np.column_stack([xs, ys])) if len(xs) else np.empty((0, 2))
     text = buf.getvalue()
     # the prologue and the RDF metadata block are not needed inline
     text = re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.DOTALL)
-    return _with_titles(text, chart.points)
+    end = text.rindex("</svg>")
+    return text[:end] + _points(chart.points, at, _SIZE_IN[1] * _DPI, dot) + text[end:]
 
 
-def _with_titles(svg: str, points: list[ChartPoint]) -> str:
-    """Each point's ``<a>`` given a ``<title>`` (matplotlib writes the links in the order
-    of the points; a title is what a browser shows on hover)."""
-    titles = iter(points)
-
-    def add(match: re.Match[str]) -> str:
-        point = next(titles, None)
-        text = f"<title>{escape(point.title)}</title>" if point is not None else ""
-        return f'{match.group(0)}{text}'
-
-    return _ANCHOR.sub(add, svg)
+def _points(points: list[ChartPoint], at: np.ndarray, height: float, dot: str) -> str:
+    """Each point as a link to its run holding its hover title and its dot (a ``<use>`` of
+    one circle, as matplotlib writes markers), at the place matplotlib drew the line
+    through it (display coordinates, y measured from the top); ``dot`` is the circle's id,
+    one per chart's content, so the charts of one page do not share it."""
+    dots = "".join(
+        f'<a xlink:href="{escape(p.url)}"><title>{escape(p.title)}</title>'
+        f'<use xlink:href="#{dot}" x="{x:.2f}" y="{height - y:.2f}"/></a>'
+        for p, (x, y) in zip(points, at.tolist(), strict=True))
+    return (f'<defs><circle id="{dot}" r="{_POINT_RADIUS}"/></defs>'
+            f'<g class="points" fill="{SIDE_COLOURS[0]}">{dots}</g>')

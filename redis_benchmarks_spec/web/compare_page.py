@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from markupsafe import Markup
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_samples
+from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_samples_many
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMove, function_movers
 from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.common.name_filter import NameFilter
@@ -32,6 +33,7 @@ from redis_benchmarks_spec.inputs.comparison_series import (
 )
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.comparison_key import label, split
+from redis_benchmarks_spec.web.rows import compare_rows
 
 SHA = re.compile(r"^[0-9a-f]{7,40}$")
 NAME = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
@@ -78,6 +80,7 @@ class PlatformCompare:
     platform: str
     report: ComparisonReport
     movers: dict[str, list[FunctionMove]] = field(default_factory=dict)
+    rows: Markup = field(default_factory=Markup)  # the table's rows (web/rows.py)
 
 
 def _on_branch(client: redis.Redis, sha: str, metric: str,
@@ -167,23 +170,30 @@ JUDGED_SIZE = 256
 _JUDGING = threading.Lock()
 
 
-def judged(samples: Samples, options: CompareOptions, problems: list[str]) -> ComparisonReport:
-    """:func:`analysis.engine.judge_samples` of these samples, kept by their digest: the
-    engine takes ~7 ms a test here (its exact Mann-Whitney), the same samples always get the
-    same verdicts, and a page is mostly asked again before new points arrive."""
-    digest = hashlib.sha256(repr((sorted(samples.items()), options, problems)).encode())
-    key = digest.hexdigest()
+def judged(samples: dict[str, Samples], options: CompareOptions,
+           problems: dict[str, list[str]]) -> dict[str, ComparisonReport]:
+    """Per platform, :func:`analysis.engine.judge_samples` of its samples (the platforms
+    not judged yet measured together: :func:`~analysis.engine.judge_samples_many`), each
+    kept by the digest of its samples, options and problems: the same samples always get
+    the same verdicts, and a page is mostly asked again before new points arrive."""
+    digests = {p: hashlib.sha256(repr((sorted(found.items()), options, problems[p])).encode())
+               .hexdigest() for p, found in samples.items()}
+    out: dict[str, ComparisonReport] = {}
     with _JUDGING:
-        found = _JUDGED.get(key)
-        if found is not None:
-            _JUDGED.move_to_end(key)
-            return found
-    report = judge_samples(samples, options, problems)
+        for platform, key in digests.items():
+            if key in _JUDGED:
+                _JUDGED.move_to_end(key)
+                out[platform] = _JUDGED[key]
+    new = [p for p in samples if p not in out]
+    if new:
+        out.update(judge_samples_many({p: samples[p] for p in new}, options,
+                                      {p: problems[p] for p in new}))
     with _JUDGING:
-        _JUDGED[key] = report
+        for platform in new:
+            _JUDGED[digests[platform]] = out[platform]
         while len(_JUDGED) > JUDGED_SIZE:
             _JUDGED.popitem(last=False)
-    return report
+    return out
 
 
 def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
@@ -196,16 +206,17 @@ def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
                             for p in reader.list_platforms(client, scope)})
     options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
                              metric=req.metric)
+    found = {p: _with_expired(client, req, p, reads.get(p)) for p in platforms}
+    samples = {p: f.samples() for p, f in found.items()}
+    samples = {p: s for p, s in samples.items() if s}
+    problems = {p: [*found[p].notes, *(
+        f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
+        for t, (b, c) in s.items() if not b or not c)] for p, s in samples.items()}
+    reports = judged(samples, options, problems)
     out = []
-    for platform in platforms:
-        found = _with_expired(client, req, platform, reads.get(platform))
-        samples = found.samples()
-        problems = [*found.notes, *(
-            f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
-            for t, (b, c) in samples.items() if not b or not c)]
-        if not samples:
-            continue
-        report = judged(samples, options, problems)
-        movers = _movers(client, found, report) if req.metric == INSTRUCTIONS_METRIC else {}
-        out.append(PlatformCompare(platform, report, movers))
+    for platform in samples:
+        report = reports[platform]
+        movers = _movers(client, found[platform], report) \
+            if req.metric == INSTRUCTIONS_METRIC else {}
+        out.append(PlatformCompare(platform, report, movers, compare_rows(report.rows, movers)))
     return out

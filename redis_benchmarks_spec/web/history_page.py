@@ -10,14 +10,16 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import redis
+from markupsafe import Markup
 
 from redis_benchmarks_spec.analysis.branch_changes import changes_of
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions
 from redis_benchmarks_spec.analysis.history import History, HistoryQuery, when_utc
 from redis_benchmarks_spec.common.numbers import plain
-from redis_benchmarks_spec.datasink import alert_triage, keys, reader, watch_store
-from redis_benchmarks_spec.inputs.history import read_history
+from redis_benchmarks_spec.datasink import alert_triage, keys, watch_store
+from redis_benchmarks_spec.inputs.history import read_histories
 from redis_benchmarks_spec.web.charts import Chart, ChartPoint, history_svg
+from redis_benchmarks_spec.web.rows import history_rows
 
 MAX_POINTS = 500
 
@@ -31,16 +33,7 @@ class SeriesView:
     svg: str
     history: History
     marks: dict[str, list[str]] = field(default_factory=dict)
-
-
-def _series(client: redis.Redis, scope: keys.Scope, test: str, metric: str, branch: str,
-            platform: str | None) -> list[keys.SeriesId]:
-    selector = reader.SeriesSelector(metric=metric, side=keys.Side("branch", branch),
-                                     test_name=test, platform=platform,
-                                     triggering_env=scope.triggering_env,
-                                     github_org=scope.github_org, github_repo=scope.github_repo)
-    found = reader.series_keys(client, selector.filters())
-    return [keys.parse_key(k, metric) for k in found]
+    table: Markup = field(default_factory=Markup)  # its table's rows (web/rows.py)
 
 
 def _boundaries(client: redis.Redis, where: watch_store.Branch, key: str,
@@ -57,16 +50,21 @@ def _boundaries(client: redis.Redis, where: watch_store.Branch, key: str,
 
 
 def _chart(history: History, label: str, log: list[dict[str, str]],
-           said: dict[str, alert_triage.Triage]) -> tuple[Chart, dict]:
-    """The chart of one history and the marks (alert, notes) per commit shown in its table."""
+           said: dict[str, alert_triage.Triage]) -> tuple[Chart, dict, list]:
+    """The chart of one history, the marks (alert, notes) per commit and the rows of its
+    table (each point's time and value formatted once, for its hover title and its row)."""
     first: dict[str, int] = {}
     for p in history.points:
         first.setdefault(p.commit, p.ts_ms)
-    chart = Chart(label, history.query.metric, [ChartPoint(
-        p.ts_ms, p.value, f"/run/{quote(p.run_id, safe='')}" if p.run_id else "#",
-        f"{p.commit[:12] or 'unknown commit'}  {when_utc(p.ts_ms)}  {plain(p.value, 4)}"
-        + ("  SUSPECT (measured on a bad artifact)" if p.suspect else ""))
-        for p in history.points])
+    chart = Chart(label, history.query.metric)
+    shown = []
+    for p in history.points:
+        when, value = when_utc(p.ts_ms), plain(p.value, 4)
+        url = f"/run/{quote(p.run_id, safe='')}" if p.run_id else ""
+        chart.points.append(ChartPoint(
+            p.ts_ms, p.value, url or "#", f"{p.commit[:12] or 'unknown commit'}  {when}  {value}"
+            + ("  SUSPECT (measured on a bad artifact)" if p.suspect else "")))
+        shown.append((when, value, p.commit, url))
     marks: dict[str, list[str]] = {}
     for line in log:
         sha = line["sha"]
@@ -77,25 +75,25 @@ def _chart(history: History, label: str, log: list[dict[str, str]],
             marks.setdefault(sha, []).append(f"{line['kind']}: {line['text']}")
     changes = changes_of(history, ChangePointOptions())  # the suspect points left out
     chart.steps = [(f"step {s.step.change_pct:+.1f}%", s.after.ts_ms) for s in changes.steps]
-    return chart, marks
+    rows = [(when, value, sha[:12], url, "; ".join(marks.get(sha, [])))
+            for when, value, sha, url in reversed(shown)]
+    return chart, marks, rows
 
 
 def history_views(client: redis.Redis, scope: keys.Scope, query: HistoryQuery) -> list[SeriesView]:
-    """Every series of the test and metric on the branch (narrowed by platform), charted."""
+    """Every series of the test and metric on the branch (narrowed by platform), charted:
+    read together (:func:`inputs.history.read_histories`), in the scope."""
     where = watch_store.Branch(scope.github_org, scope.github_repo, query.branch)
     log = watch_store.log_lines(client, where)
     said = alert_triage.triages(client, where)
     views = []
-    for sid in _series(client, scope, query.test, query.metric, query.branch, query.platform):
-        narrowed = HistoryQuery(test=query.test, metric=query.metric, branch=query.branch,
-                                platform=sid.platform, topology=sid.topology,
-                                build_variant=sid.build_variant, last_n=query.last_n)
-        history = read_history(client, narrowed)
+    for history in read_histories(client, query, scope):
+        sid = history.query
         own = [x for x in log if x["kind"] != "host-changed"
                or x["text"].startswith(f"host changed on {sid.platform} ")]
         label = f"{sid.platform} / {sid.topology} / {sid.build_variant}"
-        chart, marks = _chart(history, label, own, said)
+        chart, marks, rows = _chart(history, label, own, said)
         chart.boundaries = _boundaries(client, where, history.series_key, history)
-        views.append(SeriesView(history.series_key, sid.platform, history_svg(chart), history,
-                                marks))
+        views.append(SeriesView(history.series_key, sid.platform or "", history_svg(chart),
+                                history, marks, history_rows(rows)))
     return views

@@ -1,4 +1,5 @@
-"""The site's pages as Jinja templates (autoescaped: every value is shown, never obeyed).
+"""The site's pages as Jinja templates (autoescaped: every value is shown, never obeyed; the
+rows of the two long tables are written, escaped, by :mod:`.rows`).
 Kept as strings in the package so an installed copy needs no data files; one layout,
 no script, no stylesheet or font from anywhere but this page."""
 
@@ -85,9 +86,7 @@ fingerprint changed; orange dotted: change points.</p>
 {% for s in views %}<figure class="plot" data-series="{{ s.key }}">{{ s.svg|safe }}</figure>
 <details><summary>{{ s.history.points|length }} points of <code>{{ s.key }}</code></summary>
 <table><tr><th>time (UTC)</th><th>value</th><th>commit</th><th>run</th><th>alerts and notes</th></tr>
-{% for p in s.history.points|reverse %}<tr><td>{{ when(p.ts_ms) }}</td><td>{{ plain(p.value) }}</td>
-<td><code>{{ p.commit[:12] }}</code></td><td>{% if p.run_id %}<a href="/run/{{ p.run_id|urlencode }}">run</a>{% endif %}</td>
-<td class="alert">{{ s.marks.get(p.commit, [])|join('; ') }}</td></tr>{% endfor %}</table></details>
+{{ s.table }}</table></details>
 {% else %}<p>No series of this test and metric on {{ branch }}.</p>{% endfor %}
 {% endblock %}"""
 
@@ -102,11 +101,7 @@ command <select name="command"><option value="">any</option>{% for c in commands
 {% for pc in platforms %}<h2>{{ pc.platform }}</h2>
 <p class="note">{{ pc.report.method }}</p>
 <table class="compare"><tr><th>test</th><th>verdict</th><th>change</th><th>interval</th><th>baseline</th><th>comparison</th><th>n</th><th>functions that moved</th><th>reason</th></tr>
-{% for r in pc.report.rows %}<tr data-test="{{ r.test }}"><td>{{ r.test }}</td><td class="{{ r.verdict|replace(' ', '-') }}" data-verdict="{{ r.verdict }}">{{ r.verdict }}</td>
-<td>{{ pct(r.change_pct) }}</td><td>[{{ pct(r.ci_low_pct) }}, {{ pct(r.ci_high_pct) }}]</td>
-<td>{{ plain(r.baseline_median) }}</td><td>{{ plain(r.comparison_median) }}</td><td>{{ r.n_baseline }} / {{ r.n_comparison }}</td>
-<td>{% for m in pc.movers.get(r.test, [])[:5] %}<code>{{ m.function }}</code> {{ '%+.2f'|format(m.share_of_total_pct) }}%<br>{% endfor %}</td>
-<td class="note">{{ r.reason }}</td></tr>{% endfor %}</table>
+{{ pc.rows }}</table>
 {% for p in pc.report.problems %}<p class="note">{{ p }}</p>{% endfor %}
 {% else %}<p>No platform has points of both commits for {{ req.metric }}.</p>{% endfor %}
 {% endblock %}"""
