@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from site_lab import SiteLab, expected_runs, fill
 
 from redis_benchmarks_spec.common.process import free_port
+from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.web import charts, compare_page
 from redis_benchmarks_spec.web.app import SiteConfig, create_app
@@ -85,12 +86,13 @@ def _p95(ms: list[float]) -> float:
 
 
 def _forget() -> None:
-    """Empty what the site keeps (drawn charts, judged comparisons): the next request of
-    any page is a first request."""
+    """Empty what the site keeps (drawn charts, judged comparisons, parsed series keys): the
+    next request of any page is a first request."""
     with charts._DRAWING:
         charts._CACHE.clear()
     with compare_page._JUDGING:
         compare_page._JUDGED.clear()
+    keys.parse_key.cache_clear()  # the series keys a page parsed before
 
 
 def measure(base: str, pages: dict[str, list[str]], repeat: int) -> None:

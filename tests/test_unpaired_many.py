@@ -12,6 +12,7 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     _measure_unpaired,
     compare_samples,
+    compare_samples_many,
     finish_report,
 )
 
@@ -65,3 +66,17 @@ def test_mann_whitney_p_of_many_is_each_ones() -> None:
     sides = [(_side(rnd, rnd.choice([1, 3, 5, 9]), 0.0), _side(rnd, rnd.choice([1, 5, 9]), 0.01))
              for _ in range(200)]
     assert stats.mann_whitney_ps(sides) == [stats.mann_whitney_p(b, c) for b, c in sides]
+
+
+def test_platforms_judged_together_equal_each_judged_alone() -> None:
+    """A compare page of every platform judges them in one go (compare_samples_many): each
+    report is the one compare_samples gives that platform alone, row for row, float for
+    float (the Benjamini-Hochberg step stays per platform)."""
+    per_platform = {f"lab-{i}": _samples(10 + i) for i in range(3)}
+    problems = {"lab-0": ["a note"], "lab-1": [], "lab-2": []}
+    options = CompareOptions(noise_floor_pct=2.0, alpha=0.05, metric=METRICS[0])
+    together = compare_samples_many(per_platform, options, problems)
+    assert list(together) == list(per_platform)
+    for platform, samples in per_platform.items():
+        alone = compare_samples(samples, options, problems[platform])
+        assert repr(together[platform]) == repr(alone), platform
