@@ -6,6 +6,7 @@ fingerprint boundaries (:mod:`datasink.watch_store`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -49,6 +50,15 @@ def _boundaries(client: redis.Redis, where: watch_store.Branch, key: str,
     return out
 
 
+_PLAIN_ID = re.compile(r"^[A-Za-z0-9_.~:-]*$")
+
+
+def _quoted(run_id: str) -> str:
+    """``quote(run_id, safe="")`` (a run id is mostly letters, digits and colons: those
+    quoted at once; quote took ~6 us an id, and a page links 2,000)."""
+    return run_id.replace(":", "%3A") if _PLAIN_ID.match(run_id) else quote(run_id, safe="")
+
+
 def _chart(history: History, label: str, log: list[dict[str, str]],
            said: dict[str, alert_triage.Triage]) -> tuple[Chart, dict, list]:
     """The chart of one history, the marks (alert, notes) per commit and the rows of its
@@ -60,7 +70,7 @@ def _chart(history: History, label: str, log: list[dict[str, str]],
     shown = []
     for p in history.points:
         when, value = when_utc(p.ts_ms), plain(p.value, 4)
-        url = f"/run/{quote(p.run_id, safe='')}" if p.run_id else ""
+        url = f"/run/{_quoted(p.run_id)}" if p.run_id else ""
         chart.points.append(ChartPoint(
             p.ts_ms, p.value, url or "#", f"{p.commit[:12] or 'unknown commit'}  {when}  {value}"
             + ("  SUSPECT (measured on a bad artifact)" if p.suspect else "")))
