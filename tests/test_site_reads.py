@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from redis_benchmarks_spec.analysis.history import HistoryQuery
 from redis_benchmarks_spec.datasink import commit_runs, keys, reader, retention
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
@@ -25,6 +26,7 @@ from redis_benchmarks_spec.inputs.comparison_series import (
     read_sides,
     read_sides_per_platform,
 )
+from redis_benchmarks_spec.inputs.history import read_histories, read_history
 from redis_benchmarks_spec.web.branch_page import recent_commits
 from tests.datasink_fixtures import METRICS, TEST_NAME, make_result, start_datasink
 from tests.site_fixtures import PLATFORMS, REPS, SHAS, fill
@@ -107,3 +109,19 @@ def test_one_read_over_every_platform_equals_a_read_per_platform(
                                                   topologies=tops))
             assert every[platform] == alone, platform
         assert any(" @ " in row for row in every[PLATFORMS[1]].rows)
+
+
+def test_histories_read_together_equal_each_read_alone(sink: EmbeddedDatasink) -> None:
+    """The history page reads every series of a test at once (one range of series, one of
+    the run index, one MGET): each history, commits, versions, runs and repetitions of its
+    points included, is the one ``rbs history`` reads for that series alone."""
+    with sink.client() as client:
+        fill(client)
+        query = HistoryQuery(test=TEST_NAME, metric=METRICS[0], branch="unstable", last_n=50)
+        together = read_histories(client, query, SCOPE)
+        assert sorted(h.query.platform for h in together) == sorted(PLATFORMS)
+        for history in together:
+            alone = read_history(client, history.query)
+            assert alone == history, history.series_key
+            assert {p.commit for p in history.points} == set(SHAS)
+            assert all(p.run_id for p in history.points)
