@@ -203,6 +203,16 @@ class KeyParseError(ValueError):
 _HEAD = 8
 
 
+@functools.lru_cache(maxsize=1024)  # the keys of one read share their side and scope
+def _side(kind: str, value: str) -> Side:
+    return Side(kind, value)  # type: ignore[arg-type]  # kind checked by the caller
+
+
+@functools.lru_cache(maxsize=256)
+def _scope(env: str, org: str, repo: str) -> Scope:
+    return Scope(env, org, repo)
+
+
 @functools.lru_cache(maxsize=65536)  # a page parses a comparison's 4,408 keys twice
 def parse_key(key: str, metric: str | None = None) -> SeriesId:
     """The :class:`SeriesId` a series key names: the inverse of :attr:`SeriesId.key`.
@@ -231,8 +241,8 @@ def parse_key(key: str, metric: str | None = None) -> SeriesId:
     if not side_value or not metric_name:
         raise KeyParseError(f"series key {key!r} has no side value or no metric")
     return SeriesId(
-        side=Side(kind, side_value),  # type: ignore[arg-type]  # kind checked above
-        scope=Scope(*parts[2:5]), test_name=parts[5], build_variant=parts[6],
+        side=_side(kind, side_value), scope=_scope(*parts[2:5]), test_name=parts[5],
+        build_variant=parts[6],
         platform=parts[7], topology=deployment[-1], metric=metric_name,
         deployment_type=deployment[0],
     )
