@@ -9,6 +9,7 @@ functions that moved come from the runs' instruction profiles
 from __future__ import annotations
 
 import hashlib
+import pickle
 import re
 import threading
 from collections import OrderedDict
@@ -176,8 +177,10 @@ def judged(samples: dict[str, Samples], options: CompareOptions,
     not judged yet measured together: :func:`~analysis.engine.judge_samples_many`), each
     kept by the digest of its samples, options and problems: the same samples always get
     the same verdicts, and a page is mostly asked again before new points arrive."""
-    digests = {p: hashlib.sha256(repr((sorted(found.items()), options, problems[p])).encode())
-               .hexdigest() for p, found in samples.items()}
+    # pickled, not repr'd: the floats' shortest repr cost ~10 ms a page of every platform
+    digests = {p: hashlib.sha256(pickle.dumps((sorted(found.items()), problems[p]), 5)
+                                 + repr(options).encode()).hexdigest()
+               for p, found in samples.items()}
     out: dict[str, ComparisonReport] = {}
     with _JUDGING:
         for platform, key in digests.items():
