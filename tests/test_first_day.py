@@ -81,7 +81,8 @@ def test_runs_without_a_branch_are_read_by_version(
                            "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert list(rows[0]) == ["time_utc", "ts_ms", "value", "commit", "version", "repetition",
-                             "run_id"]
+                             "run_id", "suspect"]  # suspect: measured on an artifact found bad
+    assert {row["suspect"] for row in rows} == {""}  # none is
     assert [r["repetition"] for r in rows] == ["0", "1", "2"]
     assert rows[0]["commit"] == "–" and rows[1]["commit"] == "1" * 40  # as the table says
     assert all(r["time_utc"] and r["version"] == "7.0.15" for r in rows)
