@@ -7,6 +7,10 @@ process by name use these, which skip the ones that are gone.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
+
 import psutil
 
 
@@ -27,3 +31,18 @@ def descendants(pid: int) -> list[tuple[psutil.Process, str, list[str]]]:
 
 def has_descendant(pid: int, name: str) -> bool:
     return any(n == name for _, n, _ in descendants(pid))
+
+
+def communicate_or_stacks(proc: subprocess.Popen[str], timeout: float) -> str:
+    """``proc``'s output once it exits; when it has not exited within ``timeout``, the test
+    fails with where every thread of that ``rbs`` was (``kill -USR1``: faulthandler, set in
+    cli/entry.py), then the process is killed."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        out = proc.communicate(timeout=30)[0]
+        raise AssertionError(f"still running {timeout:.0f} s after the signal; its threads "
+                             f"and output:\n{out[-6000:]}") from None

@@ -26,7 +26,7 @@ from redis_benchmarks_spec.runner.server_cpu import SERVER_CPU_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from tests.cli import RBS, rbs, write_suite
-from tests.procs import descendants
+from tests.procs import communicate_or_stacks, descendants
 
 SUITE = """
 version: 0.4
@@ -218,7 +218,7 @@ def test_interrupt_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals)
     assert "redis-benchmark" in seen and "redis-server" in seen, seen
     descendants = psutil.Process(proc.pid).children(recursive=True)
     proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=60)
+    out = communicate_or_stacks(proc, 60)
     assert proc.returncode == 130, out
     assert "interrupted" in out
     _, alive = psutil.wait_procs(descendants, timeout=10)

@@ -19,7 +19,7 @@ from redis_benchmarks_spec.runner.session import SessionConfig, plan_tests, run_
 from redis_benchmarks_spec.suites.catalog import load_catalog
 from redis_benchmarks_spec.suites.topology import load_topologies
 from tests.cli import write_suite
-from tests.procs import descendants
+from tests.procs import communicate_or_stacks, descendants
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -363,7 +363,7 @@ def test_interrupt_mid_cluster_run_stops_every_node(tmp_path: Path, launcher: st
         else:
             assert len(our_containers() - containers) == 3
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        out = communicate_or_stacks(proc, 120)
     finally:
         if proc.poll() is None:
             proc.kill()

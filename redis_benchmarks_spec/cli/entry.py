@@ -6,6 +6,8 @@ process lives, so the process ends at once, before anything connects."""
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 import sys
 
 from redis_benchmarks_spec.common.credentials import argv_secret
@@ -19,6 +21,8 @@ def main() -> int:
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return EXIT_USAGE
+    # `kill -USR1 <pid>` prints where every thread of a stuck rbs is, on its stderr
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from redis_benchmarks_spec.cli.main import main as rbs_main
     return rbs_main()
 
