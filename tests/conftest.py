@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,6 +88,14 @@ def _no_startup_noise(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 offmachine.install()  # at import: before any test module or fixture can open a socket
+
+# A suite started from a background job of a non-interactive shell (`cmd &` in a script)
+# inherits SIGINT ignored, and so would every process a test starts: the tests that stop an
+# `rbs run` with SIGINT (Ctrl-C) would wait for a run that never hears it. The tests say what
+# they need: SIGINT as Python's default here, so the children they start get the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN and \
+        threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 component_audit.install()  # which real components each test starts (scripts/components.py)
 
 AUDIT_ENV = "RBS_COMPONENT_AUDIT"  # the folder scripts/test.sh gives for the records
