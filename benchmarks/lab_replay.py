@@ -63,13 +63,15 @@ def main() -> int:
     p.add_argument("--max-pairs", type=int, default=4)
     p.add_argument("--max-suites", type=int, default=None, help="the platforms' PR budget")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--lab-dir", type=Path, default=None,
+                   help="the lab's folder, kept after the run (its logs say where time went)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="rbs-lab-bench-") as tmp:
         folder = Path(tmp)
         out = args.out or folder / "out"
         start = time.monotonic()
         done = subprocess.run(
-            [str(RBS), "lab", "replay", "--dir", str(folder / "lab"),
+            [str(RBS), "lab", "replay", "--dir", str((args.lab_dir or folder / "lab").resolve()),
              "--source", str(history.bare_repo()), "--prs",
              str(prs_file(args.pr or sorted(PRS), folder)), "--out", str(out),
              "--build-cache", str(ROOT / ".cache" / "lab-builds"),

@@ -91,7 +91,8 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     (body,) = [c["body"] for c in gh.comments.values()]
     sent = [r.body["body"] for r in gh.requests if r.body and r.method in ("POST", "PATCH")]
     # the queued line's ETA: the plan at the cost the push measured for this suite here
-    assert "ETA about " in sent[0] and "(1 suite(s) x 5 pairs x 2 runs at this platform's " \
+    # the head's runs only: the base's counts are the push's
+    assert "ETA about " in sent[0] and "(1 suite(s) x 5 runs of the head at this platform's " \
         "measured cost per suite" in sent[0], sent[0]
     assert "Machine time: `p1` " in body
     # the base ran once, at its push, under this host's fingerprint; the A/B ran no base run
@@ -105,6 +106,9 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     assert pairs == COUNTS.first_round
     heads = pushed.of(HEAD)
     assert len(heads) == pairs and {r.context.ab_side for r in heads} == {"comparison"}
+    # machine time is every head run's wall time (it once counted only the last of them)
+    assert abs(record.machine_s - sum(r.end_ms - r.start_ms for r in heads) / 1000) <= 0.2, \
+        (record.machine_s, [r.end_ms - r.start_ms for r in heads])
     # judged on the head's counts against the base's: the same binary, no change (an unlucky
     # hash seed can widen five pairs' t interval past the floor: not decided, never a change)
     report = ComparisonReport.from_dict(record.report)

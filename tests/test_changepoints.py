@@ -86,10 +86,11 @@ def _sha(i: int) -> str:
 
 
 def _real_history(tmp_path: Path, client: redis.Redis) -> None:
-    """16 commits of unstable: SET with appendfsync always from commit 8 on, GET unchanged."""
+    """16 commits of unstable: SET with appendfsync always from commit 8 on (one test: a
+    second, unchanged one cost 16 more runs alone on the machine and was asserted on nowhere)."""
     suites_dir = tmp_path / "suites"
     suites_dir.mkdir()
-    for command in ("set", "get"):
+    for command in ("set",):
         write_suite(suites_dir, command, SUITE.format(command=command))
     suites = {s.name: s for s in load_catalog(suites_dir).suites}
     base = SessionConfig(tools=ToolPaths(redis_server=shutil.which("redis-server")),
@@ -99,10 +100,9 @@ def _real_history(tmp_path: Path, client: redis.Redis) -> None:
         git = GitInfo(org="redis", repo="redis", branch="unstable", hash=_sha(i))
         context = RunContext(triggering_env="ci", platform="local-2core", git=git)
         slow = ["--appendonly", "yes", "--appendfsync", "always"] if i >= RUNS_PER_SIDE else []
-        for name, args in (("cp-set", slow), ("cp-get", [])):
-            cfg = replace(base, context=context, server_args=args,
-                          results_dir=tmp_path / "out" / f"{i:02d}")
-            results += run_suites(cfg, [suites[name]])
+        cfg = replace(base, context=context, server_args=slow,
+                      results_dir=tmp_path / "out" / f"{i:02d}")
+        results += run_suites(cfg, [suites["cp-set"]])
     assert all(r.ok for r in results), [r.reason for r in results if not r.ok]
     assert not push_results(client, results).failed
 
@@ -116,8 +116,6 @@ def test_changepoints_on_real_runs_and_compare_baseline_window(
                            "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     series = {s["test"]: s for s in data["series"]}
-    # GET's server is unchanged, but this shared VM's load drifts by 2x over a few minutes:
-    # a step in GET is possible and not asserted on here (flat series: synthetic tests)
     set_steps = series["cp-set"]["steps"]
     assert set_steps, data
     step = max(set_steps, key=lambda s: abs(s["change_pct"]))  # fsync always: ~-90 %

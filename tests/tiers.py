@@ -103,6 +103,7 @@ GROUPS: dict[str, str] = {
 FAST_MODULES = frozenset({
     "test_bisect_search",
     "test_cli_commands",
+    "test_counted_topologies",
     "test_compare",
     "test_datasink_keys",
     "test_driver_registry",

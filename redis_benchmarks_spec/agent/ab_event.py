@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,21 @@ import redis
 
 from redis_benchmarks_spec.agent.base_counts import BaseQuery, base_runs, reuse_line
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
-from redis_benchmarks_spec.agent.suite_cost import RunMeter
+from redis_benchmarks_spec.agent.suite_cost import EtaPlan, RunMeter
 from redis_benchmarks_spec.analysis.context import short
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.noise import family_of, timed_metrics
 from redis_benchmarks_spec.analysis.paired import NoisePrior
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
-from redis_benchmarks_spec.analysis.session_runs import deterministic, keys_of
+from redis_benchmarks_spec.analysis.session_runs import (
+    deterministic,
+    keys_of,
+    topology_moves_counts,
+)
 from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.builder import artifacts
+from redis_benchmarks_spec.common.metrics import COUNT, MIN_PAIRS
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
@@ -55,6 +61,7 @@ from redis_benchmarks_spec.runner.ab_session import (
     with_rounds,
 )
 from redis_benchmarks_spec.runner.ab_stored import StoredBaseline
+from redis_benchmarks_spec.runner.adaptive import deterministic_rounds
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.telemetry.fingerprint import fingerprint_id, host_fingerprint
@@ -116,6 +123,7 @@ class PairedRun:
     stored: StoredBaseline | None = None  # found by :func:`find_stored`
     # wall seconds of every run made, per suite: the ETA's costs and the machine minutes
     meter: RunMeter = field(default_factory=RunMeter)
+    left_out: str = ""  # the tests :func:`counted_topologies` did not run, and why
 
 
 def platform_priors(platform: str) -> dict[str, dict[str, NoisePrior]]:
@@ -179,6 +187,45 @@ def find_stored(job: PairedRun, suites: list[Suite]) -> StoredBaseline | None:
         return None
 
 
+def eta_plan(budget: UntilDecidedBudget, stored_base: bool) -> EtaPlan:
+    """The plan the queued line's ETA counts: an instruction-count A/B runs the rounds of a
+    deterministic metric (:func:`runner.adaptive.deterministic_rounds`) and, with a datasink
+    holding the base's counts from its push, the head's runs only."""
+    if deterministic(budget.metric):
+        first, most = deterministic_rounds(budget.metric, budget.first_round,
+                                           budget.max_repetitions)
+        runs = 1 if stored_base and catalogued(budget.metric).kind == COUNT else 2
+        return EtaPlan(min(first, most), most, budget.time_budget_s, runs_per_pair=runs)
+    return EtaPlan(budget.first_round, budget.max_repetitions, budget.time_budget_s)
+
+
+def counted_topologies(budget: UntilDecidedBudget, catalogue: dict[str, Any],
+                       suites: list[Suite]) -> tuple[list[Suite], str]:
+    """An instruction-count A/B capped below the pairs a count that moves with the host
+    needs (:data:`~common.metrics.MIN_PAIRS`: I/O threads, replicas, a cluster) runs each
+    suite without those topologies where it keeps another: they could only end UNKNOWN
+    ("too few points"), and they are the costliest runs under callgrind (a 3-node cluster
+    failed to form in 60 s on one CPU; 20 of the 70 tests of a 55-suite replay of #11779
+    ended so, docs/lab.md). The line says which were left out and why."""
+    if catalogued(budget.metric).kind != COUNT or budget.max_repetitions >= MIN_PAIRS:
+        return suites, ""
+    out, dropped = [], []
+    for suite in suites:
+        why = {t: topology_moves_counts(catalogue.get(t)) for t in suite.topologies}
+        kept = [t for t in suite.topologies if not why[t]]
+        if kept and len(kept) < len(suite.topologies):
+            dropped += [f"{suite.name} @ {t} ({why[t]})" for t in suite.topologies if why[t]]
+            suite = replace(suite, topologies=kept)
+        out.append(suite)
+    if not dropped:
+        return suites, ""
+    shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
+    return out, (f"Not counted: {len(dropped)} test(s) in topologies whose instruction counts "
+                 f"move with the host ({shown}): they need {MIN_PAIRS} pairs, this platform "
+                 f"allows {budget.max_repetitions}; each suite's other topologies were "
+                 "counted.")
+
+
 def run_pairs(job: PairedRun, suites: list[Suite],
               on_run: Callable[[ABRun], None] | None = None) -> ABSessionResult:
     """Rounds of pairs until every suite is decided or the budget is spent, judged.
@@ -189,10 +236,17 @@ def run_pairs(job: PairedRun, suites: list[Suite],
         job.meter.started()
 
     def ran(run: ABRun) -> None:
-        job.meter.ended(run.result.test_name)
+        # the run's own start and end: a test paired with the base's stored counts reports
+        # its head runs together after the last (started/ended counted only that one)
+        spent = (run.result.end_ms - run.result.start_ms) / 1000
+        if spent > 0:
+            job.meter.add(run.result.test_name, spent)
+        else:
+            job.meter.ended(run.result.test_name)
         if on_run is not None:
             on_run(run)
 
+    suites, job.left_out = counted_topologies(job.budget, job.session.catalogue(), suites)
     if job.stored is None:
         job.stored = find_stored(job, suites)
     return run_session(session_plan(job, suites), on_run=ran, on_start=check)
@@ -216,7 +270,7 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
                     machine_s=round(job.meter.machine_s, 1),
                     flags={t: sorted(f) for t, f in flags.items() if f},
                     movers=movers_of(result), note=" ".join(
-                        n for n in (reuse, host_line(result)) if n))
+                        n for n in (reuse, job.left_out, host_line(result)) if n))
 
 
 def host_line(result: ABSessionResult) -> str:

@@ -235,8 +235,11 @@ class Agent:
     def _queued_line(self, selection: code_selection.Selection, chosen: list[Suite]) -> str:
         """The selection and its ETA from this platform's measured cost per suite."""
         budget = self.config.until_decided
-        plan = EtaPlan(budget.first_round, budget.max_repetitions, budget.time_budget_s) \
+        plan = ab_event.eta_plan(budget, stored_base=self.datasink is not None) \
             if budget else EtaPlan(1, 1, runs_per_pair=1)
+        if budget:  # the tests the A/B will run (ab_event.counted_topologies)
+            chosen, _ = ab_event.counted_topologies(
+                budget, self.config.session.with_catalogue().catalogue(), chosen)
         costs = self.consumer.call(lambda: suite_cost.load(
             self.client, self.config.names, self.config.platform, [s.name for s in chosen]))
         return code_selection.queued_line(selection, [s.name for s in chosen

@@ -89,11 +89,14 @@ def eta_text(suites: list[str], costs: dict[str, float], plan: EtaPlan) -> str:
         assert plan.time_budget_s is not None
         # a pair started before the deadline is finished
         most = plan.time_budget_s + max(per_pair)
+    expected = min(expected, most)  # "about" is never more than "at most"
     guessed = len(suites) - len(known)
     span = f"{min(known):.0f}" if round(min(known)) == round(max(known)) else \
         f"{min(known):.0f}-{max(known):.0f}"
+    runs = f"pairs x {plan.runs_per_pair} runs" if plan.runs_per_pair != 1 else \
+        "runs of the head"
     return (f"ETA about {expected / 60:.0f} min ({len(suites)} suite(s) x {plan.first_pairs} "
-            f"pairs x {plan.runs_per_pair} runs at this platform's measured cost per suite, "
+            f"{runs} at this platform's measured cost per suite, "
             f"{span} s a run"
             + (f"; {guessed} never run here, counted at the median" if guessed else "")
             + f"), at most {most / 60:.0f} min ({why})")

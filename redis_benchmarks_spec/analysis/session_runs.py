@@ -22,12 +22,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from redis_benchmarks_spec.common.metrics import COUNT
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import DISTURBED, RunResult
 from redis_benchmarks_spec.results.profile import under_profiler
+
+if TYPE_CHECKING:
+    from redis_benchmarks_spec.suites.topology import Topology
 
 BASELINE = "baseline"
 COMPARISON = "comparison"
@@ -80,6 +84,21 @@ def count_moves_with_host(doc: RunResult) -> str:
     cluster = doc.context.topology_type == "oss-cluster" or "cluster" in topology or \
         (deployment is not None and (deployment.primaries > 1 or "cluster" in deployment.type))
     return "a cluster" if cluster else ""
+
+
+def topology_moves_counts(topology: Topology | None) -> str:
+    """Why instruction counts in ``topology`` move with the host ('' when they do not),
+    known before a run (:func:`count_moves_with_host` says it of a run's document)."""
+    if topology is None:
+        return ""
+    args = topology.server_args()
+    threads = next((int(args[i + 1]) for i, arg in enumerate(args[:-1])
+                    if arg == "--io-threads" and args[i + 1].isdigit()), 1)
+    if threads > 1:
+        return f"{threads} io-threads"
+    if topology.replicas:
+        return "replicas"
+    return "a cluster" if topology.is_cluster or topology.primaries > 1 else ""
 
 
 def host_dependent_tests(runs: Iterable[ABRun], metric: str,

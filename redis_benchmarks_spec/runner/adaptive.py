@@ -92,13 +92,20 @@ def for_metric(plan: AdaptivePlan, metric: str | None) -> AdaptivePlan:
     own ``min_pairs``), so a decided test stops there and the rounds go to open ones."""
     if metric is None or not catalogued(metric).deterministic:
         return plan
-    priors = plan.priors.get(metric, {})
-    most = min(plan.design.max_pairs, max(plan.first_round, DETERMINISTIC_MAX_PAIRS))
+    first, most = deterministic_rounds(metric, plan.first_round, plan.design.max_pairs,
+                                       bool(plan.priors.get(metric)))
+    return replace(plan, design=replace(plan.design, max_pairs=most), first_round=first)
+
+
+def deterministic_rounds(metric: str, first_round: int, max_pairs: int,
+                         priors: bool = False) -> tuple[int, int]:
+    """(first round, most pairs) of a deterministic ``metric`` (:func:`for_metric`; the
+    queued line's ETA counts with the same)."""
+    most = min(max_pairs, max(first_round, DETERMINISTIC_MAX_PAIRS))
     needed = catalogued(metric).min_pairs
     if priors:
         needed = min(needed, MIN_PRIOR_PAIRS)
-    return replace(plan, design=replace(plan.design, max_pairs=most),
-                   first_round=max(2, min(plan.first_round, needed)))
+    return max(2, min(first_round, needed)), most
 
 
 def _round_size(plan: AdaptivePlan, done: int) -> int:
