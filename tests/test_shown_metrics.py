@@ -165,3 +165,28 @@ def test_the_decided_metric_comes_first_in_every_renderer() -> None:
                                base_sha="b" * 40), [Section("p", "v", "completed",
                                                             report=busy.to_dict())], [])
     assert body.index(f"| `{INSTRUCTIONS}` |") < body.index(f"| `{THROUGHPUT}` |")
+
+
+
+RECORDED = Path(__file__).parent / "data" / "memtier-counted-zero-rate"
+
+
+def test_a_counted_run_too_short_for_a_rate_keeps_its_counts() -> None:
+    """A run under the instructions profiler sends a fixed, small request count; memtier
+    printed 0 ops/sec for 280 SETs of such a run (recorded, tests/data). The rate is not
+    what a counted run measures: ``runner.execute`` parses it as not the metric, so the rate
+    is dropped with a note instead of failing the test (the #11779 lab replay failed one
+    so, once in 8 runs)."""
+    from redis_benchmarks_spec.loadgen.base import Invocation
+    from redis_benchmarks_spec.loadgen.memtier_driver import MemtierDriver
+    from redis_benchmarks_spec.loadgen.result import ToolOutputError
+    from redis_benchmarks_spec.runner.client_tools import RunFailure, parse_all
+
+    driver = MemtierDriver("memtier_benchmark")
+    inv = Invocation(["memtier_benchmark"], RECORDED / "client-0.out",
+                     RECORDED / "client-0.json", 1.0)
+    with pytest.raises((RunFailure, ToolOutputError), match="Sets ops/sec is 0.0"):
+        parse_all([driver], [inv], [0], rate_is_metric=True)
+    kept = parse_all([driver], [inv], [0], rate_is_metric=False)
+    assert kept.totals.ops_per_sec == 0.0 and kept.notes, kept.notes
+    assert "Ops/sec" not in json.dumps(kept.data["ALL STATS"]["Sets"])
