@@ -97,6 +97,12 @@ def test_a_stall_shows_in_corrected_percentiles_only(tmp_path: Path) -> None:
     assert measured["p99.99"] > 400, measured
     assert corrected["p99.00"] > 300, corrected
     assert corrected["p90.00"] > 100, corrected
+    # the stall cost the mean more than 5 % of the offered rate, in one second of three:
+    # a stall, not saturation (the server kept up in every other second)
+    assert record["achieved_rps"] < 0.95 * record["offered_rps"], record
+    assert (record["short_seconds"], record["full_seconds"]) == (1, 3), record
+    assert record["stalled"] and not record["saturated"]
+    assert "short in 1 of 3 full seconds" in pacing.saturation_note(record)
 
 
 def test_rate_records_offered_and_achieved(tmp_path: Path) -> None:

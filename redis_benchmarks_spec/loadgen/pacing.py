@@ -20,6 +20,13 @@ waited. HdrHistogram's expected-interval correction (``record_corrected_value``:
 ``I`` the connection's mean interval ``1 / R``. memtier's JSON carries the whole run's
 histogram (``Compressed Histogram``, microseconds), so the correction needs no extra file.
 Both are kept and named: ``latency_ms_uncorrected`` (memtier's) and ``latency_ms_corrected``.
+
+**Saturation is a shortfall that lasts.** A point is saturated when it achieved less than
+95 % of what it offered *and* most of its full seconds (memtier's per-second ``Time-Serie``)
+fell short too. A stall (a host hiccup, a fork, ``DEBUG SLEEP 0.5`` in a 3 s run) costs the
+whole-run mean more than 5 % while the server kept up in every other second: that point is
+recorded as stalled (``short_seconds`` of ``full_seconds``), its latency kept, and not called
+saturated. A run without the series (several clients merged) keeps the mean rule.
 """
 
 from __future__ import annotations
@@ -106,6 +113,25 @@ def _percentiles(hist: HdrHistogram) -> dict[str, float]:
             for p in PERCENTILES}
 
 
+def _full_second_counts(tool_result: ToolResult) -> list[int]:
+    """Requests completed in each full second of a single memtier run (its last, partial
+    second left out); [] when the output has no per-second series."""
+    data = tool_result.data.get("ALL STATS") if isinstance(tool_result.data, dict) else None
+    totals = data.get("Totals") if isinstance(data, dict) else None
+    series = totals.get("Time-Serie") if isinstance(totals, dict) else None
+    runtime = data.get("Runtime") if isinstance(data, dict) else None
+    duration = runtime.get("Total duration") if isinstance(runtime, dict) else None
+    if not isinstance(series, dict) or not isinstance(duration, (int, float)):
+        return []
+    counts = {}
+    for key, value in series.items():
+        if isinstance(key, str) and key.isdigit() and isinstance(value, dict) and \
+                isinstance(value.get("Count"), int):
+            counts[int(key)] = value["Count"]
+    full = int(duration // 1000)
+    return [counts.get(second, 0) for second in range(full)] if full and counts else []
+
+
 def rate_record(argvs: Sequence[Sequence[str]], tool_result: ToolResult) -> dict[str, Any]:
     """What a paced run offered and achieved, whether it saturated, and its latency with and
     without the coordinated-omission correction; {} for a run that was not paced."""
@@ -115,10 +141,17 @@ def rate_record(argvs: Sequence[Sequence[str]], tool_result: ToolResult) -> dict
     offered = sum(rate or 0.0 for _, rate in paced)
     achieved = tool_result.totals.ops_per_sec
     conns = sum(connections(argv) for argv, _ in paced)
+    short = achieved < SATURATION_SHARE * offered
+    seconds = _full_second_counts(tool_result) if len(paced) == 1 else []
     record: dict[str, Any] = {
         "offered_rps": offered, "achieved_rps": achieved, "connections": conns,
-        "saturated": achieved < SATURATION_SHARE * offered,
+        "saturated": short,
         "latency_ms_uncorrected": dict(tool_result.totals.latency.percentiles_ms)}
+    if seconds:
+        below = sum(1 for count in seconds if count < SATURATION_SHARE * offered)
+        record.update({"full_seconds": len(seconds), "short_seconds": below,
+                       "saturated": short and 2 * below > len(seconds),
+                       "stalled": short and 2 * below <= len(seconds)})
     if tool_result.histogram and len(paced) == 1:
         interval_us = 1_000_000 * conns / offered
         hist = hdr.decode(tool_result.histogram)
@@ -129,7 +162,11 @@ def rate_record(argvs: Sequence[Sequence[str]], tool_result: ToolResult) -> dict
 
 
 def saturation_note(record: dict[str, Any]) -> str:
-    """One line for a saturated point, else ''."""
+    """One line for a saturated or stalled point, else ''."""
+    if record.get("stalled"):
+        return (f"stalled, not saturated: achieved {record['achieved_rps']:,.0f} of the "
+                f"{record['offered_rps']:,.0f} requests/s offered, short in "
+                f"{record['short_seconds']} of {record['full_seconds']} full seconds only")
     if not record.get("saturated"):
         return ""
     share = record["achieved_rps"] / record["offered_rps"] * 100 if record["offered_rps"] \

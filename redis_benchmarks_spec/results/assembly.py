@@ -66,12 +66,15 @@ class RunRecords:
     logs: KeptLogs | None = None
 
     def add_rate(self, record: dict[str, Any], note: str) -> None:
-        """A paced run's record; a saturated point is flagged with ``note`` saying why."""
+        """A paced run's record; a saturated point is flagged with ``note`` saying why, a
+        stalled one keeps ``note`` without the flag."""
         if not record:
             return
         self.rate = RateRecord(record)
         if record.get("saturated"):
             self.findings.append(Findings([SATURATED], [note]))
+        elif note:
+            self.findings.append(Findings([], [note]))
 
 
 def assemble(records: RunRecords, outcome: Outcome, end_ms: int) -> RunResult:
