@@ -201,3 +201,50 @@ def test_spending_over_forty_pairs_keeps_agreeing_counts_unknown() -> None:
                   for most in (40, 6)}
         assert judged[40].rows[0].verdict == "UNKNOWN"
         assert judged[6].rows[0].verdict == "REGRESSION"
+
+
+class _SeedSpread:
+    """Per test a change in %: counts that spread ~0.3 % run to run, as hash seeds make
+    them (TTL's command path per op in four head runs: 2,664 / 2,658 / 2,651 / 2,675)."""
+
+    DEVIATIONS = (0.3, -0.4, 0.1, 0.5, -0.2, -0.3, 0.4, 0.0)
+
+    def __init__(self, tests: dict[str, float]) -> None:
+        self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.runs: list[ABRun] = []
+
+    def __call__(self, tests: list[str], first: int, count: int,
+                 deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        dev = self.DEVIATIONS
+        out = {}
+        for test in tests:
+            out[test] = [(1000.0 * (1 + dev[(i + 3) % 8] / 100),
+                          1000.0 * (1 + dev[i % 8] / 100) * (1 + self.tests[test] / 100))
+                         for i in range(first, first + count)]
+            self.asked[test] += count
+            self.runs += _runs({test: STANDALONE}, out[test], first)
+        return out
+
+
+def test_a_count_more_pairs_cannot_decide_stops_and_says_why() -> None:
+    # +0.3 % under a 0.3 % spread: even the rest of 6 pairs at today's estimate with no
+    # spread leaves it UNKNOWN, so it stops at 3; the others get the pairs that decide them,
+    # and every verdict is the one the full design gives (UNKNOWN at 6 pairs for +0.3 %)
+    changes = {"same": 0.0, "small": 0.3, "mid": 1.5, "big": -30.0}
+    source = _SeedSpread(changes)
+    plan = AdaptivePlan(SequentialPlan(6, 0.05), COUNTS, first_round=3, round_pairs=1)
+    outcome = until_decided(list(changes), source, plan)
+    verdicts = {r.test: r.verdict for r in outcome.report.rows}
+    assert verdicts == {"same": "NO CHANGE", "small": "UNKNOWN", "mid": "REGRESSION",
+                        "big": "IMPROVEMENT"}
+    assert source.asked["small"] == 3 and source.asked["mid"] == 5
+    assert outcome.progress["small"].stop_reason.startswith("cannot be decided within 6 pairs")
+    row = {r.test: r for r in outcome.report.rows}["small"]
+    assert "cannot be decided within 6 pairs" in row.reason
+    # a timed metric keeps its pairs: its estimate still moves by more than its floor
+    timed = AdaptivePlan(SequentialPlan(6, 0.05), CompareOptions(metric=THROUGHPUT_METRIC),
+                         first_round=3, round_pairs=1)
+    source = _SeedSpread({"small": 0.3})
+    outcome = until_decided(["small"], source, timed)
+    assert source.asked["small"] > 3
+    assert outcome.progress["small"].stop_reason == "decided (NO CHANGE)"

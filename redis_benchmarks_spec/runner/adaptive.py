@@ -4,7 +4,7 @@ Round 1 runs ``first_round`` pairs of every test (of a deterministic metric, the
 can decide it, in a shorter design: :func:`for_metric`); after each round the pairs so far are
 judged by the group-sequential comparison (:mod:`analysis.sequential_compare`), and the
 tests still UNKNOWN get ``round_pairs`` more, until each is decided, reaches
-``max_pairs`` or the time budget is spent (counted from the start; the first round always
+``max_pairs``, cannot be decided within them (:func:`_futile`) or the time budget is spent (counted from the start; the first round always
 completes, and a pair started before the deadline is finished). Where the pairs come from is a
 :data:`PairSource` (the real one, :class:`ABPairSource`, runs redis-server and the client
 tool through :func:`runner.ab.run_ab_tests`), so the loop itself can be checked by simulation.
@@ -12,6 +12,7 @@ tool through :func:`runner.ab.run_ab_tests`), so the loop itself can be checked 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,6 +42,8 @@ DECIDED = "decided"
 MAX_REACHED = "max repetitions reached"
 BUDGET_SPENT = "time budget spent"
 NO_PAIRS = "no complete pair in the last round (runs failed)"
+FUTILE = ("cannot be decided within {most} pairs: even the rest at today's estimate, with no "
+          "spread, would leave it UNKNOWN")
 
 
 @dataclass
@@ -141,6 +144,40 @@ def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
     return "" if grew or progress.disturbed else NO_PAIRS
 
 
+def _futile(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
+            choice: MetricChoice | None, runs: list[ABRun]) -> set[str]:
+    """The open tests more pairs cannot decide: judged (the same judgment, design and
+    multiplicity) as if every pair left up to ``max_pairs`` had the log ratio of today's
+    estimate exactly, which keeps the estimate and only narrows the interval, a test still
+    UNKNOWN there stays UNKNOWN with real pairs, whose spread is not zero (a count whose base
+    was counted once at its push narrows slower still: its base's spread does not shrink).
+    Their pairs go to tests that can still close. Deterministic metrics only (counts, memory
+    after the preload): a timed estimate after a few pairs still moves by more than its
+    floor, so it keeps its pairs."""
+    metric = choice.metric if choice is not None and choice.metric is not None \
+        else plan.options.metric
+    if not catalogued(metric).deterministic:
+        return set()
+    projected: dict[str, TestProgress] = {}
+    candidates = []
+    for test, prog in progress.items():
+        left = plan.max_pairs - len(prog.pairs)
+        usable = [(b, c) for b, c in prog.pairs if b > 0 and c > 0]
+        if test not in open_tests or left <= 0 or len(usable) < 2:
+            projected[test] = prog
+            continue
+        ratio = math.exp(sum(math.log(c / b) for b, c in usable) / len(usable))
+        base = usable[-1][0]
+        projected[test] = replace(prog, pairs=[*prog.pairs, *[(base, base * ratio)] * left],
+                                  looks=[*prog.looks, plan.max_pairs])
+        candidates.append(test)
+    if not candidates:
+        return set()
+    report = _judge(projected, plan, [], choice, runs)
+    verdicts = {r.test: r.verdict for r in report.rows}
+    return {t for t in candidates if verdicts.get(t, UNKNOWN) == UNKNOWN}
+
+
 def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
                   clock: Callable[[], float] = time.monotonic,
                   problems: list[str] | None = None,
@@ -176,6 +213,9 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
             progress[test].stop_reason = _stop_reason(
                 progress[test], verdicts.get(test, UNKNOWN), plan, out_of_time, grew[test],
                 done)
+        still = [t for t in open_tests if not progress[t].stop_reason]
+        for test in _futile(progress, still, plan, choice, getattr(source, "runs", [])):
+            progress[test].stop_reason = FUTILE.format(most=plan.max_pairs)
     for p in progress.values():
         p.stop_reason = p.stop_reason or MAX_REACHED
     rows = tuple(replace(row, reason=f"{row.reason}; {progress[row.test].line()}")

@@ -16,7 +16,7 @@ from redis_benchmarks_spec.results.stages import ServerStats
 from redis_benchmarks_spec.runner.deployment import Deployment
 from redis_benchmarks_spec.runner.node import PRIMARY
 from redis_benchmarks_spec.telemetry import info as info_mod
-from redis_benchmarks_spec.telemetry.memory import node_memory
+from redis_benchmarks_spec.telemetry.memory import node_memory, read_memory
 
 # gauges that add up over nodes; other gauges (ratios) are averaged
 _SUMMED_GAUGES = ("used_memory", "used_memory_rss", "connected_clients")
@@ -123,12 +123,15 @@ def persistence_metrics(after: NodeSnapshots) -> dict[str, float]:
     return out
 
 
-def memory_snapshot(deployment: Deployment) -> memory.MemorySnapshot:
-    """Every node's memory (with its index, role and port) and the primaries' totals."""
+def memory_snapshot(deployment: Deployment, settle: bool = True) -> memory.MemorySnapshot:
+    """Every node's memory (with its index, role and port) and the primaries' totals; read
+    once settled (:func:`telemetry.memory.node_memory`), or, with ``settle`` False, read once
+    and marked ``settled: 0``."""
     out = memory.MemorySnapshot()
     primaries = []
     for node in deployment.nodes:
-        figures = node_memory(node.stats_client())
+        figures = node_memory(node.stats_client()) if settle else \
+            {**read_memory(node.stats_client()), "settled": 0.0}
         out.nodes.append({"index": node.index, "role": node.role, "port": node.port,
                           **figures})
         if node.role == PRIMARY:
