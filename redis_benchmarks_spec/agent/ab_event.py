@@ -192,9 +192,11 @@ def eta_plan(budget: UntilDecidedBudget, stored_base: bool) -> EtaPlan:
     deterministic metric (:func:`runner.adaptive.deterministic_rounds`) and, with a datasink
     holding the base's counts from its push, the head's runs only."""
     if deterministic(budget.metric):
+        counted = stored_base and catalogued(budget.metric).kind == COUNT
+        # the base's stored runs give a least spread: 3 pairs can decide, as with a prior
         first, most = deterministic_rounds(budget.metric, budget.first_round,
-                                           budget.max_repetitions)
-        runs = 1 if stored_base and catalogued(budget.metric).kind == COUNT else 2
+                                           budget.max_repetitions, priors=counted)
+        runs = 1 if counted else 2
         return EtaPlan(min(first, most), most, budget.time_budget_s, runs_per_pair=runs)
     return EtaPlan(budget.first_round, budget.max_repetitions, budget.time_budget_s)
 

@@ -130,7 +130,9 @@ def adaptive_plan(plan: ABSessionPlan, rounds: Rounds, choice: MetricChoice) -> 
     return AdaptivePlan(rounds.design, plan.options(choice.metric or THROUGHPUT_METRIC),
                         first_round=plan.config.repetitions, round_pairs=rounds.round_pairs,
                         time_budget_s=rounds.time_budget_s, priors=plan.priors,
-                        options_for=plan.options)
+                        options_for=plan.options,
+                        stored_base=plan.config.stored is not None and
+                        bool(plan.config.stored.runs))
 
 
 def _header(plan: ABSessionPlan, runs: list[ABRun]) -> CompareContext:

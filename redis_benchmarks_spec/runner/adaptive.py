@@ -60,6 +60,9 @@ class AdaptivePlan:
     # the options a metric is judged with (the session's: ABSessionPlan.options), so the
     # looks judge the metric ``auto`` picks exactly as the final verdict will; None: ``options``
     options_for: Callable[[str], CompareOptions] | None = None
+    # the base side of counts is the base's runs stored at its push (``runner.ab_stored``):
+    # their spread is a measured least spread, which decides from 3 pairs as a prior does
+    stored_base: bool = False
 
     @property
     def max_pairs(self) -> int:
@@ -92,11 +95,12 @@ def for_metric(plan: AdaptivePlan, metric: str | None) -> AdaptivePlan:
     """``plan`` as it runs ``metric``: for a deterministic one (counts, memory after the
     preload) a design over at most :data:`~common.metrics.DETERMINISTIC_MAX_PAIRS` pairs and a
     first round of the pairs that can decide (3 with a prior of every test or the metric's
-    own ``min_pairs``), so a decided test stops there and the rounds go to open ones."""
+    own ``min_pairs``; 3 too when the base was counted at its push), so a decided test stops
+    there and the rounds go to open ones."""
     if metric is None or not catalogued(metric).deterministic:
         return plan
     first, most = deterministic_rounds(metric, plan.first_round, plan.design.max_pairs,
-                                       bool(plan.priors.get(metric)))
+                                       bool(plan.priors.get(metric)) or plan.stored_base)
     return replace(plan, design=replace(plan.design, max_pairs=most), first_round=first)
 
 
