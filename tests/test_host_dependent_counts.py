@@ -227,8 +227,8 @@ class _SeedSpread:
 
 
 def test_a_count_more_pairs_cannot_decide_stops_and_says_why() -> None:
-    # +0.3 % under a 0.3 % spread: even the rest of 6 pairs at today's estimate with no
-    # spread leaves it UNKNOWN, so it stops at 3; the others get the pairs that decide them,
+    # +0.3 % under a 0.3 % spread: the rest of 6 pairs without spread, at today's estimate
+    # or at no change, leave it UNKNOWN, so it stops at 4; the others get the pairs that decide them,
     # and every verdict is the one the full design gives (UNKNOWN at 6 pairs for +0.3 %)
     changes = {"same": 0.0, "small": 0.3, "mid": 1.5, "big": -30.0}
     source = _SeedSpread(changes)
@@ -237,10 +237,11 @@ def test_a_count_more_pairs_cannot_decide_stops_and_says_why() -> None:
     verdicts = {r.test: r.verdict for r in outcome.report.rows}
     assert verdicts == {"same": "NO CHANGE", "small": "UNKNOWN", "mid": "REGRESSION",
                         "big": "IMPROVEMENT"}
-    assert source.asked["small"] == 3 and source.asked["mid"] == 5
-    assert outcome.progress["small"].stop_reason.startswith("cannot be decided within 6 pairs")
+    assert source.asked["small"] == 4 and source.asked["mid"] == 5
+    assert outcome.progress["small"].stop_reason == \
+        "more pairs cannot decide it (not even 6 without spread)"
     row = {r.test: r for r in outcome.report.rows}["small"]
-    assert "cannot be decided within 6 pairs" in row.reason
+    assert "more pairs cannot decide it" in row.reason
     # a timed metric keeps its pairs: its estimate still moves by more than its floor
     timed = AdaptivePlan(SequentialPlan(6, 0.05), CompareOptions(metric=THROUGHPUT_METRIC),
                          first_round=3, round_pairs=1)

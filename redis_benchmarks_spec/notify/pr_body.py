@@ -142,7 +142,8 @@ def _machine_line(sections: list[Section]) -> list[str]:
     if not spent:
         return []
     return ["Machine time: " + ", ".join(f"`{p}` {m / 60:.1f} min" for p, m in spent)
-            + " (wall time of every run of both builds, server start and preload included).",
+            + " (wall time of every run it made, server start and preload included; a base "
+            "counted at its push is not run again).",
             ""]
 
 

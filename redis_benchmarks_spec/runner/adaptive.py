@@ -42,8 +42,8 @@ DECIDED = "decided"
 MAX_REACHED = "max repetitions reached"
 BUDGET_SPENT = "time budget spent"
 NO_PAIRS = "no complete pair in the last round (runs failed)"
-FUTILE = ("cannot be decided within {most} pairs: even the rest at today's estimate, with no "
-          "spread, would leave it UNKNOWN")
+#: under 80 characters: the comment's count of stop reasons cuts there
+FUTILE = "more pairs cannot decide it (not even {most} without spread)"
 
 
 @dataclass
@@ -148,38 +148,52 @@ def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
     return "" if grew or progress.disturbed else NO_PAIRS
 
 
-def _futile(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
-            choice: MetricChoice | None, runs: list[ABRun]) -> set[str]:
-    """The open tests more pairs cannot decide: judged (the same judgment, design and
-    multiplicity) as if every pair left up to ``max_pairs`` had the log ratio of today's
-    estimate exactly, which keeps the estimate and only narrows the interval, a test still
-    UNKNOWN there stays UNKNOWN with real pairs, whose spread is not zero (a count whose base
-    was counted once at its push narrows slower still: its base's spread does not shrink).
-    Their pairs go to tests that can still close. Deterministic metrics only (counts, memory
-    after the preload): a timed estimate after a few pairs still moves by more than its
-    floor, so it keeps its pairs."""
-    metric = choice.metric if choice is not None and choice.metric is not None \
-        else plan.options.metric
-    if not catalogued(metric).deterministic:
-        return set()
-    projected: dict[str, TestProgress] = {}
-    candidates = []
+def _continued(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
+               today: bool) -> tuple[dict[str, TestProgress], list[str]]:
+    """Every open test's pairs continued up to ``max_pairs`` with no spread: at the log ratio
+    of today's estimate (``today``) or at no change."""
+    out: dict[str, TestProgress] = {}
+    continued = []
     for test, prog in progress.items():
         left = plan.max_pairs - len(prog.pairs)
         usable = [(b, c) for b, c in prog.pairs if b > 0 and c > 0]
         if test not in open_tests or left <= 0 or len(usable) < 2:
-            projected[test] = prog
+            out[test] = prog
             continue
-        ratio = math.exp(sum(math.log(c / b) for b, c in usable) / len(usable))
+        ratio = math.exp(sum(math.log(c / b) for b, c in usable) / len(usable)) if today \
+            else 1.0
         base = usable[-1][0]
-        projected[test] = replace(prog, pairs=[*prog.pairs, *[(base, base * ratio)] * left],
-                                  looks=[*prog.looks, plan.max_pairs])
-        candidates.append(test)
-    if not candidates:
+        out[test] = replace(prog, pairs=[*prog.pairs, *[(base, base * ratio)] * left],
+                            looks=[*prog.looks, plan.max_pairs])
+        continued.append(test)
+    return out, continued
+
+
+def _futile(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
+            choice: MetricChoice | None, runs: list[ABRun]) -> set[str]:
+    """The open tests more pairs cannot decide. Each is judged twice more (the same
+    judgment, design and multiplicity) as if every pair left up to ``max_pairs`` had no
+    spread: once at the log ratio of today's estimate (the interval only narrows: the best
+    case for the change it shows) and once at no change (the estimate moves to 0: the best
+    case for NO CHANGE). A test UNKNOWN in both stays UNKNOWN with real pairs, whose spread
+    is not zero (a count whose base was counted once at its push narrows slower still: the
+    base's spread does not shrink), so its pairs go to tests that can still close.
+    Deterministic metrics only (counts, memory after the preload): a timed estimate after a
+    few pairs still moves by more than its floor, so it keeps its pairs."""
+    metric = choice.metric if choice is not None and choice.metric is not None \
+        else plan.options.metric
+    if not catalogued(metric).deterministic:
         return set()
-    report = _judge(projected, plan, [], choice, runs)
-    verdicts = {r.test: r.verdict for r in report.rows}
-    return {t for t in candidates if verdicts.get(t, UNKNOWN) == UNKNOWN}
+    futile: set[str] | None = None
+    for today in (True, False):
+        projected, candidates = _continued(progress, open_tests, plan, today)
+        if not candidates:
+            return set()
+        verdicts = {r.test: r.verdict
+                    for r in _judge(projected, plan, [], choice, runs).rows}
+        stuck = {t for t in candidates if verdicts.get(t, UNKNOWN) == UNKNOWN}
+        futile = stuck if futile is None else futile & stuck
+    return futile or set()
 
 
 def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
