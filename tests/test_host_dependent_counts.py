@@ -209,8 +209,9 @@ class _SeedSpread:
 
     DEVIATIONS = (0.3, -0.4, 0.1, 0.5, -0.2, -0.3, 0.4, 0.0)
 
-    def __init__(self, tests: dict[str, float]) -> None:
+    def __init__(self, tests: dict[str, float], topology: str = STANDALONE) -> None:
         self.tests, self.asked = tests, {t: 0 for t in tests}
+        self.topology = topology
         self.runs: list[ABRun] = []
 
     def __call__(self, tests: list[str], first: int, count: int,
@@ -222,7 +223,7 @@ class _SeedSpread:
                           1000.0 * (1 + dev[i % 8] / 100) * (1 + self.tests[test] / 100))
                          for i in range(first, first + count)]
             self.asked[test] += count
-            self.runs += _runs({test: STANDALONE}, out[test], first)
+            self.runs += _runs({test: self.topology}, out[test], first)
         return out
 
 
@@ -249,3 +250,19 @@ def test_a_count_more_pairs_cannot_decide_stops_and_says_why() -> None:
     outcome = until_decided(["small"], source, timed)
     assert source.asked["small"] > 3
     assert outcome.progress["small"].stop_reason == "decided (NO CHANGE)"
+
+
+def test_a_count_near_its_floor_or_moved_by_its_host_keeps_its_pairs() -> None:
+    # +0.45 % under a 0.5 % floor: today's estimate and no change, continued without spread,
+    # stay UNKNOWN after 3 pairs, but one standard error farther from 0 could decide it, so it
+    # is not stopped there (the full design's verdict, UNKNOWN, after the pairs it takes)
+    plan = AdaptivePlan(SequentialPlan(6, 0.05), COUNTS, first_round=3, round_pairs=1)
+    source = _SeedSpread({"near": 0.45})
+    outcome = until_decided(["near"], source, plan)
+    assert source.asked["near"] > 3
+    assert outcome.report.rows[0].verdict == "UNKNOWN"
+    # a threaded count is host-dependent: its estimate still moves, never stopped as futile
+    source = _SeedSpread({"small": 0.3}, topology=THREADED)
+    outcome = until_decided(["small"], source, plan)
+    assert "more pairs cannot decide" not in outcome.progress["small"].stop_reason
+    assert source.asked["small"] == 6

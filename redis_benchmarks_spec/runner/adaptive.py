@@ -13,6 +13,7 @@ tool through :func:`runner.ab.run_ab_tests`), so the loop itself can be checked 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -120,19 +121,24 @@ def _round_size(plan: AdaptivePlan, done: int) -> int:
     return max(0, min(wanted, plan.max_pairs - done))
 
 
-def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list[str],
-           choice: MetricChoice | None, runs: list[ABRun]) -> ComparisonReport:
-    pairs = {t: p.pairs for t, p in progress.items()}
-    looks = {t: p.looks for t, p in progress.items()}
+def _judging(plan: AdaptivePlan, choice: MetricChoice | None, runs: list[ABRun]
+             ) -> tuple[CompareOptions, dict[str, NoisePrior] | None]:
+    """The options and priors a look judges with: the metric's own (floor, prior spread,
+    calibration), never those of the metric the plan was made with before ``auto`` chose,
+    and counts a deployment moves judged as the final verdict judges them (engine)."""
     metric = choice.metric if choice is not None and choice.metric is not None \
         else plan.options.metric
-    # one computation with the final verdict (engine.judge of the session's runs): the
-    # metric's own options (floor, prior spread, calibration) and priors, never those of
-    # the metric the plan was made with before ``auto`` chose
     options = plan.options_for(metric) if plan.options_for is not None else \
         replace(plan.options, metric=metric)
-    # counts a deployment moves are judged as the final verdict judges them (engine)
-    options, priors = host_judged(runs, options, priors_for(plan.priors, metric))
+    return host_judged(runs, options, priors_for(plan.priors, metric))
+
+
+def _judge(progress: dict[str, TestProgress], plan: AdaptivePlan, problems: list[str],
+           choice: MetricChoice | None, runs: list[ABRun]) -> ComparisonReport:
+    """One look: the pairs so far, judged as the session's final verdict judges them."""
+    pairs = {t: p.pairs for t, p in progress.items()}
+    looks = {t: p.looks for t, p in progress.items()}
+    options, priors = _judging(plan, choice, runs)
     return compare_sequential(pairs, looks, plan.design, options, problems, priors)
 
 
@@ -148,45 +154,63 @@ def _stop_reason(progress: TestProgress, verdict: str, plan: AdaptivePlan,
     return "" if grew or progress.disturbed else NO_PAIRS
 
 
+#: where :func:`_futile` continues an open test's estimate: at today's, one standard error
+#: farther from no change (the estimate can still grow), at no change (it can shrink to 0)
+CONTINUATIONS = ("today", "farther", "none")
+
+
+def _ratio(usable: list[tuple[float, float]], where: str) -> float:
+    """The comparison/baseline ratio the pairs left are continued at (:data:`CONTINUATIONS`)."""
+    logs = [math.log(c / b) for b, c in usable]
+    mean = statistics.fmean(logs)
+    if where == "none":
+        return 1.0
+    if where == "today":
+        return math.exp(mean)
+    return math.exp(mean + math.copysign(statistics.stdev(logs) / math.sqrt(len(logs)), mean))
+
+
 def _continued(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
-               today: bool) -> tuple[dict[str, TestProgress], list[str]]:
-    """Every open test's pairs continued up to ``max_pairs`` with no spread: at the log ratio
-    of today's estimate (``today``) or at no change."""
+               where: str, done: int) -> tuple[dict[str, TestProgress], list[str]]:
+    """Every open test's pairs continued with no spread by the pairs the cap leaves (pairs
+    run, disturbed ones included, count against it: ``done``), at ``where``."""
     out: dict[str, TestProgress] = {}
     continued = []
     for test, prog in progress.items():
-        left = plan.max_pairs - len(prog.pairs)
+        left = plan.max_pairs - max(len(prog.pairs), done)
         usable = [(b, c) for b, c in prog.pairs if b > 0 and c > 0]
         if test not in open_tests or left <= 0 or len(usable) < 2:
             out[test] = prog
             continue
-        ratio = math.exp(sum(math.log(c / b) for b, c in usable) / len(usable)) if today \
-            else 1.0
-        base = usable[-1][0]
+        ratio, base = _ratio(usable, where), usable[-1][0]
         out[test] = replace(prog, pairs=[*prog.pairs, *[(base, base * ratio)] * left],
-                            looks=[*prog.looks, plan.max_pairs])
+                            looks=[*prog.looks, len(prog.pairs) + left])
         continued.append(test)
     return out, continued
 
 
 def _futile(progress: dict[str, TestProgress], open_tests: list[str], plan: AdaptivePlan,
-            choice: MetricChoice | None, runs: list[ABRun]) -> set[str]:
-    """The open tests more pairs cannot decide. Each is judged twice more (the same
-    judgment, design and multiplicity) as if every pair left up to ``max_pairs`` had no
-    spread: once at the log ratio of today's estimate (the interval only narrows: the best
-    case for the change it shows) and once at no change (the estimate moves to 0: the best
-    case for NO CHANGE). A test UNKNOWN in both stays UNKNOWN with real pairs, whose spread
-    is not zero (a count whose base was counted once at its push narrows slower still: the
-    base's spread does not shrink), so its pairs go to tests that can still close.
-    Deterministic metrics only (counts, memory after the preload): a timed estimate after a
-    few pairs still moves by more than its floor, so it keeps its pairs."""
+            choice: MetricChoice | None, runs: list[ABRun], done: int) -> set[str]:
+    """The open tests more pairs are not expected to decide. Each is judged again (the same
+    judgment, design and multiplicity) as if every pair the cap leaves had no spread, three
+    times: at today's estimate (the interval only narrows), one standard error of today's
+    pairs farther from no change (the estimate grows as far as its own uncertainty allows:
+    the best case for the change it shows), and at no change (the best case for NO CHANGE).
+    A test UNKNOWN in all three is stopped, since real pairs spread and a count whose base was
+    counted once at its push narrows slower still; its pairs go to tests that can still close.
+    This is a projection, not a proof: an estimate that moves by more than a standard error
+    could have decided. Deterministic metrics only (counts, memory after the preload), and
+    not where the deployment moves the count (``options.host_dependent``): a timed estimate
+    after a few pairs, or a host-dependent count, still moves by more than its floor."""
     metric = choice.metric if choice is not None and choice.metric is not None \
         else plan.options.metric
     if not catalogued(metric).deterministic:
         return set()
+    moved = _judging(plan, choice, runs)[0].host_dependent
+    open_tests = [t for t in open_tests if t not in moved]
     futile: set[str] | None = None
-    for today in (True, False):
-        projected, candidates = _continued(progress, open_tests, plan, today)
+    for where in CONTINUATIONS:
+        projected, candidates = _continued(progress, open_tests, plan, where, done)
         if not candidates:
             return set()
         verdicts = {r.test: r.verdict
@@ -232,7 +256,8 @@ def until_decided(tests: list[str], source: PairSource, plan: AdaptivePlan,
                 progress[test], verdicts.get(test, UNKNOWN), plan, out_of_time, grew[test],
                 done)
         still = [t for t in open_tests if not progress[t].stop_reason]
-        for test in _futile(progress, still, plan, choice, getattr(source, "runs", [])):
+        for test in _futile(progress, still, plan, choice, getattr(source, "runs", []),
+                             done):
             progress[test].stop_reason = FUTILE.format(most=plan.max_pairs)
     for p in progress.values():
         p.stop_reason = p.stop_reason or MAX_REACHED
