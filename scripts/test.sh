@@ -32,16 +32,25 @@ if [ "${1:-}" = "--fast" ]; then
   exec .venv/bin/python scripts/slowest.py "$REPORTS/fast.xml"
 fi
 
+# the machine's CPU over a phase (every process, the tests' daemons and Docker's included):
+# "busy" near 100 % means more processes would not make the phase shorter
+cpu_ticks() { awk '/^cpu / {print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+cpu_used() {  # $1: "busy idle" at the phase's start; prints the share busy since
+  read -r busy0 idle0 <<<"$1"; read -r busy1 idle1 <<<"$(cpu_ticks)"
+  echo "$(( 100 * (busy1 - busy0) / (busy1 - busy0 + idle1 - idle0 + 1) )) % of $(nproc) CPUs busy"
+}
 started=$SECONDS
+ticks=$(cpu_ticks)
 set +e
 RBS_TEST_PHASE=parallel "${PYTEST[@]}" -n "$WORKERS" --dist loadgroup -m "not timing" \
   --junitxml="$REPORTS/parallel.xml" tests "$@"
 parallel=$?
-echo "phase 1 (parallel, $WORKERS processes): $((SECONDS - started)) s, exit $parallel"
+echo "phase 1 (parallel, $WORKERS processes): $((SECONDS - started)) s, $(cpu_used "$ticks"), exit $parallel"
 started=$SECONDS
+ticks=$(cpu_ticks)
 RBS_TEST_PHASE=timing "${PYTEST[@]}" -p no:xdist -m timing --junitxml="$REPORTS/timing.xml" tests "$@"
 timing=$?
-echo "phase 2 (timing tests alone): $((SECONDS - started)) s, exit $timing"
+echo "phase 2 (timing tests alone): $((SECONDS - started)) s, $(cpu_used "$ticks"), exit $timing"
 set -e
 .venv/bin/python scripts/slowest.py "$REPORTS/parallel.xml" "$REPORTS/timing.xml"
 # the whole suite: the count of tests that start real components must not fall (issue 41)

@@ -30,13 +30,15 @@ TIMING_MODULES = frozenset({
     "test_rate",               # offered vs achieved rate, saturation, a stall
     "test_saturation",         # client-bound vs server-bound runs
     "test_sweep",              # a knee found on a real sweep
-    "test_two_hosts",          # latency rises by the link's delay
 })
 
 #: single tests of otherwise parallel modules (``module::test``)
 TIMING_TESTS = frozenset({
     "test_agent_ab::test_pr_event_runs_interleaved_pairs_until_decided",
     "test_platforms::test_host_noise_is_measured_by_real_processes_that_are_gone_after",
+    # latency rises by the link's delay (the module's other tests are kills, argv and
+    # addresses: structure, in the parallel phase)
+    "test_two_hosts::test_two_namespace_run_names_both_hosts_and_latency_rises_by_the_netem_delay",
 })
 
 #: tests of timing modules that judge no time (structure, parsing, limits, deterministic
