@@ -113,11 +113,14 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     assert abs(record.machine_s - sum(r.end_ms - r.start_ms for r in heads) / 1000) <= 0.2, \
         (record.machine_s, [r.end_ms - r.start_ms for r in heads])
     # judged on the head's counts against the base's: the same binary, no change (an unlucky
-    # hash seed can widen five pairs' t interval past the floor: not decided, never a change)
+    # hash seed can widen five pairs' t interval past the floor: not decided, never a change).
+    # The estimate is the head's median against the base's one run: a count moves ~0.5-1 %
+    # from run to run (docs/lab.md), so one base run can sit 1 % from the head's median
+    # (seen: +1.007 %, spread 1.1 %, UNKNOWN); 2 % is twice that, far below what a change moves
     report = ComparisonReport.from_dict(record.report)
     (row,) = report.rows
     assert row.metric == "instructions_per_op" and row.n_baseline == pairs, row
-    assert row.verdict in (NO_CHANGE, UNKNOWN) and abs(row.change_pct or 9.0) < 1.0, row
+    assert row.verdict in (NO_CHANGE, UNKNOWN) and abs(row.change_pct or 9.0) < 2.0, row
     assert ("Base measured once: 1 of 1 test(s) compared the head's instruction counts with "
             "the base commit's, counted at its push") in body
     assert "Timed metrics: interleaved pairs." in body
