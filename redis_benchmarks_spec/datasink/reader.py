@@ -186,7 +186,7 @@ def _hash_series(client: redis.Redis, selector: SeriesSelector,
         selector.triggering_env, selector.github_org, selector.github_repo))
     for raw_key, _labels, samples in found:
         key = _text(raw_key)
-        if not judged_here and keys.parse_key_head(key) is not None:
+        if not judged_here and keys.has_key_head(key):
             chosen.append((key, keys.parse_key(key, selector.metric), samples))
         elif selector.may_match(key, test_names) and \
                 selector.matches(parsed := keys.parse_key(key, selector.metric), test_names):
