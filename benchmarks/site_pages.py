@@ -29,7 +29,7 @@ server and its writing would land in the timed requests otherwise.
 
 ``--sink-dir DIR`` keeps the filled datasink in ``DIR`` (its shape and end time in
 ``site_lab.json`` there) and the next run with the same ``DIR`` and shape reuses it instead
-of filling again (~15 minutes here); without it a temporary one is filled and removed.
+of filling again (a minute here, then the server's save); without it a temporary one is filled and removed.
 
 Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/site_pages.py
            [--full 40] [--compared 12] [--reps 5] [--histories 10] [--distinct 10]
@@ -60,7 +60,8 @@ from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.web import charts, compare_page
-from redis_benchmarks_spec.web.app import SiteConfig, create_app
+from redis_benchmarks_spec.web.app import SiteConfig, create_app, page_workers
+from redis_benchmarks_spec.web.page_workers import default_workers
 
 BASE = "/ci/redis/redis"
 
@@ -125,17 +126,22 @@ def settle(client: redis.Redis, timeout_s: float = 600.0) -> float:
         time.sleep(0.5)
 
 
-def measure(base: str, pages: dict[str, list[str]], repeat: int) -> None:
-    """Print each kind of page's first, distinct and repeated request times (module doc)."""
-    print(f"{'page':30s} {'first':>8s} {'distinct p50':>13s} {'p95':>8s} {'n':>3s} "
-          f"{'again p50':>10s} {'p95':>8s}")
+def measure(sites: dict[int, str], pages: dict[str, list[str]], repeat: int) -> None:
+    """Print each kind of page's first, distinct and repeated request times (module doc),
+    on each site (by its number of page workers), one site's requests of a kind after the
+    other's, so that what runs beside them falls on both alike."""
+    print(f"{'page':30s} {'workers':>7s} {'first':>8s} {'distinct p50':>13s} {'p95':>8s} "
+          f"{'n':>3s} {'again p50':>10s} {'p95':>8s} {'load':>5s}")
     for name, paths in pages.items():
-        _forget()
-        distinct = [_get_ms(base + p) for p in paths]
-        again = [_get_ms(base + paths[0]) for _ in range(repeat)]
-        print(f"{name:30s} {distinct[0]:8.1f} {statistics.median(distinct):13.1f} "
-              f"{_p95(distinct):8.1f} {len(distinct):3d} {statistics.median(again):10.1f} "
-              f"{_p95(again):8.1f}")
+        for workers, base in sites.items():
+            _forget()
+            distinct = [_get_ms(base + p) for p in paths]
+            again = [_get_ms(base + paths[0]) for _ in range(repeat)]
+            load = Path("/proc/loadavg").read_text().split()[0]
+            print(f"{name:30s} {workers:7d} {distinct[0]:8.1f} "
+                  f"{statistics.median(distinct):13.1f} {_p95(distinct):8.1f} "
+                  f"{len(distinct):3d} {statistics.median(again):10.1f} {_p95(again):8.1f} "
+                  f"{load:>5s}")
 
 
 def _args() -> argparse.Namespace:
@@ -145,6 +151,9 @@ def _args() -> argparse.Namespace:
         p.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
     p.add_argument("--distinct", type=int, default=10)
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--workers", default=f"0,{default_workers()}",
+                   help="comma-separated page worker counts, one site each (0: the pages "
+                        "drawn in the site's process; default: 0 and rbs site's default)")
     p.add_argument("--sink-dir", type=Path, default=None,
                    help="keep the filled datasink here and reuse it next time")
     return p.parse_args()
@@ -194,16 +203,28 @@ def main() -> int:
                   args.platforms, args.suites, end_ms=int(time.time() * 1000))
     with filled_sink(lab, args.sink_dir) as (sink, lab):
         print(f"waited {settle(sink.client()):.0f} s for the datasink's background save")
-        started = time.perf_counter()
-        app = create_app(SiteConfig(sink.client, sink.url))
-        print(f"site created in {(time.perf_counter() - started) * 1000:.0f} ms")
-        port = free_port()
-        server = waitress.create_server(app, host="127.0.0.1", port=port, threads=4)
-        threading.Thread(target=server.run, daemon=True).start()
+        apps = {}
+        for workers in sorted({int(w) for w in args.workers.split(",")}):
+            started = time.perf_counter()  # every site made (and forked) before any serves
+            apps[workers] = create_app(SiteConfig(sink.client, sink.url, workers=workers))
+            print(f"site with {workers} page workers created in "
+                  f"{(time.perf_counter() - started) * 1000:.0f} ms")
+        sites, servers = {}, []
+        for workers, app in apps.items():
+            port = free_port()
+            servers.append(waitress.create_server(app, host="127.0.0.1", port=port,
+                                                  threads=4))
+            threading.Thread(target=servers[-1].run, daemon=True).start()
+            sites[workers] = f"http://127.0.0.1:{port}"
         print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
-        measure(f"http://127.0.0.1:{port}", _pages(lab, args.distinct), args.repeat)
+        measure(sites, _pages(lab, args.distinct), args.repeat)
         print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
-        server.close()
+        for server in servers:
+            server.close()
+        for app in apps.values():
+            pool = page_workers(app)
+            if pool is not None:
+                pool.close()
     return 0
 
 
