@@ -65,7 +65,11 @@ def _history_of(scope: keys.Scope, query: HistoryQuery) -> list[history_page.Ser
 
 
 def _compare_of(req: compare_page.CompareRequest) -> list[compare_page.PlatformCompare]:
-    return compare_page.compare_where_both_ran(_worker_client(), req)
+    """The platform's part of the page; its report's rows stay here: the page shows them as
+    the table's rows already written (``PlatformCompare.rows``), and 551 rows unpickled in
+    the site cost it ~4 ms a platform (tests/test_site_speed.py holds the pages equal)."""
+    return [replace(found, report=replace(found.report, rows=()))
+            for found in compare_page.compare_where_both_ran(_worker_client(), req)]
 
 
 def _pid() -> int:
@@ -106,7 +110,8 @@ class PageWorkers:
                 req: compare_page.CompareRequest) -> list[compare_page.PlatformCompare]:
         """:func:`web.compare_page.compare` of every platform, each platform's in a worker
         (the platforms both commits ran on; when none, as the page does in one process: a
-        side whose by.hash series gc deleted is read on its branch)."""
+        side whose by.hash series gc deleted is read on its branch). A worker's reports come
+        without their rows, which the page shows as the table it wrote (:func:`_compare_of`)."""
         platforms = sorted({p for scope in reader.scopes(client)
                             for p in reader.list_platforms(client, scope)})
         found = self._map(_compare_of, [(replace(req, platform=p),) for p in platforms])
