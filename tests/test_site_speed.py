@@ -123,8 +123,12 @@ def test_replies_of_commands_sent_together_come_back_in_order_and_a_refusal_rais
     client = redis.Redis.from_url(sink_url)
     try:
         seen: list[int] = []
-        got = wire.replies_of(client, [("ECHO", "a"), ("ECHO", 2), ("ECHO", "c")],
-                              lambda i, reply: (seen.append(i), reply)[1])
+
+        def each(i: int, reply: bytes) -> bytes:
+            seen.append(i)
+            return reply
+
+        got = wire.replies_of(client, [("ECHO", "a"), ("ECHO", 2), ("ECHO", "c")], each)
         assert got == [b"a", b"2", b"c"] and seen == [0, 1, 2]
         with pytest.raises(redis.ResponseError):
             wire.replies_of(client, [("ECHO", "a"), ("NO-SUCH-COMMAND",), ("ECHO", "z")],
