@@ -23,21 +23,35 @@ is served by waitress in this process on a free port and requested with urllib. 
 The figures are wall times of whole requests (read, judge, draw, render) on this machine,
 shared with whatever else runs: say what ran beside them when quoting them.
 
+Before the timed requests the datasink's background save (an RDB snapshot or an AOF
+rewrite the fill or the restart started) is waited for (:func:`settle`): a fork of a 2 GB
+server and its writing would land in the timed requests otherwise.
+
+``--sink-dir DIR`` keeps the filled datasink in ``DIR`` (its shape and end time in
+``site_lab.json`` there) and the next run with the same ``DIR`` and shape reuses it instead
+of filling again (a minute here, then the server's save); without it a temporary one is filled and removed.
+
 Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/site_pages.py
            [--full 40] [--compared 12] [--reps 5] [--histories 10] [--distinct 10]
-           [--repeat 10] [--commits 1500] [--suites 551] [--platforms 4]
+           [--repeat 10] [--commits 1500] [--suites 551] [--platforms 4] [--sink-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import json
 import statistics
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from site_lab import SiteLab, expected_runs, fill
@@ -46,7 +60,8 @@ from redis_benchmarks_spec.common.process import free_port
 from redis_benchmarks_spec.datasink import keys
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.web import charts, compare_page
-from redis_benchmarks_spec.web.app import SiteConfig, create_app
+from redis_benchmarks_spec.web.app import SiteConfig, create_app, page_workers
+from redis_benchmarks_spec.web.page_workers import default_workers
 
 BASE = "/ci/redis/redis"
 
@@ -95,17 +110,38 @@ def _forget() -> None:
     keys.parse_key.cache_clear()  # the series keys a page parsed before
 
 
-def measure(base: str, pages: dict[str, list[str]], repeat: int) -> None:
-    """Print each kind of page's first, distinct and repeated request times (module doc)."""
-    print(f"{'page':30s} {'first':>8s} {'distinct p50':>13s} {'p95':>8s} {'n':>3s} "
-          f"{'again p50':>10s} {'p95':>8s}")
+def settle(client: redis.Redis, timeout_s: float = 600.0) -> float:
+    """Wait until the datasink runs no background save (RDB snapshot, AOF rewrite); the
+    seconds waited."""
+    started = time.monotonic()
+    while True:
+        info = client.info("persistence")
+        busy = int(info.get("rdb_bgsave_in_progress", 0)) or \
+            int(info.get("aof_rewrite_in_progress", 0)) or \
+            int(info.get("aof_rewrite_scheduled", 0))
+        if not busy:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise RuntimeError(f"the datasink still saves after {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def measure(sites: dict[int, str], pages: dict[str, list[str]], repeat: int) -> None:
+    """Print each kind of page's first, distinct and repeated request times (module doc),
+    on each site (by its number of page workers), one site's requests of a kind after the
+    other's, so that what runs beside them falls on both alike."""
+    print(f"{'page':30s} {'workers':>7s} {'first':>8s} {'distinct p50':>13s} {'p95':>8s} "
+          f"{'n':>3s} {'again p50':>10s} {'p95':>8s} {'load':>5s}")
     for name, paths in pages.items():
-        _forget()
-        distinct = [_get_ms(base + p) for p in paths]
-        again = [_get_ms(base + paths[0]) for _ in range(repeat)]
-        print(f"{name:30s} {distinct[0]:8.1f} {statistics.median(distinct):13.1f} "
-              f"{_p95(distinct):8.1f} {len(distinct):3d} {statistics.median(again):10.1f} "
-              f"{_p95(again):8.1f}")
+        for workers, base in sites.items():
+            _forget()
+            distinct = [_get_ms(base + p) for p in paths]
+            again = [_get_ms(base + paths[0]) for _ in range(repeat)]
+            load = Path("/proc/loadavg").read_text().split()[0]
+            print(f"{name:30s} {workers:7d} {distinct[0]:8.1f} "
+                  f"{statistics.median(distinct):13.1f} {_p95(distinct):8.1f} "
+                  f"{len(distinct):3d} {statistics.median(again):10.1f} {_p95(again):8.1f} "
+                  f"{load:>5s}")
 
 
 def _args() -> argparse.Namespace:
@@ -115,7 +151,48 @@ def _args() -> argparse.Namespace:
         p.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
     p.add_argument("--distinct", type=int, default=10)
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--workers", default=f"0,{default_workers()}",
+                   help="comma-separated page worker counts, one site each (0: the pages "
+                        "drawn in the site's process; default: 0 and rbs site's default)")
+    p.add_argument("--sink-dir", type=Path, default=None,
+                   help="keep the filled datasink here and reuse it next time")
     return p.parse_args()
+
+
+LAB_FILE = "site_lab.json"
+
+
+@contextlib.contextmanager
+def filled_sink(lab: SiteLab, sink_dir: Path | None) -> Iterator[tuple[EmbeddedDatasink, SiteLab]]:
+    """A running datasink holding ``lab`` (reused from ``sink_dir`` when it holds the same
+    shape; its end time then is the kept one), stopped after."""
+    with contextlib.ExitStack() as stack:
+        folder = sink_dir.resolve() if sink_dir else Path(
+            stack.enter_context(tempfile.TemporaryDirectory()))
+        marker = folder / LAB_FILE
+        kept = json.loads(marker.read_text()) if marker.is_file() else None
+        shape = {k: v for k, v in dataclasses.asdict(lab).items() if k != "end_ms"}
+        if kept is not None and {k: v for k, v in kept.items() if k != "end_ms"} != shape:
+            raise SystemExit(f"{folder} holds another lab ({kept}); use another --sink-dir")
+        folder.mkdir(parents=True, exist_ok=True)
+        sink = EmbeddedDatasink(folder, port=free_port())
+        started = time.monotonic()
+        sink.up(timeout=600)
+        stack.callback(sink.down)
+        if kept is not None:
+            lab = dataclasses.replace(lab, end_ms=kept["end_ms"])
+            print(f"reused the datasink of {folder} (loaded in "
+                  f"{time.monotonic() - started:.0f} s); {lab}")
+        else:
+            pushed, took = fill(sink.url, lab)
+            memory = int(sink.client().info("memory")["used_memory"])
+            print(f"filled {pushed} runs (want {expected_runs(lab)}) in {took:.0f} s; "
+                  f"datasink {memory / 2**20:.0f} MiB; {lab}")
+            if pushed != expected_runs(lab):
+                raise RuntimeError("the fill pushed fewer runs than the lab holds")
+            if sink_dir:
+                marker.write_text(json.dumps(dataclasses.asdict(lab)))
+        yield sink, lab
 
 
 def main() -> int:
@@ -124,24 +201,30 @@ def main() -> int:
 
     lab = SiteLab(args.full, args.compared, args.reps, args.histories, args.commits,
                   args.platforms, args.suites, end_ms=int(time.time() * 1000))
-    with tempfile.TemporaryDirectory() as folder:
-        sink = EmbeddedDatasink(Path(folder), port=free_port())
-        sink.up()
-        try:
-            pushed, took = fill(sink.url, lab)
-            memory = int(sink.client().info("memory")["used_memory"])
-            print(f"filled {pushed} runs (want {expected_runs(lab)}) in {took:.0f} s; "
-                  f"datasink {memory / 2**20:.0f} MiB; {lab}")
-            started = time.perf_counter()
-            app = create_app(SiteConfig(sink.client, sink.url))
-            print(f"site created in {(time.perf_counter() - started) * 1000:.0f} ms")
+    with filled_sink(lab, args.sink_dir) as (sink, lab):
+        print(f"waited {settle(sink.client()):.0f} s for the datasink's background save")
+        apps = {}
+        for workers in sorted({int(w) for w in args.workers.split(",")}):
+            started = time.perf_counter()  # every site made (and forked) before any serves
+            apps[workers] = create_app(SiteConfig(sink.client, sink.url, workers=workers))
+            print(f"site with {workers} page workers created in "
+                  f"{(time.perf_counter() - started) * 1000:.0f} ms")
+        sites, servers = {}, []
+        for workers, app in apps.items():
             port = free_port()
-            server = waitress.create_server(app, host="127.0.0.1", port=port, threads=4)
-            threading.Thread(target=server.run, daemon=True).start()
-            measure(f"http://127.0.0.1:{port}", _pages(lab, args.distinct), args.repeat)
+            servers.append(waitress.create_server(app, host="127.0.0.1", port=port,
+                                                  threads=4))
+            threading.Thread(target=servers[-1].run, daemon=True).start()
+            sites[workers] = f"http://127.0.0.1:{port}"
+        print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
+        measure(sites, _pages(lab, args.distinct), args.repeat)
+        print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
+        for server in servers:
             server.close()
-        finally:
-            sink.down()
+        for app in apps.values():
+            pool = page_workers(app)
+            if pool is not None:
+                pool.close()
     return 0
 
 

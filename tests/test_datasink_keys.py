@@ -42,6 +42,14 @@ def test_every_key_the_builder_writes_parses_back(side: keys.Side, deployment: t
         parsed = keys.parse_key(built.key, hint)
         assert parsed == built, (built.key, hint)
         assert parsed.key == built.key
+    # the common shape's fast path (a topology without a name part, a one-component side)
+    # gives what the general parse gives, and is taken for every key of that shape
+    common = keys._common_shape(built.key, metric)
+    common_shape = deployment[0] == deployment[1] and "/" not in side.value
+    assert (common is not None) == common_shape, built.key
+    if common is not None:
+        assert common == built and common.key == built.key and hash(common) == hash(built)
+        assert common.labels() == built.labels() and common.deployment_path == built.deployment_path
 
 
 @pytest.mark.parametrize("side", SIDES, ids=lambda s: f"{s.kind}-{s.value}")
@@ -53,6 +61,9 @@ def test_a_keys_fixed_opening_reads_back_without_the_rest(side: keys.Side,
         side.kind, built.scope, built.test_name, built.build_variant, built.platform)
     assert keys.parse_key_head("/".join(built.key.split("/")[:8])) is None
     assert keys.parse_key_head("other/" + built.key) is None
+    for key in (built.key, "/".join(built.key.split("/")[:8]),
+                "/".join(built.key.split("/")[:9]), "other/" + built.key):
+        assert keys.has_key_head(key) == (keys.parse_key_head(key) is not None), key
 
 
 def test_a_branch_with_a_slash_parses_when_the_metric_is_given() -> None:
@@ -84,6 +95,28 @@ def test_a_sweep_point_and_a_topology_without_a_type_keep_their_components() -> 
 def test_what_is_not_a_series_key_is_refused_naming_the_key(key: str) -> None:
     with pytest.raises(keys.KeyParseError, match="series key"):
         keys.parse_key(key)
+
+
+COMMON_KEY = "ci.benchmarks.redis/by.hash/ci/redis/redis/t/v/p/oss-standalone/abc/m"
+
+
+@pytest.mark.parametrize("key", [
+    COMMON_KEY,
+    "other.prefix/by.hash/ci/redis/redis/t/v/p/oss-standalone/abc/m",
+    "ci.benchmarks.redis/hash/ci/redis/redis/t/v/p/oss-standalone/abc/m",
+    "ci.benchmarks.redis/by.tag/ci/redis/redis/t/v/p/oss-standalone/abc/m",
+    "ci.benchmarks.redis/by.hash/ci/redis//t/v/p/oss-standalone/abc/m",
+    "ci.benchmarks.redis/by.hash/ci/redis/redis/t/v/p/oss-standalone/abc//m",
+])
+def test_the_fast_path_agrees_with_the_general_parse_or_leaves_the_key_to_it(key: str) -> None:
+    try:
+        general: keys.SeriesId | None = keys.parse_key.__wrapped__(
+            key)  # the general path: no metric hint
+    except keys.KeyParseError:
+        general = None
+    common = keys._common_shape(key, "m")
+    assert common is None or (general is not None and common == general), key
+    assert (common is not None) == (key == COMMON_KEY)
 
 
 def test_a_metric_the_key_does_not_end_with_is_refused() -> None:

@@ -6,6 +6,7 @@ platform, a test's history per metric, the comparison of two commits, each run."
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8090, help="(default 8090)")
     p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes the pages of every platform are drawn in, a platform "
+                        "each (default: one per CPU, at most 16; 0: in the site's process)")
     p.add_argument("--broker", default=None, metavar="URL",
                    help="Redis URL of the broker, where the pull requests' comments are kept "
                         f"(password: ${ENV_BROKER_PASSWORD}); without it, no comment pages")
@@ -67,19 +71,33 @@ def cmd_site(args: argparse.Namespace) -> int:
         raise UsageError(f"--port {args.port}", "must be between 1 and 65535")
     if not 1 <= args.threads <= 64:
         raise UsageError(f"--threads {args.threads}", "must be between 1 and 64")
+    if args.workers is not None and not 0 <= args.workers <= 64:
+        raise UsageError(f"--workers {args.workers}", "must be between 0 and 64")
     try:
-        from redis_benchmarks_spec.web.app import SiteConfig, create_app
+        from redis_benchmarks_spec.web.app import SiteConfig, create_app, page_workers
+        from redis_benchmarks_spec.web.page_workers import default_workers
         from redis_benchmarks_spec.web.serve import serve
     except ImportError as exc:
         raise UsageError("rbs site", f"needs Flask, waitress and matplotlib ({exc})",
                          "pip install 'redis-benchmarks-spec[api,report]'") from None
     config = _config(args)
     broker = broker_client(args) if args.broker else None
+    workers = default_workers() if args.workers is None else args.workers
     app = create_app(SiteConfig(lambda: connect(config), config.display_url,
                                 (lambda: broker) if broker is not None else None,
-                                names_mod.from_args(args), _token(args.triage_token_file)))
+                                names_mod.from_args(args), _token(args.triage_token_file),
+                                workers))
+    # SIGTERM ends serving as Ctrl-C does, so the page workers are stopped below (were the
+    # site killed outright, they end when their task pipe closes: web/page_workers.py)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     make_console().print(f"site: http://{args.host}:{args.port}/ (datasink "
-                         f"{config.display_url})", highlight=False, markup=False)
+                         f"{config.display_url}; {workers} page workers)",
+                         highlight=False, markup=False)
     sys.stdout.flush()
-    serve(app, args.host, args.port, args.threads)
+    try:
+        serve(app, args.host, args.port, args.threads)
+    finally:
+        pool = page_workers(app)
+        if pool is not None:
+            pool.close()
     return 0

@@ -14,7 +14,7 @@ from typing import Any
 import redis
 
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import keys, wire
 
 Point = tuple[int, float]
 
@@ -150,15 +150,36 @@ def read_series(client: redis.Redis, selector: SeriesSelector,
     """Every series matching ``selector`` (one TS.MRANGE or TS.MREVRANGE round trip)."""
     if test_names is not None and not test_names:
         return []
-    # the newest N points need the reverse range; points are put back in time order below
+    reply = client.execute_command(*_range_command(selector, test_names))
+    return _series_of(client, selector, reply, test_names)
+
+
+def read_series_many(client: redis.Redis,
+                     selectors: list[SeriesSelector]) -> list[list[Series]]:
+    """:func:`read_series` of each selector, the commands sent together on one connection
+    and each reply made series while the server answers the next
+    (:func:`datasink.wire.replies_of`)."""
+    return wire.replies_of(client, [_range_command(s, None) for s in selectors],
+                           lambda i, reply: _series_of(client, selectors[i], reply, None))
+
+
+def _range_command(selector: SeriesSelector, test_names: list[str] | None) -> tuple[Any, ...]:
+    """The ``TS.MRANGE`` (or ``TS.MREVRANGE``) that reads ``selector``'s series."""
+    # the newest N points need the reverse range; points are put back in time order after
     command = "TS.MREVRANGE" if selector.last_n is not None else "TS.MRANGE"
     # groups and commands too: compare filters on them without fetching run documents (a
-    # by.hash series has none of them: its labels come from the scope's index, below)
+    # by.hash series has none of them: its labels come from the scope's index)
     selected = [] if selector.side.kind == "hash" else [
         "SELECTED_LABELS", keys.LABEL_TEST_NAME, keys.LABEL_TESTED_GROUPS,
         keys.LABEL_TESTED_COMMANDS]
-    reply = client.execute_command(command, *selector.range_args(), *selected,
-                                   "FILTER", *selector.filters(test_names))
+    return (command, *selector.range_args(), *selected, "FILTER",
+            *selector.filters(test_names))
+
+
+def _series_of(client: redis.Redis, selector: SeriesSelector, reply: Any,
+               test_names: list[str] | None) -> list[Series]:
+    """The series of a range command's ``reply`` (:func:`_range_command`), as selected."""
+    command = "TS.MREVRANGE" if selector.last_n is not None else "TS.MRANGE"
     if selector.side.kind == "hash":
         series = _hash_series(client, selector, _entries(reply), test_names)
     else:
@@ -186,7 +207,7 @@ def _hash_series(client: redis.Redis, selector: SeriesSelector,
         selector.triggering_env, selector.github_org, selector.github_repo))
     for raw_key, _labels, samples in found:
         key = _text(raw_key)
-        if not judged_here and keys.parse_key_head(key) is not None:
+        if not judged_here and keys.has_key_head(key):
             chosen.append((key, keys.parse_key(key, selector.metric), samples))
         elif selector.may_match(key, test_names) and \
                 selector.matches(parsed := keys.parse_key(key, selector.metric), test_names):

@@ -92,8 +92,15 @@ def _reject_candidates(client: redis.Redis, where: watch_store.Branch, shas: set
 
 def read(client: redis.Redis, scope: keys.Scope,
          shas: Iterable[str]) -> dict[tuple[str, str], SuspectMark]:
-    """(commit, build variant) -> its mark, for the commits of ``shas`` (one round trip)."""
-    wanted = sorted({s for s in shas if s and _SHA.match(s)})
+    """(commit, build variant) -> its mark, for the commits of ``shas``: the scope's marked
+    commits (one SMEMBERS, what a scope without marks pays), then the marks of those of
+    ``shas`` (a second round trip, only when one is marked; a history page asks about its
+    2,000 points' commits, a look-up each before)."""
+    asked = {s for s in shas if s and _SHA.match(s)}
+    if not asked:
+        return {}
+    marked = {_text(m) for m in client.smembers(keys.suspect_commits_key(scope))}
+    wanted = sorted(asked & marked)
     if not wanted:
         return {}
     pipe = client.pipeline(transaction=False)

@@ -28,8 +28,8 @@ from redis_benchmarks_spec.analysis.branch_changes import after_last_change
 from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
 from redis_benchmarks_spec.analysis.report_data import History
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys, reader
-from redis_benchmarks_spec.inputs.suspect_points import drop_suspect
+from redis_benchmarks_spec.datasink import keys, reader, suspect_marks
+from redis_benchmarks_spec.inputs.suspect_points import drop_suspect, scopes_of
 from redis_benchmarks_spec.results.comparison_key import label, split
 
 Samples = dict[str, tuple[list[float], list[float]]]
@@ -104,10 +104,12 @@ def read_sides(client: redis.Redis, query: SidesQuery) -> SidesRead:
     """Both sides of ``query``, windowed and filtered (module doc)."""
     base_selector = replace(query.baseline, last_n=CHANGE_POINT_HISTORY) \
         if query.change_point_window else query.baseline
-    base, notes = drop_suspect(client, read_side(client, base_selector, query.topologies),
-                               query.baseline.metric)
-    comp, more = drop_suspect(client, read_side(client, query.comparison, query.topologies),
-                              query.comparison.metric)
+    base = read_side(client, base_selector, query.topologies)
+    comp = read_side(client, query.comparison, query.topologies)
+    marked = suspect_marks.any_marked(client, scopes_of(base, query.baseline.metric)
+                                      | scopes_of(comp, query.comparison.metric))
+    base, notes = drop_suspect(client, base, query.baseline.metric, marked)
+    comp, more = drop_suspect(client, comp, query.comparison.metric, marked)
     notes += more
     if query.change_point_window and base:
         trimmed, notes = after_last_change({t: s.points for t, s in base.items()})
@@ -119,15 +121,22 @@ def read_sides(client: redis.Redis, query: SidesQuery) -> SidesRead:
 def read_sides_per_platform(client: redis.Redis, query: SidesQuery) -> dict[str, SidesRead]:
     """Both sides read once over every platform (one ``TS.MRANGE`` each, not one per side,
     platform and topology: on commits' by.hash series each costs the server a walk of the
-    commit's label index), then per platform the rows :func:`read_sides` reads with that
-    platform and the topologies either side has there: each platform either side has."""
-    found = [_per_platform(reader.read_series(client, selector), selector.metric)
-             for selector in (query.baseline, query.comparison)]
+    commit's label index; both sent before either reply is read, so the server answers the
+    second while the first is made Python), then per platform the rows :func:`read_sides`
+    reads with that platform and the topologies either side has there: each platform either
+    side has. Whether any suspect mark exists is asked once for them all."""
+    found = [_per_platform(series, selector.metric) for series, selector in zip(
+        reader.read_series_many(client, [query.baseline, query.comparison]),
+        (query.baseline, query.comparison))]
+    # whether any scope read has a suspect mark: one round trip for every platform and side
+    marked = suspect_marks.any_marked(client, {sid.scope for side in found
+                                               for pairs in side.values()
+                                               for sid, s in pairs if s.points})
     out = {}
     for platform in sorted(set(found[0]) | set(found[1])):
         base, comp = found[0].get(platform, []), found[1].get(platform, [])
         several = len({sid.topology for sid, _ in base + comp}) > 1
-        kept = [drop_suspect(client, _rows(side, several), query.baseline.metric)
+        kept = [drop_suspect(client, _rows(side, several), query.baseline.metric, marked)
                 for side in (base, comp)]
         rows = [r for r, _ in kept]
         labels = {r: (rows[0].get(r) or rows[1][r]).labels for r in set(rows[0]) | set(rows[1])}

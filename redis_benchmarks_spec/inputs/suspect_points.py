@@ -21,21 +21,31 @@ from redis_benchmarks_spec.datasink import keys, reader, run_reader, suspect_mar
 Rows = dict[str, reader.Series]
 
 
-def drop_suspect(client: redis.Redis, rows: Rows, metric: str) -> tuple[Rows, list[str]]:
-    """``rows`` without their suspect points, and one note per commit left out."""
+def drop_suspect(client: redis.Redis, rows: Rows, metric: str,
+                 marked: bool | None = None) -> tuple[Rows, list[str]]:
+    """``rows`` without their suspect points, and one note per commit left out. ``marked``:
+    whether any of their scopes has a mark, when the caller asked already (a reader of
+    both sides on every platform asks once: :func:`any_marked`), else asked here."""
     ids = {row: keys.parse_key(s.key, metric) for row, s in rows.items() if s.points}
-    if not ids or not suspect_marks.any_marked(client, {sid.scope for sid in ids.values()}):
+    if not ids or marked is False:
+        return rows, []
+    if marked is None and not suspect_marks.any_marked(client, scopes_of(rows, metric)):
         return rows, []
     runs = {row: run_reader.run_ids_at(client, sid.scope, sid.test_name,
                                        [ts for ts, _ in rows[row].points])
             for row, sid in ids.items()}
     contexts = _contexts(client, sorted({r for found in runs.values()
                                          for at in found for r in at}))
+    commits: dict[keys.Scope, set[str]] = {}  # each scope's marks read once
+    for row, sid in ids.items():
+        commits.setdefault(sid.scope, set()).update(
+            c for at in runs[row] for r in at if (c := _commit(contexts.get(r))))
+    scope_marks = {scope: suspect_marks.read(client, scope, found)
+                   for scope, found in commits.items()}
     left: Counter[str] = Counter()
     out = dict(rows)
     for row, sid in ids.items():
-        commits = {c for at in runs[row] for r in at if (c := _commit(contexts.get(r)))}
-        marks = suspect_marks.read(client, sid.scope, commits)
+        marks = scope_marks[sid.scope]
         kept = []
         for point, at in zip(rows[row].points, runs[row]):
             bad = _suspect(marks, [contexts.get(r) for r in at], sid, point[0])
@@ -46,6 +56,12 @@ def drop_suspect(client: redis.Redis, rows: Rows, metric: str) -> tuple[Rows, li
         out[row] = replace(rows[row], points=kept)
     return out, [f"suspect: {n} point(s) of commit {sha[:12]} left out, measured on an "
                  f"artifact found bad (re-measure the commit)" for sha, n in sorted(left.items())]
+
+
+def scopes_of(rows: Rows, metric: str) -> set[keys.Scope]:
+    """The scopes of ``rows``' series that have points (whose marks :func:`drop_suspect`
+    looks for: :func:`datasink.suspect_marks.any_marked` of them)."""
+    return {keys.parse_key(s.key, metric).scope for s in rows.values() if s.points}
 
 
 def _contexts(client: redis.Redis, run_ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -30,6 +30,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.web import branch_page, charts, compare_page, history_page, pulls_page
+from redis_benchmarks_spec.web.page_workers import PageWorkers
 from redis_benchmarks_spec.web.rows import pct, plain4
 from redis_benchmarks_spec.web.templates import PAGES
 
@@ -37,6 +38,7 @@ _NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 _BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 MAX_HISTORY_POINTS = 500
+GC_THRESHOLD = 100_000  # allocations between collections of the youngest generation
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class SiteConfig:
     names: StreamNames = field(default_factory=StreamNames)
     # maintainers who hold it may triage alerts from the branch page (the one write)
     triage_token: bytes | None = field(default=None, repr=False)
+    # processes the pages of every platform are drawn in, a platform each (0: none, the
+    # pages are drawn in the site's process; web/page_workers.py)
+    workers: int = 0
 
 
 def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str | None:
@@ -67,6 +72,7 @@ class _Site:
     app: Flask
     client: redis.Redis
     config: SiteConfig
+    workers: PageWorkers | None = None
 
     def render(self, page: str, title: str, **values: Any) -> str:
         return self.app.jinja_env.get_template(page).render(title=title, **values)
@@ -78,12 +84,24 @@ def create_app(config: SiteConfig) -> Flask:
     app.jinja_loader = DictLoader(PAGES)
     app.jinja_env.autoescape = True
     app.jinja_env.globals.update(when=when_utc, pct=pct, plain=plain4)
-    site = _Site(app, config.datasink(), config)
+    _warm()
+    # forked after the warming, so the workers inherit it (web/page_workers.py)
+    workers = PageWorkers(config.datasink, config.workers) if config.workers else None
+    app.extensions[WORKERS_EXTENSION] = workers
+    site = _Site(app, config.datasink(), config, workers)
     for routes in (_index_routes, _branch_routes, _other_routes):
         routes(site)
     _pull_routes(app, config, site.render)
-    _warm()
     return app
+
+
+WORKERS_EXTENSION = "rbs_page_workers"
+
+
+def page_workers(app: Flask) -> PageWorkers | None:
+    """The site's page workers (:attr:`SiteConfig.workers`), for whoever serves it to close
+    when serving ends."""
+    return app.extensions.get(WORKERS_EXTENSION)
 
 
 def _warm() -> None:
@@ -97,6 +115,10 @@ def _warm() -> None:
                   options)
     charts.warm()
     gc.freeze()
+    # a page makes tens of thousands of objects that live until it is sent (a comparison's
+    # replies, 22,000 points): at the default 700 a generation-0 collection ran every few
+    # hundred of them and moved them on to full collections, each walking all of them again
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def _index_routes(site: _Site) -> None:
@@ -128,6 +150,7 @@ def _index_routes(site: _Site) -> None:
 def _branch_routes(site: _Site) -> None:
     """A branch (and its triage) and a test's history on it."""
     app, client, config, render = site.app, site.client, site.config, site.render
+    workers = site.workers
 
     @app.get("/<env>/<org>/<repo>/branch/<path:branch>")
     def branch(env: str, org: str, repo: str, branch: str) -> str:
@@ -169,7 +192,9 @@ def _branch_routes(site: _Site) -> None:
                              platform=_name(request.args.get("platform"), "platform"),
                              last_n=MAX_HISTORY_POINTS)
         try:
-            views = history_page.history_views(client, scope, query)
+            views = workers.history_views(client, scope, query) \
+                if workers is not None and query.platform is None else \
+                history_page.history_views(client, scope, query)
         except HistoryError as exc:
             abort(404, str(exc))
         return render("history", f"{test} on {branch}", views=views, metric=metric,
@@ -178,7 +203,7 @@ def _branch_routes(site: _Site) -> None:
 
 def _other_routes(site: _Site) -> None:
     """The lab table, a comparison and a run."""
-    app, client, render = site.app, site.client, site.render
+    app, client, render, workers = site.app, site.client, site.render, site.workers
 
     @app.get("/<env>/<org>/<repo>/lab-table/<path:branch>")
     def lab_table(env: str, org: str, repo: str, branch: str) -> str:
@@ -205,7 +230,8 @@ def _other_routes(site: _Site) -> None:
                 command=args.get("command") or None)
         except compare_page.CompareRequestError as exc:
             abort(400, str(exc))
-        found = compare_page.compare(client, req)
+        found = workers.compare(client, req) if workers is not None and req.platform is None \
+            else compare_page.compare(client, req)
         groups, commands = _tested(client)
         return render("compare", f"{req.a[:10]} vs {req.b[:10]}", req=req, platforms=found,
                       groups=groups, commands=commands)

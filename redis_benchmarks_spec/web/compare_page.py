@@ -207,6 +207,26 @@ def compare(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
     if not platforms and req.keep() is None:  # gc may have deleted a side's by.hash series
         platforms = sorted({p for scope in reader.scopes(client)
                             for p in reader.list_platforms(client, scope)})
+    return _judged_platforms(client, req, reads, platforms)
+
+
+def compare_where_both_ran(client: redis.Redis, req: CompareRequest) -> list[PlatformCompare]:
+    """:func:`compare` of ``req.platform`` when both commits have by.hash points there,
+    else nothing: one platform's part of the page of every platform
+    (:mod:`.page_workers`), judged as that page judges it."""
+    if req.platform is None:
+        raise ValueError("compare_where_both_ran: a request of one platform")
+    reads = _reads(client, req)
+    found = reads.get(req.platform)
+    if found is None or not (found.baseline and found.comparison):
+        return []
+    return _judged_platforms(client, req, reads, [req.platform])
+
+
+def _judged_platforms(client: redis.Redis, req: CompareRequest, reads: dict[str, SidesRead],
+                      platforms: list[str]) -> list[PlatformCompare]:
+    """Each of ``platforms``' rows of ``reads`` (or read on the branch where gc deleted a
+    side's by.hash series) judged, with its table's rows."""
     options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
                              metric=req.metric)
     found = {p: _with_expired(client, req, p, reads.get(p)) for p in platforms}
