@@ -79,6 +79,26 @@ def test_restart_rereads_own_pending_entries_first(redis_server) -> None:  # typ
     assert restarted.decode(nxt[1], BuildFailure) == _msg(9)
 
 
+def test_a_backlog_batch_all_dead_lettered_does_not_let_new_entries_overtake(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """A restart's backlog read one entry at a time: the first met the delivery limit and is
+    dead-lettered, which empties that batch; the second pending entry still comes before a
+    new one (CI once saw the new one first: the backlog was left for after it)."""
+    client = redis_server.client()
+    crasher, older = (publish(client, STREAM, _msg(i)) for i in range(2))
+    first = _consumer(client, "agent-1", count=2)
+    assert [e.id for e in first.read()] == [crasher, older]
+    for _ in range(6):  # the crasher was re-read after 6 more crashes
+        client.xreadgroup(GROUP, "agent-1", {STREAM: "0"}, count=1)
+    new = publish(client, STREAM, _msg(9))
+    restarted = _consumer(client, "agent-1", count=1, idle_claim_ms=60_000)
+    [entry] = restarted.read()
+    assert (entry.id, entry.delivery) == (older, PENDING)
+    assert [f[b"entry_id"].decode() for _, f in client.xrange(DLQ)] == [crasher]
+    restarted.ack(entry.id)
+    [nxt] = restarted.read()
+    assert (nxt.id, nxt.delivery) == (new, NEW)
+
+
 def test_garbage_entry_goes_to_dead_letter_and_is_acked(redis_server) -> None:  # type: ignore[no-untyped-def]
     client = redis_server.client()
     bad = client.xadd(STREAM, {"kind": "build-failure", "v": "1", "sha": "j:{"}).decode()

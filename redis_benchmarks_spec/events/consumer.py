@@ -175,7 +175,9 @@ class GroupConsumer:
     # ------------------------------------------------------------------ reading
     def read(self) -> list[Entry]:
         """The next entries: own backlog first, then idle claims, then new (may be empty)."""
-        if self._pending_cursor is not None:
+        # a batch of the backlog whose every entry met the delivery limit is empty but the
+        # backlog is not drained: read on, or a new entry would overtake an older one
+        while self._pending_cursor is not None:
             entries = self.call(self._read_own_pending)
             if entries:
                 return entries
