@@ -16,18 +16,19 @@ name: {name}
 tested-commands: [{command}]
 clientconfig:
   tool: redis-benchmark
-  arguments: -c 10 -n 5000 -t {command}
+  arguments: -c 10 -n {requests} -t {command}
 exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """
 
 
-def _suites(tmp_path: Path, *commands: str) -> Path:
+def _suites(tmp_path: Path, *commands: str, requests: int = 5000) -> Path:
     suites = tmp_path / "suites"
     suites.mkdir()
     for command in commands:
-        write_suite(suites, command, SUITE.format(name=f"ab-{command}", command=command))
+        write_suite(suites, command, SUITE.format(name=f"ab-{command}", command=command,
+                                                  requests=requests))
     return suites
 
 
@@ -53,7 +54,9 @@ def test_repetitions_without_ab_stores_n_results_per_test(tmp_path: Path) -> Non
 def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> None:
     """SET with appendfsync always on side B is decided before the budget and before GET (no
     writes); the report says pairs and reason per test."""
-    suites = _suites(tmp_path, "set", "get")
+    # 20,000 requests: runs of 5,000 (0.05-0.1 s) spread 34-98k ops/sec on side A in one CI
+    # run (a stall of the VM is a third of such a run) and SET was still UNKNOWN at 14 pairs
+    suites = _suites(tmp_path, "set", "get", requests=20000)
     server = shutil.which("redis-server") or ""
     out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
               "--baseline-server", server, "--comparison-server", server,
@@ -66,8 +69,8 @@ def test_until_decided_stops_fsync_always_early_and_says_why(tmp_path: Path) -> 
     progress = json.loads(next((tmp_path / "out").rglob("sequential.json")).read_text())
     assert rows["ab-set"]["verdict"] == "REGRESSION", rows["ab-set"]["reason"]
     assert progress["tests"]["ab-set"]["stopped"] == "decided (REGRESSION)"
-    # looks at 6, 10, 14 pairs: decided before the budget. Here it is -45 % at 6 pairs; CI once
-    # needed 10 (its fsync was cheaper, or side A's 0.05 s runs spread 75-111k ops/sec)
+    # looks at 6, 10, 14 pairs: decided before the budget (here -45 to -55 % at 6 pairs, side
+    # A's SET runs of 20,000 spreading 8-19 %; at 5,000 requests CI needed 10 once, then 14+)
     assert progress["tests"]["ab-set"]["pairs"] < 14
     # GET writes nothing, but its 0.12 s runs on the appendonly side are not free either: one
     # CI run had 5 of 14 of them 40 % slower and decided GET a REGRESSION after 14 pairs.
@@ -107,7 +110,7 @@ def test_until_decided_time_budget(tmp_path: Path) -> None:
                                                "stopped": "time budget spent"}
 
 
-TWO_TOPOLOGIES = SUITE.format(name="ab-two", command="get") + \
+TWO_TOPOLOGIES = SUITE.format(name="ab-two", command="get", requests=5000) + \
     "redis-topologies: [oss-standalone, oss-standalone-02-io-threads]\n"
 
 
@@ -154,7 +157,7 @@ def test_a_skipped_topology_keeps_the_labels_of_the_run_in_its_report(tmp_path: 
     """The skipped topology's result is never written, so `rbs report` labels from the runs
     that exist: the run must label the same way, or the page loses the run's looks."""
     suites = tmp_path / "suites"
-    write_suite(suites, "one", SUITE.format(name="ab-one", command="get") +
+    write_suite(suites, "one", SUITE.format(name="ab-one", command="get", requests=5000) +
                 "redis-topologies: [oss-standalone, no-such-topology]\n")
     server = shutil.which("redis-server") or ""
     out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "out"),
