@@ -78,7 +78,9 @@ def by_name(results: list[RunResult]) -> dict[str, RunResult]:
 def test_ok_run_records_everything(tmp_path: Path) -> None:
     suites = tmp_path / "suites"
     suites.mkdir()
-    suite(suites, "get", "-c 20 -n 20000 -r 1000 GET key:__rand_int__", "get",
+    # 100,000 GETs (~1.5 s): a run of 20,000 (~0.3 s) on a loaded machine ended before the
+    # CPU sampler's first 0.25 s tick, and a client already reaped leaves no last sample
+    suite(suites, "get", "-c 20 -n 100000 -r 1000 GET key:__rand_int__", "get",
           PRELOAD_1000.format(keys=1000))
     results = run(suites, tmp_path / "out")
     r = results[0]
@@ -90,9 +92,9 @@ def test_ok_run_records_everything(tmp_path: Path) -> None:
     assert r.redis_version == "7.0.15"
     assert r.tool_version.startswith("redis-benchmark 7.0")
     assert r.preload_duration_s is not None and r.preload_duration_s >= 0
-    # the server really did the work: 20000 GETs in commandstats
-    assert r.commandstats_delta["get"]["calls"] == 20000
-    assert r.info_delta["keyspace_hits"] == 20000
+    # the server really did the work: 100000 GETs in commandstats
+    assert r.commandstats_delta["get"]["calls"] == 100000
+    assert r.info_delta["keyspace_hits"] == 100000
     # the server's own CPU time over the commands it processed (runner.server_cpu)
     cpu_s = r.info_delta["used_cpu_user"] + r.info_delta["used_cpu_sys"]
     assert r.metrics[SERVER_CPU_METRIC] == pytest.approx(
