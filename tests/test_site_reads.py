@@ -11,6 +11,7 @@ filled by the project's writer (tests/site_fixtures.py):
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 import redis
 
 from redis_benchmarks_spec.analysis.history import HistoryQuery
-from redis_benchmarks_spec.datasink import commit_runs, keys, reader, retention
+from redis_benchmarks_spec.datasink import commit_runs, commit_series, keys, reader, retention
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.inputs.comparison_series import (
@@ -56,7 +57,7 @@ def test_branch_commits_as_kept_equal_those_read_from_series(sink: EmbeddedDatas
     with sink.client() as client:
         fill(client)
         kept = _kept_keys(client)
-        assert len(kept) == len(SHAS) * len(PLATFORMS) * 2  # runs and tests of each
+        assert len(kept) == len(SHAS) * len(PLATFORMS) * 3  # runs, tests and series of each
         found = commit_runs.read(client, SCOPE, [SHAS[0]], ([PLATFORMS[0]], list(PLATFORMS)))
         assert isinstance(found[0], commit_runs.CommitRuns)
         assert found[0].runs == 2 * REPS and len(found[0].tests) == 2
@@ -109,6 +110,57 @@ def test_one_read_over_every_platform_equals_a_read_per_platform(
                                                   topologies=tops))
             assert every[platform] == alone, platform
         assert any(" @ " in row for row in every[PLATFORMS[1]].rows)
+        # that read went by the kept series' keys; by TS.MRANGE it is the same
+        assert commit_series.read(client, [side(a, None), side(b, None)]) is not None
+        for sha in (a, b):
+            for platform in PLATFORMS:
+                client.delete(keys.commit_run_keys(SCOPE, sha, platform).series)
+        assert commit_series.read(client, [side(a, None), side(b, None)]) is None
+        assert read_sides_per_platform(client, SidesQuery(side(a, None), side(b, None))) == every
+
+
+def test_series_read_by_their_kept_keys_equal_the_mrange_of_every_selector(
+        sink: EmbeddedDatasink) -> None:
+    """datasink/commit_series.py reads exactly what the by.hash ``TS.MRANGE`` reads: every
+    metric (one the runs did not record too), one platform or all, a named deployment
+    (``type/name`` in the key), and says None where it cannot know (kept runs whose series
+    were not all kept, a commit with nothing kept)."""
+    sha = SHAS[4]
+    with sink.client() as client:
+        fill(client)
+        named = [make_result(950 + i, hash=sha, platform=PLATFORMS[0],
+                             topology="oss-standalone-04-io-threads") for i in range(2)]
+        named = [replace(r, context=replace(r.context, topology_type="oss-standalone"))
+                 for r in named]
+        assert not push_results(client, named).failed
+        assert any("/oss-standalone/oss-standalone-04-io-threads/" in k
+                   for k in reader.series_keys(client, [f"hash={sha}"]))
+        for metric in (*METRICS, "not-recorded"):
+            for platform in (None, *PLATFORMS):
+                sel = reader.SeriesSelector(metric=metric, side=keys.Side("hash", sha),
+                                            platform=platform)
+                by_key = commit_series.read(client, [sel])
+                assert by_key is not None
+                by_filter = reader.read_series(client, sel)
+                assert sorted((sid.key, s) for found in by_key[0].values()
+                              for sid, s in found) == sorted((s.key, s) for s in by_filter)
+                assert all(sid == keys.parse_key(sid.key, metric) and sid.platform == p
+                           for p, found in by_key[0].items() for sid, _ in found)
+                # the fill records METRICS[0] everywhere; METRICS[1] only the named
+                # deployment's runs: the other series of the commit have none of it
+                assert bool(by_filter) == (metric == METRICS[0] or (
+                    metric == METRICS[1] and platform in (None, PLATFORMS[0]))), (metric,
+                                                                                   platform)
+        sel = reader.SeriesSelector(metric=METRICS[0], side=keys.Side("hash", sha))
+        assert commit_series.read(client, [replace(sel, test_name=TEST_NAME)]) is None
+        assert commit_series.read(client, [replace(sel, side=keys.Side("hash", "ab" * 20))]) \
+            is None  # nothing kept of it
+        series_key = keys.commit_run_keys(SCOPE, sha, PLATFORMS[1]).series
+        assert client.scard(series_key) == 2  # one series of each test there
+        assert client.spop(series_key)
+        assert commit_series.read(client, [sel]) is None  # a test whose series is not kept
+        client.delete(series_key)
+        assert commit_series.read(client, [sel]) is None  # runs kept, series not at all
 
 
 def test_histories_read_together_equal_each_read_alone(sink: EmbeddedDatasink) -> None:

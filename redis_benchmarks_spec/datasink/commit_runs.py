@@ -7,7 +7,12 @@ writer therefore keeps, per scope, commit and platform (:func:`keys.commit_run_k
 
 - ``...:runs``: the run ids, scored by their points' time (a re-push adds nothing: the
   member is the run id); its size is the runs, its first the commit's first run there;
-- ``...:tests``: the series test names the runs wrote (a sweep's swept values apart).
+- ``...:tests``: the series test names the runs wrote (a sweep's swept values apart);
+- ``...:series``: their by.hash series, named without the metric (``test/variant/
+  deployment``, :func:`keys.series_member`): a comparison of two commits reads each
+  series by its key (one ``TS.RANGE`` each, pipelined: ~15 ms for a commit's 2,204 series
+  of a metric on 4 platforms) instead of a ``TS.MRANGE`` whose label-index query alone
+  costs the server ~30 ms there (:mod:`inputs.comparison_series`).
 
 Both are added in the push's round trip, for every run with a by.hash series (a commit
 known). gc deletes them with the commit's by.hash series (:mod:`.retention`). A commit
@@ -47,19 +52,26 @@ def queue(batch: Queue, plans: Iterable[Planned]) -> None:
     ZADD and one SADD per (scope, commit, platform) of the batch."""
     runs: dict[str, list[Planned]] = {}
     tests: dict[str, dict[str, list[RunResult]]] = {}
+    series: dict[str, dict[str, list[RunResult]]] = {}
     for plan in plans:
-        commits = {s.side.value for s in plan.series if s.side.kind == "hash"}
-        for sha in commits:
+        commits: dict[str, dict[str, None]] = {}  # sha -> its series' members, in order
+        for sid in plan.series:
+            if sid.side.kind == "hash":
+                commits.setdefault(sid.side.value, {})[keys.series_member(sid)] = None
+        for sha, members in commits.items():
             names = keys.commit_run_keys(plan.names.scope, sha, plan.result.context.platform)
             runs.setdefault(names.runs, []).append(plan)
             tests.setdefault(names.tests, {}).setdefault(plan.names.test_name, []).append(
                 plan.result)
+            for member in members:
+                series.setdefault(names.series, {}).setdefault(member, []).append(plan.result)
     for key, found in runs.items():
         batch.queue([p.result for p in found], "ZADD", key,
                     *[a for p in found for a in (p.ts, p.result.run_id)])
-    for key, by_test in tests.items():
-        owners = [r for rs in by_test.values() for r in rs]
-        batch.queue(owners, "SADD", key, *by_test)
+    for kept in (tests, series):
+        for key, by_member in kept.items():
+            owners = list({id(r): r for rs in by_member.values() for r in rs}.values())
+            batch.queue(owners, "SADD", key, *by_member)
 
 
 @dataclass
@@ -107,7 +119,7 @@ def delete(pipe: Any, scope: keys.Scope, sha: str, platforms: Iterable[str]) -> 
     """Queue the deletion of a commit's entries on ``platforms`` (gc, with its series)."""
     for platform in platforms:
         names = keys.commit_run_keys(scope, sha, platform)
-        pipe.unlink(names.runs, names.tests)
+        pipe.unlink(names.runs, names.tests, names.series)
 
 
 def _text(value: Any) -> str:

@@ -530,16 +530,43 @@ def run_key(run_id: str) -> str:
 class CommitRunKeys:
     """A commit's runs on one platform, kept by the writer (:mod:`.commit_runs`): ``runs``
     is a sorted set of run ids scored by their points' time, ``tests`` the set of the
-    series test names they wrote."""
+    series test names they wrote, ``series`` the set of their by.hash series' names without
+    the metric (:func:`series_member`)."""
 
     runs: str
     tests: str
+    series: str
 
 
 def commit_run_keys(scope: Scope, sha: str, platform: str) -> CommitRunKeys:
-    """``ci.benchmarks.redis/ci/redis/redis/commits/<sha>/<platform>:runs`` and ``:tests``."""
+    """``ci.benchmarks.redis/ci/redis/redis/commits/<sha>/<platform>:runs``, ``:tests`` and
+    ``:series``."""
     base = f"{PREFIX}/{scope.path}/commits/{sha}/{platform}"
-    return CommitRunKeys(f"{base}:runs", f"{base}:tests")
+    return CommitRunKeys(f"{base}:runs", f"{base}:tests", f"{base}:series")
+
+
+def series_member(sid: SeriesId) -> str:
+    """A by.hash series in its commit's ``:series`` set: ``<test>/<build variant>/<deployment
+    path>`` (test and variant never hold a "/"; the deployment path may: ``type/name``)."""
+    return f"{sid.test_name}/{sid.build_variant}/{sid.deployment_path}"
+
+
+def hash_series_id(scope: Scope, sha: str, platform: str, member: str,
+                   metric: str) -> SeriesId:
+    """The by.hash :class:`SeriesId` of ``metric`` a :func:`series_member` of the commit's
+    set on ``platform`` names: what :func:`parse_key` gives of its key (built as
+    :func:`_common_shape` builds it, without the dataclass's init: a comparison of every
+    platform names 4,408)."""
+    test, variant, deployment = member.split("/", 2)
+    kind, _, name = deployment.partition("/")
+    sid = object.__new__(SeriesId)
+    sid.__dict__.update(side=_side("hash", sha), scope=_scope(*scope.path.split("/")),
+                        test_name=test, build_variant=variant, platform=platform,
+                        topology=name or kind, metric=metric, deployment_type=kind,
+                        metric_jsonpath="", key="/".join((
+                            PREFIX, "by.hash", scope.path, test, variant, platform,
+                            deployment, sha, metric)))
+    return sid
 
 
 def suspect_key(scope: Scope, sha: str) -> str:

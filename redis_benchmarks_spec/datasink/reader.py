@@ -212,19 +212,26 @@ def _hash_series(client: redis.Redis, selector: SeriesSelector,
         elif selector.may_match(key, test_names) and \
                 selector.matches(parsed := keys.parse_key(key, selector.metric), test_names):
             chosen.append((key, parsed, samples))
-    tests: dict[keys.Scope, dict[str, None]] = {}  # each test once (a commit's platforms)
-    for _key, parsed, _samples in chosen:
-        tests.setdefault(parsed.scope, {})[parsed.test_name] = None
-    pipe = client.pipeline(transaction=False)  # each scope's groups and commands: one HMGET
-    for scope, names in tests.items():
-        pipe.hmget(keys.index_keys(scope).tested, list(names))
-    labels = {(scope, name): {keys.LABEL_TEST_NAME: name,
-                              **keys.parse_tested_items(_text(value) if value else "")}
-              for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
-              for name, value in zip(names, values)}
+    labels = hash_labels(client, [parsed for _key, parsed, _samples in chosen])
     return [Series(key, dict(labels[(parsed.scope, parsed.test_name)]),
                    [(int(ts), float(value)) for ts, value in samples])
             for key, parsed, samples in chosen]
+
+
+def hash_labels(client: redis.Redis, found: list[keys.SeriesId]
+                ) -> dict[tuple[keys.Scope, str], dict[str, str]]:
+    """The labels a by.hash series is read with, per (scope, test): its test name, groups
+    and commands (from the scope's ``tested`` index: one HMGET a scope, one round trip)."""
+    tests: dict[keys.Scope, dict[str, None]] = {}  # each test once (a commit's platforms)
+    for sid in found:
+        tests.setdefault(sid.scope, {})[sid.test_name] = None
+    pipe = client.pipeline(transaction=False)
+    for scope, names in tests.items():
+        pipe.hmget(keys.index_keys(scope).tested, list(names))
+    return {(scope, name): {keys.LABEL_TEST_NAME: name,
+                            **keys.parse_tested_items(_text(value) if value else "")}
+            for (scope, names), values in zip(tests.items(), pipe.execute() if tests else [])
+            for name, value in zip(names, values)}
 
 
 def has_series(client: redis.Redis, selector: SeriesSelector) -> bool:

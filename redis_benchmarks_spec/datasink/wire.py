@@ -102,13 +102,15 @@ def wire(client: redis.Redis) -> Iterator[Wire]:
 
 
 def replies_of(client: redis.Redis, commands: Sequence[tuple[Any, ...]],
-               each: Callable[[int, Any], T]) -> list[T]:
+               each: Callable[[int, Any], T],
+               refused: Callable[[int, redis.ResponseError], T] | None = None) -> list[T]:
     """Every command of ``commands`` sent at once on one connection of ``client``, then each
     reply (as ``execute_command`` returns it, without response callbacks) handed to
     ``each`` with its index as soon as it is read, before the next is read: the server
     answers the later commands while the client makes the earlier replies Python (two
     ``TS.MRANGE`` of a comparison of every platform: ~30 ms of server time each). A refused
-    command raises its ``ResponseError``; the connection, replies unread, is then dropped.
+    command raises its ``ResponseError`` (the connection, replies unread, is then dropped),
+    or, given ``refused``, is handed to it with its index and the rest read on.
     A connection found closed before any reply was read is replaced once."""
     if not commands:
         return []
@@ -117,13 +119,24 @@ def replies_of(client: redis.Redis, commands: Sequence[tuple[Any, ...]],
         with wire(client) as held:
             try:
                 held.conn.send_packed_command(packed, check_health=False)
-                first = held.conn.read_response()
+                out = [_reply(held.conn, 0, each, refused)]
             except redis.ConnectionError:
                 if attempt == 2:
                     raise
                 held.conn.disconnect()  # the next attempt connects afresh
                 continue
-            out = [each(0, first)]
-            out += [each(i, held.conn.read_response()) for i in range(1, len(commands))]
+            out += [_reply(held.conn, i, each, refused) for i in range(1, len(commands))]
             return out
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _reply(conn: Any, index: int, each: Callable[[int, Any], T],
+           refused: Callable[[int, redis.ResponseError], T] | None) -> T:
+    """The next reply on ``conn`` handed to ``each``, or its refusal to ``refused``."""
+    try:
+        reply = conn.read_response()
+    except redis.ResponseError as exc:  # read whole: the connection is still in step
+        if refused is None:
+            raise
+        return refused(index, exc)
+    return each(index, reply)

@@ -28,7 +28,7 @@ from redis_benchmarks_spec.analysis.branch_changes import after_last_change
 from redis_benchmarks_spec.analysis.changepoints import CHANGE_POINT_HISTORY
 from redis_benchmarks_spec.analysis.report_data import History
 from redis_benchmarks_spec.common.name_filter import NameFilter
-from redis_benchmarks_spec.datasink import keys, reader, suspect_marks
+from redis_benchmarks_spec.datasink import commit_series, keys, reader, suspect_marks
 from redis_benchmarks_spec.inputs.suspect_points import drop_suspect, scopes_of
 from redis_benchmarks_spec.results.comparison_key import label, split
 
@@ -125,9 +125,11 @@ def read_sides_per_platform(client: redis.Redis, query: SidesQuery) -> dict[str,
     second while the first is made Python), then per platform the rows :func:`read_sides`
     reads with that platform and the topologies either side has there: each platform either
     side has. Whether any suspect mark exists is asked once for them all."""
-    found = [_per_platform(series, selector.metric) for series, selector in zip(
-        reader.read_series_many(client, [query.baseline, query.comparison]),
-        (query.baseline, query.comparison))]
+    # commits' series by their keys where the writer kept them (datasink/commit_series.py)
+    found = commit_series.read(client, [query.baseline, query.comparison]) or [
+        _per_platform(series, selector.metric) for series, selector in zip(
+            reader.read_series_many(client, [query.baseline, query.comparison]),
+            (query.baseline, query.comparison))]
     # whether any scope read has a suspect mark: one round trip for every platform and side
     marked = suspect_marks.any_marked(client, {sid.scope for side in found
                                                for pairs in side.values()

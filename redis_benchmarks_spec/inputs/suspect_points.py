@@ -26,8 +26,10 @@ def drop_suspect(client: redis.Redis, rows: Rows, metric: str,
     """``rows`` without their suspect points, and one note per commit left out. ``marked``:
     whether any of their scopes has a mark, when the caller asked already (a reader of
     both sides on every platform asks once: :func:`any_marked`), else asked here."""
+    if marked is False:
+        return rows, []
     ids = {row: keys.parse_key(s.key, metric) for row, s in rows.items() if s.points}
-    if not ids or marked is False:
+    if not ids:
         return rows, []
     if marked is None and not suspect_marks.any_marked(client, scopes_of(rows, metric)):
         return rows, []
