@@ -34,6 +34,7 @@ of filling again (a minute here, then the server's save); without it a temporary
 Usage: flock /tmp/rbs-heavy.lock .venv/bin/python benchmarks/site_pages.py
            [--full 40] [--compared 12] [--reps 5] [--histories 10] [--distinct 10]
            [--repeat 10] [--commits 1500] [--suites 551] [--platforms 4] [--sink-dir DIR]
+           [--client process|thread]
 """
 
 from __future__ import annotations
@@ -43,12 +44,13 @@ import contextlib
 import dataclasses
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
@@ -95,6 +97,40 @@ def _get_ms(url: str) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+CLIENT = """
+import sys, time, urllib.request
+for line in sys.stdin:
+    start = time.perf_counter()
+    with urllib.request.urlopen(line.strip(), timeout=300) as resp:
+        resp.read()
+        status = resp.status
+    print(status, (time.perf_counter() - start) * 1000, flush=True)
+"""
+
+
+class Browser:
+    """Requests from another process, as a browser's come (``--client process``): in the
+    site's own process the client's reads of a comparison's 670 KB took the interpreter's
+    lock from the site's threads. Stopped by its own process id when done."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", CLIENT], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def get_ms(self, url: str) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(url + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline().split()
+        if not line or line[0] != "200":
+            raise RuntimeError(f"{url}: {line or 'no answer'}")
+        return float(line[1])
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+
 def _p95(ms: list[float]) -> float:
     ms = sorted(ms)
     return ms[min(len(ms) - 1, int(0.95 * len(ms)))]
@@ -133,7 +169,8 @@ def settle(client: redis.Redis, timeout_s: float = 600.0) -> float:
         time.sleep(0.5)
 
 
-def measure(sites: dict[int, str], pages: dict[str, list[str]], repeat: int) -> None:
+def measure(sites: dict[int, str], pages: dict[str, list[str]], repeat: int,
+            get_ms: Callable[[str], float] = _get_ms) -> None:
     """Print each kind of page's first, distinct and repeated request times (module doc),
     on each site (by its number of page workers), one site's requests of a kind after the
     other's, so that what runs beside them falls on both alike."""
@@ -142,8 +179,8 @@ def measure(sites: dict[int, str], pages: dict[str, list[str]], repeat: int) -> 
     for name, paths in pages.items():
         for workers, base in sites.items():
             _forget()
-            distinct = [_get_ms(base + p) for p in paths]
-            again = [_get_ms(base + paths[0]) for _ in range(repeat)]
+            distinct = [get_ms(base + p) for p in paths]
+            again = [get_ms(base + paths[0]) for _ in range(repeat)]
             load = Path("/proc/loadavg").read_text().split()[0]
             print(f"{name:30s} {workers:7d} {distinct[0]:8.1f} "
                   f"{statistics.median(distinct):13.1f} {_p95(distinct):8.1f} "
@@ -161,6 +198,9 @@ def _args() -> argparse.Namespace:
     p.add_argument("--workers", default=f"0,{default_workers()}",
                    help="comma-separated page worker counts, one site each (0: the pages "
                         "drawn in the site's process; default: 0 and rbs site's default)")
+    p.add_argument("--client", choices=("process", "thread"), default="process",
+                   help="where the requests come from: another process, as a browser's "
+                        "(default), or a thread of the sites' process")
     p.add_argument("--sink-dir", type=Path, default=None,
                    help="keep the filled datasink here and reuse it next time")
     return p.parse_args()
@@ -224,7 +264,13 @@ def main() -> int:
             threading.Thread(target=servers[-1].run, daemon=True).start()
             sites[workers] = f"http://127.0.0.1:{port}"
         print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
-        measure(sites, _pages(lab, args.distinct), args.repeat)
+        browser = Browser() if args.client == "process" else None
+        try:
+            measure(sites, _pages(lab, args.distinct), args.repeat,
+                    browser.get_ms if browser else _get_ms)
+        finally:
+            if browser:
+                browser.close()
         print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
         for server in servers:
             server.close()

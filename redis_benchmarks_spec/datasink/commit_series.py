@@ -54,11 +54,9 @@ def read(client: redis.Redis, selectors: list[reader.SeriesSelector]) -> list[Pe
     if members is None:
         return None
     wanted: list[tuple[int, keys.SeriesId]] = [
-        (i, keys.hash_series_id(scope, sel.side.value, platform, member, sel.metric))
-        for i, sel in enumerate(selectors)
-        for (scope, platform), found in zip(places, members[i])
-        if sel.platform is None or sel.platform == platform
-        for member in found]
+        (i, sid) for i, sel in enumerate(selectors)
+        for (scope, platform), found in zip(places, members[i]) if found
+        for sid in keys.hash_series_ids(scope, sel.side.value, platform, found, sel.metric)]
     points = wire.replies_of(client, [("TS.RANGE", sid.key, "-", "+") for _, sid in wanted],
                              lambda _i, reply: [(int(ts), float(v)) for ts, v in reply],
                              _absent)
@@ -83,17 +81,22 @@ def _members(client: redis.Redis, selectors: list[reader.SeriesSelector],
         for scope, platform in places:
             names = keys.commit_run_keys(scope, sel.side.value, platform)
             pipe.exists(names.runs)
-            pipe.smembers(names.tests)
-            pipe.smembers(names.series)
+            if sel.platform in (None, platform):  # the sets of the platforms read only
+                pipe.smembers(names.tests)
+                pipe.smembers(names.series)
     replies = iter(pipe.execute() if places else [])
     out = []
-    for _sel in selectors:
+    for sel in selectors:
         per_place, any_runs = [], False
-        for _place in places:
-            runs, tests, series = int(next(replies)), next(replies), next(replies)
+        for _scope, platform in places:
+            runs = int(next(replies))
+            any_runs = any_runs or bool(runs)
+            if sel.platform not in (None, platform):
+                per_place.append([])
+                continue
+            tests, series = next(replies), next(replies)
             found = sorted(_text(m) for m in series)
             if runs:
-                any_runs = True
                 named = {m.split("/", 1)[0] for m in found}
                 if not found or not {_text(t) for t in tests} <= named:
                     return None

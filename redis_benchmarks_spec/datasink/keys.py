@@ -551,22 +551,27 @@ def series_member(sid: SeriesId) -> str:
     return f"{sid.test_name}/{sid.build_variant}/{sid.deployment_path}"
 
 
-def hash_series_id(scope: Scope, sha: str, platform: str, member: str,
-                   metric: str) -> SeriesId:
-    """The by.hash :class:`SeriesId` of ``metric`` a :func:`series_member` of the commit's
-    set on ``platform`` names: what :func:`parse_key` gives of its key (built as
-    :func:`_common_shape` builds it, without the dataclass's init: a comparison of every
+def hash_series_ids(scope: Scope, sha: str, platform: str, members: list[str],
+                    metric: str) -> list[SeriesId]:
+    """The by.hash :class:`SeriesId` of ``metric`` each :func:`series_member` of the
+    commit's set on ``platform`` names: what :func:`parse_key` gives of its key (made as
+    :func:`_common_shape` makes it, without the dataclass's init: a comparison of every
     platform names 4,408)."""
-    test, variant, deployment = member.split("/", 2)
-    kind, _, name = deployment.partition("/")
-    sid = object.__new__(SeriesId)
-    sid.__dict__.update(side=_side("hash", sha), scope=_scope(*scope.path.split("/")),
-                        test_name=test, build_variant=variant, platform=platform,
-                        topology=name or kind, metric=metric, deployment_type=kind,
-                        metric_jsonpath="", key="/".join((
-                            PREFIX, "by.hash", scope.path, test, variant, platform,
-                            deployment, sha, metric)))
-    return sid
+    shared = {"side": _side("hash", sha), "scope": _scope(*scope.path.split("/")),
+              "platform": platform, "metric": metric, "metric_jsonpath": ""}
+    head, tail = f"{PREFIX}/by.hash/{scope.path}/", f"/{sha}/{metric}"
+    out = []
+    for member in members:
+        test, variant, deployment = member.split("/", 2)
+        kind, _, name = deployment.partition("/")
+        sid = object.__new__(SeriesId)
+        fields = sid.__dict__
+        fields.update(shared)
+        fields.update(test_name=test, build_variant=variant, topology=name or kind,
+                      deployment_type=kind,
+                      key=f"{head}{test}/{variant}/{platform}/{deployment}{tail}")
+        out.append(sid)
+    return out
 
 
 def suspect_key(scope: Scope, sha: str) -> str:
