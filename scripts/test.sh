@@ -42,7 +42,10 @@ cpu_used() {  # $1: "busy idle" at the phase's start; prints the share busy sinc
 started=$SECONDS
 ticks=$(cpu_ticks)
 set +e
-RBS_TEST_PHASE=parallel "${PYTEST[@]}" -n "$WORKERS" --dist loadgroup -m "not timing" \
+# --no-loadscope-reorder: the groups go out in the order tests/conftest.py gave them, the
+# longest first (tests/tiers.py LONG_GROUPS), not pytest-xdist's most-tests-first
+RBS_TEST_PHASE=parallel "${PYTEST[@]}" -n "$WORKERS" --dist loadgroup --no-loadscope-reorder \
+  -m "not timing" \
   --junitxml="$REPORTS/parallel.xml" tests "$@"
 parallel=$?
 echo "phase 1 (parallel, $WORKERS processes): $((SECONDS - started)) s, $(cpu_used "$ticks"), exit $parallel"

@@ -130,7 +130,9 @@ def _stay_on_this_machine() -> Iterator[None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each test's phase and group from tests/tiers.py (before pytest-xdist reads groups)."""
+    """Each test's phase and group from tests/tiers.py (before pytest-xdist reads groups),
+    and the longest groups first (``tiers.dispatch_rank``; a stable sort: a module's tests
+    keep their order)."""
     for item in items:
         module = item.path.stem
         name = getattr(item, "originalname", item.name)
@@ -139,6 +141,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if tiers.is_fast(module, name, list(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.fast)
         item.add_marker(pytest.mark.xdist_group(tiers.group_of(module)))
+    items.sort(key=lambda item: tiers.dispatch_rank(tiers.group_of(item.path.stem)))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -83,3 +83,39 @@ def test_the_audit_files_a_real_server_under_the_test_that_started_it(
                             stdout=subprocess.DEVNULL, cwd=tmp_path)
     assert proc.wait(timeout=30) == 0
     assert "redis-server" in component_audit._started.get(request.node.nodeid.split("@")[0], set())
+
+
+def test_the_long_groups_are_groups_and_go_out_longest_first() -> None:
+    groups = {tiers.group_of(m) for m in MODULES}
+    for group in tiers.LONG_GROUPS:
+        assert group in groups, f"tests/tiers.py LONG_GROUPS names {group}, which is no group"
+    ranked = sorted(groups, key=tiers.dispatch_rank)
+    assert ranked[0] == max(tiers.LONG_GROUPS, key=lambda g: tiers.LONG_GROUPS[g])
+    # a group not listed comes after every listed one
+    unlisted = [ranked.index(g) for g in groups if g not in tiers.LONG_GROUPS]
+    assert min(unlisted) == len(tiers.LONG_GROUPS)
+
+
+def test_the_collection_hands_the_longest_group_out_first() -> None:
+    """What pytest-xdist sees under scripts/test.sh's --no-loadscope-reorder: the items in
+    the order tests/conftest.py's hook sorted them, a module's tests in their own order."""
+    from tests import conftest
+
+    class Item:
+        def __init__(self, module: str, name: str) -> None:
+            self.path, self.name, self.originalname = TESTS / f"{module}.py", name, name
+            self.fixturenames: list[str] = []
+            self.marks: list[pytest.MarkDecorator] = []
+
+        def add_marker(self, mark: pytest.MarkDecorator) -> None:
+            self.marks.append(mark)
+
+    items = [Item("test_words", "test_a"), Item("test_bisect", "test_bisect_usage_errors"),
+             Item("test_lab", "test_one"), Item("test_words", "test_b"),
+             Item("test_bisect_remote", "test_agent_results_are_validated")]
+    conftest.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    order = [(i.path.stem, i.name) for i in items]
+    assert order == [("test_bisect", "test_bisect_usage_errors"),
+                     ("test_bisect_remote", "test_agent_results_are_validated"),
+                     ("test_lab", "test_one"), ("test_words", "test_a"), ("test_words", "test_b")]
+    assert all(any(m.name == "xdist_group" for m in i.marks) for i in items)
