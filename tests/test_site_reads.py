@@ -11,8 +11,8 @@ filled by the project's writer (tests/site_fixtures.py):
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest

@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--triage-token-file", type=Path, default=None, metavar="FILE",
                    help="file holding the token a maintainer gives to triage an alert from "
                         "the branch page (without it the site writes nothing)")
+    p.add_argument("--artifacts-dir", type=Path, action="append", default=[], metavar="DIR",
+                   help="a folder the agents write their runs' artifacts under, on this "
+                        "machine: a run's page shows its flame graphs from there (repeatable; "
+                        "`rbs lab up` gives the lab's folder)")
     names_mod.add_arguments(p)
     datasink_cli.add_remote_args(p)
     datasink_cli.add_embedded_args(p)
@@ -83,10 +87,13 @@ def cmd_site(args: argparse.Namespace) -> int:
     config = _config(args)
     broker = broker_client(args) if args.broker else None
     workers = default_workers() if args.workers is None else args.workers
+    for folder in args.artifacts_dir:
+        if not folder.is_dir():
+            raise UsageError(f"--artifacts-dir {folder}", "no such folder")
     app = create_app(SiteConfig(lambda: connect(config), config.display_url,
                                 (lambda: broker) if broker is not None else None,
                                 names_mod.from_args(args), _token(args.triage_token_file),
-                                workers))
+                                workers, tuple(f.resolve() for f in args.artifacts_dir)))
     # SIGTERM ends serving as Ctrl-C does, so the page workers are stopped below (were the
     # site killed outright, they end when their task pipe closes: web/page_workers.py)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))

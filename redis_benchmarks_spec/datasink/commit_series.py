@@ -87,7 +87,8 @@ def _members(client: redis.Redis, selectors: list[reader.SeriesSelector],
     replies = iter(pipe.execute() if places else [])
     out = []
     for sel in selectors:
-        per_place, any_runs = [], False
+        per_place: list[list[str]] = []
+        any_runs = False
         for _scope, platform in places:
             runs = int(next(replies))
             any_runs = any_runs or bool(runs)

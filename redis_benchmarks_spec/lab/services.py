@@ -183,7 +183,8 @@ def _daemon_specs(options: LabOptions, state: LabState, secret: Path) -> list[tu
         specs.append(("site", [*rbs, "site", "--host", "127.0.0.1",
                                "--port", state.site_url.rsplit(":", 1)[1],
                                "--datasink", state.datasink_url, *common,
-                               "--triage-token-file", str(root / "secrets" / "site-token")]))
+                               "--triage-token-file", str(root / "secrets" / "site-token"),
+                               "--artifacts-dir", str(root)]))
     if options.confirmer:  # alerts as issues of the GitHub stand-in (token from the env)
         specs.append(("confirmer", [
             *rbs, "confirmer", *common, "--datasink", state.datasink_url, "--repo", LAB_REPOS,

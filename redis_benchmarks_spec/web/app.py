@@ -15,10 +15,11 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import redis
-from flask import Flask, abort, redirect, request
+from flask import Flask, Response, abort, redirect, request
 from jinja2 import DictLoader
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
@@ -29,7 +30,14 @@ from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reade
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
-from redis_benchmarks_spec.web import branch_page, charts, compare_page, history_page, pulls_page
+from redis_benchmarks_spec.web import (
+    artifacts,
+    branch_page,
+    charts,
+    compare_page,
+    history_page,
+    pulls_page,
+)
 from redis_benchmarks_spec.web.page_workers import PageWorkers
 from redis_benchmarks_spec.web.rows import pct, plain4
 from redis_benchmarks_spec.web.templates import PAGES
@@ -55,6 +63,8 @@ class SiteConfig:
     # processes the pages of every platform are drawn in, a platform each (0: none, the
     # pages are drawn in the site's process; web/page_workers.py)
     workers: int = 0
+    # folders whose SVG artifacts (flame graphs) a run's page may show (web/artifacts.py)
+    artifact_roots: tuple[Path, ...] = ()
 
 
 def _name(value: str | None, what: str, pattern: re.Pattern[str] = _NAME) -> str | None:
@@ -250,7 +260,23 @@ def _other_routes(site: _Site) -> None:
                  ("topology", ctx.topology), ("build variant", ctx.build_variant),
                  ("started (UTC)", when_utc(doc.start_ms)), ("flags", ", ".join(doc.flags)),
                  ("notes", "; ".join(doc.notes))]
-        return render("run", f"run {run_id}", doc=doc, facts=facts)
+        return render("run", f"run {run_id}", doc=doc, facts=facts, run_id=run_id,
+                      pictures=artifacts.pictures(doc.paths, site.config.artifact_roots))
+
+    @app.get("/artifact/<key>/<path:run_id>")
+    def artifact(key: str, run_id: str) -> Response:
+        """A run's SVG artifact (its flame graph), when it is under an artifacts folder."""
+        if len(run_id) > 300:
+            abort(400, "run id too long")
+        try:
+            doc = run_reader.result_document(client, run_id)
+        except run_reader.RunNotFoundError:
+            abort(404, f"no run {run_id}")
+        path = artifacts.servable(doc.paths, key, site.config.artifact_roots)
+        if path is None:
+            abort(404, f"run {run_id} has no {key[:100]!r} this site serves "
+                       "(an SVG under its --artifacts-dir)")
+        return Response(path.read_bytes(), headers=artifacts.HEADERS)
 
 
 

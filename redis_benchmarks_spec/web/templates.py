@@ -114,6 +114,8 @@ RUN = """{% extends "layout" %}{% block body %}
 {% if p.data.top_functions %}<table><tr><th>function</th><th>self per op</th></tr>
 {% for f in p.data.top_functions[:20] %}<tr><td><code>{{ f.function }}</code></td><td>{{ f.self_per_op }}</td></tr>{% endfor %}</table>{% endif %}
 {% else %}<p>none</p>{% endfor %}
+{% for key in pictures %}<h2>{{ key }}</h2><p><a href="/artifact/{{ key }}/{{ run_id|urlencode }}">open it alone</a> (interactive)</p>
+<img src="/artifact/{{ key }}/{{ run_id|urlencode }}" alt="{{ key }} of this run" style="max-width:100%">{% endfor %}
 <h2>Artifacts on the agent</h2><ul>{% for k, v in doc.paths|dictsort %}<li>{{ k }}: <code>{{ v }}</code></li>{% else %}<li>none</li>{% endfor %}</ul>
 {% endblock %}"""
 
