@@ -48,8 +48,8 @@ HIREDIS = "e8c5b66e"  # Update to latest hiredis (#10297)
 DEFAULT = "gcc:12.2.0-amd64-debian-bookworm-default"
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-quick"
 #: the default variant without optimisation (module doc)
-QUICK = replace(load_variants()[DEFAULT], id=VARIANT,
-                env={**load_variants()[DEFAULT].env, "OPTIMIZATION": "-O0"})
+_DEFAULT = load_variants()[DEFAULT]
+QUICK = replace(_DEFAULT, id=VARIANT, env={**_DEFAULT.env, "OPTIMIZATION": "-O0"})
 TREE_NAME = VARIANT.replace(":", "_")
 SNAPSHOT = history.CACHE.parent / "kept-tree-history" / TREE_NAME / BASE
 

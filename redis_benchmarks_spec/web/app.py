@@ -30,6 +30,7 @@ from redis_benchmarks_spec.datasink import alert_triage, keys, reader, run_reade
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
+from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.web import (
     artifacts,
     branch_page,
@@ -248,12 +249,7 @@ def _other_routes(site: _Site) -> None:
 
     @app.get("/run/<path:run_id>")
     def run(run_id: str) -> str:
-        if len(run_id) > 300:
-            abort(400, "run id too long")
-        try:
-            doc = run_reader.result_document(client, run_id)
-        except run_reader.RunNotFoundError:
-            abort(404, f"no run {run_id}")
+        doc = _run_document(client, run_id)
         ctx = doc.context
         facts = [("test", doc.test_name), ("status", doc.status), ("commit", ctx.git.hash),
                  ("branch", ctx.git.branch), ("platform", ctx.platform),
@@ -266,18 +262,23 @@ def _other_routes(site: _Site) -> None:
     @app.get("/artifact/<key>/<path:run_id>")
     def artifact(key: str, run_id: str) -> Response:
         """A run's SVG artifact (its flame graph), when it is under an artifacts folder."""
-        if len(run_id) > 300:
-            abort(400, "run id too long")
-        try:
-            doc = run_reader.result_document(client, run_id)
-        except run_reader.RunNotFoundError:
-            abort(404, f"no run {run_id}")
-        path = artifacts.servable(doc.paths, key, site.config.artifact_roots)
+        path = artifacts.servable(_run_document(client, run_id).paths, key,
+                                  site.config.artifact_roots)
         if path is None:
             abort(404, f"run {run_id} has no {key[:100]!r} this site serves "
                        "(an SVG under its --artifacts-dir)")
         return Response(path.read_bytes(), headers=artifacts.HEADERS)
 
+
+
+def _run_document(client: redis.Redis, run_id: str) -> RunResult:
+    """The result document of ``run_id`` (a bounded id), else the request ends 400 or 404."""
+    if len(run_id) > 300:
+        abort(400, "run id too long")
+    try:
+        return run_reader.result_document(client, run_id)
+    except run_reader.RunNotFoundError:
+        abort(404, f"no run {run_id}")
 
 
 def _pull_routes(app: Flask, config: SiteConfig, render: Callable[..., str]) -> None:
