@@ -68,14 +68,17 @@ def test_since_last_change_and_magnitude_filter() -> None:
 # --- a real datasink filled by real runs -----------------------------------------------------
 # One client: every SET of the fsync side waits for its own fsync, so the step is ~-70 %
 # (27-40k ops/sec before, 8-12k after, here), wider than this VM's stalls, which halved
-# runs of 10 clients (-30 % step) in CI: the step was found a commit early, then not at all
+# runs of 10 clients (-30 % step) in CI: the step was found a commit early, then not at all.
+# 5,000 requests: runs of 2,000 took 0.07 s on the side without fsync, so one stall of
+# 0.1-0.3 s put a run on the other side's level, and with it Otava's t test of the split
+# above 1e-4 (CI found no step once); a 0.17 s run keeps such a stall within its level
 
 SUITE = """
 name: cp-{command}
 tested-commands: [{command}]
 clientconfig:
   tool: redis-benchmark
-  arguments: -c 1 -n 2000 -t {command}
+  arguments: -c 1 -n 5000 -t {command}
 exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
@@ -135,7 +138,7 @@ def test_changepoints_on_real_runs_and_compare_baseline_window(
     data = json.loads(capsys.readouterr().out)
     series = {s["test"]: s for s in data["series"]}
     set_steps = series["cp-set"]["steps"]
-    assert set_steps, data
+    assert set_steps, (data, values)
     step = max(set_steps, key=lambda s: abs(s["change_pct"]))  # fsync always: ~-90 %
     at = step["index"]
     assert at in _step_indices(values), (at, values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from redis_benchmarks_spec.analysis.verdict import metric_direction
 from redis_benchmarks_spec.datasink.keys import series_ids
 from redis_benchmarks_spec.results import memory
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
-from redis_benchmarks_spec.telemetry.memory import node_memory
+from redis_benchmarks_spec.telemetry.memory import node_memory, quiet_period, read_memory
 from tests.cli import rbs, write_suite
 
 # 2,000 hashes of 8 fields of 8 bytes: listpacks under the default thresholds (128 entries,
@@ -80,6 +81,29 @@ def test_node_memory_reads_a_real_server_once_settled(redis_server) -> None:  # 
     assert figures["used_memory"] > figures["used_memory_dataset"] > 500 * 100
     assert figures["bytes_per_key"] == figures["used_memory_dataset"] / 500
     assert "settled" not in figures  # an idle server's figures repeat at once
+
+
+def test_node_memory_waits_for_the_allocator_after_a_preload(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """Right after a write burst the allocator's figures are the cron's old sample: what
+    node_memory keeps must be what the server says a second later (five bursts), and it
+    must not take the fixed 0.5-0.75 s the reads 250 ms apart took."""
+    client = redis_server.client()
+    waits = []
+    for burst in range(5):
+        pipe = client.pipeline(transaction=False)
+        for i in range(20000):
+            pipe.hset(f"h{burst}:{i}", mapping={"f": "x" * 50})
+        pipe.execute()
+        started = time.monotonic()
+        figures = node_memory(client)
+        waits.append(time.monotonic() - started)
+        time.sleep(1.0)  # ten allocator samples later
+        later = read_memory(client)
+        assert "settled" not in figures, figures
+        for name in ("allocator_allocated", "used_memory_overhead", "used_memory_dataset"):
+            assert figures[name] == pytest.approx(later[name], rel=0.002), (burst, name)
+    assert min(waits) >= quiet_period(10.0), waits  # a refresh fell inside every window
+    assert sorted(waits)[2] < 0.5, waits
 
 
 def test_memory_only_measures_the_preload_without_the_load(tmp_path: Path) -> None:
