@@ -16,9 +16,9 @@ from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.results.profile import PROFILE_OK, PROFILE_UNAVAILABLE, PROFILED
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.catalog import load_catalog
-from redis_benchmarks_spec.telemetry.profilers.base import ProfilerOptions
+from redis_benchmarks_spec.telemetry.profilers.base import ProfilerError, ProfilerOptions
 from redis_benchmarks_spec.telemetry.profilers.callgrind import parse_callgrind
-from redis_benchmarks_spec.telemetry.profilers.instructions import METRIC
+from redis_benchmarks_spec.telemetry.profilers.instructions import METRIC, Instructions
 from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
 from redis_benchmarks_spec.telemetry.window import WindowOptions
 from tests.cli import write_suite
@@ -272,3 +272,21 @@ def test_function_movers_name_the_function_that_grew(tmp_path: Path) -> None:
     assert moves[0].share_of_total_pct == pytest.approx(95 / 60)
     assert moves[0].file == "server.c"
     assert all(abs(m.delta_per_op) < 1 for m in moves[1:])
+
+
+def test_a_window_on_a_process_without_valgrind_fails_in_one_line(tmp_path: Path) -> None:
+    """The window's commands go to vgdb (callgrind_control's own tool); a pid that is not a
+    Valgrind process is an error of one line naming the command and the pid, not a hang."""
+    profiler = Instructions(ProfilerOptions(names=("instructions",),
+                                            instructions_method="callgrind"))
+    profiler.server_wrapper(tmp_path)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        with pytest.raises(ProfilerError) as caught:
+            profiler._control(sleeper.pid, ["dump window", "instrumentation off"])
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=10)
+    message = str(caught.value)
+    assert f"pid {sleeper.pid}" in message and "dump window -c instrumentation off" in message
+    assert "\n" not in message

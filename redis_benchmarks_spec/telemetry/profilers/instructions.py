@@ -5,8 +5,9 @@ Two methods, and the result says which one produced the number:
 
 * ``callgrind`` (any host): the server starts under ``valgrind --tool=callgrind
   --instr-atstart=no`` (cache simulation is callgrind's default off), so preload and start-up
-  run uninstrumented; ``callgrind_control -i on`` at the start of the window, ``-d`` (dump)
-  and ``-i off`` at its end. The client sends a fixed request count (``--profile-requests``)
+  run uninstrumented; ``instrumentation on`` at the start of the window, ``dump`` and
+  ``instrumentation off`` at its end, sent with ``vgdb`` (what ``callgrind_control`` runs):
+  both end commands in one call, since each call costs ~0.1 s of wall time whatever it asks. The client sends a fixed request count (``--profile-requests``)
   because the server is ~50x slower. The dump gives the total and per-function counts (self
   and inclusive, with source file when the binary has debug info).
 * ``perf`` (hosts with hardware counters): ``perf stat -e instructions:u`` on every server
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +78,8 @@ HARNESS_COMMANDS = {"info", "config", "client", "hello", "command", "cluster"}
 #: functions below this share of the window are left out of the per-function artifact
 FUNCTION_FLOOR_SHARE = 1e-4
 CONTROL_TIMEOUT_S = 60
-CONTROL_ATTEMPTS = 3  # vgdb sometimes fails with EINTR on a busy host; it is safe to repeat
+CONTROL_ATTEMPTS = 3  # vgdb sometimes fails with EINTR on a busy host (a dump is not
+#: repeated once it was written: a second one would hold the counts since the first)
 #: time-driven work left out of the per-op count (see module doc) ...
 TIMER_FUNCTIONS = ("serverCron",)
 #: ... except the hash-table rehashing the cron does on behalf of the writes: rehashing a
@@ -155,7 +158,7 @@ class Instructions:
     def unavailable(self) -> str:
         if self.method == METHOD_PERF:
             return missing(["perf"], "apt-get install linux-perf")
-        return missing(["valgrind", "callgrind_control"], "apt-get install valgrind")
+        return missing(["valgrind", "vgdb"], "apt-get install valgrind")
 
     def server_wrapper(self, workdir: Path) -> list[str]:
         if self.method != METHOD_CALLGRIND:
@@ -179,7 +182,7 @@ class Instructions:
             return
         try:
             for pid in target.pids:
-                self._control(pid, "-i", "on")
+                self._control(pid, ["instrumentation on"])
         except ProfilerError as exc:
             self.error = str(exc)
 
@@ -191,39 +194,52 @@ class Instructions:
         try:
             for pid in self.target.pids:
                 before = set(self._dump_files(pid))
-                self._control(pid, "-d", "window")
-                self._control(pid, "-i", "off")
+                def dumped(pid: int = pid, before: set[Path] = before) -> bool:
+                    return bool(self._fresh(pid, before))
+                self._control(pid, ["dump window", "instrumentation off"], done=dumped)
                 self.dumps[pid] = self._new_dump(pid, before)
         except ProfilerError as exc:
             self.error = str(exc)
 
-    def _control(self, pid: int, *args: str) -> None:
-        argv = [find_tool("callgrind_control") or "callgrind_control", *args, str(pid)]
+    def _control(self, pid: int, commands: list[str],
+                 done: Callable[[], bool] | None = None) -> None:
+        """``vgdb --pid=<pid> <command> [-c <command>]...``, again on a failure unless
+        ``done`` says the first command took effect."""
+        argv = [find_tool("vgdb") or "vgdb", f"--pid={pid}"]
+        for i, command in enumerate(commands):
+            argv += [*(["-c"] if i else []), *command.split()]
         problem = ""
         for _ in range(CONTROL_ATTEMPTS):
             try:
-                done = subprocess.run(argv, capture_output=True, text=True,
+                proc = subprocess.run(argv, capture_output=True, text=True,
                                       timeout=CONTROL_TIMEOUT_S, check=False,
                                       env=tool_env())
             except (OSError, subprocess.TimeoutExpired) as exc:
                 problem = str(exc)
-                continue
-            if done.returncode == 0 and "OK" in done.stdout and "Error" not in done.stdout:
+            else:
+                if proc.returncode == 0:
+                    return
+                problem = one_line(proc.stdout + proc.stderr)
+            if done is not None and done():
                 return
-            problem = one_line(done.stdout + done.stderr)
-        raise ProfilerError(f"callgrind_control {' '.join(args)} {pid}: {problem}")
+        raise ProfilerError(f"vgdb {' -c '.join(commands)} (pid {pid}): {problem}")
 
     def _dump_files(self, pid: int) -> list[Path]:
         assert self._workdir is not None
         return sorted(self._workdir.glob(f"callgrind.out.{pid}.*"))
 
-    def _new_dump(self, pid: int, before: set[Path]) -> Path:
+    def _fresh(self, pid: int, before: set[Path]) -> list[Path]:
+        """The dumps written since ``before``, oldest first (callgrind numbers them)."""
         fresh = [p for p in self._dump_files(pid) if p not in before]
+        return sorted(fresh, key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+
+    def _new_dump(self, pid: int, before: set[Path]) -> Path:
+        fresh = self._fresh(pid, before)
         if not fresh:
             raise ProfilerError(f"callgrind wrote no dump for pid {pid}")
         assert self.target is not None
         kept = self.target.out_dir / f"callgrind.out.{pid}"
-        kept.write_bytes(fresh[-1].read_bytes())  # the server dir is removed after the test
+        kept.write_bytes(fresh[0].read_bytes())  # the server dir is removed after the test
         return kept
 
     # -- after the window -----------------------------------------------------------------
