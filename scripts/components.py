@@ -1,7 +1,8 @@
 """Count the tests that start each real component (issue 41: the count does not fall).
 
 Reads the ``components-*.json`` records tests/component_audit.py wrote for one run of the
-suite (scripts/test.sh), prints per component the number of tests that started one, and
+suite (scripts/test.sh), prints per component the number of tests that started one (and,
+from ``starts-*.json``, how many processes of it they started), and
 compares the number of tests that start any real component with the floor kept in
 tests/data/real-components.json. ``--record`` writes the floor from this run. A Redis build
 the cache held starts nothing, so builds are printed but not held to the floor.
@@ -29,6 +30,14 @@ def load(folder: Path) -> dict[str, set[str]]:
     return tests
 
 
+def load_starts(folder: Path) -> Counter[str]:
+    """Processes of each kind the tests' own processes started, over every worker."""
+    out: Counter[str] = Counter()
+    for path in sorted(folder.glob("starts-*.json")):
+        out.update(json.loads(path.read_text()))
+    return out
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -39,9 +48,10 @@ def main(argv: list[str]) -> int:
         return 1
     per_kind = Counter(k for kinds in tests.values() for k in kinds)
     real = sorted(t for t, kinds in tests.items() if kinds - CACHE_DEPENDENT)
-    print(f"tests that start a real component: {len(real)}")
+    starts = load_starts(Path(argv[0]))
+    print(f"tests that start a real component: {len(real)} (processes the tests started)")
     for kind, count in sorted(per_kind.items(), key=lambda kv: (-kv[1], kv[0])):
-        print(f"  {count:5d}  {kind}")
+        print(f"  {count:5d}  {kind} ({starts.get(kind, 0)})")
     if "--record" in argv:
         FLOOR.parent.mkdir(parents=True, exist_ok=True)
         FLOOR.write_text(json.dumps({"tests": len(real), "per_kind": dict(sorted(per_kind.items()))},

@@ -13,7 +13,7 @@ cd "$ROOT"
 export PATH="$ROOT/.venv/bin:$PATH"
 REPORTS="$ROOT/.cache/test-reports"
 mkdir -p "$REPORTS"
-rm -f "$REPORTS"/*.xml "$REPORTS"/components-*.json
+rm -f "$REPORTS"/*.xml "$REPORTS"/components-*.json "$REPORTS"/cpu-*.json "$REPORTS"/starts-*.json
 export RBS_COMPONENT_AUDIT="$REPORTS"  # tests/component_audit.py: what each test starts
 # most tests wait on servers, tools and sleeps (a whole run used ~37 % of the CPU with one
 # worker per core): twice as many workers as cores

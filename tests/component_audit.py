@@ -38,6 +38,9 @@ DOCKER_STARTS = frozenset({"run", "create"})
 
 _current: list[str] = [""]
 _started: dict[str, set[str]] = {}
+#: processes started of each kind (a test that starts ten rbs processes counts ten): what the
+#: suite pays per start, `rbs`'s ~0.6 s of CPU to import its command above all
+_starts: dict[str, int] = {}
 #: CPU seconds each test used: this process's and its reaped children's (an `rbs` process
 #: reaps its servers and tools, so theirs count; a session fixture's daemon does not)
 _cpu: dict[str, float] = {}
@@ -77,6 +80,8 @@ def install() -> None:
         kinds = kinds_of([a.decode() if isinstance(a, bytes) else str(a) for a in argv])
         if kinds and _current[0]:
             _started.setdefault(_current[0], set()).update(kinds)
+        for kind in kinds:
+            _starts[kind] = _starts.get(kind, 0) + 1
         return original(self, args, *rest, **kwargs)
 
     audited._rbs_audit = True  # type: ignore[attr-defined]
@@ -108,3 +113,5 @@ def write(folder: Path, worker: str) -> None:
     (folder / f"components-{worker}.json").write_text(json.dumps(out, indent=1) + "\n")
     cpu = {test: round(seconds, 2) for test, seconds in sorted(_cpu.items())}
     (folder / f"cpu-{worker}.json").write_text(json.dumps(cpu, indent=1) + "\n")
+    (folder / f"starts-{worker}.json").write_text(json.dumps(dict(sorted(_starts.items())),
+                                                             indent=1) + "\n")
