@@ -4,8 +4,14 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="$ROOT/.cache/tools"
+TOOLS=(inferno-flamegraph inferno-collapse-perf inferno-diff-folded)
+# shellcheck source=scripts/tool-cache.sh
+. "$ROOT/scripts/tool-cache.sh"
 if [ -x "$DEST/bin/inferno-flamegraph" ] && [ -x "$DEST/bin/inferno-collapse-perf" ] \
    && [ -x "$DEST/bin/inferno-diff-folded" ]; then
+  exit 0
+fi
+if tool_cache_fetch inferno "$DEST/bin" "${TOOLS[@]}"; then
   exit 0
 fi
 CARGO="$(command -v cargo || true)"
@@ -20,3 +26,4 @@ if ! "$CARGO" install --locked --quiet inferno --root "$DEST"; then
   # Debian 12's Rust 1.63 cannot build the newest inferno: fall back to an older release
   "$CARGO" install --locked --quiet inferno --version 0.11.7 --root "$DEST"
 fi
+tool_cache_keep inferno "$DEST/bin" "${TOOLS[@]}"

@@ -15,6 +15,11 @@ BIN="$DEST/memtier_benchmark"
 if command -v memtier_benchmark >/dev/null 2>&1 || [ -x "$BIN" ]; then
   exit 0
 fi
+# shellcheck source=scripts/tool-cache.sh
+. "$ROOT/scripts/tool-cache.sh"
+if tool_cache_fetch "memtier_benchmark-$VERSION" "$DEST" memtier_benchmark; then
+  exit 0
+fi
 # where the vendor folder may be: $RBS_VENDOR_DIR, beside this checkout, or beside the local
 # checkout this one was cloned from (a CI clone in another folder of the same machine)
 CANDIDATES=()
@@ -61,4 +66,5 @@ fi
 # copy then rename, so an interrupted run never leaves a half-written binary that looks built
 cp "$SRC/memtier_benchmark" "$BIN.tmp"
 mv "$BIN.tmp" "$BIN"
+tool_cache_keep "memtier_benchmark-$VERSION" "$DEST" memtier_benchmark
 "$BIN" --version | head -n 1
