@@ -6,9 +6,10 @@ Two methods, and the result says which one produced the number:
 * ``callgrind`` (any host): the server starts under ``valgrind --tool=callgrind
   --instr-atstart=no`` (cache simulation is callgrind's default off), so preload and start-up
   run uninstrumented; ``instrumentation on`` at the start of the window, ``dump`` and
-  ``instrumentation off`` at its end, sent with ``vgdb`` (what ``callgrind_control`` runs):
-  both end commands in one call, since each call costs ~0.1 s of wall time whatever it asks. The client sends a fixed request count (``--profile-requests``)
-  because the server is ~50x slower. The dump gives the total and per-function counts (self
+  ``instrumentation off`` at its end, sent with ``vgdb`` (what ``callgrind_control`` runs),
+  both end commands in one call: each call costs ~0.1 s of wall time whatever it asks. The
+  client sends a fixed request count (``--profile-requests``) because the server is ~50x
+  slower. The dump gives the total and per-function counts (self
   and inclusive, with source file when the binary has debug info).
 * ``perf`` (hosts with hardware counters): ``perf stat -e instructions:u`` on every server
   process over the window; no slowdown, no per-function counts.
@@ -78,8 +79,9 @@ HARNESS_COMMANDS = {"info", "config", "client", "hello", "command", "cluster"}
 #: functions below this share of the window are left out of the per-function artifact
 FUNCTION_FLOOR_SHARE = 1e-4
 CONTROL_TIMEOUT_S = 60
-CONTROL_ATTEMPTS = 3  # vgdb sometimes fails with EINTR on a busy host (a dump is not
-#: repeated once it was written: a second one would hold the counts since the first)
+#: vgdb sometimes fails with EINTR on a busy host; a call is repeated, but never once its dump
+#: was written (a second dump would hold only the counts since the first)
+CONTROL_ATTEMPTS = 3
 #: time-driven work left out of the per-op count (see module doc) ...
 TIMER_FUNCTIONS = ("serverCron",)
 #: ... except the hash-table rehashing the cron does on behalf of the writes: rehashing a
