@@ -15,6 +15,9 @@ REPORTS="$ROOT/.cache/test-reports"
 mkdir -p "$REPORTS"
 rm -f "$REPORTS"/*.xml "$REPORTS"/components-*.json "$REPORTS"/cpu-*.json "$REPORTS"/starts-*.json
 export RBS_COMPONENT_AUDIT="$REPORTS"  # tests/component_audit.py: what each test starts
+# fetched datasets and counted runs' preload snapshots: this run's own, made afresh
+export RBS_DATASET_CACHE="$ROOT/.cache/test-datasets"
+rm -rf "$RBS_DATASET_CACHE"
 # most tests wait on servers, tools and sleeps (a whole run used ~37 % of the CPU with one
 # worker per core): twice as many workers as cores
 WORKERS="${RBS_TEST_WORKERS:-$(( $(nproc) * 2 ))}"

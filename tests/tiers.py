@@ -155,6 +155,7 @@ FAST_MODULES = frozenset({
     "test_unpaired_many",
     "test_paired_stats",
     "test_paths_at_the_edge",
+    "test_preload_snapshot_rules",
     "test_reports_text",
     "test_result_versions",
     "test_sequential",

@@ -19,6 +19,9 @@ def add_profiling_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--profile-requests", type=int, default=ProfilerOptions.requests,
                    metavar="N", help="requests per client run when the server runs under "
                                      "callgrind (instructions profiler)")
+    g.add_argument("--write-preloads", action="store_true",
+                   help="a server under callgrind writes its preload in every run, instead "
+                        "of loading a snapshot of it written once per build by a plain server")
     g.add_argument("--instructions-method", choices=("auto", "callgrind", "perf"),
                    default="auto", help="instructions profiler: callgrind (any host) or perf "
                                         "stat -e instructions:u (hardware counters); auto "
@@ -51,7 +54,8 @@ def window_options(args: argparse.Namespace) -> WindowOptions:
     profilers = ProfilerOptions(
         names=names, requests=requests, perf_frequency=frequency,
         perf_call_graph=getattr(args, "perf_call_graph", ProfilerOptions.perf_call_graph),
-        instructions_method=getattr(args, "instructions_method", "auto"))
+        instructions_method=getattr(args, "instructions_method", "auto"),
+        write_preloads=getattr(args, "write_preloads", False))
     clash = conflict(profilers)
     if clash:
         raise UsageError(f"--profilers {text}", clash,

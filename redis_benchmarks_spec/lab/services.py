@@ -253,6 +253,9 @@ def _start_all(options: LabOptions, state: LabState, secret: Path, token: Path
            "RBS_GITHUB_API_URL": state.github_url, **options.extra_env}
     for given in ("RBS_GITHUB_TOKEN", "RBS_WEBHOOK_SECRET", "RBS_WEBHOOK_SECRET_FILE"):
         env.pop(given, None)  # the lab's own are files (above and --secret-file)
+    # the agents' fetched datasets and preload snapshots (runner/preload_snapshot.py) are
+    # the lab's own unless the keeper names a cache: a lab's minutes are its own
+    env.setdefault("RBS_DATASET_CACHE", str(root / "datasets"))
     state.services.append(spawn(root, "github", [
         sys.executable, "-m", "redis_benchmarks_spec.lab.github_local", "--port", str(gh_port),
         "--record-dir", str(root / "github"), "--token-file", str(token)],

@@ -27,6 +27,9 @@ SCHEMA_VERSION = 3
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
+# ``dataset`` key of a counted run whose server loaded its preload's snapshot (its record:
+# source, sha256, size); runner/preload_snapshot.py
+PRELOAD_SNAPSHOT = "preload_snapshot"
 STATUS_SKIPPED = "skipped"
 #: flag: other processes used the test's CPUs during the run (telemetry.cpu); A/B pairs and
 #: reports of A/B sessions leave such a run out
@@ -197,7 +200,7 @@ class RunResult:
     cleanup_errors: list[str] = field(default_factory=list)  # clean-up that failed after the run
     deployment: DeploymentRecord | None = None  # absent in documents written before topologies
     # the suite's dataset: name, description, RDB source with sha256 and size, init_lua
-    # scripts, rdb_checks operation, preload_before_replica
+    # scripts, rdb_checks operation, preload_before_replica, the preload snapshot loaded
     dataset: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # why a flag was raised, one line each
     # {"param": "clients", "value": "64"} for a run of `rbs run --sweep` (runner/sweep.py)

@@ -25,7 +25,7 @@ from redis_benchmarks_spec.analysis.session_runs import (
 )
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.process import ProcessRegistry
-from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.document import PRELOAD_SNAPSHOT, RunResult
 from redis_benchmarks_spec.suites.suite import Suite
 
 COUNTED = INSTRUCTIONS_METRIC
@@ -67,6 +67,12 @@ def mismatch(head: RunResult, stored: list[RunResult]) -> str:
                 f"{first.tool_version or '?'} then, {head.tool} {head.tool_version or '?'} now)")
     if COUNTED in head.metrics and COUNTED not in first.metrics:
         return "the base's push did not count instructions"
+    loaded = [PRELOAD_SNAPSHOT in d.dataset for d in (head, first)]
+    if loaded[0] != loaded[1]:
+        # a loaded dataset is not a written one to the byte (runner/preload_snapshot.py)
+        return ("the base's push wrote its preload, this head loads a snapshot of it"
+                if loaded[0] else "the base's push loaded a preload snapshot, this head "
+                                  "writes its preload")
     return ""
 
 

@@ -73,7 +73,7 @@ def fetch(source: str, cache_dir: Path, timeout_s: float = 60.0) -> CachedDatase
     try:
         with os.fdopen(fd, "wb") as out:
             digest, size = _download(source, out, timeout_s)
-        _check_rdb(tmp, source)
+        check_rdb(tmp, source)
         blob = cache_dir / "blobs" / f"{digest}.rdb"
         os.replace(tmp, blob)
     finally:
@@ -195,7 +195,7 @@ def _local(source: str, sink: _HashingWriter) -> None:
         raise DatasetError(f"dataset {source}: cannot read: {exc.strerror or exc}") from exc
 
 
-def _check_rdb(path: Path, source: str) -> None:
+def check_rdb(path: Path, source: str) -> None:
     with path.open("rb") as fh:
         head = fh.read(9)
     if not (head.startswith(RDB_MAGIC) and head[5:9].isdigit()):

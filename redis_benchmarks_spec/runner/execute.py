@@ -32,7 +32,14 @@ from redis_benchmarks_spec.results.document import (
 )
 from redis_benchmarks_spec.results.stages import Outcome
 from redis_benchmarks_spec.results.tool_result import ToolResult
-from redis_benchmarks_spec.runner import deployment_data, node_stats, run_records, run_user
+from redis_benchmarks_spec.runner import dataset as dataset_mod
+from redis_benchmarks_spec.runner import (
+    deployment_data,
+    node_stats,
+    preload_snapshot,
+    run_records,
+    run_user,
+)
 from redis_benchmarks_spec.runner.client_host import LOOPBACK
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
 from redis_benchmarks_spec.runner.client_tools import (
@@ -96,6 +103,8 @@ class SuiteRun:
         self.client_cpus: list[int] = []  # on the host the tools run on
         self.window = MeasuredWindow(env.config.window, self.out_dir, env.registry, env.config.launcher)
         self.run_user: run_user.RunUser | None = None  # the tools' throwaway ACL user
+        # a counted run's dataset, loaded from its preload's snapshot (preload_snapshot.py)
+        self.loaded: dataset_mod.CachedDataset | None = None
 
     def run(self) -> RunResult:
         outcome = Outcome(STATUS_FAILED, "interrupted before the test finished")
@@ -252,12 +261,39 @@ class SuiteRun:
                                                       self.topology, spec, env.dataset_cache)
         self.deployment = Deployment(spec, env.launcher)
         try:
+            self.loaded = self._loaded_dataset(spec, plan)
             self.deployment.start()
         finally:
             self.records.deployment = self.deployment.record()
         self.server = self.deployment.entry.handle
         self.records.server_log = str(self.server.log_path)
         return self.deployment
+
+    def _loaded_dataset(self, spec: DeploymentSpec,
+                        plan: CpuPlan) -> dataset_mod.CachedDataset | None:
+        """A counted run under valgrind: its preload's snapshot (made now on the scratch node
+        when this build has none) put in the primary's dir; None where the run writes it."""
+        env, db = self.env, self.suite.dbconfig
+        if not (self.window.fixed_requests() and spec.wrapper) or \
+                env.config.window.profilers.write_preloads:
+            return None
+        driver = env.drivers.get(db.preload_tool.tool) if db.preload_tool else None
+        request = preload_snapshot.SnapshotRequest(
+            spec.binary, list(spec.args), db, tool_version(driver) if driver else "")
+        deployment = self.deployment
+        assert deployment is not None
+
+        def write(scratch: Node) -> float | None:
+            return self._prepare(_target(scratch.host, scratch.port, None), scratch.client(), plan)
+
+        found = preload_snapshot.find_or_make(
+            request, self.topology, spec.launcher_name, preload_snapshot.store_for(env.dataset_cache),
+            lambda store, key: preload_snapshot.make(deployment, plan.server, write, store, key))
+        if found is not None and self.records.setup is not None:
+            spec.prepare_primary_dir = partial(dataset_mod.place, found)
+            spec.start_timeout = dataset_mod.load_timeout_s(found, spec.start_timeout)
+            self.records.setup = run_records.with_snapshot(self.records.setup, found)
+        return found
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
         """The dataset on every node (``deployment_data``: replicas linked before or after
@@ -267,6 +303,9 @@ class SuiteRun:
         auth = self.suite.dbconfig.auth
 
         def on_node(node: Node) -> float | None:
+            if self.loaded is not None:  # the snapshot holds the dataset
+                preload_snapshot.prepare_loaded(node.client(), self.suite.dbconfig)
+                return None
             # the preload runs after the init commands: with the credentials they leave
             duration = self._prepare(_target(node.host, node.port, auth), node.client(), plan)
             node.handle.auth = auth

@@ -15,7 +15,7 @@ from pathlib import Path
 from redis_benchmarks_spec.loadgen.exporter import evaluate_metrics, metric_name
 from redis_benchmarks_spec.loadgen.result import exporter_data
 from redis_benchmarks_spec.results import stages
-from redis_benchmarks_spec.results.document import DISTURBED, CpuUsage
+from redis_benchmarks_spec.results.document import DISTURBED, PRELOAD_SNAPSHOT, CpuUsage
 from redis_benchmarks_spec.results.stages import RunStart
 from redis_benchmarks_spec.results.tool_result import ToolResult
 from redis_benchmarks_spec.runner import dataset as dataset_mod
@@ -82,6 +82,13 @@ def with_dataset(setup: stages.ServerSetup, suite: Suite, topology: Topology,
     spec.start_timeout = dataset_mod.load_timeout_s(rdb, spec.start_timeout)
     return stages.ServerSetup([*setup.server_args, "--dbfilename", dataset_mod.DBFILENAME],
                               {**setup.dataset, "rdb": rdb.record()})
+
+
+def with_snapshot(setup: stages.ServerSetup, snapshot: dataset_mod.CachedDataset
+                  ) -> stages.ServerSetup:
+    """``setup`` of a counted run that loads its preload's snapshot (runner/preload_snapshot.py)."""
+    return stages.ServerSetup([*setup.server_args, "--dbfilename", dataset_mod.DBFILENAME],
+                              {**setup.dataset, PRELOAD_SNAPSHOT: snapshot.record()})
 
 
 def placement(test: str, plan: CpuPlan, client: list[int], why: str,

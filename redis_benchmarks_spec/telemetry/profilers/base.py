@@ -46,6 +46,8 @@ class ProfilerOptions:
     perf_call_graph: str = "dwarf"  # dwarf (any binary) | fp (frame pointers: smaller data)
     top_n: int = 20  # symbols/functions kept in the result document
     instructions_method: str = "auto"  # auto | callgrind | perf
+    # a counted run under valgrind writes its preload itself (no snapshot: runner/preload_snapshot.py)
+    write_preloads: bool = False
 
 
 @dataclass
