@@ -62,7 +62,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from redis_benchmarks_spec.analysis.sequential import OBRIEN_FLEMING, SPENDING_FUNCTIONS
+from redis_benchmarks_spec.analysis.spending import OBRIEN_FLEMING, SPENDING_FUNCTIONS
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig, parse_client_host
 from redis_benchmarks_spec.suites import yaml_safe
 

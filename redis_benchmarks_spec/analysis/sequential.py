@@ -51,15 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from redis_benchmarks_spec.analysis.spending import OBRIEN_FLEMING, POCOCK, SPENDING_FUNCTIONS
 from redis_benchmarks_spec.common.lazy import LazyModule
 
 sps: Any = LazyModule("scipy.stats")
 _optimize: Any = LazyModule("scipy.optimize")
 _gsdesign: Any = LazyModule("gsdesign")
 
-OBRIEN_FLEMING = "obrien-fleming"
-POCOCK = "pocock"
-SPENDING_FUNCTIONS = (OBRIEN_FLEMING, POCOCK)
 
 #: Simpson grid size of gsDesign's integration (its default)
 GRID_R = 18

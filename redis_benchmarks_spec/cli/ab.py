@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import shlex
 from dataclasses import replace
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,17 +17,13 @@ from rich.markup import escape
 from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors
 from redis_benchmarks_spec.analysis.noise import NoiseBook, family_of, timed_metrics
-from redis_benchmarks_spec.analysis.sequential import (
-    OBRIEN_FLEMING,
-    SPENDING_FUNCTIONS,
-    SequentialPlan,
-)
+from redis_benchmarks_spec.analysis.sequential import SequentialPlan
+from redis_benchmarks_spec.cli.ab_args import ab_repetitions, max_pairs, parse_duration
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
-from redis_benchmarks_spec.cli.run_commits import ab_sides, wants_commits
-from redis_benchmarks_spec.common.paths import absolute_program
+from redis_benchmarks_spec.cli.run_commits import ab_sides
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
@@ -43,84 +38,6 @@ from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC
 from redis_benchmarks_spec.runner.preflight import ServerSide, preflight
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
-
-DEFAULT_REPETITIONS = 10
-#: first round of --until-decided: the t interval needs 5 pairs, 6 leave a spare
-DEFAULT_FIRST_ROUND = 6
-DEFAULT_MAX_PAIRS = 40
-MEMORY_REPETITIONS = 5
-
-
-def add_ab_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("interleaved A/B (both servers required)")
-    g.add_argument("--baseline-server", default=None, type=absolute_program, help="redis-server binary of side A")
-    g.add_argument("--comparison-server", default=None, type=absolute_program, help="redis-server binary of side B")
-    g.add_argument("--baseline-server-args", default="",
-                   help="extra redis-server arguments for side A only")
-    g.add_argument("--comparison-server-args", default="",
-                   help="extra redis-server arguments for side B only (e.g. a deliberate "
-                        "slowdown for calibration)")
-    g.add_argument("--repetitions", type=int, default=None,
-                   help=f"A/B: runs per side per suite (default {DEFAULT_REPETITIONS}; "
-                        f"the first round with --until-decided, default {DEFAULT_FIRST_ROUND}); "
-                        "without A/B: results per test, in rounds of the whole selection")
-    g.add_argument("--metric", default=None,
-                   help=f"metric the verdicts are on, or '{AUTO}': the server's CPU time per "
-                        "command when the client was the bottleneck, else Ops/sec (default "
-                        f"{AUTO} with --until-decided, {THROUGHPUT_METRIC} otherwise)")
-    g.add_argument("--noise-floor", type=float, default=None,
-                   help="percent (default 2, 0.5 for instruction counts)")
-    g.add_argument("--alpha", type=float, default=0.05,
-                   help="significance level of the verdicts (default 0.05)")
-    g.add_argument("--instructions-noise-floor", type=float, default=None, metavar="PCT",
-                   help="noise floor of instructions per op with --profilers instructions "
-                        "(default 0.5)")
-    g.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a test is a REGRESSION (or left BUSY)")
-    g.add_argument("--until-decided", action="store_true",
-                   help="after the first --repetitions pairs, give the tests still UNKNOWN more "
-                        "pairs in rounds until decided (group-sequential design, "
-                        "docs/statistics.md; on a shared machine runs of --test-time 10 or "
-                        "more decide about 4x faster than 2 s runs)")
-    g.add_argument("--max-repetitions", type=int, default=None,
-                   help="most pairs per test: --until-decided stops there (default 40); "
-                        "without it, disturbed pairs of a timed metric are replaced up to "
-                        "this many (default twice --repetitions)")
-    g.add_argument("--round-repetitions", type=int, default=4,
-                   help="--until-decided: pairs added per round")
-    g.add_argument("--time-budget", default=None, metavar="DURATION",
-                   help="--until-decided: start no pair after this long (e.g. 900, 30m, 2h)")
-    g.add_argument("--spending", choices=list(SPENDING_FUNCTIONS), default=OBRIEN_FLEMING,
-                   help="--until-decided: Lan-DeMets alpha-spending function")
-    g.add_argument("--html", type=Path, metavar="FILE",
-                   help="also write a self-contained HTML report with plots to FILE")
-    g.add_argument("--noise-file", type=Path, default=None, metavar="FILE",
-                   help="each test's recorded A/A noise, pooled with the session's own pairs "
-                        "so quiet metrics decide with few pairs; an A/A session (the same "
-                        "binary on both sides) adds to it (default $RBS_NOISE_FILE or "
-                        "~/.local/share/redis-benchmarks-spec/noise.json)")
-    g.add_argument("--no-noise-prior", action="store_true",
-                   help="judge on the session's own pairs only (neither read nor record)")
-
-
-def wants_ab(args: argparse.Namespace) -> bool:
-    """Two servers, or two commits to build (``cli.run_commits``)."""
-    return bool(args.baseline_server or args.comparison_server or wants_commits(args))
-
-
-def ab_repetitions(args: argparse.Namespace, config: SessionConfig) -> int:
-    """Pairs per test of an A/B session's first (or only) round: ``--repetitions``, else
-    the default of its kind (fixed, ``--until-decided``, memory only)."""
-    default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
-    if config.memory_only:  # deterministic: the t interval's 5 pairs decide
-        default = MEMORY_REPETITIONS
-    return int(args.repetitions or default)
-
-
-def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
-    if args.max_repetitions is not None:
-        return int(args.max_repetitions)
-    return DEFAULT_MAX_PAIRS if args.until_decided else 2 * repetitions
 
 
 def _shown(run: ABRun, metric: str | None) -> str:
@@ -300,13 +217,3 @@ def _exit_code(args: argparse.Namespace, console: Console, report: ComparisonRep
                       "--max-repetitions", highlight=False, soft_wrap=True)
         return EXIT_FAILED
     return EXIT_FAILED if report.has_regression and counted is None else 0
-
-
-def parse_duration(text: str | None) -> float | None:
-    """``900``, ``90s``, ``30m``, ``2h`` as seconds (validated by ``run_checks``)."""
-    if text is None:
-        return None
-    text = text.strip().lower()
-    scale = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], 0)
-    number = text[:-1] if scale else text
-    return float(number) * (scale or 1)

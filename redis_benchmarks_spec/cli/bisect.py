@@ -36,7 +36,7 @@ from redis_benchmarks_spec.bisection.search import (
 )
 from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.cli import checks
-from redis_benchmarks_spec.cli.ab import parse_duration
+from redis_benchmarks_spec.cli.ab_args import parse_duration
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_BUSY, EXIT_FAILED, UsageError
 from redis_benchmarks_spec.common import credentials

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from redis_benchmarks_spec.cli import checks
-from redis_benchmarks_spec.cli.ab import add_ab_args, cmd_ab, wants_ab
+from redis_benchmarks_spec.cli.ab_args import add_ab_args, wants_ab
 from redis_benchmarks_spec.cli.client_host_args import (
     add_client_host_args,
     check_client_host,
@@ -369,6 +369,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         if wants_ab(args):
+            # the A/B's analysis is imported only here: a plain run starts without it
+            from redis_benchmarks_spec.cli.ab import cmd_ab
             return cmd_ab(args, console, config, suites)  # its table goes to stdout
         if sweep is not None:
             results = run_sweep(config, suites, sweep,

@@ -9,7 +9,7 @@ import json
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.session_runs import SIDES as AB_SIDES
-from redis_benchmarks_spec.cli.ab import ab_repetitions, max_pairs, wants_ab
+from redis_benchmarks_spec.cli.ab_args import ab_repetitions, max_pairs, wants_ab
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, plan_tests
 from redis_benchmarks_spec.runner.sweep import Sweep

@@ -286,8 +286,9 @@ class SuiteRun:
         def write(scratch: Node) -> float | None:
             return self._prepare(_target(scratch.host, scratch.port, None), scratch.client(), plan)
 
+        store = preload_snapshot.store_for(env.dataset_cache)
         found = preload_snapshot.find_or_make(
-            request, self.topology, spec.launcher_name, preload_snapshot.store_for(env.dataset_cache),
+            self.suite.name, request, self.topology, spec.launcher_name, store,
             lambda store, key: preload_snapshot.make(deployment, plan.server, write, store, key))
         if found is not None and self.records.setup is not None:
             spec.prepare_primary_dir = partial(dataset_mod.place, found)

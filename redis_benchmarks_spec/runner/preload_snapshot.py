@@ -49,6 +49,7 @@ FORMAT = 1  # bump when what goes into the key changes meaning
 RERUN = frozenset({"ACL", "CLIENT", "CONFIG", "DEBUG", "SCRIPT"})
 # the store keeps at most this much (oldest used first out); one 1M-key snapshot is ~27 MB
 LIMIT_BYTES = 2 << 30
+NOTHING = "nothing to preload"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class SnapshotRequest:
 def not_snapshotted(db: DbConfig, topology: Topology, args: list[str], launcher: str) -> str:
     """Why this counted run writes its dataset itself ('' when a snapshot may hold it)."""
     if not (db.preload_tool or db.init_lua):
-        return "nothing to preload"
+        return NOTHING
     reasons = [
         (topology.node_count != 1 or topology.is_cluster,
          f"{topology.name}: replicas and clusters get their dataset their own way"),
@@ -188,7 +189,7 @@ def save(client: redis.Redis, store: SnapshotStore, key: str,
 Maker = Callable[["SnapshotStore", str], "CachedDataset | None"]
 
 
-def find_or_make(request: SnapshotRequest, topology: Topology, launcher: str,
+def find_or_make(test: str, request: SnapshotRequest, topology: Topology, launcher: str,
                  store: SnapshotStore, maker: Maker) -> CachedDataset | None:
     """The snapshot this counted run loads (made by ``maker`` when the store has none);
     None, with the reason logged, when the run writes its preload itself."""
@@ -197,8 +198,9 @@ def find_or_make(request: SnapshotRequest, topology: Topology, launcher: str,
     found = store.find(key) if key else None
     if key and found is None and not store.refusal(key):
         found = maker(store, key)
-    if found is None:
-        log.info("the counted run writes its preload (%s)", why or store.refusal(key))
+    if found is None and why != NOTHING:
+        log.info("%s: the counted run writes its preload (%s)", test,
+                 why or store.refusal(key))
     return found
 
 

@@ -168,8 +168,8 @@ class Instructions:
         self._workdir = workdir
         # --smc-check=none: redis-server runs no code it wrote (Lua is interpreted), so the
         # checks for self-modifying code on the heap and stack are pure cost; without them a
-        # preload of 1M keys took 25 s instead of 32 (a counted run of memtier's 1M-key GET
-        # suite is mostly its preload), and every function's count is the same
+        # preload of 1M keys written under valgrind took 25 s instead of 32 (counted runs now
+        # load it: runner/preload_snapshot.py), and every function's count is the same
         return [find_tool("valgrind") or "valgrind", "--tool=callgrind", "--instr-atstart=no",
                 "--smc-check=none",
                 f"--callgrind-out-file={workdir / 'callgrind.out.%p'}",
