@@ -224,6 +224,8 @@ def test_platform_config_reads_a_budget_and_defaults(tmp_path: Path) -> None:
     assert load(_write(tmp_path, "")).until_decided is None
     assert load(_write(tmp_path, "until_decided:\n  time_budget: 90\n")).until_decided == \
         UntilDecidedBudget(time_budget_s=90.0)
+    assert load(_write(tmp_path, "until_decided:\n  base_runs: 2\n")).until_decided == \
+        UntilDecidedBudget(base_runs=2)
 
 
 @pytest.mark.parametrize(("text", "named"), [
@@ -235,6 +237,8 @@ def test_platform_config_reads_a_budget_and_defaults(tmp_path: Path) -> None:
     ("until_decided:\n  spending: linear\n", "until_decided.spending"),
     ("until_decided:\n  metric: 'a b'\n", "until_decided.metric"),
     ("until_decided:\n  alpha: .nan\n", "until_decided.alpha"),
+    ("until_decided:\n  base_runs: 0\n", "until_decided.base_runs"),
+    ("until_decided:\n  base_runs: 11\n", "until_decided.base_runs"),
     ("until_decided:\n  retries: 3\n", "until_decided: unknown key 'retries'"),
     ("until_decided: 40\n", "until_decided: expected a mapping"),
     ("platforms: [p1]\n", "unknown key 'platforms'"),

@@ -69,7 +69,9 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
                                                        instructions_method="callgrind"))
     config = AgentConfig(names=names, platform="p1", consumer="p1-a",
                          suites_dir=tmp_path / "suites", work_dir=tmp_path / "work",
-                         results_dir=tmp_path / "results", block_ms=200, until_decided=COUNTS,
+                         results_dir=tmp_path / "results", block_ms=200,
+                         # the lab's: a push counts its base twice (two hash seeds)
+                         until_decided=dataclasses.replace(COUNTS, base_runs=2),
                          run=SessionConfig(tools=ToolPaths(), results_dir=tmp_path / "results",
                                            test_time=1, window=counting))
     _push_event(broker, names)
@@ -96,10 +98,13 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     assert "ETA about " in sent[0] and "(1 suite(s) x 3 runs of the head at this platform's " \
         "measured cost per suite" in sent[0] and "(5 pairs each)" in sent[0], sent[0]
     assert "Machine time: `p1` " in body
-    # the base ran once, at its push, under this host's fingerprint; the A/B ran no base run
-    (base,) = pushed.of(BASE)
-    assert base.context.host_fingerprint == fingerprint_id(host_fingerprint())
-    assert base.context.ab_side == "" and "instructions_per_op" in base.metrics
+    # the base ran twice, at its push (rep-00, rep-01: two points of the build's series),
+    # under this host's fingerprint; the A/B ran no base run
+    bases = pushed.of(BASE)
+    assert sorted(b.context.repetition for b in bases) == [0, 1], bases
+    for base in bases:
+        assert base.context.host_fingerprint == fingerprint_id(host_fingerprint())
+        assert base.context.ab_side == "" and "instructions_per_op" in base.metrics
     record = ab_record.load(broker, names, event.id, "p1")
     assert record is not None and record.report is not None
     pairs = record.progress["ab-set"].pairs
@@ -120,6 +125,8 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     report = ComparisonReport.from_dict(record.report)
     (row,) = report.rows
     assert row.metric == "instructions_per_op" and row.n_baseline == pairs, row
+    # the pairs alternate the two stored runs: the base's own spread is in the pairs
+    assert "the base counted at its push (2 run(s))" in row.spread_from, row.spread_from
     assert row.verdict in (NO_CHANGE, UNKNOWN) and abs(row.change_pct or 9.0) < 2.0, row
     assert ("Base measured once: 1 of 1 test(s) compared the head's instruction counts with "
             "the base commit's, counted at its push") in body

@@ -52,6 +52,7 @@ from redis_benchmarks_spec.events.status import EVENT_DONE, is_cancelled, record
 from redis_benchmarks_spec.pullrequest import ab_record
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.layout import RunPlace, run_folder
 from redis_benchmarks_spec.runner.session import SessionConfig, run_suites
 from redis_benchmarks_spec.suites.suite import Suite
 from redis_benchmarks_spec.suites.validate import Rejected
@@ -418,6 +419,19 @@ class Agent:
                               results, error)
         self.consumer.call(lambda: ledger.finish(status))
 
+    def _base_sessions(self, event: BuildEvent, session: SessionConfig) -> list[SessionConfig]:
+        """The sessions a suite of ``event`` runs in: one, or at a push that counts
+        instructions, ``base_runs`` of them (rep-NN/, each a point of the build's series):
+        the stored base its pull requests are compared with (``agent.base_counts``)."""
+        budget = self.config.until_decided
+        runs = budget.base_runs if budget is not None else 1
+        if event.pr or runs < 2 or "instructions" not in session.window.profilers.names:
+            return [session]
+        return [replace(session, results_dir=run_folder(session.results_dir,
+                                                        RunPlace(repetition=rep)),
+                        context=replace(session.context, repetition=rep))
+                for rep in range(runs)]
+
     def _run_suite(self, event: BuildEvent, suite: Suite, session: SessionConfig,
                    ledger: Ledger, lost: threading.Event) -> None:
         self._status(event, suite.name, "running")
@@ -425,7 +439,9 @@ class Agent:
         started = time.monotonic()
         try:
             # the runner files each result under <test>/<topology>/ of the event's folder
-            results = self.runner(session, [suite])
+            # (of its rep-NN/ when a push counts its base more than once)
+            results = [r for rep_session in self._base_sessions(event, session)
+                       for r in self.runner(rep_session, [suite])]
         except SUITE_ERRORS as exc:
             log.error("event %s: suite %s could not run: %s", event.id, suite.name, exc)
             self._finish_suite(event, ledger, suite.name, [], f"{type(exc).__name__}: {exc}")

@@ -15,6 +15,9 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
                                # sessions (analysis/noise.py), else 5 % for timed metrics
       metric: auto             # or a metric name; auto: server CPU per command when the
                                # client was the bottleneck, else Ops/sec (runner.metric_choice)
+      base_runs: 2             # counted runs of each test at a push of the tracked branch
+                               # (1..10; default 1): the stored base a pull request's counts
+                               # are compared with; two let the base's own spread show
 
 A ``calibration`` section runs A/A sessions (the same redis-server on both sides) of a few
 suites at agent start, every ``every``, and when the host fingerprint changed; their
@@ -75,7 +78,7 @@ _KNOWN_CALIBRATION = {"tests", "pairs", "every", "test_time", "server"}
 _SUITE_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 MAX_CALIBRATION_EVERY_S = 90 * 24 * 3600
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
-                 "alpha", "spending", "noise_floor", "metric"}
+                 "alpha", "spending", "noise_floor", "metric", "base_runs"}
 
 
 class PlatformConfigError(ValueError):
@@ -94,6 +97,9 @@ class UntilDecidedBudget:
     spending: str = OBRIEN_FLEMING
     noise_floor_pct: float | None = None  # None: calibrated per test, else the default
     metric: str = DEFAULT_METRIC
+    # counted runs of each test a push makes: the stored base of its pull requests' counts
+    # (runner.ab_stored); one run is one hash seed, whose draw the head's spread cannot show
+    base_runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -204,7 +210,8 @@ def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
         spending=_choice(raw, "spending", None, SPENDING_FUNCTIONS, OBRIEN_FLEMING),
         noise_floor_pct=None if raw.get("noise_floor") is None
         else _float(raw, "noise_floor", 0.0, 100.0, 0.0),
-        metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC))
+        metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC),
+        base_runs=_int(raw, "base_runs", 1, 10, 1))
 
 
 def parse(raw: Any) -> PlatformConfig:

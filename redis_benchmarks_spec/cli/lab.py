@@ -65,6 +65,9 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
                    help="comma list of platforms, one agent each, the CPUs split among them")
     p.add_argument("--max-pairs", type=int, default=6,
                    help="most base/head pairs per test of a pull request (platform budget)")
+    p.add_argument("--base-runs", type=int, default=2,
+                   help="counted runs of each test at a push of unstable: the stored base "
+                        "a pull request's counts are compared with (1..10; default 2)")
     p.add_argument("--max-suites", type=int, default=None,
                    help="most suites a pull request runs on a platform (those that execute "
                         "its changed code, most exercised first)")
@@ -97,6 +100,8 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
         raise UsageError(f"--platforms {args.platforms}", "give distinct platform names")
     if not 2 <= args.max_pairs <= 1000:
         raise UsageError(f"--max-pairs {args.max_pairs}", "must be from 2 to 1000")
+    if not 1 <= args.base_runs <= 10:
+        raise UsageError(f"--base-runs {args.base_runs}", "must be from 1 to 10")
     agent_args = tuple(shlex.split(args.agent_args))
     # instruction counts decide when measured: deterministic, so the pairs stop early; 5
     # pairs is the fewest the t interval of a per-pair log ratio uses (docs/statistics.md)
@@ -106,7 +111,7 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
         platforms=platforms, agent_args=agent_args,
         metric=INSTRUCTIONS_METRIC if counted else "auto",
         max_pairs=args.max_pairs, first_round=min(5, args.max_pairs),
-        max_suites=args.max_suites, build_cache=args.build_cache,
+        max_suites=args.max_suites, build_cache=args.build_cache, base_runs=args.base_runs,
         sentinels=_sentinels(args.sentinels, suites))
 
 

@@ -51,6 +51,7 @@ until_decided:
   round_repetitions: {round_pairs}
   time_budget: {time_budget}
   metric: {metric}
+  base_runs: {base_runs}
 """
 SELECTION = """\
 # pull requests run the suites that execute their changed code (at most max_suites);
@@ -85,6 +86,8 @@ class LabOptions:
     max_suites: int | None = None  # the platforms' pull-request suite budget
     sentinels: tuple[str, ...] | None = None  # None: a push runs every suite
     metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
+    # counted runs of each test at a push: the stored base of the pull requests' counts
+    base_runs: int = 2
     # more environment for one platform's agent (the watch's RBS_FINGERPRINT_CHANGE_AT)
     platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
     # the standing confirmer of the watched branch (docs/watch.md); a replay that confirms
@@ -198,7 +201,8 @@ def _write_platform_configs(options: LabOptions) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     text = PLATFORM_CONFIG.format(max_pairs=options.max_pairs, first_round=options.first_round,
                                   round_pairs=options.round_pairs,
-                                  time_budget=options.time_budget, metric=options.metric)
+                                  time_budget=options.time_budget, metric=options.metric,
+                                  base_runs=options.base_runs)
     if options.max_suites is not None or options.sentinels is not None:
         text += SELECTION
         if options.max_suites is not None:
