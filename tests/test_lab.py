@@ -142,6 +142,8 @@ def test_a_push_of_unstable_runs_what_it_changes_and_the_sentinels(tmp_path: Pat
     done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source",
                str(history.bare_repo()), "--range", f"{BEFORE}..{HEAD}", "--out", str(out),
                "--suites-dir", str(suites), "--sentinels", GET,
+               # what a push selects is the point here, not its stored base (test_base_once)
+               "--base-runs", "1",
                "--build-cache", str(history.cache_root() / "lab-builds"),
                "--agent-args", "--profilers instructions --profile-requests 1000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)

@@ -80,6 +80,11 @@ def test_counted_runs_load_one_snapshot_of_their_preload(tmp_path: Path) -> None
         # the script came back (no NOSCRIPT): every fixed request ran EVALSHA
         assert doc.commandstats_delta["evalsha"]["calls"] == 500
     assert made["preload_s"] is not None and made["preload_s"] > 0
+    # the counted servers were killed once their dump was read (nothing left to write): their
+    # vgdb FIFOs were in their own folder, removed with it, none left in /tmp
+    pids = [p for doc in (first, second) for n in doc.deployment.nodes for p in n.pids]
+    assert pids and not [f for f in Path("/tmp").glob("vgdb-pipe-*")
+                         if any(f"-{pid}-" in f.name for pid in pids)]
     written = _counted(tmp_path, "evalsha-loaded", "three", write=True)
     assert PRELOAD_SNAPSHOT not in written.dataset
     # the loaded dataset is measured like the written one: the same per-op count

@@ -113,13 +113,15 @@ class ProcessRegistry:
         interrupt stops it with the others."""
         self._procs[proc.pid] = proc
 
-    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
-        """SIGTERM the process and its children, SIGKILL after ``timeout``; returns exit code."""
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0,
+             kill: bool = False) -> int | None:
+        """SIGTERM the process and its children, SIGKILL after ``timeout`` (at once with
+        ``kill``: a process with nothing left to write); returns exit code."""
         self._procs.pop(proc.pid, None)
         if proc.poll() is not None:
             return proc.returncode
         children = _children(proc.pid)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -172,6 +172,9 @@ class Instructions:
         # load it: runner/preload_snapshot.py), and every function's count is the same
         return [find_tool("valgrind") or "valgrind", "--tool=callgrind", "--instr-atstart=no",
                 "--smc-check=none",
+                # vgdb's FIFOs in the server's folder (removed with it), not /tmp: a server
+                # stopped by SIGKILL (launcher.ServerHandle.disposable) leaves them behind
+                f"--vgdb-prefix={workdir / 'vgdb'}",
                 f"--callgrind-out-file={workdir / 'callgrind.out.%p'}",
                 f"--log-file={workdir / 'valgrind.%p.log'}"]
 
@@ -212,7 +215,8 @@ class Instructions:
                  done: Callable[[], bool] | None = None) -> None:
         """``vgdb --pid=<pid> <command> [-c <command>]...``, again on a failure unless
         ``done`` says the first command took effect."""
-        argv = [find_tool("vgdb") or "vgdb", f"--pid={pid}"]
+        prefix = [f"--vgdb-prefix={self._workdir / 'vgdb'}"] if self._workdir else []
+        argv = [find_tool("vgdb") or "vgdb", *prefix, f"--pid={pid}"]
         for i, command in enumerate(commands):
             argv += [*(["-c"] if i else []), *command.split()]
         problem = ""
