@@ -290,10 +290,11 @@ class SuiteRun:
         found = preload_snapshot.find_or_make(
             self.suite.name, request, self.topology, spec.launcher_name, store,
             lambda store, key: preload_snapshot.make(deployment, plan.server, write, store, key))
-        if found is not None and self.records.setup is not None:
-            spec.prepare_primary_dir = partial(dataset_mod.place, found)
-            spec.start_timeout = dataset_mod.load_timeout_s(found, spec.start_timeout)
-            self.records.setup = run_records.with_snapshot(self.records.setup, found)
+        if found is None or self.records.setup is None:  # setup: recorded just before
+            return None
+        spec.prepare_primary_dir = partial(dataset_mod.place, found)
+        spec.start_timeout = dataset_mod.load_timeout_s(found, spec.start_timeout)
+        self.records.setup = run_records.with_snapshot(self.records.setup, found)
         return found
 
     def _prepare_deployment(self, plan: CpuPlan) -> float | None:
