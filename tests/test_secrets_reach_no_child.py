@@ -91,7 +91,13 @@ def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _watch(root_pid: int, seen: dict[int, tuple[str, str]], stop: threading.Event) -> None:
-    """Every descendant of ``root_pid``: its argv and environment, read while it lives."""
+    """Every descendant of ``root_pid``: its argv and environment, read while it lives
+    (once it has exec'd: a child between fork and exec still shows its parent's argv and
+    environment, and was once recorded so, as the builder itself carrying its secrets)."""
+    try:
+        parents = {tuple(psutil.Process(root_pid).cmdline())}
+    except psutil.NoSuchProcess:
+        return
     while not stop.is_set():
         try:
             kids = psutil.Process(root_pid).children(recursive=True)
@@ -101,8 +107,12 @@ def _watch(root_pid: int, seen: dict[int, tuple[str, str]], stop: threading.Even
             if kid.pid in seen:
                 continue
             try:
+                argv = kid.cmdline()
+                if tuple(argv) in parents or (kid.ppid() in seen and
+                                              " ".join(argv) == seen[kid.ppid()][0]):
+                    continue  # forked, not yet exec'd: read it again on the next look
                 environ = Path(f"/proc/{kid.pid}/environ").read_bytes().decode(errors="replace")
-                seen[kid.pid] = (" ".join(kid.cmdline()), environ)
+                seen[kid.pid] = (" ".join(argv), environ)
             except (OSError, psutil.NoSuchProcess):
                 continue
         stop.wait(0.02)
