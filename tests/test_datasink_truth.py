@@ -4,6 +4,7 @@ restarts, starts are serialised by a lock, a server started from another checkou
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from redis_benchmarks_spec.common.ports import owns_port
 from redis_benchmarks_spec.datasink import embedded
 from redis_benchmarks_spec.datasink.embedded import DatasinkError, EmbeddedDatasink
 from redis_benchmarks_spec.datasink.session_push import push_session
-from tests.cli import rbs_in_process, write_suite
+from tests.cli import RBS, rbs_in_process, write_suite
 from tests.conftest import RedisServer
 from tests.datasink_fixtures import ensure_libssl
 
@@ -132,3 +133,24 @@ def test_run_push_uses_the_documents_in_memory(sink_dir: Path, tmp_path: Path) -
         assert again.files_already_pushed == [str(path)]
     finally:
         EmbeddedDatasink(sink_dir).down()
+
+
+def test_starts_at_once_in_separate_folders_each_get_a_port(tmp_path: Path) -> None:
+    """Four `rbs datasink up` at once, no port given: each sees 16379 free, one server binds
+    it, and each of the others starts again on a free port instead of failing (ci13 failed
+    on this race: "did not answer PING on port 16379 within 30s", a server that had exited)."""
+    ensure_libssl()
+    dirs = [tmp_path / f"sink{i}" for i in range(4)]
+    procs = [subprocess.Popen([RBS, "datasink", "up", "--data-dir", str(d)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for d in dirs]
+    try:
+        outs = [p.communicate(timeout=120) for p in procs]
+        states = [EmbeddedDatasink(d).status() for d in dirs]
+        assert [p.returncode for p in procs] == [0] * 4, outs
+        assert all(s.running and s.pid and s.port and owns_port(s.pid, s.port)
+                   for s in states), states
+        assert len({s.port for s in states}) == 4
+    finally:
+        for d in dirs:
+            EmbeddedDatasink(d).down()

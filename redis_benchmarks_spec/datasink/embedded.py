@@ -48,6 +48,8 @@ PIDFILE = "redis-stack-server.pid"
 PORTFILE = "redis-stack-server.port"
 LOGFILE = "redis-stack-server.log"
 LOCKFILE = ".lock"
+#: starts tried when the port chosen (not asked for) is taken by another process meanwhile
+PORT_ATTEMPTS = 3
 
 
 class DatasinkError(RuntimeError):
@@ -189,8 +191,16 @@ class EmbeddedDatasink:
                 return current
             binaries = locate_binaries()
             port, note = self._choose_port()
-            self._spawn(binaries, port)
-            self._wait_ready(port, timeout)
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                self._spawn(binaries, port)
+                lost = self._wait_ready(port, timeout, may_move=attempt < PORT_ATTEMPTS
+                                        and self.requested_port is None)
+                if not lost:
+                    break
+                # another process took the port between our check and our server's bind
+                # (two `rbs` starting at once both see 16379 free): start on a free one
+                port = free_port(HOST)
+                note = f"{lost}; using {port}, kept for this data directory"
             state = self.status()
             return DatasinkStatus(state.running, state.data_dir, state.pid, state.port,
                                   note or state.detail, started=True)
@@ -212,17 +222,34 @@ class EmbeddedDatasink:
         return port, (f"port {busy} is in use by {listener(busy) or 'another process'}; "
                       f"using {port}, kept for this data directory")
 
-    def _wait_ready(self, port: int, timeout: float) -> None:
-        ready = wait_for(lambda: self._pings(port), timeout=timeout, interval=0.1)
-        assert self._proc is not None
-        if ready and owns_port(self._proc.pid, port):
-            return
+    def _wait_ready(self, port: int, timeout: float, may_move: bool = False) -> str:
+        """Wait until the server we started answers on ``port``.
+
+        Returns '' when it does. With ``may_move``, a port another process holds (our server
+        could not bind it) is not an error: the reason is returned and our server is stopped,
+        so the caller can start it on another port.
+        """
+        proc = self._proc
+        assert proc is not None
+        ready = wait_for(lambda: proc.poll() is not None or self._pings(port),
+                         timeout=timeout, interval=0.1)
+        exited = proc.poll()
+        if ready and exited is None and owns_port(proc.pid, port):
+            return ""
         detail = tail(self.logfile, 15)
         self._stop_spawned()
-        if ready:  # something answered, but not the server we started
-            raise DatasinkError(f"port {port} is answered by {listener(port) or 'another server'}"
+        taken = not is_free(HOST, port)
+        holder = listener(port) if taken else ""
+        if may_move and (taken or "Address already in use" in detail):
+            return f"port {port} was taken by {holder or 'another process'} as we started"
+        if taken or (ready and exited is None):  # something answered, not our server
+            raise DatasinkError(f"port {port} is answered by {holder or 'another server'}"
                                 f", not by the redis-stack-server started in {self.data_dir}; "
                                 "give another --port")
+        if exited is not None:
+            raise DatasinkError(
+                f"redis-stack-server in {self.data_dir} exited with status {exited} before "
+                f"answering on port {port}{_libssl_hint(detail)}; log tail:\n{detail}")
         raise DatasinkError(
             f"redis-stack-server in {self.data_dir} did not answer PING on port {port} "
             f"within {timeout:.0f}s{_libssl_hint(detail)}; log tail:\n{detail}")
