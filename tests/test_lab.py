@@ -104,6 +104,9 @@ def test_replay_of_a_real_pull_request(tmp_path: Path) -> None:
     # the agents only know these two suites; pull requests run what executes their change
     done = rbs("lab", "replay", "--dir", str(tmp_path / "lab"), "--source", str(source),
                "--prs", str(prs), "--out", str(out), "--suites-dir", str(_suites(tmp_path / "s")),
+               # the replay's selection, verdict and comment are the point here; a base counted
+               # twice at its push is test_base_once's (89 s -> 123 s of this test with two)
+               "--base-runs", "1",
                "--build-cache", str(history.cache_root() / "lab-builds"), "--max-pairs", "5",
                "--agent-args", "--profilers instructions --profile-requests 1000 "
                                "--test-time 2 --noise-seconds 0", timeout=3000)
