@@ -65,6 +65,9 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--lab-dir", type=Path, default=None,
                    help="the lab's folder, kept after the run (its logs say where time went)")
+    p.add_argument("--fresh-pairs", action="store_true",
+                   help="pull requests count their base again in interleaved pairs (the "
+                        "check of the verdicts the stored base gives)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="rbs-lab-bench-") as tmp:
         folder = Path(tmp)
@@ -77,6 +80,7 @@ def main() -> int:
              "--build-cache", str(ROOT / ".cache" / "lab-builds"),
              "--max-pairs", str(args.max_pairs),
              *(["--max-suites", str(args.max_suites)] if args.max_suites else []),
+             *(["--fresh-pairs"] if args.fresh_pairs else []),
              "--agent-args",
              (f"--profilers instructions --profile-requests {args.profile_requests} "
              f"--test-time 5 --tests-regexp {args.suites_regexp}")],

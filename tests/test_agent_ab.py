@@ -226,6 +226,34 @@ def test_platform_config_reads_a_budget_and_defaults(tmp_path: Path) -> None:
         UntilDecidedBudget(time_budget_s=90.0)
     assert load(_write(tmp_path, "until_decided:\n  base_runs: 2\n")).until_decided == \
         UntilDecidedBudget(base_runs=2)
+    assert load(_write(tmp_path, "until_decided:\n  stored_base: false\n")).until_decided == \
+        UntilDecidedBudget(stored_base=False)
+
+
+def test_fresh_pairs_ask_the_datasink_for_no_stored_base(redis_server) -> None:  # type: ignore[no-untyped-def]
+    """``stored_base: false``: an instruction-count A/B runs both sides, the base's push
+    is not looked up (the replay that checks the stored base's verdicts runs this way)."""
+    from redis_benchmarks_spec.agent import ab_event
+    from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
+    from redis_benchmarks_spec.events.messages import ArtifactRef
+    from redis_benchmarks_spec.results.document import GitInfo, RunContext
+    from redis_benchmarks_spec.runner.session import SessionConfig
+
+    session = SessionConfig(tools=ToolPaths(), results_dir=Path("/nonexistent"),
+                            context=RunContext(platform="p1", git=GitInfo(hash="b" * 40)))
+    base = ab_event.BaseBuild("a" * 40, ArtifactRef("redis", "k", "0" * 64, 1),
+                              GitInfo(hash="a" * 40))
+
+    def job(budget: UntilDecidedBudget) -> ab_event.PairedRun:
+        return ab_event.PairedRun(session, Path("/nonexistent"), base, budget, lambda: False,
+                                  datasink=redis_server.client())
+
+    stored = ab_event.find_stored(job(UntilDecidedBudget(metric=INSTRUCTIONS_METRIC)), [])
+    assert stored is not None and not stored.runs  # looked up: nothing pushed here yet
+    assert ab_event.find_stored(job(UntilDecidedBudget(metric=INSTRUCTIONS_METRIC,
+                                                       stored_base=False)), []) is None
+    assert ab_event.eta_plan(UntilDecidedBudget(metric=INSTRUCTIONS_METRIC), True) != \
+        ab_event.eta_plan(UntilDecidedBudget(metric=INSTRUCTIONS_METRIC), False)
 
 
 @pytest.mark.parametrize(("text", "named"), [
@@ -239,6 +267,7 @@ def test_platform_config_reads_a_budget_and_defaults(tmp_path: Path) -> None:
     ("until_decided:\n  alpha: .nan\n", "until_decided.alpha"),
     ("until_decided:\n  base_runs: 0\n", "until_decided.base_runs"),
     ("until_decided:\n  base_runs: 11\n", "until_decided.base_runs"),
+    ("until_decided:\n  stored_base: 'no'\n", "until_decided.stored_base"),
     ("until_decided:\n  retries: 3\n", "until_decided: unknown key 'retries'"),
     ("until_decided: 40\n", "until_decided: expected a mapping"),
     ("platforms: [p1]\n", "unknown key 'platforms'"),

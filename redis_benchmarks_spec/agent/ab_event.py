@@ -172,8 +172,10 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
 
 def find_stored(job: PairedRun, suites: list[Suite]) -> StoredBaseline | None:
     """The base's counts from its push for an instruction-count A/B (``agent.base_counts``);
-    None for a timed metric (timed metrics stay interleaved pairs) or without a datasink."""
-    if job.datasink is None or not deterministic(job.budget.metric):
+    None for a timed metric (timed metrics stay interleaved pairs), without a datasink, or
+    when the platform asks for fresh pairs (``until_decided.stored_base: false``)."""
+    if job.datasink is None or not deterministic(job.budget.metric) or \
+            not job.budget.stored_base:
         return None
     ctx = job.session.context
     query = BaseQuery(keys.Scope(ctx.triggering_env, ctx.git.org, ctx.git.repo), job.base.sha,

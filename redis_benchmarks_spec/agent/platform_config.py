@@ -18,6 +18,9 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       base_runs: 2             # counted runs of each test at a push of the tracked branch
                                # (1..10; default 1): the stored base a pull request's counts
                                # are compared with; two let the base's own spread show
+      stored_base: true        # false: a pull request counts its base again in fresh
+                               # interleaved pairs, never its push's counts (what the
+                               # stored base is checked against: benchmarks/lab_replay.py)
 
 A ``calibration`` section runs A/A sessions (the same redis-server on both sides) of a few
 suites at agent start, every ``every``, and when the host fingerprint changed; their
@@ -78,7 +81,8 @@ _KNOWN_CALIBRATION = {"tests", "pairs", "every", "test_time", "server"}
 _SUITE_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 MAX_CALIBRATION_EVERY_S = 90 * 24 * 3600
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
-                 "alpha", "spending", "noise_floor", "metric", "base_runs"}
+                 "alpha", "spending", "noise_floor", "metric", "base_runs",
+                 "stored_base"}
 
 
 class PlatformConfigError(ValueError):
@@ -100,6 +104,8 @@ class UntilDecidedBudget:
     # counted runs of each test a push makes: the stored base of its pull requests' counts
     # (runner.ab_stored); one run is one hash seed, whose draw the head's spread cannot show
     base_runs: int = 1
+    # a pull request's counts compared with its base's push (True) or with fresh pairs
+    stored_base: bool = True
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,13 @@ def _int(raw: dict[str, Any], key: str, low: int, high: int, default: int) -> in
     value = raw.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{key}: {value!r} is not a whole number from {low} to {high}")
+    return value
+
+
+def _bool(raw: dict[str, Any], key: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise TypeError(f"{key}: {value!r} is not true or false")
     return value
 
 
@@ -211,7 +224,8 @@ def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
         noise_floor_pct=None if raw.get("noise_floor") is None
         else _float(raw, "noise_floor", 0.0, 100.0, 0.0),
         metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC),
-        base_runs=_int(raw, "base_runs", 1, 10, 1))
+        base_runs=_int(raw, "base_runs", 1, 10, 1),
+        stored_base=_bool(raw, "stored_base", True))
 
 
 def parse(raw: Any) -> PlatformConfig:

@@ -68,6 +68,9 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-runs", type=int, default=2,
                    help="counted runs of each test at a push of unstable: the stored base "
                         "a pull request's counts are compared with (1..10; default 2)")
+    p.add_argument("--fresh-pairs", action="store_true",
+                   help="pull requests count their base again in interleaved pairs instead "
+                        "of comparing with its push's counts (to check those verdicts)")
     p.add_argument("--max-suites", type=int, default=None,
                    help="most suites a pull request runs on a platform (those that execute "
                         "its changed code, most exercised first)")
@@ -112,7 +115,7 @@ def lab_options(args: argparse.Namespace) -> services.LabOptions:
         metric=INSTRUCTIONS_METRIC if counted else "auto",
         max_pairs=args.max_pairs, first_round=min(5, args.max_pairs),
         max_suites=args.max_suites, build_cache=args.build_cache, base_runs=args.base_runs,
-        sentinels=_sentinels(args.sentinels, suites))
+        stored_base=not args.fresh_pairs, sentinels=_sentinels(args.sentinels, suites))
 
 
 def _sentinels(text: str | None, suites: Path) -> tuple[str, ...] | None:

@@ -52,6 +52,7 @@ until_decided:
   time_budget: {time_budget}
   metric: {metric}
   base_runs: {base_runs}
+  stored_base: {stored_base}
 """
 SELECTION = """\
 # pull requests run the suites that execute their changed code (at most max_suites);
@@ -88,6 +89,8 @@ class LabOptions:
     metric: str = "auto"  # what decides when a pull request's pairs stop (until_decided)
     # counted runs of each test at a push: the stored base of the pull requests' counts
     base_runs: int = 2
+    # False: pull requests count their base again in fresh pairs (the check of the above)
+    stored_base: bool = True
     # more environment for one platform's agent (the watch's RBS_FINGERPRINT_CHANGE_AT)
     platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
     # the standing confirmer of the watched branch (docs/watch.md); a replay that confirms
@@ -202,7 +205,8 @@ def _write_platform_configs(options: LabOptions) -> None:
     text = PLATFORM_CONFIG.format(max_pairs=options.max_pairs, first_round=options.first_round,
                                   round_pairs=options.round_pairs,
                                   time_budget=options.time_budget, metric=options.metric,
-                                  base_runs=options.base_runs)
+                                  base_runs=options.base_runs,
+                                  stored_base="true" if options.stored_base else "false")
     if options.max_suites is not None or options.sentinels is not None:
         text += SELECTION
         if options.max_suites is not None:
