@@ -170,12 +170,18 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
     return with_rounds(plan, design, budget.round_repetitions, budget.time_budget_s)
 
 
+def may_use_stored(budget: UntilDecidedBudget, datasink: redis.Redis | None) -> bool:
+    """Whether a pull request's A/B may stand the base's push counts in for its base side:
+    a datasink holds them and the platform does not ask for fresh pairs."""
+    return datasink is not None and budget.stored_base
+
+
 def find_stored(job: PairedRun, suites: list[Suite]) -> StoredBaseline | None:
     """The base's counts from its push for an instruction-count A/B (``agent.base_counts``);
     None for a timed metric (timed metrics stay interleaved pairs), without a datasink, or
     when the platform asks for fresh pairs (``until_decided.stored_base: false``)."""
-    if job.datasink is None or not deterministic(job.budget.metric) or \
-            not job.budget.stored_base:
+    if job.datasink is None or not may_use_stored(job.budget, job.datasink) or \
+            not deterministic(job.budget.metric):
         return None
     ctx = job.session.context
     query = BaseQuery(keys.Scope(ctx.triggering_env, ctx.git.org, ctx.git.repo), job.base.sha,

@@ -236,8 +236,8 @@ class Agent:
     def _queued_line(self, selection: code_selection.Selection, chosen: list[Suite]) -> str:
         """The selection and its ETA from this platform's measured cost per suite."""
         budget = self.config.until_decided
-        plan = ab_event.eta_plan(budget, stored_base=self.datasink is not None
-                                  and budget.stored_base) \
+        plan = ab_event.eta_plan(
+            budget, stored_base=ab_event.may_use_stored(budget, self.datasink)) \
             if budget else EtaPlan(1, 1, runs_per_pair=1)
         if budget:  # the tests the A/B will run (ab_event.counted_topologies)
             chosen, _ = ab_event.counted_topologies(
