@@ -7,8 +7,10 @@ harder test than disjoint cores on a lab host). Prints each run's ``instructions
 the median of the runs beside neighbours relative to the median alone: item 3 asks for a
 difference under 0.05 % before instruction-count suites may run side by side.
 
-Usage: .venv/bin/python benchmarks/count_neighbours.py [RUNS_ALONE] [NEIGHBOURS] [REQUESTS]
-       (defaults 3, 4, 5000; each run takes a few seconds under callgrind)
+Usage: .venv/bin/python benchmarks/count_neighbours.py [--alone 3] [--neighbours 4]
+       [--requests 5000] [--random-keys 1000] [--keep DIR]
+       (each run takes a few seconds under callgrind; --keep keeps the runs' results and
+       callgrind dumps; the functions whose count moved most are printed after the figures)
 
 Measured once here (2026-11-27, this 2-core VM at load average 9-10 from other helpers'
 tests, 4 runs sharing its 2 cores): alone 2,851.09 / 2,855.49 / 2,855.09 instructions per
@@ -21,6 +23,8 @@ are not oversubscribed, and this check passing on the lab host, before it is tur
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -41,7 +45,7 @@ tested-commands: [set]
 redis-topologies: [oss-standalone]
 clientconfig:
   tool: redis-benchmark
-  arguments: -t set -n 1000000 -r 1000 -c 10 -d 100
+  arguments: -t set -n 1000000 {keys}-c 10 -d 100
 exporter:
   redistimeseries:
     metrics:
@@ -49,10 +53,15 @@ exporter:
 """
 
 
-def start(suites: Path, out: Path, requests: int) -> subprocess.Popen[str]:
+def start(suites: Path, out: Path, requests: int, cpu: int | None = None
+          ) -> subprocess.Popen[str]:
+    """One counted run; with ``cpu``, its server and client pinned to that CPU alone (a lane
+    of one core: under callgrind the client waits on the server nearly all the time)."""
     argv = [RBS, "run", "--suites-dir", str(suites), "--profilers", "instructions",
             "--instructions-method", "callgrind", "--profile-requests", str(requests),
             "--results-dir", str(out), "--no-datasink"]
+    if cpu is not None:
+        argv += ["--cpus", str(cpu)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=os.environ.copy())
 
@@ -68,6 +77,26 @@ def count_of(out: Path) -> float:
     raise RuntimeError(f"no instructions_per_op under {out}")
 
 
+def functions_of(out: Path) -> dict[str, float]:
+    """Self instructions per op of each function the run's dump kept (its functions file)."""
+    for path in sorted(out.rglob("instructions-functions.json")):
+        return {f"{e['function']}": float(e["self_per_op"]) for e in json.loads(path.read_text())}
+    raise RuntimeError(f"no instructions-functions.json under {out}")
+
+
+def movers(alone: list[dict[str, float]], beside: list[dict[str, float]],
+           top: int = 12) -> list[tuple[str, float, float]]:
+    """The functions whose median self count per op moved most beside neighbours."""
+    names = {n for run in alone + beside for n in run}
+    rows = []
+    for name in names:
+        a = statistics.median(run.get(name, 0.0) for run in alone)
+        b = statistics.median(run.get(name, 0.0) for run in beside)
+        rows.append((name, a, b))
+    rows.sort(key=lambda r: -abs(r[2] - r[1]))
+    return rows[:top]
+
+
 def wait_all(procs: list[subprocess.Popen[str]]) -> None:
     for p in procs:
         _, err = p.communicate(timeout=900)
@@ -76,28 +105,55 @@ def wait_all(procs: list[subprocess.Popen[str]]) -> None:
 
 
 def main() -> None:
-    alone_n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    neighbours = int(sys.argv[2]) if len(sys.argv) > 2 else 4
-    requests = int(sys.argv[3]) if len(sys.argv) > 3 else 5000
-    with tempfile.TemporaryDirectory() as tmp:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--alone", type=int, default=3, help="runs alone, one after another")
+    parser.add_argument("--neighbours", type=int, default=4,
+                        help="runs started at the same moment")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="times the runs side by side are started together")
+    parser.add_argument("--requests", type=int, default=5000)
+    parser.add_argument("--random-keys", type=int, default=1000,
+                        help="SET's -r (0: one key; the count of random keys moves from run "
+                             "to run with the dict's hash seed)")
+    parser.add_argument("--keep", help="a folder to keep the runs' results and dumps in")
+    parser.add_argument("--disjoint", action="store_true",
+                        help="each run on a core of its own (--cpus N): the runs alone on the "
+                             "last CPU, the runs side by side one per CPU (at most one per CPU)")
+    args = parser.parse_args()
+    alone_n, neighbours, requests, keep = args.alone, args.neighbours, args.requests, args.keep
+    keys = f"-r {args.random_keys} " if args.random_keys > 0 else ""
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.disjoint and neighbours > len(cpus):
+        parser.error(f"--disjoint: {neighbours} runs side by side need {neighbours} CPUs, "
+                     f"this process may use {len(cpus)}")
+    with (contextlib.nullcontext(keep) if keep else tempfile.TemporaryDirectory()) as tmp:
         root = Path(tmp)
         suites = root / "suites"
-        suites.mkdir()
-        (suites / "count-neighbours-set.yml").write_text(SUITE)
-        alone = []
+        suites.mkdir(parents=True, exist_ok=True)
+        (suites / "count-neighbours-set.yml").write_text(SUITE.format(keys=keys))
+        alone, alone_functions = [], []
         for i in range(alone_n):
             out = root / f"alone-{i}"
-            wait_all([start(suites, out, requests)])
+            wait_all([start(suites, out, requests, cpus[-1] if args.disjoint else None)])
             alone.append(count_of(out))
-        outs = [root / f"side-{i}" for i in range(neighbours)]
-        wait_all([start(suites, out, requests) for out in outs])
+            alone_functions.append(functions_of(out))
+        outs = []
+        for r in range(args.rounds):
+            batch = [root / f"side-{r * neighbours + i}" for i in range(neighbours)]
+            wait_all([start(suites, out, requests, cpus[i] if args.disjoint else None)
+                      for i, out in enumerate(batch)])
+            outs += batch
         beside = [count_of(out) for out in outs]
+        beside_functions = [functions_of(out) for out in outs]
     a, b = statistics.median(alone), statistics.median(beside)
     print("alone:  " + ", ".join(f"{v:,.2f}" for v in alone))
-    print(f"beside {neighbours - 1} others: " + ", ".join(f"{v:,.2f}" for v in beside))
+    print(f"beside {neighbours - 1} others{' (disjoint cores)' if args.disjoint else ''}: " + ", ".join(f"{v:,.2f}" for v in beside))
     spread = 100 * (max(alone) - min(alone)) / a
     print(f"median alone {a:,.2f}, beside {b:,.2f}: {100 * (b / a - 1):+.3f} % "
           f"(spread alone {spread:.3f} %)")
+    print("functions whose self instructions per op moved most (median alone -> beside):")
+    for name, x, y in movers(alone_functions, beside_functions):
+        print(f"  {name:40s} {x:10.2f} -> {y:10.2f}  ({y - x:+.2f})")
 
 
 if __name__ == "__main__":

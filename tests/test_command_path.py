@@ -1,11 +1,20 @@
 """The command path's instruction count from a callgrind dump: processCommand's inclusive
-cost, less its calls into the command table, plus the timer's rehashing (the call edges of
-the documented callgrind format)."""
+cost, less its calls into the command table and the slow log's entries, plus the timer's
+rehashing (the call edges of the documented callgrind format), on made-up dumps and on two
+real ones (tests/data/callgrind-slowlog/README.md)."""
 
 from __future__ import annotations
 
-from redis_benchmarks_spec.telemetry.profilers.callgrind import parse_callgrind
-from redis_benchmarks_spec.telemetry.profilers.instructions import command_path_instructions
+import gzip
+from pathlib import Path
+
+from redis_benchmarks_spec.telemetry.profilers.callgrind import CallgrindProfile, parse_callgrind
+from redis_benchmarks_spec.telemetry.profilers.instructions import (
+    command_path_instructions,
+    slow_records,
+)
+
+DATA = Path(__file__).parent / "data" / "callgrind-slowlog"
 
 DUMP = """# callgrind format
 version: 1
@@ -62,3 +71,69 @@ def test_the_command_path_leaves_the_lookup_out_and_keeps_all_rehashing() -> Non
 def test_a_binary_without_process_command_has_no_command_path() -> None:
     profile = parse_callgrind(DUMP.replace("processCommand", "someOtherName"))
     assert command_path_instructions([profile]) == 0
+
+
+SLOW = """# callgrind format
+version: 1
+positions: line
+events: Ir
+summary: 1000
+
+ob=(1) /usr/bin/redis-server
+fl=(1) server.c
+fn=(1) processCommand
+10 100
+cfn=(2) call
+calls=1 20
+10 900
+
+fn=(2)
+20 300
+cfn=(3) slowlogPushEntryIfNeeded
+calls=2 30
+20 424
+cfn=(5) latencyAddSample
+calls=1 50
+20 76
+
+fn=(3)
+30 24
+cfn=(4) slowlogCreateEntry
+calls=1 40
+30 400
+
+fn=(4)
+40 400
+
+fn=(5)
+50 76
+"""
+
+
+def test_the_slow_logs_entries_are_left_out_and_its_check_kept() -> None:
+    """A command slow in wall time writes a slow-log entry (and a latency sample): that work
+    follows the host's load, not the code; the duration check (self) stays in."""
+    profile = parse_callgrind(SLOW)
+    assert slow_records([profile]) == 400 + 76
+    assert command_path_instructions([profile]) == 1000 - 400 - 76
+
+
+def _real(name: str) -> CallgrindProfile:
+    with gzip.open(DATA / f"{name}.callgrind.gz", "rt") as f:
+        return parse_callgrind(f.read())
+
+
+def test_a_real_run_beside_others_wrote_slow_log_entries_that_are_not_counted() -> None:
+    alone, beside = _real("alone"), _real("beside-three")
+    ops = 5000
+    assert slow_records([alone]) == 0
+    entries = slow_records([beside])
+    assert entries > 5 * ops  # 7.5 instructions per SET: +0.26 % of its 2,858
+    # the duration check is every command's, in both runs: kept
+    for profile in (alone, beside):
+        (check,) = profile.by_name("slowlogPushEntryIfNeeded")
+        assert 11 * ops < check.self_ir < 13 * ops
+    # the rest of the command path of the two runs is within the runs' own spread (0.15 %)
+    a, b = (command_path_instructions([p]) / ops for p in (alone, beside))
+    assert abs(b / a - 1) < 0.0015, (a, b)
+    assert abs((b + entries / ops) / a - 1) > 0.0015  # ... which the entries left in were not

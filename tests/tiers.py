@@ -138,6 +138,7 @@ LONG_GROUPS: dict[str, int] = {
 FAST_MODULES = frozenset({
     "test_bisect_search",
     "test_cli_commands",
+    "test_command_path",
     "test_counted_topologies",
     "test_compare",
     "test_datasink_keys",

@@ -19,8 +19,9 @@ without the harness' own INFO/CONFIG calls unless the suite tests them.
 
 Under callgrind ``instructions_per_op`` counts the **command path**: the inclusive
 instructions of ``processCommand`` (ACL, ``call()``, the command and its reply into the
-client's buffer) per operation, less the command-table lookup and plus the timer's share of
-rehashing (both explained at their constants). The whole process's count varies with timing:
+client's buffer) per operation, less the command-table lookup and the entries the slow log
+writes for commands slow in wall time, plus the timer's share of rehashing (each explained
+at its constant). The whole process's count varies with timing:
 I/O threads spin while they wait (2 io-threads made a GET cost 118,738 instructions per op,
 4 made it 266,784, against 4,456 in oss-standalone), and the event loop's iterations, epoll
 calls and socket writes depend on how requests batch, which the host's load decides. The
@@ -96,11 +97,23 @@ COMMAND_PATH_FUNCTIONS = ("processCommand",)
 #: INCR in single runs). lookupCommand is inlined in Redis 7 builds, hence the dict calls.
 COMMAND_LOOKUP_CALLEES = ("lookupCommand", "lookupCommandLogic", "lookupCommandOrOriginal",
                           "dictFetchValue", "dictFind")
+#: ... less the records a command makes because it was *slow in wall time*: call() checks
+#: every command's duration against ``slowlog-log-slower-than`` (10 ms by default) and
+#: ``latency-monitor-threshold``; under callgrind a descheduled server passes them, and the
+#: entry it then writes (client peer id, argv copies: ~1,500 instructions) depends on the host's
+#: load, not on the code. Beside three other counted runs on this VM the slow log took 38 K
+#: instructions of a 5,000-SET window (+0.26 % per op, benchmarks/count_neighbours.py); the
+#: check itself (~12 instructions a command) stays in, so a run that writes no entry counts
+#: as before. The entry's work is the callees of ``slowlogPushEntryIfNeeded``, and the
+#: latency monitor's is ``latencyAddSample`` called from call().
+SLOW_RECORD_FUNCTIONS = ("slowlogPushEntryIfNeeded",)
+LATENCY_RECORD = ("call", ("latencyAddSample",))
 #: ... plus the rehashing the timer did: rehashing a grown keyspace costs the same whoever
 #: does it, and how the work splits between the commands and the cron depends on timing
 REHASH_BY_TIMER = ("dictRehashMilliseconds",)
 SCOPE_COMMAND_PATH = ("command path (inclusive instructions of processCommand without the "
-                      "command-table lookup, with the timer's rehashing)")
+                      "command-table lookup and the slow log's entries, with the timer's "
+                      "rehashing)")
 SCOPE_PROCESS = "whole process (serverCron left out)"
 
 
@@ -325,15 +338,26 @@ class Instructions:
 
 
 def command_path_instructions(profiles: Any) -> int:
-    """processCommand's inclusive count less its command-table lookups, plus the timer's
-    rehashing (see the constants above); 0 when the binary has no processCommand symbol."""
+    """processCommand's inclusive count less its command-table lookups and the entries the
+    slow log and latency monitor wrote, plus the timer's rehashing (see the constants
+    above); 0 when the binary has no processCommand symbol."""
     profiles = list(profiles)
     inclusive = _inclusive(profiles, COMMAND_PATH_FUNCTIONS)
     if inclusive <= 0:
         return 0
     lookup = sum(p.edge(name, COMMAND_LOOKUP_CALLEES) for p in profiles
                  for name in COMMAND_PATH_FUNCTIONS)
-    return max(0, inclusive - lookup) + _inclusive(profiles, REHASH_BY_TIMER)
+    return max(0, inclusive - lookup - slow_records(profiles)) + \
+        _inclusive(profiles, REHASH_BY_TIMER)
+
+
+def slow_records(profiles: Any) -> int:
+    """Instructions of the slow log's entries and the latency monitor's samples: work a
+    command does because it took long in wall time (see SLOW_RECORD_FUNCTIONS)."""
+    entries = sum(f.called_ir for p in profiles for name in SLOW_RECORD_FUNCTIONS
+                  for f in p.by_name(name))
+    caller, callees = LATENCY_RECORD
+    return entries + sum(p.edge(caller, callees) for p in profiles)
 
 
 def _inclusive(profiles: Any, names: tuple[str, ...]) -> int:
