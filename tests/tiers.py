@@ -139,6 +139,7 @@ FAST_MODULES = frozenset({
     "test_bisect_search",
     "test_cli_commands",
     "test_command_path",
+    "test_count_lanes",
     "test_counted_topologies",
     "test_compare",
     "test_datasink_keys",
@@ -171,6 +172,8 @@ FAST_MODULES = frozenset({
 NOT_FAST_TESTS = frozenset({
     "test_driver_registry::test_corpus_tools_without_driver_skip_with_their_name",
     "test_driver_registry::test_a_new_tool_is_one_module",
+    "test_count_lanes::test_two_count_tests_run_at_once_each_in_its_lane",
+    "test_count_lanes::test_a_stop_asked_in_one_lane_stops_the_others_and_is_raised",
 })
 
 #: fixtures that start a real server: a test of a fast module that asks for one is not fast

@@ -46,6 +46,7 @@ from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord, TestProgress
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
+from redis_benchmarks_spec.runner import count_lanes
 from redis_benchmarks_spec.runner.ab import (
     BASELINE,
     COMPARISON,
@@ -159,7 +160,8 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
                       baseline=Side(BASELINE, str(job.base_server), git=job.base.git,
                                     build=job.base.build),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
-                      repetitions=budget.first_round, history=True, stored=job.stored)
+                      repetitions=budget.first_round, history=True, stored=job.stored,
+                      lanes=lanes_of(job, suites))
     plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,
                          noise_floor_pct=budget.noise_floor_pct,
                          max_pairs=budget.max_repetitions, priors=job.priors,
@@ -168,6 +170,21 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
                                       "head commit (interleaved pairs)"))
     design = SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending)
     return with_rounds(plan, design, budget.round_repetitions, budget.time_budget_s)
+
+
+def lanes_of(job: PairedRun, suites: list[Suite]) -> list[list[int]]:
+    """:func:`lanes_for` the job's budget and session."""
+    return lanes_for(job.budget, job.session, suites)
+
+
+def lanes_for(budget: UntilDecidedBudget, session: SessionConfig,
+              suites: list[Suite]) -> list[list[int]]:
+    """The disjoint CPU sets an instruction-count A/B runs its tests in side by side
+    (``runner.count_lanes``; none for a timed metric, or on a host too small for two)."""
+    if not deterministic(budget.metric):
+        return []
+    tests = [(t.suite, t.topology) for t in ab_tests(session, suites) if not t.skipped]
+    return count_lanes.host_lanes(session, tests, budget.count_lanes)
 
 
 def may_use_stored(budget: UntilDecidedBudget, datasink: redis.Redis | None) -> bool:
@@ -195,7 +212,7 @@ def find_stored(job: PairedRun, suites: list[Suite]) -> StoredBaseline | None:
         return None
 
 
-def eta_plan(budget: UntilDecidedBudget, stored_base: bool) -> EtaPlan:
+def eta_plan(budget: UntilDecidedBudget, stored_base: bool, lanes: int = 1) -> EtaPlan:
     """The plan the queued line's ETA counts: an instruction-count A/B runs the rounds of a
     deterministic metric (:func:`runner.adaptive.deterministic_rounds`) and, with a datasink
     holding the base's counts from its push, the head's runs only."""
@@ -205,7 +222,8 @@ def eta_plan(budget: UntilDecidedBudget, stored_base: bool) -> EtaPlan:
         first, most = deterministic_rounds(budget.metric, budget.first_round,
                                            budget.max_repetitions, priors=counted)
         runs = 1 if counted else 2
-        return EtaPlan(min(first, most), most, budget.time_budget_s, runs_per_pair=runs)
+        return EtaPlan(min(first, most), most, budget.time_budget_s, runs_per_pair=runs,
+                       lanes=max(1, lanes))
     return EtaPlan(budget.first_round, budget.max_repetitions, budget.time_budget_s)
 
 

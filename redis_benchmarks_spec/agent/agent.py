@@ -236,12 +236,14 @@ class Agent:
     def _queued_line(self, selection: code_selection.Selection, chosen: list[Suite]) -> str:
         """The selection and its ETA from this platform's measured cost per suite."""
         budget = self.config.until_decided
+        lanes = 1
+        if budget:  # the tests the A/B will run (ab_event.counted_topologies), in lanes
+            session = self.config.session.with_catalogue()
+            chosen, _ = ab_event.counted_topologies(budget, session.catalogue(), chosen)
+            lanes = len(ab_event.lanes_for(budget, session, chosen)) or 1
         plan = ab_event.eta_plan(
-            budget, stored_base=ab_event.may_use_stored(budget, self.datasink)) \
-            if budget else EtaPlan(1, 1, runs_per_pair=1)
-        if budget:  # the tests the A/B will run (ab_event.counted_topologies)
-            chosen, _ = ab_event.counted_topologies(
-                budget, self.config.session.with_catalogue().catalogue(), chosen)
+            budget, stored_base=ab_event.may_use_stored(budget, self.datasink),
+            lanes=lanes) if budget else EtaPlan(1, 1, runs_per_pair=1)
         costs = self.consumer.call(lambda: suite_cost.load(
             self.client, self.config.names, self.config.platform, [s.name for s in chosen]))
         return code_selection.queued_line(selection, [s.name for s in chosen

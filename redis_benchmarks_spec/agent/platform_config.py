@@ -21,6 +21,9 @@ interleaved baseline/PR pairs until each test is decided (``--until-decided`` of
       stored_base: true        # false: a pull request counts its base again in fresh
                                # interleaved pairs, never its push's counts (what the
                                # stored base is checked against: benchmarks/lab_replay.py)
+      count_lanes: auto        # instruction-count tests side by side on disjoint cores:
+                               # auto (as many as the host's cores give), or 1..256 (1: one
+                               # after another); timed runs never (runner/count_lanes.py)
 
 A ``calibration`` section runs A/A sessions (the same redis-server on both sides) of a few
 suites at agent start, every ``every``, and when the host fingerprint changed; their
@@ -82,7 +85,7 @@ _SUITE_NAME = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 MAX_CALIBRATION_EVERY_S = 90 * 24 * 3600
 _KNOWN_BUDGET = {"max_repetitions", "time_budget", "round_repetitions", "first_round",
                  "alpha", "spending", "noise_floor", "metric", "base_runs",
-                 "stored_base"}
+                 "stored_base", "count_lanes"}
 
 
 class PlatformConfigError(ValueError):
@@ -106,6 +109,8 @@ class UntilDecidedBudget:
     base_runs: int = 1
     # a pull request's counts compared with its base's push (True) or with fresh pairs
     stored_base: bool = True
+    # instruction-count tests side by side on disjoint cores: 0 auto, 1 off (count_lanes.py)
+    count_lanes: int = 0
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,15 @@ def _budget(raw: dict[str, Any]) -> UntilDecidedBudget:
         else _float(raw, "noise_floor", 0.0, 100.0, 0.0),
         metric=_choice(raw, "metric", _METRIC, (), DEFAULT_METRIC),
         base_runs=_int(raw, "base_runs", 1, 10, 1),
-        stored_base=_bool(raw, "stored_base", True))
+        stored_base=_bool(raw, "stored_base", True),
+        count_lanes=_lanes(raw))
+
+
+def _lanes(raw: dict[str, Any]) -> int:
+    """``count_lanes``: ``auto`` (0) or a whole number of lanes from 1 to 256."""
+    if raw.get("count_lanes", "auto") == "auto":
+        return 0
+    return _int(raw, "count_lanes", 1, 256, 0)
 
 
 def parse(raw: Any) -> PlatformConfig:

@@ -72,6 +72,7 @@ class EtaPlan:
     max_pairs: int
     time_budget_s: float | None = None
     runs_per_pair: int = 2
+    lanes: int = 1  # instruction-count tests side by side (runner/count_lanes.py)
 
 
 def eta_text(suites: list[str], costs: dict[str, float], plan: EtaPlan) -> str:
@@ -81,8 +82,12 @@ def eta_text(suites: list[str], costs: dict[str, float], plan: EtaPlan) -> str:
         return ""
     typical = statistics.median(known)
     per_pair = [costs.get(s, typical) * plan.runs_per_pair for s in suites]
-    expected = sum(per_pair) * plan.first_pairs
-    most = sum(per_pair) * plan.max_pairs
+    # lanes share the suites out: the wall time is the larger of a lane's share and the
+    # costliest suite
+    lanes = max(1, plan.lanes)
+    wall = max(sum(per_pair) / lanes, max(per_pair))
+    expected = wall * plan.first_pairs
+    most = wall * plan.max_pairs
     why = "time budget" if plan.time_budget_s is not None and \
         plan.time_budget_s + max(per_pair) < most else f"{plan.max_pairs} pairs each"
     if why == "time budget":
@@ -99,6 +104,7 @@ def eta_text(suites: list[str], costs: dict[str, float], plan: EtaPlan) -> str:
             f"{runs} at this platform's measured cost per suite, "
             f"{span} s a run"
             + (f"; {guessed} never run here, counted at the median" if guessed else "")
+            + (f"; in {lanes} lanes on disjoint cores" if lanes > 1 else "")
             + f"), at most {most / 60:.0f} min ({why})")
 
 

@@ -32,6 +32,7 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
+from redis_benchmarks_spec.runner import count_lanes
 from redis_benchmarks_spec.runner.ab_stored import (
     StoredBaseline,
     pair_with_stored,
@@ -90,6 +91,9 @@ class ABConfig:
     history: bool = False
     # per test, the base commit's runs that stand in for the baseline side (runner.ab_stored)
     stored: StoredBaseline | None = None
+    # disjoint CPU sets the tests of a deterministic metric run in side by side, one test per
+    # lane at a time (runner.count_lanes); empty: one test after another on every CPU
+    lanes: list[list[int]] = field(default_factory=list)
 
 
 def order(repetition: int) -> tuple[str, str]:
@@ -181,6 +185,8 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
     """:func:`run_ab` of each test alone in its topology, in the order given: rounds of
     ``--until-decided`` give more pairs only to the tests still open, not to every topology
     of their suite."""
+    if len(config.lanes) >= 2 and len(tests) >= 2:
+        return _run_lanes(config, tests, on_run, on_start)
     runs: list[ABRun] = []
     for test in tests:
         session = replace(config.session, topology_filter=test.topology)
@@ -190,6 +196,60 @@ def run_ab_tests(config: ABConfig, tests: list[ABTest],
         runs += run_ab(replace(config, session=session), [test.suite], on_run=on_run,
                        on_start=on_start)
     return runs
+
+
+def _run_lanes(config: ABConfig, tests: list[ABTest],
+               on_run: Callable[[ABRun], None] | None,
+               on_start: Callable[[str, int, Suite], None] | None) -> list[ABRun]:
+    """:func:`run_ab_tests` with each lane (``config.lanes``) taking the next test left, on
+    its own CPUs; the callbacks are called one at a time, and an exception of one (the agent
+    told to stop) stops every lane before its next run and is raised here. Runs come back in
+    the order of ``tests``."""
+    lock = threading.Lock()
+    left = list(enumerate(tests))
+    done: dict[int, list[ABRun]] = {}
+    failed: list[BaseException] = []
+
+    def started(side: str, rep: int, suite: Suite) -> None:
+        with lock:
+            if failed:
+                raise failed[0]
+            if on_start is not None:
+                on_start(side, rep, suite)
+
+    def ran(run: ABRun) -> None:
+        with lock:
+            if on_run is not None:
+                on_run(run)
+
+    def lane(index: int) -> None:
+        cpus = config.lanes[index]
+        session = replace(config.session, cpus=cpus,
+                          cpu_note=count_lanes.lane_note(index, config.lanes))
+        lane_config = replace(config, session=session, lanes=[])
+        while True:
+            with lock:
+                if failed or not left:
+                    return
+                position, test = left.pop(0)
+            try:
+                done[position] = run_ab_tests(lane_config, [test], on_run=ran,
+                                              on_start=started)
+            except BaseException as exc:  # noqa: BLE001 - raised again below, in the caller
+                with lock:
+                    failed.append(exc)
+                return
+
+    threads = [threading.Thread(target=lane, args=(i,), name=f"count-lane-{i + 1}",
+                                daemon=True)
+               for i in range(min(len(config.lanes), len(tests)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return [run for position in sorted(done) for run in done[position]]
 
 
 def _run_stored(config: ABConfig, test: ABTest, on_run: Callable[[ABRun], None] | None,

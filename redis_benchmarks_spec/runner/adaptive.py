@@ -26,7 +26,7 @@ from redis_benchmarks_spec.analysis.sequential_compare import (
     SequentialRecord,
     compare_sequential,
 )
-from redis_benchmarks_spec.analysis.session_runs import pair_runs
+from redis_benchmarks_spec.analysis.session_runs import deterministic, pair_runs
 from redis_benchmarks_spec.common.metrics import DETERMINISTIC_MAX_PAIRS
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
@@ -298,8 +298,10 @@ class ABPairSource:
 
     def __call__(self, tests: list[str], first: int, count: int,
                  deadline: float | None) -> dict[str, list[tuple[float, float]]]:
+        # lanes only for a deterministic metric: a timed run keeps the host to itself
+        counted = bool(self.metric.metric) and deterministic(self.metric.metric or "")
         cfg = replace(self.config, repetitions=count, first_repetition=first,
-                      deadline=deadline)
+                      deadline=deadline, lanes=self.config.lanes if counted else [])
         new = run_ab_tests(cfg, [self.by_key[t] for t in tests if t in self.by_key],
                            on_run=self.on_run, on_start=self.on_start)
         self.runs.extend(new)

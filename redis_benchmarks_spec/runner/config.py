@@ -41,6 +41,8 @@ class SessionConfig:
     capabilities: frozenset[str] | None = None
     dataset_cache: Path | None = None  # None: default_cache_dir() ($RBS_DATASET_CACHE)
     strict_cpus: bool = False  # refuse (skip) a test the host has too few CPUs for
+    # said with each run's CPU placement (a count lane: runner/count_lanes.py)
+    cpu_note: str = ""
     # told what the running test is doing now (progress displays); see runner/phases.py
     on_phase: Callable[[str], None] | None = None
     window: WindowOptions = field(default_factory=WindowOptions)  # telemetry and profilers

@@ -87,6 +87,7 @@ class Placement:
     order: list[int]
     cores: dict[int, tuple[str, str]]
     why: str
+    avoided: tuple[int, ...] = ()  # CPU 0 and the interrupt CPUs, handed out last
 
 
 def placement(cpus: list[int], interrupts: Mapping[int, int],
@@ -107,7 +108,7 @@ def placement(cpus: list[int], interrupts: Mapping[int, int],
     avoided = [c for c in cpus if c == 0 or c in busy]
     why = "" if not avoided else (
         f"CPUs {avoided} (CPU 0, or >{IRQ_SHARE:.0%} of device interrupts) handed out last")
-    return Placement(order, dict(cores), why)
+    return Placement(order, dict(cores), why, tuple(avoided))
 
 
 #: ``as-given`` hands CPUs out in the order given (only to measure placement itself:

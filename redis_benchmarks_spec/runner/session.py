@@ -150,8 +150,17 @@ def make_env(config: SessionConfig, registry: ProcessRegistry) -> RunEnv:
     return RunEnv(
         config=config, redis_server=tools.redis_server, drivers=drivers,
         launcher=launcher, registry=registry,
-        allocator=CpuAllocator(config.cpus, strict=config.strict_cpus), context=context,
+        allocator=_allocator(config), context=context,
         dataset_cache=config.dataset_cache or default_cache_dir())
+
+
+def _allocator(config: SessionConfig) -> CpuAllocator:
+    """The session's CPU allocator; its placement's reason carries ``config.cpu_note``."""
+    allocator = CpuAllocator(config.cpus, strict=config.strict_cpus)
+    if config.cpu_note:
+        why = "; ".join(w for w in (allocator.placement.why, config.cpu_note) if w)
+        allocator.placement = replace(allocator.placement, why=why)
+    return allocator
 
 
 def run_suites(config: SessionConfig, suites: list[Suite],
