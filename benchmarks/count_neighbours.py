@@ -8,17 +8,15 @@ the median of the runs beside neighbours relative to the median alone: item 3 as
 difference under 0.05 % before instruction-count suites may run side by side.
 
 Usage: .venv/bin/python benchmarks/count_neighbours.py [--alone 3] [--neighbours 4]
-       [--requests 5000] [--random-keys 1000] [--keep DIR]
+       [--requests 5000] [--random-keys 1000] [--rounds 1] [--disjoint] [--keep DIR]
        (each run takes a few seconds under callgrind; --keep keeps the runs' results and
        callgrind dumps; the functions whose count moved most are printed after the figures)
 
-Measured once here (2026-11-27, this 2-core VM at load average 9-10 from other helpers'
-tests, 4 runs sharing its 2 cores): alone 2,851.09 / 2,855.49 / 2,855.09 instructions per
-SET (spread 0.154 %), beside 3 others 2,865.89 / 2,858.26 / 2,862.32 / 2,863.25: +0.270 %.
-The command-path count moves when the server is slowed (fewer commands per event-loop wake
-share its per-wake work), so running count suites side by side needs disjoint cores that
-are not oversubscribed, and this check passing on the lab host, before it is turned on; and
-0.05 % is below one run's own spread here.
+Measured (2026-11-27, at load average 9-10): +0.270 %, all of it the slow log's entries a
+descheduled server writes (now left out of the command path). Since, nothing else running
+(docs/lab.md, "Count lanes"): 4 at once on the 2 cores -0.013 % on the same dumps, and with
+``--disjoint`` (each run on its own core, as a lab host's count lanes) -0.041 % with one key,
++0.077 % with 1,000 random keys (their own spread 0.27 %).
 """
 
 from __future__ import annotations
