@@ -161,7 +161,7 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
                                     build=job.base.build),
                       comparison=Side(COMPARISON, str(job.session.tools.redis_server)),
                       repetitions=budget.first_round, history=True, stored=job.stored,
-                      lanes=lanes_of(job, suites))
+                      lanes=lanes_for(budget, job.session, suites))
     plan = ABSessionPlan(config, suites, metric=budget.metric, alpha=budget.alpha,
                          noise_floor_pct=budget.noise_floor_pct,
                          max_pairs=budget.max_repetitions, priors=job.priors,
@@ -170,11 +170,6 @@ def session_plan(job: PairedRun, suites: list[Suite]) -> ABSessionPlan:
                                       "head commit (interleaved pairs)"))
     design = SequentialPlan(budget.max_repetitions, budget.alpha, budget.spending)
     return with_rounds(plan, design, budget.round_repetitions, budget.time_budget_s)
-
-
-def lanes_of(job: PairedRun, suites: list[Suite]) -> list[list[int]]:
-    """:func:`lanes_for` the job's budget and session."""
-    return lanes_for(job.budget, job.session, suites)
 
 
 def lanes_for(budget: UntilDecidedBudget, session: SessionConfig,

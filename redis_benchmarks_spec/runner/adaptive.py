@@ -299,7 +299,7 @@ class ABPairSource:
     def __call__(self, tests: list[str], first: int, count: int,
                  deadline: float | None) -> dict[str, list[tuple[float, float]]]:
         # lanes only for a deterministic metric: a timed run keeps the host to itself
-        counted = bool(self.metric.metric) and deterministic(self.metric.metric or "")
+        counted = deterministic(self.metric.metric or "")
         cfg = replace(self.config, repetitions=count, first_repetition=first,
                       deadline=deadline, lanes=self.config.lanes if counted else [])
         new = run_ab_tests(cfg, [self.by_key[t] for t in tests if t in self.by_key],
