@@ -4,6 +4,7 @@ and that a stored base written the old way is not paired with a loaded head (pur
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
@@ -91,6 +92,26 @@ def test_the_store_keeps_whole_files_and_drops_the_least_recently_used(tmp_path:
     assert store.refusal("d" * 32) == "the preload leaves 3 keys with a TTL"
     assert not list(store.root.glob(".*"))  # no temporary file left behind
 
+
+
+def test_neighbours_writing_and_pruning_one_store_never_fail_each_other(tmp_path: Path) -> None:
+    """The lab replay's base push failed a run with FileNotFoundError on a neighbour's
+    temporary ``.<key>.<pid>.rdb``: pruning listed it as a snapshot, and it was renamed
+    before its ``stat``. A pruned or in-progress file is not this run's error."""
+    store = SnapshotStore(tmp_path / "store", limit_bytes=1_000_000)
+    store.root.mkdir()
+    # what a neighbour leaves in the listing: a write in progress, a snapshot gone since
+    (store.root / f".{'e' * 32}.4242.part").write_bytes(b"REDIS0011")
+    (store.root / f"{'f' * 32}.rdb").symlink_to(tmp_path / "pruned-by-a-neighbour")
+    kept = store.keep("a" * 32, _rdb(tmp_path / "a.rdb", 1000), None)
+    assert store.find("a" * 32) == kept
+    assert store.find("f" * 32) is None
+    # threads of one process (count lanes of one agent) keep the same key at once
+    sources = [_rdb(tmp_path / f"s{i}.rdb", 200_000) for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(lambda src: store.keep("b" * 32, src, None), sources))
+    assert all(f.size == 200_000 for f in found)
+    assert [p.name for p in store.root.glob(".*")] == [f".{'e' * 32}.4242.part"]
 
 def _doc(loaded: bool) -> RunResult:
     dataset = {PRELOAD_SNAPSHOT: {"source": "preload snapshot k", "sha256": "0", "size": 9}} \

@@ -20,16 +20,18 @@ what they measure), credentials, replicas and clusters.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import redis
 
@@ -106,10 +108,12 @@ class SnapshotStore:
     def find(self, key: str) -> CachedDataset | None:
         meta, rdb = self._meta(key), self.root / f"{key}.rdb"
         record = _read_json(meta)
-        if not record or "sha256" not in record or not rdb.is_file() \
-                or rdb.stat().st_size != record.get("size"):
+        try:
+            if not record or "sha256" not in record or rdb.stat().st_size != record.get("size"):
+                return None
+            os.utime(rdb)  # used: the last out when the store is pruned
+        except FileNotFoundError:  # never made, or pruned by a neighbour just now
             return None
-        os.utime(rdb)  # used: the last out when the store is pruned
         return CachedDataset(f"preload snapshot {key}", rdb, str(record["sha256"]),
                              int(str(record["size"])))
 
@@ -124,12 +128,12 @@ class SnapshotStore:
         """Copy a server's saved RDB in as ``key``'s snapshot (checked, hashed, renamed)."""
         check_rdb(saved, f"snapshot of {key}")
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{key}.{os.getpid()}.rdb"
         digest = hashlib.sha256()
-        with saved.open("rb") as src, tmp.open("wb") as dst:
+        with saved.open("rb") as src, self._temp(key) as dst:
             while chunk := src.read(1 << 20):
                 digest.update(chunk)
                 dst.write(chunk)
+        tmp = Path(dst.name)
         size = tmp.stat().st_size
         os.replace(tmp, self.root / f"{key}.rdb")
         self._write_json(key, {"sha256": digest.hexdigest(), "size": size,
@@ -145,16 +149,30 @@ class SnapshotStore:
 
     def _write_json(self, key: str, doc: dict[str, object]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{key}.{os.getpid()}.json"
-        tmp.write_text(json.dumps(doc))
-        os.replace(tmp, self._meta(key))
+        with self._temp(key) as dst:
+            dst.write(json.dumps(doc).encode())
+        os.replace(dst.name, self._meta(key))
+
+    def _temp(self, key: str) -> IO[bytes]:
+        """A file of its own for one write in progress: a name no other process or thread of
+        this host picks (two count lanes of one agent may write one key at once), and one
+        neither ``*.rdb`` nor ``*.json``, so a pruning neighbour never takes it for a
+        snapshot."""
+        return tempfile.NamedTemporaryFile(dir=self.root, prefix=f".{key}.", suffix=".part",
+                                           delete=False)
 
     def _prune(self) -> None:
-        """Oldest used first out until the store is under its limit."""
-        rdbs = sorted(self.root.glob("*.rdb"), key=lambda p: p.stat().st_mtime, reverse=True)
+        """Oldest used first out until the store is under its limit. Other agents of the
+        host write, use and prune the same folder meanwhile: a snapshot gone between the
+        listing and its ``stat`` is theirs to have removed, not an error of this run."""
+        sizes = []
+        for rdb in self.root.glob("[!.]*.rdb"):
+            with contextlib.suppress(FileNotFoundError):
+                st = rdb.stat()
+                sizes.append((st.st_mtime, st.st_size, rdb))
         total = 0
-        for rdb in rdbs:
-            total += rdb.stat().st_size
+        for _, size, rdb in sorted(sizes, key=lambda t: t[0], reverse=True):
+            total += size
             if total > self.limit_bytes:
                 rdb.unlink(missing_ok=True)
                 self._meta(rdb.stem).unlink(missing_ok=True)
