@@ -3,10 +3,14 @@ commit once, and keep the binary by sha.
 
 ``../shared/vendor/redis-unstable-2021.git.tar.gz`` (see that folder's README) is a bare git
 repository of Redis ``unstable`` 2021-02..2024-10. It is unpacked into
-``.cache/redis-history/`` (or ``$RBS_TEST_CACHE/redis-history/``) and reused. A commit is built with ``make -j2 redis-server`` in a
-git worktree of its own (removed afterwards); the binary is kept as
-``.cache/redis-history/bin/<sha>/redis-server``, so a second call builds nothing. Used by
-``benchmarks/real_prs.py`` and ``tests/test_redis_history.py``.
+``.cache/redis-history/`` (or ``$RBS_TEST_CACHE/redis-history/``) and reused. A commit is
+built by the one local build cache, ``rbs run --baseline-commit``'s and ``rbs bisect
+--local``'s (:class:`~redis_benchmarks_spec.builder.commit_builds.CommitBuilds`: the
+builder's compile step and default build variant, in one work tree, the binary kept by
+commit and flags under ``.cache/commit-builds/`` or ``$RBS_TEST_CACHE/commit-builds/``). A
+commit built here is built for those commands too, and the other way round: issue 41's
+"build once" (tests/test_run_commits.py builds the same commits). Used by
+``benchmarks/real_prs.py``, ``benchmarks/memory_pr.py`` and ``tests/test_redis_history.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ import re
 import shutil
 import subprocess
 import tarfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from redis_benchmarks_spec.builder.commit_builds import CommitBuildError, CommitBuilds
+from redis_benchmarks_spec.builder.variants import load_variants
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE_NAME = "redis-unstable-2021.git.tar.gz"
@@ -140,58 +146,26 @@ def version_of(repo: Path, sha: str) -> str:
     return found.group(1)
 
 
-def binary_path(sha: str, cache: Path = CACHE) -> Path:
-    return cache / "bin" / sha / "redis-server"
+#: the build variant history is built in: the lab's default
+VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
 
 
-def build(repo: Path, sha: str, cache: Path = CACHE,
-          timeout_s: float = BUILD_TIMEOUT_S) -> Built:
-    """redis-server of ``sha`` (40 hex), built in a worktree of its own unless cached."""
+def commit_builds(repo: Path, timeout_s: float = BUILD_TIMEOUT_S) -> CommitBuilds:
+    """The one local build cache for ``repo``'s commits (see the module's text)."""
+    return CommitBuilds(repo, load_variants()[VARIANT], cache_root() / "commit-builds",
+                        timeout_s=timeout_s)
+
+
+def binary_path(repo: Path, sha: str) -> Path:
+    return commit_builds(repo).kept(sha) / "redis-server"
+
+
+def build(repo: Path, sha: str, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
+    """redis-server of ``sha`` (40 hex), built unless the cache holds it."""
     if not SHA.fullmatch(sha):
         raise HistoryError(f"{sha}: not a 40-hex commit sha")
-    binary = binary_path(sha, cache)
-    if binary.is_file():
-        return Built(sha, binary, 0.0)
-    with locked(cache / "locks" / f"{sha}.lock"):
-        if binary.is_file():  # built while this process waited
-            return Built(sha, binary, 0.0)
-        return _build_locked(repo, sha, cache, timeout_s)
-
-
-def _build_locked(repo: Path, sha: str, cache: Path, timeout_s: float) -> Built:
-    binary = binary_path(sha, cache)
-    tree = cache / "worktrees" / sha
-    if tree.exists():  # a build that was interrupted
-        git(repo, "worktree", "remove", "--force", str(tree))
-    git(repo, "worktree", "prune")
-    git(repo, "worktree", "add", "--detach", str(tree), sha)
     try:
-        seconds = _make(tree, timeout_s)
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        staged = binary.with_suffix(".partial")
-        shutil.copy2(tree / "src" / "redis-server", staged)
-        staged.rename(binary)
-    finally:
-        git(repo, "worktree", "remove", "--force", str(tree))
-    return Built(sha, binary, seconds)
-
-
-def _make(tree: Path, timeout_s: float) -> float:
-    """``make -j2 redis-server`` in its own process group, killed as a group on timeout."""
-    log_path = tree.parent / f"{tree.name}.build.log"
-    start = time.monotonic()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(["make", "-j2", "redis-server"], cwd=tree, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            raise HistoryError(f"{tree.name}: make timed out after {timeout_s:.0f}s "
-                               f"(log {log_path})") from None
-    if code != 0 or not (tree / "src" / "redis-server").is_file():
-        lines = log_path.read_text(errors="replace").strip().splitlines()
-        raise HistoryError(f"{tree.name}: make exited {code}: "
-                           f"{lines[-1] if lines else 'no output'} (log {log_path})")
-    return time.monotonic() - start
+        done = commit_builds(repo, timeout_s).server(sha)
+    except CommitBuildError as exc:
+        raise HistoryError(str(exc)) from None
+    return Built(sha, done.binary, 0.0 if done.cached else done.seconds)

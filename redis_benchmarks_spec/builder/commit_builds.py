@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from redis_benchmarks_spec.builder.artifacts import env_digest
-from redis_benchmarks_spec.builder.compile import BuildError, run_make
+from redis_benchmarks_spec.builder.compile import DEFAULT_TIMEOUT_S, BuildError, run_make
 from redis_benchmarks_spec.builder.source import SourceError, git
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.validation import ref_problem
@@ -79,8 +79,10 @@ def flags_digest(variant: BuildVariant) -> str:
 class CommitBuilds:
     """redis-server per commit of ``repo``, built in one work tree under ``directory``."""
 
-    def __init__(self, repo: Path, variant: BuildVariant, directory: Path) -> None:
+    def __init__(self, repo: Path, variant: BuildVariant, directory: Path,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.repo = repo.absolute()
+        self.timeout_s = timeout_s
         self.variant = variant
         self.directory = directory.absolute()
         self.tree = self.directory / "tree"
@@ -140,7 +142,7 @@ class CommitBuilds:
         start = time.monotonic()
         log = self.log_path(sha)
         try:
-            run_make(tree, self.variant, log)
+            run_make(tree, self.variant, log, timeout_s=self.timeout_s)
         except BuildError as exc:
             raise CommitBuildError(f"build of {sha[:12]} failed: {exc} (log {log})") from exc
         self.made += 1
