@@ -105,6 +105,7 @@ def test_neighbours_writing_and_pruning_one_store_never_fail_each_other(tmp_path
     (store.root / f"{'f' * 32}.rdb").symlink_to(tmp_path / "pruned-by-a-neighbour")
     kept = store.keep("a" * 32, _rdb(tmp_path / "a.rdb", 1000), None)
     assert store.find("a" * 32) == kept
+    assert kept.path.stat().st_mode & 0o777 == 0o644  # readable as before (no 0600 temp)
     assert store.find("f" * 32) is None
     # threads of one process (count lanes of one agent) keep the same key at once
     sources = [_rdb(tmp_path / f"s{i}.rdb", 200_000) for i in range(8)]

@@ -158,8 +158,11 @@ class SnapshotStore:
         this host picks (two count lanes of one agent may write one key at once), and one
         neither ``*.rdb`` nor ``*.json``, so a pruning neighbour never takes it for a
         snapshot."""
-        return tempfile.NamedTemporaryFile(dir=self.root, prefix=f".{key}.", suffix=".part",
-                                           delete=False)
+        # the caller closes it (``with``); it outlives this function on purpose
+        temp = tempfile.NamedTemporaryFile(dir=self.root, prefix=f".{key}.",  # noqa: SIM115
+                                           suffix=".part", delete=False)
+        os.fchmod(temp.fileno(), 0o644)  # as open() would have made it: a dataset, no secret
+        return temp
 
     def _prune(self) -> None:
         """Oldest used first out until the store is under its limit. Other agents of the
