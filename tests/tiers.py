@@ -39,6 +39,10 @@ TIMING_TESTS = frozenset({
     # latency rises by the link's delay (the module's other tests are kills, argv and
     # addresses: structure, in the parallel phase)
     "test_two_hosts::test_two_namespace_run_names_both_hosts_and_latency_rises_by_the_netem_delay",
+    # the settle waits for the server's cron to stop moving the allocator's figures; a
+    # server starved of CPU by the parallel phase runs no cron and looks settled early
+    # (ci2 2026-12-02: allocator_allocated 13.25 MB kept, 12.72 MB a second later)
+    "test_memory::test_node_memory_waits_for_the_allocator_after_a_preload",
 })
 
 #: tests of timing modules that judge no time (structure, parsing, limits, deterministic
