@@ -168,4 +168,4 @@ def build(repo: Path, sha: str, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
         done = commit_builds(repo, timeout_s).server(sha)
     except CommitBuildError as exc:
         raise HistoryError(str(exc)) from None
-    return Built(sha, done.binary, 0.0 if done.cached else done.seconds)
+    return Built(sha, done.binary, done.seconds)  # 0 when the cache held it
