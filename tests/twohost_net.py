@@ -187,11 +187,19 @@ class TwoHosts:
                         "-o", self.server_if, "-j", "NFQUEUE", "--queue-num", "7"],
                        check=True, timeout=30)
 
-    def leftovers(self) -> dict[str, set[int]]:
+    def leftovers(self, settle_s: float = 10.0) -> dict[str, set[int]]:
         """Processes in either namespace other than the sshd listener and the delayer the
-        test started."""
+        test started, given ``settle_s`` to go: a session's sshd process on the client
+        host exits after its connection has closed, not with the local ssh (ci1 of
+        2026-12-03 saw one still there when the probe returned), while a tool left
+        running (a 60 s sleep here) stays past it."""
         keep = {p.pid for p in (self.sshd, self.delayer) if p is not None}
-        return {ns: ns_pids(ns) - keep for ns in (self.server_ns, self.client_ns)}
+
+        def left() -> dict[str, set[int]]:
+            return {ns: ns_pids(ns) - keep for ns in (self.server_ns, self.client_ns)}
+
+        wait_for(lambda: not any(left().values()), settle_s, interval=0.1)
+        return left()
 
     # -- tear down --------------------------------------------------------------------
 

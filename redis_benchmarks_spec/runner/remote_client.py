@@ -33,6 +33,8 @@ from redis_benchmarks_spec.runner.client_host import ClientHostConfig
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 60.0
+# after "quit", ssh ends with the supervisor: how long close lets it before stopping it
+QUIT_WAIT_S = 5.0
 
 
 class RemoteClientError(TestRunError):
@@ -209,7 +211,8 @@ class RemoteClient:
         return [n for n in names if n not in reply["files"]]
 
     def close(self) -> None:
-        """Ask the supervisor to clean up and leave, then stop ssh by its own pid."""
+        """Ask the supervisor to clean up and leave, let ssh end with it (it exits once the
+        remote command has), then stop ssh by its own pid if it has not."""
         if self.proc is None:
             return
         if not self._dead:
@@ -222,4 +225,9 @@ class RemoteClient:
                 self.proc.stdin.close()
             except OSError:
                 pass  # the pipe is gone with ssh: nothing left to close
+        try:
+            self.proc.wait(timeout=QUIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("client host %s: ssh still open %.0f s after the supervisor quit; "
+                        "stopping it", self.config.ssh, QUIT_WAIT_S)
         self.registry.stop(self.proc)
