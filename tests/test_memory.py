@@ -90,18 +90,32 @@ def test_node_memory_waits_for_the_allocator_after_a_preload(redis_server) -> No
     client = redis_server.client()
     waits = []
     for burst in range(5):
-        pipe = client.pipeline(transaction=False)
+        # written through a connection closed before the read, as a preload tool exits
+        # before the run reads memory: a writer still connected keeps its query buffer until
+        # a later cron shrinks it (ci3 of 2026-12-03: allocator_allocated 512 KiB lower a
+        # second after the figures had settled)
+        writer = redis_server.client()
+        pipe = writer.pipeline(transaction=False)
+        # 20,000 fields of one new hash a burst, not 20,000 keys: a keyspace that grows past
+        # a power of two (65,536 keys in the fourth burst) finishes its rehash in the cron
+        # and frees the old table (512 KiB) later still, which node_memory does not wait for
+        # (docs/memory.md); a hash's own table is rehashed only as it is written
         for i in range(20000):
-            pipe.hset(f"h{burst}:{i}", mapping={"f": "x" * 50})
+            pipe.hset(f"h{burst}", f"f{i}", "x" * 50)
         pipe.execute()
+        writer.close()
         started = time.monotonic()
         figures = node_memory(client)
         waits.append(time.monotonic() - started)
         time.sleep(1.0)  # ten allocator samples later
         later = read_memory(client)
         assert "settled" not in figures, figures
+        # a burst moves these by megabytes (a stale cron sample is that far off); what moves
+        # after they settle is the allocator handing back what its caches held, 16 KiB seen
+        # (ci3 of 2026-12-03): 64 KiB allowed beside the 0.2 %
         for name in ("allocator_allocated", "used_memory_overhead", "used_memory_dataset"):
-            assert figures[name] == pytest.approx(later[name], rel=0.002), (burst, name)
+            assert figures[name] == pytest.approx(later[name], rel=0.002, abs=64 * 1024), \
+                (burst, name)
     assert min(waits) >= quiet_period(10.0), waits  # a refresh fell inside every window
 
 

@@ -108,8 +108,11 @@ def _watch(root_pid: int, seen: dict[int, tuple[str, str]], stop: threading.Even
                 continue
             try:
                 argv = kid.cmdline()
-                if tuple(argv) in parents or (kid.ppid() in seen and
-                                              " ".join(argv) == seen[kid.ppid()][0]):
+                # its parent read once: a parent that ends between two reads leaves it
+                # reparented to init, and ci3 (2026-12-03) lost this watcher to that KeyError
+                parent = seen.get(kid.ppid())
+                if tuple(argv) in parents or (parent is not None and
+                                              " ".join(argv) == parent[0]):
                     continue  # forked, not yet exec'd: read it again on the next look
                 environ = Path(f"/proc/{kid.pid}/environ").read_bytes().decode(errors="replace")
                 seen[kid.pid] = (" ".join(argv), environ)
