@@ -189,9 +189,9 @@ class TwoHosts:
 
     def leftovers(self, settle_s: float = 10.0) -> dict[str, set[int]]:
         """Processes in either namespace other than the sshd listener and the delayer the
-        test started, given ``settle_s`` to go: a session's sshd process on the client
-        host exits after its connection has closed, not with the local ssh (ci1 of
-        2026-12-03 saw one still there when the probe returned), while a tool left
+        test started, given ``settle_s`` to go: a session's processes on the client host
+        (sshd's, the supervisor's) exit after its connection has closed, not with the local
+        ssh (ci1 of 2026-12-03 saw one still there when the probe returned), while a tool left
         running (a 60 s sleep here) stays past it."""
         keep = {p.pid for p in (self.sshd, self.delayer) if p is not None}
 
