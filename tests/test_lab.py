@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import socket
+import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,8 +25,8 @@ import pytest
 
 from benchmarks import redis_history as history
 from redis_benchmarks_spec.common.process import wait_for
-from tests.cli import rbs
-from tests.pipeline_fixtures import tiny_redis_repo
+from tests.cli import RBS, rbs
+from tests.pipeline_fixtures import commit_all, tiny_redis_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 GEO, GET = "redis-benchmark-1Kkeys-geo-geodist", "redis-benchmark-1Kkeys-string-get-100B"
@@ -78,6 +81,52 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
     assert not (lab / "lab.json").exists()
     again = rbs("lab", "status", "--dir", str(lab))
     assert again.returncode == 2 and "no lab was started" in again.stderr
+
+
+def test_a_sigterm_to_a_replay_stops_the_lab_it_started(tmp_path: Path) -> None:
+    """A CI job's timeout sends SIGTERM: the replay ends as on Ctrl-C (exit 130, one line)
+    and stops every service of the lab it started, instead of leaving its agents running
+    (they went on benchmarking before: Python's default SIGTERM skips ``finally``)."""
+    repo = tiny_redis_repo(tmp_path / "redis")
+    base = commit_all(repo, "base")
+    (repo / "src" / "tool.c").write_text((repo / "src" / "tool.c").read_text() + "\n")
+    head = commit_all(repo, "head")
+    prs = tmp_path / "prs.txt"
+    prs.write_text(f"{base} {head} pr1\n")
+    lab = tmp_path / "lab"
+    proc = subprocess.Popen(
+        [RBS, "lab", "replay", "--dir", str(lab), "--source", str(repo), "--prs", str(prs),
+         "--out", str(tmp_path / "out"), "--suites-dir", str(_suites(tmp_path / "s")),
+         "--agent-args", "--noise-seconds 0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids: list[int] = []
+    ports: list[int] = []
+    try:
+        def started() -> bool:  # every service, the keeper last (lab/services.py up)
+            nonlocal pids, ports
+            try:
+                state = json.loads((lab / "lab.json").read_text())
+            except (OSError, ValueError):
+                return False
+            pids = [s["pid"] for s in state["services"]]
+            ports = [int(state[k].rsplit(":", 1)[1]) for k in ("broker_url", "datasink_url")]
+            return any(s["name"] == "keeper" for s in state["services"])
+        assert wait_for(started, timeout=120, interval=0.3), proc.poll()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 130, (out[-1500:], err[-1500:])
+        assert err.strip().splitlines()[-1] == "rbs lab replay: error: interrupted", err[-1500:]
+        assert len(pids) == 8 and not any(_alive(pid) for pid in pids)
+        for port in ports:  # the lab's broker and datasink (redis-stack-server) are down too
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        assert not (lab / "lab.json").exists()
+    finally:  # whatever failed above, nothing of this lab outlives the test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        if (lab / "lab.json").exists():
+            rbs("lab", "down", "--dir", str(lab))
 
 
 def _answers(url: str) -> bool:

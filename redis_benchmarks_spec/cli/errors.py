@@ -12,12 +12,33 @@ stderr and exits with :data:`EXIT_USAGE`. Exit codes, documented in docs/running
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_BUSY = 4
 EXIT_INTERRUPTED = 130
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`KeyboardInterrupt` inside the block, as Ctrl-C does, so the
+    ``finally`` blocks of a command that started processes stop them (a CI job's timeout,
+    ``kill``, ``timeout(1)`` send SIGTERM; Python's default ends the process at once)."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class UsageError(Exception):

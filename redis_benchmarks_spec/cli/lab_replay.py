@@ -11,7 +11,7 @@ import redis
 
 from redis_benchmarks_spec.cli import checks, lab_watch
 from redis_benchmarks_spec.cli.console import make_console
-from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
+from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError, sigterm_interrupts
 from redis_benchmarks_spec.lab import deliveries, replay, services
 from redis_benchmarks_spec.lab.state import LabState, LabStateError, load, state_path
 
@@ -60,9 +60,16 @@ def _lab(args: argparse.Namespace) -> tuple[LabState, bool]:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Send, follow, collect; exit 0 only when every event ended done."""
-    if args.range is not None:
-        return lab_watch.cmd_replay_range(args)
+    """Send, follow, collect; exit 0 only when every event ended done. A SIGTERM (a CI
+    job's timeout) is an interrupt: a lab this replay started is stopped, as on Ctrl-C,
+    instead of its agents benchmarking on after the replay is gone."""
+    with sigterm_interrupts():
+        if args.range is not None:
+            return lab_watch.cmd_replay_range(args)
+        return _replay_prs(args)
+
+
+def _replay_prs(args: argparse.Namespace) -> int:
     try:
         prs = deliveries.read_prs(args.prs)
     except deliveries.DeliveryError as exc:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 
 from rich.console import Console
 from rich.markup import escape
@@ -30,7 +28,7 @@ from redis_benchmarks_spec.cli.display import (
     results_table,
     summary_line,
 )
-from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.errors import UsageError, sigterm_interrupts
 from redis_benchmarks_spec.cli.profile_display import print_profiles
 from redis_benchmarks_spec.cli.profiling import add_profiling_args, window_options
 from redis_benchmarks_spec.cli.progress import RunProgress
@@ -262,10 +260,6 @@ def session_config(args: argparse.Namespace, results_dir: Path) -> SessionConfig
         memory_only=args.memory_only).with_catalogue()
 
 
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def run_with_progress(console: Console, config: SessionConfig,
                       suites: list[Suite], repetitions: int = 1) -> list[RunResult]:
     """Run the session with a progress display: current test, one line per finished test.
@@ -366,23 +360,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         build_commits(console, args, commits)
         args.commit_plan = commits
     config = replace(config, results_dir=session_dir(args.results_dir))
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        if wants_ab(args):
-            # the A/B's analysis is imported only here: a plain run starts without it
-            from redis_benchmarks_spec.cli.ab import cmd_ab
-            return cmd_ab(args, console, config, suites)  # its table goes to stdout
-        if sweep is not None:
-            results = run_sweep(config, suites, sweep,
-                                on_result=lambda r: console.print(finished_line(r),
-                                                                  highlight=False))
-        else:
-            results = run_with_progress(console, config, suites, args.repetitions or 1)
+        with sigterm_interrupts():
+            if wants_ab(args):
+                # the A/B's analysis is imported only here: a plain run starts without it
+                from redis_benchmarks_spec.cli.ab import cmd_ab
+                return cmd_ab(args, console, config, suites)  # its table goes to stdout
+            if sweep is not None:
+                results = run_sweep(config, suites, sweep,
+                                    on_result=lambda r: console.print(finished_line(r),
+                                                                      highlight=False))
+            else:
+                results = run_with_progress(console, config, suites, args.repetitions or 1)
     except KeyboardInterrupt:
         console.print("[red]interrupted: every process this run started has been stopped[/]")
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     code = report(out, args, config, results)
     if config.client_host is not None:
         say_network(console, results)

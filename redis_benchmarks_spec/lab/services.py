@@ -235,16 +235,16 @@ def up(options: LabOptions) -> LabState:
                      suites_dir=str(options.suites_dir))
     try:
         env = _start_all(options, state, secret, token)
-    except LabError:
+        # last, once every service runs: it restarts one that dies (lab/keeper.py)
+        # it holds the secrets of what it restarts (every daemon's), no other
+        keeps = [name for names in DAEMON_SECRETS.values() for name in names]
+        state.services.append(spawn(root, KEEPER, [
+            sys.executable, "-m", "redis_benchmarks_spec.lab.keeper", "--dir", str(root)],
+            without_secrets(env, keeps)))
+    except (LabError, KeyboardInterrupt):  # interrupted mid-start: what started is stopped
         save(state)
         down(root)
         raise
-    # last, once every service runs: it restarts one that dies (lab/keeper.py)
-    # it holds the secrets of what it restarts (every daemon's), no other
-    keeps = [name for names in DAEMON_SECRETS.values() for name in names]
-    state.services.append(spawn(root, KEEPER, [
-        sys.executable, "-m", "redis_benchmarks_spec.lab.keeper", "--dir", str(root)],
-        without_secrets(env, keeps)))
     save(state)
     return state
 
