@@ -28,6 +28,12 @@ unset PYTHONDONTWRITEBYTECODE  # pytest keeps its rewritten test modules, every 
 # (~0.4 s of CPU) when the environment says PYTHONDONTWRITEBYTECODE; compiled once here
 # (Python reads the cached bytecode whatever that variable says)
 .venv/bin/python -m compileall -q -j 0 redis_benchmarks_spec tests benchmarks >/dev/null
+# the machine's speed beside the suite's time (the suite's minutes moved 1.3-4x between VMs
+# of one kind, docs/development.md): one core's pure-Python loop, best of 5, taken before
+# any test loads the machine
+.venv/bin/python -c 'import timeit
+best = min(timeit.repeat("sum(range(10**6))", number=5, repeat=5)) / 5
+print(f"machine: sum(range(10**6)) in {best * 1000:.1f} ms (one core, best of 5)")'
 
 if [ "${1:-}" = "--fast" ]; then
   shift

@@ -19,6 +19,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -120,6 +121,45 @@ def test_a_sigterm_to_a_replay_stops_the_lab_it_started(tmp_path: Path) -> None:
         for port in ports:  # the lab's broker and datasink (redis-stack-server) are down too
             with pytest.raises(OSError):
                 socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        assert not (lab / "lab.json").exists()
+    finally:  # whatever failed above, nothing of this lab outlives the test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        if (lab / "lab.json").exists():
+            rbs("lab", "down", "--dir", str(lab))
+
+
+def test_a_sigterm_while_the_lab_starts_stops_what_started(tmp_path: Path) -> None:
+    """SIGTERM after every service is spawned and before ``up`` has seen the API answer
+    (lab.json then lists the services but no keeper yet): ``rbs lab up`` exits 130 and
+    stops the servers and services it had started."""
+    repo = tiny_redis_repo(tmp_path / "redis")
+    lab = tmp_path / "lab"
+    proc = subprocess.Popen([RBS, "lab", "up", "--dir", str(lab), "--source", str(repo),
+                             "--agent-args", "--noise-seconds 0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: dict[str, Any] = {}
+    try:
+        def mid_start() -> bool:
+            try:
+                state = json.loads((lab / "lab.json").read_text())
+            except (OSError, ValueError):
+                return False
+            seen.update(state)
+            return bool(state["services"])
+        # `up` waits for the API process to import and answer (~1 s and more), the window
+        assert wait_for(mid_start, timeout=120, interval=0.05), proc.poll()
+        assert all(s["name"] != "keeper" for s in seen["services"]), "up was already done"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 130, (out[-1500:], err[-1500:])
+        assert err.strip().splitlines()[-1] == "rbs lab up: error: interrupted", err[-1500:]
+        assert not any(_alive(s["pid"]) for s in seen["services"])
+        for url in (seen["broker_url"], seen["datasink_url"]):
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
+                                         timeout=5).close()
         assert not (lab / "lab.json").exists()
     finally:  # whatever failed above, nothing of this lab outlives the test
         if proc.poll() is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.console import make_console
-from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.errors import UsageError, sigterm_interrupts
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.lab import keeper, services
 from redis_benchmarks_spec.lab.state import LabState, LabStateError
@@ -136,7 +136,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Start the lab and print where everything is."""
     options = lab_options(args)
     try:
-        state = services.up(options)
+        with sigterm_interrupts():  # a SIGTERM mid-start stops what started (services.up)
+            state = services.up(options)
     except services.LabError as exc:
         raise UsageError("rbs lab up", str(exc), f"logs in {options.root / 'logs'}") from None
     console = make_console()
