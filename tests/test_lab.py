@@ -18,6 +18,7 @@ import socket
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,44 @@ def test_lab_up_status_down_by_pid(tmp_path: Path) -> None:
     assert again.returncode == 2 and "no lab was started" in again.stderr
 
 
+def _sigterm_when(argv: list[str], lab: Path, ready: Callable[[dict[str, Any]], bool],
+                  last_line: str) -> dict[str, Any]:
+    """Start ``rbs argv``, SIGTERM it once lab.json satisfies ``ready``, and check it ended
+    as interrupted (exit 130, ``last_line`` last on stderr) with every service of the
+    state it was stopped at gone, the lab's broker and datasink (redis-stack-server)
+    included, and no lab.json left. Whatever fails, nothing of the lab outlives the test."""
+    proc = subprocess.Popen([RBS, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    seen: dict[str, Any] = {}
+    try:
+        def reached() -> bool:
+            try:
+                state = json.loads((lab / "lab.json").read_text())
+            except (OSError, ValueError):
+                return False
+            seen.clear()
+            seen.update(state)
+            return ready(state)
+        assert wait_for(reached, timeout=120, interval=0.05), proc.poll()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 130, (out[-1500:], err[-1500:])
+        assert err.strip().splitlines()[-1] == last_line, err[-1500:]
+        assert not any(_alive(s["pid"]) for s in seen["services"])
+        for url in (seen["broker_url"], seen["datasink_url"]):
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
+                                         timeout=5).close()
+        assert not (lab / "lab.json").exists()
+        return seen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        if (lab / "lab.json").exists():
+            rbs("lab", "down", "--dir", str(lab))
+
+
 def test_a_sigterm_to_a_replay_stops_the_lab_it_started(tmp_path: Path) -> None:
     """A CI job's timeout sends SIGTERM: the replay ends as on Ctrl-C (exit 130, one line)
     and stops every service of the lab it started, instead of leaving its agents running
@@ -95,78 +134,26 @@ def test_a_sigterm_to_a_replay_stops_the_lab_it_started(tmp_path: Path) -> None:
     prs = tmp_path / "prs.txt"
     prs.write_text(f"{base} {head} pr1\n")
     lab = tmp_path / "lab"
-    proc = subprocess.Popen(
-        [RBS, "lab", "replay", "--dir", str(lab), "--source", str(repo), "--prs", str(prs),
+    seen = _sigterm_when(
+        ["lab", "replay", "--dir", str(lab), "--source", str(repo), "--prs", str(prs),
          "--out", str(tmp_path / "out"), "--suites-dir", str(_suites(tmp_path / "s")),
-         "--agent-args", "--noise-seconds 0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pids: list[int] = []
-    ports: list[int] = []
-    try:
-        def started() -> bool:  # every service, the keeper last (lab/services.py up)
-            nonlocal pids, ports
-            try:
-                state = json.loads((lab / "lab.json").read_text())
-            except (OSError, ValueError):
-                return False
-            pids = [s["pid"] for s in state["services"]]
-            ports = [int(state[k].rsplit(":", 1)[1]) for k in ("broker_url", "datasink_url")]
-            return any(s["name"] == "keeper" for s in state["services"])
-        assert wait_for(started, timeout=120, interval=0.3), proc.poll()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 130, (out[-1500:], err[-1500:])
-        assert err.strip().splitlines()[-1] == "rbs lab replay: error: interrupted", err[-1500:]
-        assert len(pids) == 8 and not any(_alive(pid) for pid in pids)
-        for port in ports:  # the lab's broker and datasink (redis-stack-server) are down too
-            with pytest.raises(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
-        assert not (lab / "lab.json").exists()
-    finally:  # whatever failed above, nothing of this lab outlives the test
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
-        if (lab / "lab.json").exists():
-            rbs("lab", "down", "--dir", str(lab))
+         "--agent-args", "--noise-seconds 0"], lab,
+        # every service, the keeper last (lab/services.py up): the replay is past `up`
+        lambda state: any(s["name"] == "keeper" for s in state["services"]),
+        "rbs lab replay: error: interrupted")
+    assert len(seen["services"]) == 8
 
 
 def test_a_sigterm_while_the_lab_starts_stops_what_started(tmp_path: Path) -> None:
     """SIGTERM after every service is spawned and before ``up`` has seen the API answer
-    (lab.json then lists the services but no keeper yet): ``rbs lab up`` exits 130 and
-    stops the servers and services it had started."""
+    (lab.json then lists the services but no keeper yet; the API's import and bind, ~1 s
+    and more, is the window): ``rbs lab up`` exits 130 and stops what it had started."""
     repo = tiny_redis_repo(tmp_path / "redis")
     lab = tmp_path / "lab"
-    proc = subprocess.Popen([RBS, "lab", "up", "--dir", str(lab), "--source", str(repo),
-                             "--agent-args", "--noise-seconds 0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen: dict[str, Any] = {}
-    try:
-        def mid_start() -> bool:
-            try:
-                state = json.loads((lab / "lab.json").read_text())
-            except (OSError, ValueError):
-                return False
-            seen.update(state)
-            return bool(state["services"])
-        # `up` waits for the API process to import and answer (~1 s and more), the window
-        assert wait_for(mid_start, timeout=120, interval=0.05), proc.poll()
-        assert all(s["name"] != "keeper" for s in seen["services"]), "up was already done"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 130, (out[-1500:], err[-1500:])
-        assert err.strip().splitlines()[-1] == "rbs lab up: error: interrupted", err[-1500:]
-        assert not any(_alive(s["pid"]) for s in seen["services"])
-        for url in (seen["broker_url"], seen["datasink_url"]):
-            with pytest.raises(OSError):
-                socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
-                                         timeout=5).close()
-        assert not (lab / "lab.json").exists()
-    finally:  # whatever failed above, nothing of this lab outlives the test
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
-        if (lab / "lab.json").exists():
-            rbs("lab", "down", "--dir", str(lab))
+    seen = _sigterm_when(["lab", "up", "--dir", str(lab), "--source", str(repo),
+                          "--agent-args", "--noise-seconds 0"], lab,
+                         lambda state: bool(state["services"]), "rbs lab up: error: interrupted")
+    assert all(s["name"] != "keeper" for s in seen["services"]), "up was already done"
 
 
 def _answers(url: str) -> bool:
