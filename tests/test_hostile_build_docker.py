@@ -5,8 +5,10 @@ The image is Debian bookworm + build-essential made locally by scripts/build-ima
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from redis_benchmarks_spec.builder.daemon import Builder, BuilderConfig
 from redis_benchmarks_spec.builder.sandbox import Sandbox
 from redis_benchmarks_spec.builder.variants import load_variants
+from redis_benchmarks_spec.common.process import wait_for
 from redis_benchmarks_spec.events.messages import (
     SOURCE_GIT,
     BuildEvent,
@@ -130,3 +133,45 @@ def test_a_timed_out_build_leaves_no_container(redis_server,  # type: ignore[no-
     assert "timed out" in BuildFailure.decode(fields).reason
     # killing the `docker run` client does not stop its container: the builder removes it
     assert _build_containers_under(tmp_path) == []
+
+
+INTERRUPTED_MAKE = """
+import sys
+from pathlib import Path
+from redis_benchmarks_spec.builder.compile import run_make
+from redis_benchmarks_spec.builder.sandbox import Sandbox
+from redis_benchmarks_spec.builder.variants import load_variants
+variant = load_variants(Path(sys.argv[1]))[sys.argv[2]]
+run_make(Path(sys.argv[3]), variant, Path(sys.argv[4]), 600, Sandbox(engine="docker"))
+"""
+
+
+def test_an_interrupted_build_leaves_no_container(tmp_path: Path) -> None:
+    """Ctrl-C (and SIGTERM, which the CLI's long commands turn into the same) while make
+    runs in a container: killing the `docker run` client does not stop the container, so
+    the build removes it on its way out, as it does on a timeout."""
+    variants = tmp_path / "variants"
+    variants.mkdir()
+    (variants / "v.yml").write_text(f"id: '{VARIANT}'\ncompiler: gcc\ncpp_compiler: g++\n"
+                                    f"build_image: '{IMAGE}'\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "Makefile").write_text("all:\n\t@sleep 300\n")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_MAKE, str(variants), VARIANT,
+                             str(tree), str(tmp_path / "make.log")], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_for(lambda: bool(_build_containers_under(tmp_path)) or
+                        proc.poll() is not None, timeout=120, interval=0.5)
+        assert proc.poll() is None, proc.communicate()[0][-2000:]
+        proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=120)[0]
+        assert "KeyboardInterrupt" in out, out[-2000:]
+        assert _build_containers_under(tmp_path) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+        for cid in _build_containers_under(tmp_path):  # a failure above leaves none either
+            subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60,
+                           check=False)

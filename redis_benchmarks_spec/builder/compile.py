@@ -101,6 +101,9 @@ def run_make(source: Path, variant: BuildVariant, log_path: Path,
         except subprocess.TimeoutExpired as exc:
             sandbox.remove(argv)
             raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli/errors.py): the same for its container
+            sandbox.remove(argv)
+            raise
         except OSError as exc:
             raise BuildError(f"cannot run make in {source}: {exc}") from exc
     if proc.returncode != 0:

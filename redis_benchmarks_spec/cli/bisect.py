@@ -38,7 +38,7 @@ from redis_benchmarks_spec.builder.variants import load_variants
 from redis_benchmarks_spec.cli import checks
 from redis_benchmarks_spec.cli.ab_args import parse_duration
 from redis_benchmarks_spec.cli.console import make_console
-from redis_benchmarks_spec.cli.errors import EXIT_BUSY, EXIT_FAILED, UsageError
+from redis_benchmarks_spec.cli.errors import EXIT_BUSY, EXIT_FAILED, UsageError, sigterm_interrupts
 from redis_benchmarks_spec.common import credentials
 from redis_benchmarks_spec.events import names as names_mod
 from redis_benchmarks_spec.events.follow import platform_groups
@@ -261,7 +261,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         console.print(escape(line), highlight=False)
 
     try:
-        outcome = local.bisect(_local_plan(args), say) if args.local else _remote(args, say)
+        with sigterm_interrupts():  # as Ctrl-C: a build's container and the servers stopped
+            outcome = local.bisect(_local_plan(args), say) if args.local else \
+                _remote(args, say)
     except BisectError as exc:
         raise UsageError("", str(exc).splitlines()[0] if str(exc) else
                          type(exc).__name__) from None

@@ -357,7 +357,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.client_host is not None:
         check_client_host(config.client_host)
     if commits is not None:  # after every check: a build is the slow part
-        build_commits(console, args, commits)
+        with sigterm_interrupts():  # as Ctrl-C: a build's container is removed (compile.py)
+            build_commits(console, args, commits)
         args.commit_plan = commits
     config = replace(config, results_dir=session_dir(args.results_dir))
     try:
