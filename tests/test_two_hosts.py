@@ -279,7 +279,10 @@ def test_the_loopback_run_stays_the_default_and_unchanged(tmp_path: Path,
     done = subprocess.run(
         [sys.executable, "-m", "redis_benchmarks_spec.cli.main", "run", "--suites-dir",
          str(suites), "--no-datasink", "--results-dir", str(tmp_path / "r"),
-         "--test", "redis-benchmark-twohost-get", "--test-time", "1"],
+         # 3 s, not 1: the sampler's thread must get a tick while the client lives (ci10,
+         # 2026-12-03, parallel phase: 144 % foreign load, one tick in the 0.95 s run, at
+         # the stop, after the client had exited: 0 client samples)
+         "--test", "redis-benchmark-twohost-get", "--test-time", "3"],
         capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert done.returncode == 0, done.stderr
