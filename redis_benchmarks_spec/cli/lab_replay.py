@@ -63,10 +63,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Send, follow, collect; exit 0 only when every event ended done. A SIGTERM (a CI
     job's timeout) is an interrupt: a lab this replay started is stopped, as on Ctrl-C,
     instead of its agents benchmarking on after the replay is gone."""
-    with sigterm_interrupts():
-        if args.range is not None:
-            return lab_watch.cmd_replay_range(args)
-        return _replay_prs(args)
+    root = args.lab_dir.resolve()
+    ours = not state_path(root).exists()  # the lab, if any, that this replay starts
+    try:
+        with sigterm_interrupts():
+            if args.range is not None:
+                return lab_watch.cmd_replay_range(args)
+            return _replay_prs(args)
+    except KeyboardInterrupt:
+        # between `services.up` and the replay's own try/finally the lab is started and
+        # nobody stops it yet (ci12: a SIGTERM there left all of it running)
+        if ours and state_path(root).exists():
+            services.down(root)
+        raise
 
 
 def _replay_prs(args: argparse.Namespace) -> int:
