@@ -241,11 +241,11 @@ def up(options: LabOptions) -> LabState:
         state.services.append(spawn(root, KEEPER, [
             sys.executable, "-m", "redis_benchmarks_spec.lab.keeper", "--dir", str(root)],
             without_secrets(env, keeps)))
+        save(state)  # inside: an interrupt before the keeper is on record stops it too
     except (LabError, KeyboardInterrupt):  # interrupted mid-start: what started is stopped
         save(state)
         down(root)
         raise
-    save(state)
     return state
 
 
