@@ -1,19 +1,34 @@
 """One way for tests to call ``rbs`` and one way to write a suite.
 
 ``rbs`` runs the installed CLI as a user does: its own process, with a timeout so a hung
-command fails its test instead of the whole run. ``rbs_in_process`` calls ``main(argv)`` here,
+command fails its test instead of the whole run. The process is forked from a zygote that
+imported the CLI once (tests/rbs_zygote.py says what that changes and what it does not);
+``RBS_TEST_ZYGOTE=0``, and the timing tests, start the console script instead. ``rbs_in_process`` calls ``main(argv)`` here,
 for tests that read what the command wrote with ``capsys`` or need no process.
 ``write_suite`` writes one suite file as the catalog reads them: ``<folder>/<name>.yml``.
 """
 
 from __future__ import annotations
 
+import atexit
+import io
+import json
 import os
+import select
+import shutil
+import signal
+import socket
 import subprocess
+import sys
+import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from redis_benchmarks_spec.cli.main import main
+from tests import component_audit
+from tests.rbs_zygote import send_request
 
 REPO = Path(__file__).resolve().parents[1]
 #: the CLI the tests run; with PYTHONPATH set, it imports the checkout under test
@@ -24,9 +39,117 @@ def rbs(*args: str, timeout: float = 300, env: Mapping[str, str] | None = None,
         cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``rbs *args`` in its own process; its output captured as text, never raising on a
     non-zero exit. ``env`` adds to (or overrides) this process's environment."""
-    return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False, env={**os.environ, **env} if env is not None else None,
-                          cwd=cwd)
+    if not _zygote_wanted():
+        return subprocess.run([RBS, *args], capture_output=True, text=True, timeout=timeout,
+                              check=False,
+                              env={**os.environ, **env} if env is not None else None, cwd=cwd)
+    return _Zygote.get().run(list(args), {**os.environ, **(env or {})},
+                             str(cwd or Path.cwd()), timeout)
+
+
+def _zygote_wanted() -> bool:
+    return os.environ.get("RBS_TEST_ZYGOTE", "1") != "0" and \
+        os.environ.get("RBS_TEST_PHASE") != "timing"
+
+
+class _Zygote:
+    """This process's zygote (tests/rbs_zygote.py), started at the first ``rbs``."""
+
+    _one: _Zygote | None = None
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> _Zygote:
+        with cls._lock:
+            if cls._one is None or cls._one.proc.poll() is not None:
+                cls._one = cls()
+            return cls._one
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="rbs-zygote-")
+        self.path = os.path.join(self.dir, "sock")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.rbs_zygote", self.path, RBS], cwd=REPO,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        ready = self.proc.stdout.readline() if self.proc.stdout else b""
+        if ready.strip() != b"ready":
+            self.proc.kill()
+            raise RuntimeError(f"the rbs zygote did not start (exit {self.proc.wait(30)})")
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run(self, argv: list[str], env: dict[str, str], cwd: str,
+            timeout: float) -> subprocess.CompletedProcess[str]:
+        component_audit.started([RBS, *argv])
+        deadline = time.monotonic() + timeout
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        with open(os.devnull, "rb") as null, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(self.path)
+            try:
+                send_request(sock, {"argv": argv, "env": env, "cwd": cwd},
+                             [null.fileno(), out_w, err_w])
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            replies = sock.makefile("rb")
+            pid = int(_reply(replies)["pid"])
+            exited: int | None = None
+            try:
+                out, err = _read_both(out_r, err_r, deadline)
+                sock.settimeout(max(deadline - time.monotonic(), 0.1))
+                end = _reply(replies)
+                exited, cpu = int(end["exit"]), float(end["cpu_s"])
+            except TimeoutError as exc:
+                raise subprocess.TimeoutExpired([RBS, *argv], timeout) from exc
+            finally:
+                if exited is None:  # as subprocess.run: a child it gave up on is killed
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass  # it ended meanwhile
+        component_audit.add_cpu(cpu)
+        return subprocess.CompletedProcess([RBS, *argv], exited, _text(out), _text(err))
+
+
+def _reply(replies: io.BufferedReader) -> dict:
+    line = replies.readline()
+    if not line:
+        raise RuntimeError("the rbs zygote closed the connection (see its stderr)")
+    return json.loads(line)
+
+
+def _read_both(out_fd: int, err_fd: int, deadline: float) -> tuple[bytes, bytes]:
+    """Both pipes read to their end (closing them), or TimeoutError at ``deadline``."""
+    bufs: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    open_fds = [out_fd, err_fd]
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select(open_fds, [], [], left)
+            for fd in ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    bufs[fd].append(chunk)
+                else:
+                    open_fds.remove(fd)
+    finally:
+        os.close(out_fd)
+        os.close(err_fd)
+    return b"".join(bufs[out_fd]), b"".join(bufs[err_fd])
+
+
+def _text(data: bytes) -> str:
+    """As ``subprocess.run(text=True)`` decodes: the locale's encoding, universal newlines."""
+    return io.TextIOWrapper(io.BytesIO(data)).read()
 
 
 def rbs_in_process(argv: list[str]) -> int:

@@ -77,15 +77,28 @@ def install() -> None:
     def audited(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> Any:
         argv = args.split() if isinstance(args, str) else (
             [args] if isinstance(args, (bytes, os.PathLike)) else list(args))
-        kinds = kinds_of([a.decode() if isinstance(a, bytes) else str(a) for a in argv])
-        if kinds and _current[0]:
-            _started.setdefault(_current[0], set()).update(kinds)
-        for kind in kinds:
-            _starts[kind] = _starts.get(kind, 0) + 1
+        started([a.decode() if isinstance(a, bytes) else str(a) for a in argv])
         return original(self, args, *rest, **kwargs)
 
     audited._rbs_audit = True  # type: ignore[attr-defined]
     subprocess.Popen._execute_child = audited  # type: ignore[attr-defined,method-assign]
+
+
+def started(argv: Sequence[str]) -> None:
+    """File a process started with ``argv`` under the test running now (``Popen`` calls
+    this; so does tests/cli.py for the ``rbs`` processes it forks from its zygote)."""
+    kinds = kinds_of(argv)
+    if kinds and _current[0]:
+        _started.setdefault(_current[0], set()).update(kinds)
+    for kind in kinds:
+        _starts[kind] = _starts.get(kind, 0) + 1
+
+
+def add_cpu(seconds: float) -> None:
+    """CPU seconds a process used that this process did not reap (an ``rbs`` forked from
+    the zygote: the zygote reaps it and says how much it used), for the test running now."""
+    if _current[0]:
+        _cpu[_current[0]] = _cpu.get(_current[0], 0.0) + seconds
 
 
 #: session-scoped fixtures that start a real component once per worker process: every test
