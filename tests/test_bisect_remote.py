@@ -112,7 +112,7 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
                "--profilers", "instructions", "--profile-requests", "1000")]
     bisect = [RBS, "bisect", "--repo", str(repo), "--good", shas[0], "--bad", shas[-1],
               "--test", "bisect-get", *common[:4], "--platform", "p1", "--org", "redis",
-              "--repo-name", "redis", "--repetitions", "3", "--format", "json"]
+              "--repo-name", "redis", "--repetitions", "2", "--format", "json"]
     try:
         proc = subprocess.run(bisect, capture_output=True, text=True, timeout=3000,
                               check=False)
@@ -137,7 +137,7 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
         found = RangeBisector(RangeSetup(
             redis.Redis.from_url(redis_server.url), StreamNames.with_prefix(prefix), repo,
             RequestOptions(org="redis", repo_name="redis", triggering_env="bisect"),
-            Budget(pairs=3), probe_timeout_s=1200)).place(
+            Budget(pairs=2), probe_timeout_s=1200)).place(
                 shas[1], shas[-1], SeriesStep("bisect-get", "p1", VARIANT,
                                               "instructions_per_op", 47.0))
         assert found.first_bad == shas[2], (found.reason, found.probes)
@@ -147,9 +147,10 @@ def test_bisect_through_builder_and_agent_on_instruction_counts(  # type: ignore
     broker = redis.Redis.from_url(redis_server.url)
     names = StreamNames.with_prefix(prefix)
     assert broker.xlen(names.build_failures) == 0
-    # 12 requests for the bad end, 6 per midpoint, 12 cancelled by the budget; then the
+    # 12 requests for the bad end, 4 per midpoint (2 pairs: a midpoint is placed by its
+    # change, which 2 pairs of instruction counts give), 12 cancelled by the budget; then the
     # range bisection's bad end and its one midpoint
-    assert broker.xlen(names.build_requests) == 12 + 2 * 6 + 12 + 12 + 6
+    assert broker.xlen(names.build_requests) == 12 + 2 * 4 + 12 + 12 + 4
     assert broker.scard(names.cancelled) == 12
     # every probe is detached: nothing landed in the history of the checked-out branch
     requests = broker.xrange(names.build_requests)
