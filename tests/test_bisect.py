@@ -15,12 +15,12 @@ from tests.bisect_fixtures import BUSY_LOOP, SLEEP, WORK, bisect_suites, make_hi
 from tests.cli import rbs
 
 
-def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str
+def _bisect(repo: Path, shas: list[str], suites: Path, *extra: str, pairs: int = 3
             ) -> subprocess.CompletedProcess[str]:
     return rbs("bisect", "--local", "--repo", str(repo),
                "--good", shas[0], "--bad", shas[-1], "--test", "bisect-get",
-               "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions", "3",
-               "--format", "json", *extra, timeout=3000)
+               "--suites-dir", str(suites), "--work-dir", str(WORK), "--repetitions",
+               str(pairs), "--format", "json", *extra, timeout=3000)
 
 
 @pytest.mark.slow
@@ -45,8 +45,9 @@ def test_bisect_finds_the_injected_slow_commit(tmp_path: Path) -> None:
 @pytest.mark.timeout(3600)
 def test_bisect_on_instruction_counts_finds_a_busy_loop(tmp_path: Path) -> None:
     repo, shas = make_history(tmp_path / "src", BUSY_LOOP)
+    # midpoints on 2 pairs: instruction counts place a midpoint by its change
     proc = _bisect(repo, shas, bisect_suites(tmp_path / "suites"), "--metric", "auto",
-                   "--profile-requests", "1000")
+                   "--profile-requests", "1000", pairs=2)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(proc.stdout)
     assert data["first_bad"] == shas[2], data
