@@ -83,39 +83,107 @@ class _Zygote:
             self.proc.wait(timeout=30)
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: str,
+              fds: tuple[int, int, int]) -> WarmProcess:
+        """``rbs argv`` forked with ``fds`` as its stdin, stdout and stderr."""
+        component_audit.started([RBS, *argv])
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+            send_request(sock, {"argv": argv, "env": env, "cwd": cwd}, list(fds))
+            return WarmProcess(sock, [RBS, *argv])
+        except BaseException:
+            sock.close()
+            raise
+
     def run(self, argv: list[str], env: dict[str, str], cwd: str,
             timeout: float) -> subprocess.CompletedProcess[str]:
-        component_audit.started([RBS, *argv])
         deadline = time.monotonic() + timeout
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        with open(os.devnull, "rb") as null, \
-                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.connect(self.path)
+        try:
+            with open(os.devnull, "rb") as null:
+                proc = self.spawn(argv, env, cwd, (null.fileno(), out_w, err_w))
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        try:
+            out, err = _read_both(out_r, err_r, deadline)
+            code = proc.wait(max(deadline - time.monotonic(), 0.1))
+        except (TimeoutError, subprocess.TimeoutExpired) as exc:
+            raise subprocess.TimeoutExpired(proc.args, timeout) from exc
+        finally:
+            if proc.returncode is None:  # as subprocess.run: a child it gave up on is killed
+                proc.kill()
+        return subprocess.CompletedProcess(proc.args, code, _text(out), _text(err))
+
+
+class WarmProcess:
+    """An ``rbs`` forked from the zygote, with the part of ``Popen`` tests use: ``pid``,
+    ``poll``, ``wait``, ``send_signal``, ``terminate``, ``kill``, ``returncode``. The zygote
+    reaps it and says how it ended (and its CPU, filed with the test running then)."""
+
+    def __init__(self, sock: socket.socket, args: list[str]) -> None:
+        self._sock, self.args = sock, args
+        self._buf = b""
+        self.returncode: int | None = None
+        self.pid = int(self._line(None)["pid"])
+
+    def _line(self, timeout: float | None) -> dict:
+        self._sock.settimeout(timeout)
+        while b"\n" not in self._buf:
+            chunk = self._sock.recv(4096)  # BlockingIOError/TimeoutError: nothing yet
+            if not chunk:
+                raise RuntimeError("the rbs zygote closed the connection (see its stderr)")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def _ended(self, timeout: float | None) -> int | None:
+        if self.returncode is None:
             try:
-                send_request(sock, {"argv": argv, "env": env, "cwd": cwd},
-                             [null.fileno(), out_w, err_w])
-            finally:
-                os.close(out_w)
-                os.close(err_w)
-            replies = sock.makefile("rb")
-            pid = int(_reply(replies)["pid"])
-            exited: int | None = None
+                end = self._line(timeout)
+            except (BlockingIOError, TimeoutError):
+                return None
+            self.returncode = int(end["exit"])
+            self._sock.close()
+            component_audit.add_cpu(float(end["cpu_s"]))
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self._ended(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._ended(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
             try:
-                out, err = _read_both(out_r, err_r, deadline)
-                sock.settimeout(max(deadline - time.monotonic(), 0.1))
-                end = _reply(replies)
-                exited, cpu = int(end["exit"]), float(end["cpu_s"])
-            except TimeoutError as exc:
-                raise subprocess.TimeoutExpired([RBS, *argv], timeout) from exc
-            finally:
-                if exited is None:  # as subprocess.run: a child it gave up on is killed
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass  # it ended meanwhile
-        component_audit.add_cpu(cpu)
-        return subprocess.CompletedProcess([RBS, *argv], exited, _text(out), _text(err))
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass  # ended since the poll: the zygote's answer is on its way
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def rbs_daemon(args: list[str], log: Path, env: Mapping[str, str]) -> WarmProcess | subprocess.Popen[bytes]:
+    """``rbs *args`` left running, its stdout and stderr appended to ``log``, the environment
+    exactly ``env``: forked from the zygote (a test that reads a daemon's ``/proc`` argv or
+    environment starts it with ``subprocess.Popen`` instead: the zygote's title is not its)."""
+    with log.open("ab") as out:
+        if not _zygote_wanted():
+            return subprocess.Popen([RBS, *args], stdout=out, stderr=subprocess.STDOUT,
+                                    env=dict(env))
+        with open(os.devnull, "rb") as null:
+            return _Zygote.get().spawn(list(args), dict(env), str(Path.cwd()),
+                                       (null.fileno(), out.fileno(), out.fileno()))
 
 
 def _reply(replies: io.BufferedReader) -> dict:

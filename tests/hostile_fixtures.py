@@ -26,6 +26,7 @@ from redis_benchmarks_spec.events.messages import (
 )
 from redis_benchmarks_spec.events.names import StreamNames
 from tests.cli import RBS as CLI
+from tests.cli import WarmProcess, rbs_daemon
 
 ARTIFACT_KEY = "0123456789abcdef0123456789abcdef"  # what the daemons under test are given
 VARIANT = "gcc:12.2.0-amd64-debian-bookworm-default"
@@ -42,11 +43,18 @@ class Daemon:
     """One ``rbs <role>`` process, stopped by its own pid; its log kept for assertions."""
 
     def __init__(self, argv: list[str], log_path: Path, env: Mapping[str, str],
-                 command: list[str] | None = None) -> None:
-        """``command``: what runs ``rbs`` (this tree's installed script by default)."""
+                 command: list[str] | None = None, warm: bool = False) -> None:
+        """``command``: what runs ``rbs`` (this tree's installed script by default);
+        ``warm``: forked from the tests' zygote (tests/cli.py ``rbs_daemon``), for tests that
+        never read the daemon's ``/proc`` argv or environment."""
         self.log_path = log_path
-        self.proc = subprocess.Popen([*(command or RBS), *argv], stdout=log_path.open("ab"),
-                                     stderr=subprocess.STDOUT, env=dict(env))
+        self.proc: subprocess.Popen[bytes] | WarmProcess
+        if warm and command is None:
+            self.proc = rbs_daemon(argv, log_path, env)
+        else:
+            self.proc = subprocess.Popen([*(command or RBS), *argv],
+                                         stdout=log_path.open("ab"),
+                                         stderr=subprocess.STDOUT, env=dict(env))
 
     def alive(self) -> bool:
         return self.proc.poll() is None

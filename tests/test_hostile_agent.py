@@ -53,7 +53,7 @@ def start_agent(redis_server, names: StreamNames, tmp_path: Path, consumer: str 
             "--suites-dir", str(suites), "--work-dir", str(tmp_path / "area" / "work"),
             "--results-dir", str(tmp_path / "area" / "results"),
             "--datasink", datasink_url or redis_server.url]
-    return Daemon(argv, tmp_path / f"{consumer}.log", daemon_env())
+    return Daemon(argv, tmp_path / f"{consumer}.log", daemon_env(), warm=True)
 
 
 def liveness_probe(client: redis.Redis, names: StreamNames) -> str:

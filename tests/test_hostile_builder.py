@@ -73,7 +73,7 @@ def start_builder(redis_server, names: StreamNames, tmp_path: Path, **env: str) 
             "--build-variants-dir", str(variants(tmp_path)),
             "--work-dir", str(tmp_path / "area" / "work"),
             "--cache-dir", str(tmp_path / "area" / "cache")]
-    return Daemon(argv, tmp_path / "builder.log", daemon_env(**env))
+    return Daemon(argv, tmp_path / "builder.log", daemon_env(**env), warm=True)
 
 
 def failures(client: redis.Redis, names: StreamNames) -> list[BuildFailure]:

@@ -30,7 +30,7 @@ class Api:
         self.daemon = Daemon(["api", "--broker", redis_server.url, "--stream-prefix",
                               self.names.prefix, "--host", "127.0.0.1", "--port", str(self.port),
                               "--threads", "4"], tmp_path / "api.log",
-                             daemon_env(RBS_WEBHOOK_SECRET=SECRET))
+                             daemon_env(RBS_WEBHOOK_SECRET=SECRET), warm=True)
         wait_until(self._healthy, 30, "rbs api answers /healthz")
 
     def _healthy(self) -> bool:

@@ -25,7 +25,7 @@ def test_a_label_enqueued_before_the_receiver_died_is_followed_not_failed(
     port = free_port()
     api = Daemon(["api", "--broker", redis_server.url, "--stream-prefix", prefix, "--port",
                   str(port), "--secret-file", str(tmp_path / "secrets" / "webhook-secret"),
-                  "--repos", "redis/redis"], tmp_path / "api.log", daemon_env())
+                  "--repos", "redis/redis"], tmp_path / "api.log", daemon_env(), warm=True)
     state = LabState(root=str(tmp_path), broker_url=redis_server.url, datasink_url="",
                      api_url=f"http://127.0.0.1:{port}", github_url="", source="",
                      prefix=prefix, platforms={}, suites_dir="")

@@ -69,7 +69,7 @@ def start(broker: RedisServer, names: StreamNames, tmp: Path, platform: str, dat
     # the old package through its own entry point, with this interpreter and its libraries
     command = [sys.executable, "-P", "-c",  # -P: not the working directory first
                "import sys; from redis_benchmarks_spec.cli.entry import main; sys.exit(main())"]
-    return Daemon(argv, work / "agent.log", env, command)
+    return Daemon(argv, work / "agent.log", env, command, warm=True)
 
 
 def test_an_older_agent_beside_a_newer_one_loses_nothing(  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import cli
-from tests.cli import RBS, rbs, write_suite
+from tests.cli import RBS, WarmProcess, rbs, rbs_daemon, write_suite
 
 PACKAGE = Path(__file__).resolve().parents[1] / "redis_benchmarks_spec"
 SUITE = """version: 0.4
@@ -30,6 +30,12 @@ exporter:
   redistimeseries:
     metrics: ['$."ALL STATS".Totals."Ops/sec"']
 """
+
+
+@pytest.fixture(autouse=True)
+def _zygote_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the zygote: on whatever RBS_TEST_ZYGOTE says for the rest."""
+    monkeypatch.setenv("RBS_TEST_ZYGOTE", "1")
 
 
 def _cold(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -74,6 +80,34 @@ def test_a_forked_rbs_that_outlives_its_timeout_is_killed(tmp_path: Path) -> Non
     while time.monotonic() < deadline and _listening(port):
         time.sleep(0.1)
     assert not _listening(port), "the timed-out rbs still serves"
+
+
+def test_a_forked_daemon_is_stopped_by_its_pid_as_the_console_scripts_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s" * 32)
+    ends = []
+    for warm in ("1", "0"):
+        monkeypatch.setenv("RBS_TEST_ZYGOTE", warm)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        log = tmp_path / f"api-{warm}.log"
+        proc = rbs_daemon(["api", "--host", "127.0.0.1", "--port", str(port), "--broker",
+                           "redis://127.0.0.1:1", "--secret-file", str(secret)], log,
+                          dict(os.environ))
+        assert isinstance(proc, WarmProcess) == (warm == "1")
+        deadline = time.monotonic() + 60
+        while not _listening(port) and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        assert proc.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(0.2)
+        proc.terminate()
+        ends.append((proc.wait(30), _listening(port), "Traceback" in log.read_text()))
+    # (rbs api ends by SIGTERM's default: -15, in both)
+    assert ends[0] == ends[1] and ends[0][1:] == (False, False), ends
 
 
 def _listening(port: int) -> bool:
