@@ -6,6 +6,7 @@ the e2e test's job), so the agents run real benchmarks with what the builder pac
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import redis
 
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink
 from redis_benchmarks_spec.events.names import StreamNames
-from tests.cli import RBS, rbs, write_suite
+from tests.cli import WarmProcess, rbs, rbs_daemon, write_suite
 from tests.datasink_fixtures import (  # noqa: F401  (registers the fixture)
     datasink_fixture,
     series_of_test,
@@ -42,9 +43,8 @@ def copying_redis_repo(root: Path) -> Path:
     return root
 
 
-def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
-    log = (tmp / f"{name}.log").open("wb")
-    return subprocess.Popen([RBS, *args], stdout=log, stderr=subprocess.STDOUT)
+def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes] | WarmProcess:
+    return rbs_daemon(list(args), tmp / f"{name}.log", os.environ)
 
 
 def test_three_commits_two_platforms_each_build_run_once(redis_server, tmp_path: Path,  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import signal
 import subprocess
 import tarfile
@@ -42,7 +43,7 @@ from redis_benchmarks_spec.results.document import GitInfo, RunContext, RunResul
 from redis_benchmarks_spec.runner.session import SessionConfig
 from redis_benchmarks_spec.suites.suite import Suite
 from tests.bisect_fixtures import BUSY_LOOP, VARIANT, WORK, bisect_suites, make_history
-from tests.cli import RBS
+from tests.cli import RBS, WarmProcess, rbs_daemon
 from tests.datasink_fixtures import datasink_fixture  # noqa: F401  (registers the fixture)
 
 SHA = "a" * 40
@@ -75,12 +76,11 @@ def fill_builder_cache(repo: Path, shas: list[str], cache: Path, tmp: Path) -> N
                                   files=["redis-server"], source_sha=sha))
 
 
-def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
-    log = (tmp / f"{name}.log").open("wb")
-    return subprocess.Popen([RBS, *args], stdout=log, stderr=subprocess.STDOUT)
+def daemon(tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes] | WarmProcess:
+    return rbs_daemon(list(args), tmp / f"{name}.log", os.environ)
 
 
-def stop(procs: list[subprocess.Popen[bytes]]) -> list[int]:
+def stop(procs: list[subprocess.Popen[bytes] | WarmProcess]) -> list[int]:
     for proc in procs:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
