@@ -50,13 +50,10 @@ WARM = ("scipy.stats", "scipy.optimize", "gsdesign")
 
 
 def _warm(script: str) -> None:
-    from redis_benchmarks_spec.cli import entry, main
+    from redis_benchmarks_spec.cli import main
 
-    for name in main.COMMAND_MODULES:
+    for name in ("redis_benchmarks_spec.cli.entry", *main.COMMAND_MODULES, *WARM):
         importlib.import_module(name)
-    for name in WARM:
-        importlib.import_module(name)
-    del entry
     sys.argv = [script]
     gc.collect()
     gc.freeze()  # the children touch fewer of the zygote's pages (copy-on-write)
@@ -71,7 +68,7 @@ def _child(sock: socket.socket, conns: dict[int, socket.socket], listener: socke
             conn.close()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX") if os.sysconf("SC_OPEN_MAX") > 0 else 4096)
+        os.closerange(3, max(os.sysconf("SC_OPEN_MAX"), 4096))
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM,
                     signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
             signal.signal(sig, signal.SIG_DFL)
@@ -100,10 +97,6 @@ def _child(sock: socket.socket, conns: dict[int, socket.socket], listener: socke
                 stream.flush()
     finally:  # whatever happened, the child never returns into the zygote's loop
         os._exit(code & 0xFF if isinstance(code, int) else 1)
-
-
-def _exit_code(status: int) -> int:
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 def serve(path: str, script: str) -> None:
@@ -166,7 +159,7 @@ def _reap(conns: dict[int, socket.socket]) -> None:
             return
         sock = conns.pop(pid, None)
         if sock is not None:
-            end = {"exit": _exit_code(status), "cpu_s": usage.ru_utime + usage.ru_stime}
+            end = {"exit": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime}
             try:
                 sock.sendall(json.dumps(end).encode() + b"\n")
             except OSError:
