@@ -45,8 +45,10 @@ import traceback
 from pathlib import Path
 
 #: imported once here, before any fork: every command module, and what commands import on
-#: first use (the statistics of a verdict, the sequential design's solver)
-WARM = ("scipy.stats", "scipy.optimize", "gsdesign")
+#: first use (the statistics of a verdict, the sequential design's solver, the plots of a
+#: report, the site's application)
+WARM = ("scipy.stats", "scipy.optimize", "gsdesign", "matplotlib.pyplot",
+        "redis_benchmarks_spec.analysis.plots", "redis_benchmarks_spec.web.app")
 
 
 def _warm(script: str) -> None:
@@ -54,6 +56,11 @@ def _warm(script: str) -> None:
 
     for name in ("redis_benchmarks_spec.cli.entry", *main.COMMAND_MODULES, *WARM):
         importlib.import_module(name)
+    # matplotlib's first figure (its fonts, the SVG backend): ~2 s of CPU that every
+    # `rbs site` paid at its start (and a report its first plot), paid once here
+    from redis_benchmarks_spec.web import charts
+
+    charts.warm()
     sys.argv = [script]
     gc.collect()
     gc.freeze()  # the children touch fewer of the zygote's pages (copy-on-write)

@@ -20,8 +20,11 @@ from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.state import PrInfo
-from tests.cli import RBS
+from tests.cli import WarmProcess, rbs_daemon
 from tests.datasink_fixtures import METRICS, TEST_NAME, make_result
+
+#: a running ``rbs site``
+Site = WarmProcess | subprocess.Popen[bytes]
 
 SHAS = [f"{i:x}" * 40 for i in range(1, 7)]
 PLATFORMS = ("icelake-2s", "lab-b")
@@ -77,18 +80,17 @@ def fill(client: redis.Redis) -> None:
     pr_state.save_body(client, StreamNames(), COMMENT, COMMENT_BODY, 1_700_000_000_000)
 
 
-def start_site(url: str, log: Path, *more: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_site(url: str, log: Path, *more: str) -> tuple[Site, str]:
     """``rbs site --port P --datasink URL`` as its own process, once it answers."""
     return start_site_on(["--datasink", url, *more], log)
 
 
-def start_site_on(args: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``rbs site --port P *args`` as its own process, once it answers."""
+def start_site_on(args: list[str], log: Path) -> tuple[Site, str]:
+    """``rbs site --port P *args`` as its own process (forked from the tests' warm ``rbs``,
+    which has paid matplotlib's first figure), once it answers."""
     port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([RBS, "site", "--port", str(port), *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ),
-                                start_new_session=True)
+    log.write_bytes(b"")
+    proc = rbs_daemon(["site", "--port", str(port), *args], log, os.environ)
     base = f"http://127.0.0.1:{port}"
     if not wait_for(lambda: _answers(base) or proc.poll() is not None, timeout=60,
                     interval=0.2) or proc.poll() is not None:
@@ -114,7 +116,7 @@ def get(base: str, path: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: Site) -> None:
     """Stop the site by its pid."""
     proc.terminate()
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,17 @@ import redis
 from redis_benchmarks_spec.common.process import wait_for
 from redis_benchmarks_spec.datasink import wire
 from tests.datasink_fixtures import TEST_NAME, start_datasink
-from tests.site_fixtures import OTHER_TEST, PLATFORMS, SHAS, SLOW_FROM, fill, get, start_site, stop
+from tests.site_fixtures import (
+    OTHER_TEST,
+    PLATFORMS,
+    SHAS,
+    SLOW_FROM,
+    Site,
+    fill,
+    get,
+    start_site,
+    stop,
+)
 
 BASE = "/ci/redis/redis"
 PAGES = [
@@ -70,7 +79,7 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def _site(url: str, tmp_path: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _site(url: str, tmp_path: Path, workers: int) -> tuple[Site, str]:
     return start_site(url, tmp_path / f"site-{workers}.log", "--workers", str(workers))
 
 
