@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 import subprocess
 from pathlib import Path
 
@@ -192,3 +193,36 @@ def test_a_relative_server_path_is_made_absolute_not_resolved(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     got = checks.executable("--baseline-server", "bin/redis-server")
     assert got == str(link) and Path(got).is_absolute()
+
+
+#: a SIGTERM handled while a finalizer runs: Python prints the interrupt as "Exception
+#: ignored in" and goes on (ci20: `rbs lab up` finished its start and exited 0 after one)
+DROPPED_IN_A_FINALIZER = """
+import os, signal, sys, time
+from redis_benchmarks_spec.cli.errors import sigterm_interrupts
+
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10000):  # the handler runs here, inside the finalizer
+            pass
+
+start = time.monotonic()
+try:
+    with sigterm_interrupts():
+        Dropped()
+        for _ in range(100):
+            time.sleep(0.05)
+    print("finished", flush=True)
+except KeyboardInterrupt as exc:
+    print(f"interrupted ({exc}) after {time.monotonic() - start:.2f} s", flush=True)
+"""
+
+
+def test_a_sigterm_handled_inside_a_finalizer_still_interrupts_the_block() -> None:
+    done = subprocess.run([sys.executable, "-c", DROPPED_IN_A_FINALIZER], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.stdout.startswith("interrupted (signal 15) after "), (done.stdout, done.stderr)
+    # raised in the block's own code at once (the 5 s of sleeps not slept), not at its end
+    assert float(done.stdout.split()[-2]) < 2.0, done.stdout
+    assert done.stderr == "" and done.returncode == 0, done.stderr

@@ -12,7 +12,11 @@ stderr and exits with :data:`EXIT_USAGE`. Exit codes, documented in docs/running
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -33,11 +37,45 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def sigterm_interrupts() -> Iterator[None]:
     """SIGTERM raises :class:`KeyboardInterrupt` inside the block, as Ctrl-C does, so the
     ``finally`` blocks of a command that started processes stop them (a CI job's timeout,
-    ``kill``, ``timeout(1)`` send SIGTERM; Python's default ends the process at once)."""
+    ``kill``, ``timeout(1)`` send SIGTERM; Python's default ends the process at once).
+
+    An interrupt is never lost in a finalizer. Python runs a signal's handler in whatever
+    code runs then, and when that is an object's ``__del__`` (a dropped ``Popen``, an HTTP
+    response's ``close``), it prints the KeyboardInterrupt as "Exception ignored in" and goes
+    on: ``rbs lab up`` finished its start and exited 0 after a SIGTERM (test_lab, ci20). Here
+    such a dropped interrupt is sent again from a thread, so it is raised in the command's
+    own code once the finalizer has returned, and at the latest when the block ends."""
+    lock = threading.Lock()
+    active = [True]
+    dropped: list[int] = []  # signals whose interrupt a finalizer dropped
+    previous_hook = sys.unraisablehook
+
+    def again(sig: int) -> None:
+        # later than this hook's own end: a handler run inside the hook is dropped too
+        time.sleep(0.05)
+        with lock:
+            if active[0]:
+                os.kill(os.getpid(), sig)
+
+    def unraisable(what: sys.UnraisableHookArgs) -> None:
+        if not isinstance(what.exc_value, KeyboardInterrupt):
+            previous_hook(what)
+            return
+        sig = signal.SIGTERM if str(what.exc_value) == f"signal {int(signal.SIGTERM)}" \
+            else signal.SIGINT
+        dropped.append(sig)
+        threading.Thread(target=again, args=(sig,), name="interrupt-again", daemon=True).start()
+
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    sys.unraisablehook = unraisable
     try:
         yield
+        if dropped:  # a dropped interrupt whose second sending has not landed yet
+            raise KeyboardInterrupt(f"signal {dropped[0]}")
     finally:
+        with lock:
+            active[0] = False
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
 
 
