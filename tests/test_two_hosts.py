@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from redis_benchmarks_spec.common.process import wait_for
 from redis_benchmarks_spec.results.document import RunResult, find_result_files
 from tests.cli import write_suite
 from tests.twohost_net import CLIENT_ADDR, SERVER_ADDR, TwoHosts, ns_pids, wait_gone
@@ -293,11 +294,29 @@ def test_the_loopback_run_stays_the_default_and_unchanged(tmp_path: Path,
     assert result.cpu["client"].samples >= 1  # sampled here, as always
 
 
+def wait_for_tool_output(net: TwoHosts, timeout: float = 60) -> None:
+    """Until the client host's memtier_benchmark has written to its output file. Seen
+    running is not enough: a SIGTERM the moment it appeared (ci24) came before the runner
+    had the supervisor's answer to its spawn, so there was nothing of it to fetch back."""
+    def written() -> bool:
+        for pid in ns_pids(net.client_ns):
+            try:
+                if psutil.Process(pid).name() != "memtier_benchmark":
+                    continue
+                out = os.readlink(f"/proc/{pid}/fd/1")
+                return out.startswith("/") and os.path.getsize(out) > 0
+            except (psutil.NoSuchProcess, OSError):
+                continue
+        return False
+    assert wait_for(written, timeout=timeout, interval=0.1), names_in(net.client_ns)
+
+
 def test_sigterm_of_the_server_side_stops_both_sides_and_exits_130(
         hosts: TwoHosts, suites: Path, tmp_path: Path) -> None:
     proc = start_long_run(hosts, suites, tmp_path / "r", tmp_path / "rbs.log")
     try:
         wait_for_tool(hosts)
+        wait_for_tool_output(hosts)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 130
         assert hosts.leftovers() == {hosts.server_ns: set(), hosts.client_ns: set()}
