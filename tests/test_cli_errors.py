@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
