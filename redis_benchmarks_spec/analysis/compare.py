@@ -294,8 +294,8 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     if not pairs:
         return PendingRow(replace(row, reason="no complete pairs"), False)
     try:
-        shift = best_paired_shift(pairs, options.confidence, prior, least_spread(test, options),
-                                  options.kind_of(test).min_pairs)
+        shift = best_paired_shift(pairs, options.confidence, noise_prior(test, options, prior),
+                                  least_spread(test, options), options.kind_of(test).min_pairs)
     except ValueError as exc:
         return PendingRow(replace(row, reason=str(exc)), False)
     single = SinglePoint("1 pair only: no spread to judge a change against") \
@@ -307,6 +307,20 @@ def _measure_paired(test: str, pairs: Sequence[tuple[float, float]],
     # per-side-equivalent SD, so the unpaired runs formula applies: var(ratio) = 2 * sd^2
     log_sd = float(np.std(ratios, ddof=1) / math.sqrt(2)) if len(pairs) >= 2 else None
     return PendingRow(row, True, single, log_sd)
+
+
+def noise_prior(test: str, options: CompareOptions,
+                recorded: NoisePrior | None) -> NoisePrior | None:
+    """The prior pooled with ``test``'s pairs: the one this host recorded (a calibration
+    A/A), else the one the metric's deterministic kind ships (``common.metrics``), so a host
+    that never ran an A/A decides a clear count change in 3 pairs; none for a test whose
+    least spread is set apart (a base counted once, a deployment that moves its counts)."""
+    if recorded is not None:
+        return recorded
+    kind = options.kind_of(test)
+    if not kind.deterministic or kind.prior_sd <= 0 or test in options.spreads:
+        return None
+    return NoisePrior(kind.prior_sd, kind.prior_df, kind.prior_source)
 
 
 def least_spread(test: str, options: CompareOptions) -> NoisePrior | None:

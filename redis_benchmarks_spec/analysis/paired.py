@@ -230,6 +230,10 @@ def best_paired_shift(pairs: Sequence[tuple[float, float]], confidence: float = 
     if prior is not None and ratios.size >= MIN_PRIOR_PAIRS and not outlying and \
             consistent_with(ratios, prior):
         return prior_shift(ratios, prior, confidence)
+    if ratios.size < min_pairs and not (least is not None and least.measured):
+        # the prior did not hold (a pair far off, or pairs noisier than it): too few pairs
+        # of their own to decide on their spread (two-level counts, hash seeds)
+        return paired_shift(pairs, confidence)
     if least is not None:
         wider = least_spread_shift(ratios, least, confidence)
         if wider is not None:

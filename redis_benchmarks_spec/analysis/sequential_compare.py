@@ -17,6 +17,7 @@ from redis_benchmarks_spec.analysis.compare import (
     fill_shift,
     finish_report,
     least_spread,
+    noise_prior,
 )
 from redis_benchmarks_spec.analysis.paired import NoisePrior, best_paired_shift, log_ratios
 from redis_benchmarks_spec.analysis.sequential import (
@@ -41,6 +42,7 @@ def _measure(test: str, pairs: Sequence[tuple[float, float]], looks: Sequence[in
     if not looks:
         return PendingRow(replace(row, reason="fewer than 2 complete pairs"), False)
     least = least_spread(test, options)
+    prior = noise_prior(test, options, prior)
     own = options.kind_of(test).min_pairs
     try:
         p_values = [repeated_p(z_from_p(best_paired_shift(pairs[:n], prior=prior, least=least,

@@ -9,7 +9,9 @@ Kinds, and what their noise does:
 
 * **count** (instructions per op, callgrind): the work a build does. Foreign load does not
   move it (335.6 M / 334.7 M / 334.9 M instructions for 50,000 SETs, CV 0.15 %): it is
-  *deterministic*, its pairs keep their own spread, and 3 pairs that agree decide.
+  *deterministic*, and 3 pairs that agree decide on a host that never ran an A/A: the kind
+  ships a conservative prior (:data:`COUNT_PRIOR_SD`), pooled with the pairs' own spread
+  until the host has recorded its own (``analysis.noise``).
 * **memory** (after the preload): the bytes a build keeps for a dataset. The same build and
   dataset give the same bytes (A/A spread well under 0.1 %, docs/memory.md): deterministic.
   The same figures after the run (``.after_run``) hold what the load allocated and are timed.
@@ -29,10 +31,11 @@ bus traffic run with the timing of the host), the count moves with the host. Suc
 counts are judged as :func:`host_dependent` says, for the tests
 :func:`analysis.session_runs.host_dependent_tests` names from their run documents.
 
-Host-dependent kinds carry a *prior*: the per-pair log-ratio spread assumed on a host that
-was never calibrated (``prior_sd``) and the degrees of freedom it is worth (``prior_df``),
-with where the figure came from (``prior_source``). Deterministic kinds carry none: their
-own pairs are the evidence.
+Every kind carries a *prior*: the per-pair log-ratio spread assumed on a host that was never
+calibrated (``prior_sd``) and the degrees of freedom it is worth (``prior_df``), with where
+the figure came from (``prior_source``). A host-dependent kind's prior is a least spread (an
+interval is never narrower); a deterministic kind's is pooled with the pairs' own spread, so
+it lets 3 pairs decide, and a session noisier than it (F test) is judged on its own pairs.
 
 Metric names follow the exporter's JSONPath translation (``loadgen.exporter``), so a suite may
 record a metric not listed here; :func:`metric` then reads its family from the name's
@@ -68,6 +71,13 @@ COUNT_FLOOR_PCT = 0.5
 MEMORY_FLOOR_PCT = 0.5
 #: a prior assumed, not measured on the host that judges, is worth this many pairs' dof
 PRIOR_DF = 4
+#: the per-pair spread of instruction counts a host that never ran an A/A assumes: 2.5x the
+#: 0.2 % a pair of single-threaded counts spreads (CV 0.15 % a run), so pairs that agree to
+#: 0.2 % decide a change of 0.6 % or more at 3 pairs, and pairs noisier than it (two-level
+#: counts) are judged on their own spread, from MIN_PAIRS pairs (analysis.paired)
+COUNT_PRIOR_SD = 0.005
+COUNT_PRIOR = ("the count prior shipped for hosts without an A/A: 0.5 % a pair, "
+               "2.5x the measured 0.2 %")
 #: pairs from which a metric's own spread may decide without a prior: 5 in general (two-level
 #: instruction counts, from hash seeds, gave 3-4 agreeing pairs in 8-9 % of ten-test A/A
 #: sessions: analysis.null_check); 3 for memory after the preload, whose bytes repeat exactly
@@ -113,6 +123,8 @@ class Metric:
     @property
     def spread_source(self) -> str:
         """Where the spread of an uncalibrated comparison of this metric comes from."""
+        if self.deterministic and self.prior_sd:
+            return f"its own pairs pooled with the {self.prior_source}"
         if self.deterministic:
             return "its own pairs (deterministic: foreign load does not move it)"
         return f"{self.kind} prior {100 * self.prior_sd:g} % ({self.prior_source})"
@@ -120,7 +132,7 @@ class Metric:
 
 def _count(name: str, words: str, unit: str = "instructions") -> Metric:
     return Metric(name, unit, COUNT, False, words, COUNT_FLOOR_PCT, deterministic=True,
-                  timed=False)
+                  timed=False, prior_sd=COUNT_PRIOR_SD, prior_source=COUNT_PRIOR)
 
 
 def _memory(name: str, words: str, unit: str = "bytes", higher: bool = False) -> Metric:
