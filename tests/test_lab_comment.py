@@ -42,7 +42,8 @@ def test_the_instruction_verdict_makes_the_first_line() -> None:
     sections = [_section("lab-a", [(GEO, IMPROVEMENT, -23.5), ("t2", NO_CHANGE, 0.01)]),
                 _section("lab-b", [(GEO, IMPROVEMENT, -23.4), ("t2", NO_CHANGE, 0.0)])]
     line = headline(sections, [])
-    assert line == ("**Improvement** in 2 of 4 tests: `redis-benchmark-1Kkeys-geo-geodist` "
+    assert line == ("**Improvement** on every platform in 1 of 2 tests: "
+                    "`redis-benchmark-1Kkeys-geo-geodist` "
                     "instructions per operation -23.5 % [-23.7 %, -23.3 %] on `lab-a` (-23.4 % "
                     "on `lab-b`).")
     assert headline(sections[:1], ["lab-b"]).startswith("**Partial: Improvement**")
