@@ -137,3 +137,27 @@ def test_a_real_run_beside_others_wrote_slow_log_entries_that_are_not_counted() 
     a, b = (command_path_instructions([p]) / ops for p in (alone, beside))
     assert abs(b / a - 1) < 0.0015, (a, b)
     assert abs((b + entries / ops) / a - 1) > 0.0015  # ... which the entries left in were not
+
+
+LAYOUT = Path(__file__).parent / "data" / "callgrind-layout"
+
+
+def _layout(name: str) -> CallgrindProfile:
+    with gzip.open(LAYOUT / f"{name}.callgrind.gz", "rt") as f:
+        return parse_callgrind(f.read())
+
+
+def test_the_name_compares_whose_cost_follows_the_layout_are_left_out() -> None:
+    """Two counted runs of one binary (tests/data/callgrind-layout/README.md): processCommand's
+    own strcasecmp calls cost 58 and 40 instructions a call, +1.5 % per APPEND on the old
+    scope; without them the two runs agree to the 0.3 % the issue asks of every suite."""
+    far, near = _layout("append-far"), _layout("append-near")
+    ops = 50_000
+    compares = [p.edge("processCommand", ("__strcasecmp_avx2",)) for p in (far, near)]
+    assert compares[0] > 5_500_000 and compares[1] < 4_200_000  # the layouts differ
+    a, b = (command_path_instructions([p]) / ops for p in (far, near))
+    assert abs(a / b - 1) < 0.003, (a, b)
+    # ... which they did not with the compares left in
+    old = [(command_path_instructions([p]) + c) / ops for p, c in ((far, compares[0]),
+                                                                   (near, compares[1]))]
+    assert abs(old[0] / old[1] - 1) > 0.01, old

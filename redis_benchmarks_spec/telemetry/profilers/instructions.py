@@ -97,6 +97,14 @@ COMMAND_PATH_FUNCTIONS = ("processCommand",)
 #: INCR in single runs). lookupCommand is inlined in Redis 7 builds, hence the dict calls.
 COMMAND_LOOKUP_CALLEES = ("lookupCommand", "lookupCommandLogic", "lookupCommandOrOriginal",
                           "dictFetchValue", "dictFind")
+#: ... less glibc's string compares ``processCommand`` makes itself (the ``host:``/``post``
+#: check of every command name, two calls a command): their cost follows where the name's
+#: allocation lands against a page end, which the layout of each run decides (40 and 58
+#: instructions a call in two runs of one binary: 2,315 and 2,350 instructions per APPEND,
+#: +1.5 % with no change; docs/statistics.md); the calls are the same in every build
+LAYOUT_CALLEES = ("__strcasecmp_avx2", "__strcasecmp_evex", "__strcasecmp_sse42",
+                  "__strcasecmp_sse4_2", "__strcasecmp_ssse3", "__strcasecmp_sse2",
+                  "__strcasecmp_l_avx2", "strcasecmp")
 #: ... less the records a command makes because it was *slow in wall time*: call() checks
 #: every command's duration against ``slowlog-log-slower-than`` (10 ms by default) and
 #: ``latency-monitor-threshold``; under callgrind a descheduled server passes them, and the
@@ -112,8 +120,8 @@ LATENCY_RECORD = ("call", ("latencyAddSample",))
 #: does it, and how the work splits between the commands and the cron depends on timing
 REHASH_BY_TIMER = ("dictRehashMilliseconds",)
 SCOPE_COMMAND_PATH = ("command path (inclusive instructions of processCommand without the "
-                      "command-table lookup and the slow log's entries, with the timer's "
-                      "rehashing)")
+                      "command-table lookup, its own name compares and the slow log's "
+                      "entries, with the timer's rehashing)")
 SCOPE_PROCESS = "whole process (serverCron left out)"
 
 
@@ -338,14 +346,14 @@ class Instructions:
 
 
 def command_path_instructions(profiles: Any) -> int:
-    """processCommand's inclusive count less its command-table lookups and the entries the
-    slow log and latency monitor wrote, plus the timer's rehashing (see the constants
+    """processCommand's inclusive count less its command-table lookups, its own string
+    compares of the command name and the entries the slow log and latency monitor wrote, plus the timer's rehashing (see the constants
     above); 0 when the binary has no processCommand symbol."""
     profiles = list(profiles)
     inclusive = _inclusive(profiles, COMMAND_PATH_FUNCTIONS)
     if inclusive <= 0:
         return 0
-    lookup = sum(p.edge(name, COMMAND_LOOKUP_CALLEES) for p in profiles
+    lookup = sum(p.edge(name, COMMAND_LOOKUP_CALLEES + LAYOUT_CALLEES) for p in profiles
                  for name in COMMAND_PATH_FUNCTIONS)
     return max(0, inclusive - lookup - slow_records(profiles)) + \
         _inclusive(profiles, REHASH_BY_TIMER)
