@@ -101,9 +101,43 @@ def test_a_platform_that_chose_its_suites_shows_them_and_its_eta() -> None:
     # no run of the chosen suites measured here yet: no estimate
     assert queued_line(chosen, [GEO], {"other": 4.0}, plan).endswith("this PR changes).")
     info = PrInfo(org="redis", repo="redis", number=1, head_sha="6" * 40, base_sha="1" * 40)
-    running = Section(platform="lab-b", build_variant="v", state="running", notes=[line])
+    # chose its suites at 12:03 UTC
+    running = Section(platform="lab-b", build_variant="v", state="running", notes=[line],
+                      started_ms=1_700_000_000_000 - 1_700_000_000_000 % 86_400_000
+                      + (12 * 60 + 3) * 60_000)
     body = results_body(info, [_section("lab-a", [(GEO, IMPROVEMENT, -23.5)]), running],
-                        ["lab-b"])
-    assert body.splitlines()[1].startswith("**Partial: Improvement**")
+                        ["lab-b", "lab-c"])
+    first = body.splitlines()[1]
+    assert first.startswith("**Partial: Improvement**")
+    assert first.endswith(" Still running on `lab-b`, `lab-c`."), first
     assert line in body and ":hourglass: Running." in body
-    assert ":hourglass: Still running on `lab-b`." in body
+    # which platform runs, since when, where its ETA is; one no agent took is named too
+    assert (":hourglass: Still running on `lab-b` (running since 12:03 UTC; what it runs "
+            "and when it should be done are in its section), `lab-c` (no agent has taken "
+            "the build yet): their tests are added to this comment when they finish.") in body
+
+
+def test_runs_a_platform_could_not_judge_are_named_in_every_form() -> None:
+    """A failed run or a test without baseline points is in the report's problems: the
+    comment names them above the sections, so the compact form (which keeps no problems
+    table) does not drop them silently."""
+    from redis_benchmarks_spec.common.comment_size import GITHUB_MAX_BODY_CHARS
+    info = PrInfo(org="redis", repo="redis", number=1, head_sha="6" * 40, base_sha="1" * 40)
+    section = _section("lab-a", [(GEO, IMPROVEMENT, -23.5)])
+    report = ComparisonReport.from_dict(section.report or {})
+    cluster = ("redis-benchmark-string-incr @ oss-cluster-3-primaries (comparison): cluster "
+               "did not form in 60 s")
+    problems = (cluster, "memtier_benchmark-append-1: no baseline points on unstable",
+                "t3: failed", "t4: failed")
+    section.report = replace(report, problems=problems).to_dict()
+    section.links = {"HTML report": "https://ci.example/r.html"}
+    full = results_body(info, [section], [])
+    compact = results_body(info, [section], [], limit=len(full) - 100)
+    assert "Summary only" in compact and "Problems (4)" not in compact  # the compact form
+    for body in (full, compact):
+        assert (":warning: Not judged on `lab-a` · `v`: redis-benchmark-string-incr @ "
+                "oss-cluster-3-primaries (comparison): cluster did not form in 60 s; "
+                "memtier_benchmark-append-1: no baseline points on unstable; t3: failed; "
+                "and 1 more. This run does not answer them: a new label, or `/rbs benchmark "
+                "suites=<name>`, runs them again.") in body, body
+    assert GITHUB_MAX_BODY_CHARS > len(full)

@@ -116,7 +116,7 @@ class PrNotifier:
             info = self._info(event)
             pr_state.save_section(self.broker, self.names, info, Section(
                 platform=platform, build_variant=event.build_variant, state=RUNNING,
-                notes=[line]))
+                notes=[line], started_ms=int(time.time() * 1000)))
             with self._lock(info):
                 sections = pr_state.load_sections(self.broker, self.names, info)
                 return self._upsert(info, results_body(info, sections,

@@ -6,6 +6,7 @@ and build variant as each finishes, with an overall verdict table on top.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from redis_benchmarks_spec.analysis.compare import (
@@ -36,6 +37,8 @@ UNSTABLE_CV = 0.10  # a side whose CV is above this is flagged "unstable"
 TITLE = "Benchmark results"
 #: the compact form's largest effects per metric, tried in turn until the body fits
 COMPACT_KEEP = (20, 10, 5, 2, 0)
+PROBLEMS_SHOWN = 3  # runs not judged, named per platform above the sections
+PROBLEM_CHARS = 200
 
 
 def _what(info: PrInfo) -> str:
@@ -150,6 +153,43 @@ def _machine_line(sections: list[Section]) -> list[str]:
 Part = tuple[Section, "ComparisonReport | None"]  # a section and its parsed report
 
 
+def _pending_lines(sections: list[Section], pending: list[str]) -> list[str]:
+    """Each platform that has not answered yet, since when it runs and where its ETA is (its
+    section's queued line): a platform still running is named, never left out."""
+    if not pending:
+        return []
+    running = {s.platform: s for s in sections if s.state == RUNNING}
+    said = []
+    for platform in pending:
+        section = running.get(platform)
+        if section is None:
+            said.append(f"`{platform}` (no agent has taken the build yet)")
+            continue
+        since = "" if section.started_ms is None else time.strftime(
+            " since %H:%M UTC", time.gmtime(section.started_ms / 1000))
+        said.append(f"`{platform}` (running{since}; what it runs and when it should be done "
+                    "are in its section)")
+    return [":hourglass: Still running on " + ", ".join(said) + ": their tests are added to "
+            "this comment when they finish.", ""]
+
+
+def _not_judged_lines(parts: list[Part]) -> list[str]:
+    """Per finished platform, the runs its report could not judge (a failed run, no
+    baseline points), named: this run will not answer them, and the line says how to ask
+    again (the compact form of a section does not list its problems)."""
+    lines = []
+    for section, report in parts:
+        if report is None or not report.problems:
+            continue
+        named = "; ".join(_cell(p[:PROBLEM_CHARS]) for p in report.problems[:PROBLEMS_SHOWN])
+        more = len(report.problems) - min(len(report.problems), PROBLEMS_SHOWN)
+        lines += [f":warning: Not judged on `{section.platform}` · `{section.build_variant}`: "
+                  f"{named}" + (f"; and {more} more" if more else "") + ". This run does not "
+                  "answer them: a new label, or `/rbs benchmark suites=<name>`, runs them "
+                  "again.", ""]
+    return lines
+
+
 def results_body(info: PrInfo, sections: list[Section], pending: list[str],
                  limit: int = GITHUB_MAX_BODY_CHARS) -> str:
     """The comment with every finished section; ``pending`` platforms still running. At
@@ -160,9 +200,8 @@ def results_body(info: PrInfo, sections: list[Section], pending: list[str],
     head = [info.marker, headline(sections, pending), "", f"## {TITLE}", "", _what(info), "",
             *_counts_table(parts)]
     head += _machine_line(sections)
-    if pending:
-        head += [":hourglass: Still running on " + ", ".join(f"`{p}`" for p in pending) + ".",
-                 ""]
+    head += _pending_lines(sections, pending)
+    head += _not_judged_lines(parts)
     reports = [r for _, r in parts if r is not None]
     tail = [f"<sub>{footnote(reports[0])}</sub>", ""] if reports else []
     tail += [f"<sub>{FALSE_ALARMS}</sub>", ""] if any(s.sequential for s in sections) else []

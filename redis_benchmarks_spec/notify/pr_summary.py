@@ -187,15 +187,16 @@ def headline(sections: list[Section], pending: list[str]) -> str:
     that run the pull request's changed functions most and what they showed. Where each
     test stands comes from :mod:`analysis.platform_agreement`."""
     rows = _decided_rows(sections)
+    still = f" Still running on {', '.join(f'`{p}`' for p in pending)}." if pending else ""
     if not rows:
-        return ("**Not decided yet**: no test has finished." if pending else
+        return (f"**Not decided yet**: no test has finished.{still}" if pending else
                 "**No test ran**: the selection found no suite that executes the changed code"
                 if any(s.state == "completed" for s in sections) else "**No result**.")
     tests = agreement(rows)
     several = len({p for p, _ in rows}) > 1
     prefix = "Partial: " if pending else ""
     changed = _changed_tests(sections, tests)
-    tail = f" {changed}" if changed else ""
+    tail = (f" {changed}" if changed else "") + still
     if all(t.standing == NO_EFFECT for t in tests):
         unchanged = sum(1 for t in tests if all(r.verdict == NO_CHANGE for _, r in t.rows))
         if unchanged == len(tests):

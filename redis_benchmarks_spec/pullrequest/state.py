@@ -166,6 +166,7 @@ class Section:
     # instructions per op of the changed functions in the base commit's profile)
     changed_scores: dict[str, float] = field(default_factory=dict)
     machine_s: float | None = None  # wall seconds of the platform's runs for this event
+    started_ms: int | None = None  # when a running platform chose its suites (epoch ms)
 
     @property
     def field_name(self) -> str:
