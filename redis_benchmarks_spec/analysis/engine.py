@@ -110,6 +110,16 @@ class Judging:
     metric_why: str = ""  # why the metric was chosen (``--metric auto``), after the method
 
 
+def catalogue_options(metric: str, alpha: float = 0.05) -> CompareOptions:
+    """The options ``metric`` is judged with where no host calibration applies (points read
+    from the datasink, two folders): the catalogue's floor of the metric
+    (``common.metrics``, through :func:`~analysis.verdict.default_noise_floor`) and
+    ``alpha``. ``rbs compare``, both routes of the pull-request comment and the site's
+    compare page ask here, so none of them judges with a floor of its own."""
+    return CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=alpha,
+                          metric=metric)
+
+
 def judge_pairs(pairs: dict[str, list[tuple[float, float]]], options: CompareOptions,
                 problems: list[str] | None = None,
                 priors: dict[str, NoisePrior] | None = None,

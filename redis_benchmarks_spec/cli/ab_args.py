@@ -7,7 +7,9 @@ import argparse
 from pathlib import Path
 
 from redis_benchmarks_spec.analysis.spending import OBRIEN_FLEMING, SPENDING_FUNCTIONS
+from redis_benchmarks_spec.cli.floor_help import FLOOR_HELP
 from redis_benchmarks_spec.cli.run_commits import wants_commits
+from redis_benchmarks_spec.common import metrics
 from redis_benchmarks_spec.common.paths import absolute_program
 from redis_benchmarks_spec.runner.metric_choice import AUTO, THROUGHPUT_METRIC
 from redis_benchmarks_spec.runner.session import SessionConfig
@@ -37,12 +39,13 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                         "command when the client was the bottleneck, else Ops/sec (default "
                         f"{AUTO} with --until-decided, {THROUGHPUT_METRIC} otherwise)")
     g.add_argument("--noise-floor", type=float, default=None,
-                   help="percent (default 2, 0.5 for instruction counts)")
+                   help="percent (default: this host's calibrated floor of the test for a "
+                        f"timed metric, else {FLOOR_HELP})")
     g.add_argument("--alpha", type=float, default=0.05,
                    help="significance level of the verdicts (default 0.05)")
     g.add_argument("--instructions-noise-floor", type=float, default=None, metavar="PCT",
                    help="noise floor of instructions per op with --profilers instructions "
-                        "(default 0.5)")
+                        f"(default {metrics.COUNT_FLOOR_PCT:g}, the catalogue's)")
     g.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 when a test is a REGRESSION (or left BUSY)")
     g.add_argument("--until-decided", action="store_true",

@@ -8,13 +8,16 @@ the page :mod:`redis_benchmarks_spec.analysis.html_report`.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import redis
 
 from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
+from redis_benchmarks_spec.analysis.engine import catalogue_options
 from redis_benchmarks_spec.cli.errors import UsageError
+from redis_benchmarks_spec.cli.floor_help import FLOOR_HELP
 from redis_benchmarks_spec.common.paths import absolute_file
 
 
@@ -37,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default=None,
                    help=f"(default: the metric an --until-decided session decided on, else "
                         f"{DEFAULT_METRIC})")
-    p.add_argument("--noise-floor", type=float, default=2.0, metavar="PCT")
+    p.add_argument("--noise-floor", type=float, default=None, metavar="PCT",
+                   help=f"changes within +/- PCT %% are never flagged (default: {FLOOR_HELP})")
     p.add_argument("--alpha", type=float, default=0.05)
     add_history_args(p)
     p.set_defaults(func=cmd_report)
@@ -115,11 +119,28 @@ def _html_flag(args: argparse.Namespace) -> None:
         args.output = Path(args.html)
 
 
+def _recorded_metric(args: argparse.Namespace) -> str | None:
+    """The metric an ``--until-decided`` session folder decided on (its record), if any."""
+    from redis_benchmarks_spec.inputs.session_folder import (
+        SessionFolderError,
+        is_session,
+        read_record,
+    )
+    if args.folder is None or args.from_json or not is_session(args.folder):
+        return None
+    try:
+        record = read_record(args.folder)
+    except SessionFolderError:
+        return None  # the report says what is wrong with it when it reads the folder
+    return record.metric if record is not None else None
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     _html_flag(args)
-    metric = args.metric or DEFAULT_METRIC
-    options = CompareOptions(noise_floor_pct=args.noise_floor, alpha=args.alpha,
-                             metric=metric)
+    metric = args.metric or _recorded_metric(args) or DEFAULT_METRIC
+    options = catalogue_options(metric, args.alpha)  # the floor of the metric judged
+    if args.noise_floor is not None:
+        options = replace(options, noise_floor_pct=args.noise_floor)
     data = _data(args, options)
     attach_history(args, data)
     if args.output is None and args.from_json:
