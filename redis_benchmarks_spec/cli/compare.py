@@ -26,7 +26,7 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     ComparisonReport,
 )
-from redis_benchmarks_spec.analysis.engine import judge_samples
+from redis_benchmarks_spec.analysis.engine import catalogue_options, judge_samples
 from redis_benchmarks_spec.analysis.report import (
     hidden_note,
     hosts_rich_table,
@@ -49,9 +49,10 @@ from redis_benchmarks_spec.cli.compare_sides import (
 )
 from redis_benchmarks_spec.cli.console import export_console, make_console, print_table
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
+from redis_benchmarks_spec.cli.floor_help import FLOOR_HELP
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import reader
-from redis_benchmarks_spec.inputs import side_binaries
+from redis_benchmarks_spec.inputs import session_pairs, side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import (
     SIDES,
     SidesQuery,
@@ -115,15 +116,16 @@ def _add_filter_args(p: argparse.ArgumentParser) -> None:
 
 
 def noise_floor(args: argparse.Namespace) -> float:
-    """``--noise-floor``, or the metric's default (0.5 % for instruction counts, else 2 %)."""
+    """``--noise-floor``, or the metric's floor in the catalogue (``common.metrics``)."""
     return args.noise_floor if args.noise_floor is not None else default_noise_floor(args.metric)
+
 
 
 def _add_decision_args(p: argparse.ArgumentParser) -> None:
     dec = p.add_argument_group("decision")
     dec.add_argument("--noise-floor", type=float, default=None, metavar="PCT",
-                     help="changes within +/- PCT %% are never flagged (default 2, and 0.5 "
-                          "for instruction counts)")
+                     help=f"changes within +/- PCT %% are never flagged (default: "
+                          f"{FLOOR_HELP})")
     dec.add_argument("--alpha", type=float, default=0.05,
                      help="false discovery rate for Benjamini-Hochberg (default 0.05)")
 
@@ -173,11 +175,14 @@ def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
         hosts, flags, problems = hosts_of(client, platforms, found.newest_ms())
         deps = {side: side_binaries.of_series(client, found.side(side), args.metric)
                 for side in SIDES}
+        base, comp = ({r: found.side(side)[r] for r in found.rows if r in found.side(side)}
+                      for side in SIDES)
+        session = session_pairs.session_runs(client, base, comp, args.metric)
     samples = found.samples()
     problems += [*found.notes, *(
         f"{test}: no points on the {'baseline' if not b else 'comparison'} side in the "
         "datasink" for test, (b, c) in samples.items() if not b or not c)]
-    return DatasinkSamples(samples, problems, hosts, flags, deps)
+    return DatasinkSamples(samples, problems, hosts, flags, deps, session, (base, comp))
 
 
 def _empty_side(args: argparse.Namespace, client: Any, side: str,
@@ -308,8 +313,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``rbs compare``: 0 done, 1 a REGRESSION (or a test left BUSY) with
     --fail-on-regression, 2 cannot run."""
     err = Console(stderr=True)
-    options = CompareOptions(noise_floor_pct=noise_floor(args), alpha=args.alpha,
-                             metric=args.metric)
+    options = replace(catalogue_options(args.metric, args.alpha),
+                      noise_floor_pct=noise_floor(args))
     _check_args(args)
     if args.baseline_dir or args.comparison_dir:
         if not (args.baseline_dir and args.comparison_dir):
@@ -325,8 +330,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    report = replace(judge_samples(found.samples, options, found.problems),
-                     context=compare_context(args, found))
+    # the pairs of one interleaved A/B session (the lab's, of a pull request) are judged as
+    # pairs, as its comment judged them; other points as two samples
+    judged = session_pairs.judged_session(found.session, found.series, options,
+                                          found.problems) if found.session is not None \
+        else judge_samples(found.samples, options, found.problems)
+    report = replace(judged, context=compare_context(args, found))
     write_report(report, args.format, args.output)
     if args.html:
         _write_html(args, report, found.samples)

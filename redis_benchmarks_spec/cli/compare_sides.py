@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.analysis.host_noise import HostSide
+from redis_benchmarks_spec.analysis.session_runs import ABRun
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import keys, reader
 from redis_benchmarks_spec.results import binary
@@ -36,6 +37,10 @@ class DatasinkSamples:
     noise_flags: list[str] = field(default_factory=list)
     # per side, the dependency versions its runs' binaries agree on (inputs/side_binaries.py)
     dependencies: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the runs of one interleaved A/B session behind both sides' points, and each side's
+    # series per row (inputs/session_pairs.py): judged as those pairs; None: two samples
+    session: list[ABRun] | None = None
+    series: tuple[dict[str, reader.Series], dict[str, reader.Series]] = ({}, {})
 
 
 def side_of(args: argparse.Namespace, side: str) -> keys.Side:

@@ -25,16 +25,12 @@ from typing import Any
 
 import redis
 
-from redis_benchmarks_spec.analysis.compare import (
-    DEFAULT_METRIC,
-    CompareOptions,
-    ComparisonReport,
-    compare_samples,
-)
+from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, ComparisonReport
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
+from redis_benchmarks_spec.analysis.engine import catalogue_options
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
 from redis_benchmarks_spec.events.messages import BuildEvent
-from redis_benchmarks_spec.inputs import side_binaries
+from redis_benchmarks_spec.inputs import session_pairs, side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import read_side
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.inputs.suspect_points import drop_suspect
@@ -47,10 +43,12 @@ Samples = dict[str, tuple[list[float], list[float]]]
 
 @dataclass(frozen=True)
 class PrCompareOptions:
+    """What the datasink route reads. It judges as ``rbs compare`` does: with the metric's
+    catalogue floor (:func:`analysis.engine.catalogue_options`), never a floor of its own."""
+
     metric: str = DEFAULT_METRIC
     baseline_points: int = 10
     default_base_branch: str = "unstable"  # when the trigger did not say (rbs trigger --pr)
-    noise_floor_pct: float = 2.0
     alpha: float = 0.05
 
 
@@ -63,15 +61,19 @@ def _selector(event: BuildEvent, platform: str, side: keys.Side,
 
 
 def _read(client: redis.Redis, selector: reader.SeriesSelector,
-          topologies: list[str], notes: list[str]) -> dict[str, list[reader.Point]]:
-    """Points per row name (test, or "test @ topology" when several topologies: the label
+          topologies: list[str], notes: list[str]) -> dict[str, reader.Series]:
+    """Series per row name (test, or "test @ topology" when several topologies: the label
     of ``results.comparison_key``, as in the A/B rows of the same comment), read by the
     one reader of comparisons (``inputs.comparison_series``), without the points measured
     on an artifact found bad (what was left out is added to ``notes``)."""
     rows, left = drop_suspect(client, read_side(client, selector, tuple(topologies)),
                               selector.metric)
     notes += left
-    return {row: s.points for row, s in rows.items()}
+    return rows
+
+
+def _points(series: dict[str, reader.Series]) -> dict[str, list[reader.Point]]:
+    return {row: s.points for row, s in series.items()}
 
 
 def _values(points: dict[str, list[reader.Point]]) -> dict[str, list[float]]:
@@ -116,19 +118,23 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     topologies = reader.list_topologies(client, scope) or ["oss-standalone"]
     base_side, last_n = baseline_side(client, event, platform, info, options)
     left: list[str] = []  # the suspect points left out (inputs/suspect_points.py)
-    comp_points = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
+    comp_series = _read(client, _selector(event, platform, keys.Side("hash", event.sha),
                                           options), topologies, left)
+    comp_points = _points(comp_series)
     expired = _expired_base(client, event, platform, info, (options, list(comp_points))) \
         if base_side.kind == "branch" else None
-    base_points, base_label, commits = expired or _base(
+    base_series, base_label, commits = expired or _base(
         client, event, platform, (base_side, last_n), (options, topologies), left)
+    base_points = _points(base_series)
     comp, base = _values(comp_points), _values(base_points)
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
     problems = left + [f"{t}: no baseline points on {base_label}"
                        for t, (b, _) in samples.items() if not b]
-    report = compare_samples(samples, CompareOptions(noise_floor_pct=options.noise_floor_pct,
-                                                     alpha=options.alpha,
-                                                     metric=options.metric), problems)
+    # judged as rbs compare and the site judge the same points: the pairs of one interleaved
+    # A/B session when they are, else two samples; the metric's catalogue floor
+    report = session_pairs.judged(client, (base_series, comp_series),
+                                  catalogue_options(options.metric, options.alpha), problems,
+                                  rows=list(comp_series))
     heads = head_runs(client, event, platform, list(comp))
     base_deps = side_binaries.of_points(client, scope, base_points,
                                         (platform, event.build_variant))
@@ -148,7 +154,7 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     return PlatformComparison(report, samples, heads, base_label)
 
 
-Baseline = tuple[dict[str, list[reader.Point]], str, list[str]]  # points per row, label, commits
+Baseline = tuple[dict[str, reader.Series], str, list[str]]  # series per row, label, commits
 
 
 def _base(client: redis.Redis, event: BuildEvent, platform: str,
@@ -179,8 +185,10 @@ def _expired_base(client: redis.Redis, event: BuildEvent, platform: str, info: P
     if found is None:
         return None
     several = any(topology for _name, topology in rows)  # rows are "test @ topology"
-    points = {label(test, topology, several): p for (test, topology), p in found.points.items()}
-    return points, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
+    series = {label(test, topology, several): reader.Series(
+        f"{info.base_sha} on branch {found.branch}", {}, p)
+              for (test, topology), p in found.points.items()}
+    return series, f"commit {info.base_sha[:12]} on branch {found.branch}", [info.base_sha]
 
 
 def _noise_flags(client: redis.Redis, platform: str, base_ms: int | None,

@@ -1,8 +1,10 @@
 """The compare page's data: two commits' points of one metric read by the one comparison
 reader (:func:`inputs.comparison_series.read_sides_per_platform`: each commit once over
 every platform, the rows ``rbs compare --baseline-hash --comparison-hash`` reads per
-platform) and judged by the one engine (:func:`analysis.engine.judge_samples`); per
-platform when the page names none. The
+platform) and judged by the one engine, per platform when the page names none: the pairs
+of one interleaved A/B session when both commits' points are that session's runs (the lab's
+A/B of a pull request: :mod:`inputs.session_pairs`, as its comment judged them), else two
+samples (:func:`analysis.engine.judge_samples`), with the metric's catalogue floor. The
 functions that moved come from the runs' instruction profiles
 (:mod:`analysis.function_movers`), where their files are readable here."""
 
@@ -21,11 +23,16 @@ import redis
 from markupsafe import Markup
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
-from redis_benchmarks_spec.analysis.engine import INSTRUCTIONS_METRIC, judge_samples_many
+from redis_benchmarks_spec.analysis.engine import (
+    INSTRUCTIONS_METRIC,
+    catalogue_options,
+    judge_samples_many,
+)
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMove, function_movers
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
+from redis_benchmarks_spec.analysis.session_runs import ABRun
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
+from redis_benchmarks_spec.inputs import session_pairs
 from redis_benchmarks_spec.inputs.comparison_series import (
     Samples,
     SidesQuery,
@@ -223,19 +230,36 @@ def compare_where_both_ran(client: redis.Redis, req: CompareRequest) -> list[Pla
     return _judged_platforms(client, req, reads, [req.platform])
 
 
+def _kept_sides(found: SidesRead) -> tuple[dict[str, reader.Series], dict[str, reader.Series]]:
+    return ({r: found.baseline[r] for r in found.rows if r in found.baseline},
+            {r: found.comparison[r] for r in found.rows if r in found.comparison})
+
+
+def _session(client: redis.Redis, found: SidesRead, metric: str) -> list[ABRun] | None:
+    """The runs of one interleaved A/B session behind both commits' points on a platform
+    (:func:`inputs.session_pairs.session_runs`), or None: two samples."""
+    base, comp = _kept_sides(found)
+    return session_pairs.session_runs(client, base, comp, metric)
+
+
 def _judged_platforms(client: redis.Redis, req: CompareRequest, reads: dict[str, SidesRead],
                       platforms: list[str]) -> list[PlatformCompare]:
     """Each of ``platforms``' rows of ``reads`` (or read on the branch where gc deleted a
     side's by.hash series) judged, with its table's rows."""
-    options = CompareOptions(noise_floor_pct=default_noise_floor(req.metric), alpha=0.05,
-                             metric=req.metric)
+    options = catalogue_options(req.metric)
     found = {p: _with_expired(client, req, p, reads.get(p)) for p in platforms}
     samples = {p: f.samples() for p, f in found.items()}
     samples = {p: s for p, s in samples.items() if s}
     problems = {p: [*found[p].notes, *(
         f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
         for t, (b, c) in s.items() if not b or not c)] for p, s in samples.items()}
-    reports = judged(samples, options, problems)
+    sessions = {p: _session(client, found[p], req.metric) for p in samples}
+    reports = judged({p: s for p, s in samples.items() if sessions[p] is None}, options,
+                     {p: problems[p] for p in samples if sessions[p] is None})
+    for platform, runs in sessions.items():
+        if runs is not None:  # the pairs of the lab's A/B, as its comment judged them
+            reports[platform] = session_pairs.judged_session(
+                runs, _kept_sides(found[platform]), options, problems[platform])
     out = []
     for platform in samples:
         report = reports[platform]
