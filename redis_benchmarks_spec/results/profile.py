@@ -6,6 +6,7 @@ have one definition each, read and written by the same classes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +21,26 @@ PROFILE_FAILED = "failed"  # it should have worked and did not; says why
 PROFILED = "profiled"
 
 
-def under_profiler(flags: list[str], metric: str) -> bool:
-    """A timed metric (``common.metrics``) of a run a profiler watched: callgrind ran the
-    server ~6-50x slower, perf sampled it. The figure is kept, as what it is, but it is not
-    the server's speed: no verdict, table or series reads it as one."""
-    return PROFILED in flags and catalogued(metric).timed
+#: how every surface marks the timed figures of an instrumented run it leaves out
+INSTRUMENTED_NOTE = ("measured under a profiler (callgrind ran the server ~6-50x slower, "
+                     "perf sampled it): their throughput and latency are not the server's "
+                     "speed")
+
+
+def instrumented(flags: Iterable[str]) -> bool:
+    """This run's timed figures are not the server's speed: a profiler watched it (the
+    ``profiled`` flag; under callgrind with a fixed request count, a counted run). Its timed
+    metrics (``Metric.timed``), the tool's own rate, percentiles and histogram are kept in its
+    document, as what they are; no verdict, plot, table, JSON row or series reads them as
+    speed. The one rule every surface asks (:func:`under_profiler` for one metric)."""
+    return PROFILED in flags
+
+
+def under_profiler(flags: Iterable[str], metric: str) -> bool:
+    """A timed metric (``common.metrics``) of an :func:`instrumented` run: kept, never read
+    as the server's speed. Its deterministic metrics (instruction counts, memory after the
+    preload) are the same under any profiler."""
+    return instrumented(flags) and catalogued(metric).timed
 
 
 @dataclass
