@@ -30,6 +30,7 @@ from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.common.numbers import plain, plain_p
 from redis_benchmarks_spec.loadgen import histogram
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import INSTRUMENTED_NOTE
 
 Section = Callable[[ReportData, Path], str]
 CSS = """
@@ -125,9 +126,30 @@ def section_results_table(data: ReportData, out_dir: Path) -> str:
         values = side.values(test, data.metric)
         median = plain(float(np.median(values)), 4) if values else "–"
         rows.append(f'<tr><td><a href="#t-{esc(test)}">{esc(test)}</a></td>'
-                    f"<td>{len(values)}</td><td>{median}</td></tr>")
+                    f"<td>{len(values)}</td><td>{median}</td>"
+                    f"<td>{_instrumented_cell(side, test, data.metric)}</td></tr>")
     return ('<h2>Results</h2><table id="verdicts"><tr><th>test</th><th>runs</th>'
-            f"<th>median</th></tr>{''.join(rows)}</table>")
+            "<th>median</th><th>measured under a profiler</th></tr>"
+            f"{''.join(rows)}</table>")
+
+
+def _instrumented_cell(side: SideRuns, test: str, metric: str) -> str:
+    """The runs of ``test`` whose ``metric`` the table leaves out, and why."""
+    left_out = side.instrumented_count(test, metric)
+    return "" if not left_out else \
+        f'<span class="instrumented">{left_out}, not shown: not the server\'s speed</span>'
+
+
+def _instrumented_note(sides: list[SideRuns], test: str, what: str,
+                       metric: str | None = None) -> str:
+    """The line a figure carries when it leaves instrumented runs out (of ``metric``'s, when
+    given: a deterministic metric leaves none out)."""
+    counts = [f"{side.name} {n}" for side in sides
+              if (n := side.instrumented_count(test, metric))]
+    if not counts:
+        return ""
+    return (f'<p class="note instrumented" data-test="{esc(test)}">{esc(what)} not drawn for '
+            f"the run(s) {esc(INSTRUMENTED_NOTE)} ({esc(', '.join(counts))})</p>")
 
 
 def _interval(row: Comparison | None) -> tuple[float, float, float] | None:
@@ -154,7 +176,7 @@ def _spectrum(sides: list[SideRuns], test: str) -> str:
     """Merged HDR histograms per side; the tool's own percentiles when it exports none."""
     curves, sources, notes = [], set(), []
     for side in sides:
-        runs = side.runs.get(test, [])
+        runs = side.speed_runs(test)
         hists, problems = _histograms(runs)
         notes += problems
         merged = histogram.merge(hists)
@@ -168,9 +190,11 @@ def _spectrum(sides: list[SideRuns], test: str) -> str:
             pcts = np.array(sorted(reported))
             curves.append((side.name, pcts, np.array([reported[p] for p in pcts])))
             sources.add("tool's reported percentiles, median of runs")
-    note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    left_out = _instrumented_note(sides, test, "latency")
+    note = "".join(f'<p class="note">{esc(n)}</p>' for n in notes) + left_out
     if not curves:
-        return note + '<p class="note">no latency percentiles in these results</p>'
+        return note + ("" if left_out else
+                       '<p class="note">no latency percentiles in these results</p>')
     return note + _figure("spectrum", test,
                           plots.spectrum_svg(curves, "; ".join(sorted(sources))))
 
@@ -210,11 +234,14 @@ def section_tests(data: ReportData, out_dir: Path) -> str:
     for test in data.tests:
         runs = [r for side in data.sides for r in side.runs.get(test, [])]
         sides = [(s.name, s.values(test, data.metric)) for s in data.sides]
-        if not any(values for _, values in sides):
+        if not runs and not any(values for _, values in sides):
             continue  # a row known only from a saved comparison: nothing to draw
         parts.append(f'<section id="t-{esc(test)}"><h3>{esc(test)} {_flags(runs)}</h3>')
-        parts.append(_figure("samples", test, plots.samples_svg(
-            data.metric, sides, _interval(rows.get(test)), floor)))
+        if any(values for _, values in sides):
+            parts.append(_figure("samples", test, plots.samples_svg(
+                data.metric, sides, _interval(rows.get(test)), floor)))
+        parts.append(_instrumented_note(data.sides, test, shown.metric_name(data.metric),
+                                        data.metric))
         parts.append(_spectrum(data.sides, test))
         parts.append(_links(data.sides, test, out_dir) + "</section>")
     return "".join(parts)

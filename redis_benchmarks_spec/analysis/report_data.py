@@ -13,6 +13,7 @@ from redis_benchmarks_spec.analysis.lab_table import LabTable
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun
 from redis_benchmarks_spec.results.comparison_key import ComparisonKeys
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import instrumented, under_profiler
 
 Point = tuple[int, float]
 
@@ -32,9 +33,24 @@ class SideRuns:
     points: dict[str, list[float]] = field(default_factory=dict)
 
     def values(self, test: str, metric: str) -> list[float]:
+        """``metric`` of the test's runs, without the timed figures of instrumented runs
+        (``results.profile.under_profiler``): those are not the server's speed."""
         if test in self.points:
             return list(self.points[test])
-        return [r.metrics[metric] for r in self.runs.get(test, []) if metric in r.metrics]
+        return [r.metrics[metric] for r in self.runs.get(test, [])
+                if metric in r.metrics and not under_profiler(r.flags, metric)]
+
+    def speed_runs(self, test: str) -> list[RunResult]:
+        """The test's runs whose timed figures are the server's speed (not instrumented)."""
+        return [r for r in self.runs.get(test, []) if not instrumented(r.flags)]
+
+    def instrumented_count(self, test: str, metric: str | None = None) -> int:
+        """How many of the test's runs were measured under a profiler: their timed figures
+        (``metric``'s, when given and timed) are left out of every figure and table."""
+        if metric is None:
+            return sum(1 for r in self.runs.get(test, []) if instrumented(r.flags))
+        return sum(1 for r in self.runs.get(test, [])
+                   if metric in r.metrics and under_profiler(r.flags, metric))
 
 
 @dataclass
