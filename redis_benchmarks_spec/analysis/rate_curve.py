@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import instrumented
 
 if TYPE_CHECKING:
     from redis_benchmarks_spec.analysis.report_data import ReportData
@@ -35,11 +36,12 @@ class RatePoint:
 
 
 def rate_curves(results: Sequence[RunResult]) -> dict[str, list[RatePoint]]:
-    """Per test, the paced points of its ok runs, by offered rate."""
+    """Per test, the paced points of its ok runs, by offered rate (a run measured under a
+    profiler is no point: its rate and latency are not the server's speed)."""
     out: dict[str, list[RatePoint]] = {}
     for r in results:
         rate = r.rate
-        if not r.ok or not rate:
+        if not r.ok or not rate or instrumented(r.flags):
             continue
         out.setdefault(r.test_name, []).append(RatePoint(
             r.sweep.get("value", ""), float(rate["offered_rps"]), float(rate["achieved_rps"]),

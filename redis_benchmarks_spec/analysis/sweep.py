@@ -17,6 +17,7 @@ from typing import Any
 
 from redis_benchmarks_spec.common.numbers import plain
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import instrumented
 
 #: the percentiles a sweep draws and prints (redis-benchmark reports p50/p95/p99 only)
 #: memtier reports p50/p90/p99/p99.9/p99.99 as asked; redis-benchmark p50/p95/p99
@@ -77,9 +78,10 @@ def _point(r: RunResult, position: int) -> CurvePoint:
 
 def curve_points(results: Sequence[RunResult]) -> list[CurvePoint]:
     """The points of one test's swept runs (ok runs with a tool result), by swept value
-    (values that are names, such as governors, in the order they ran)."""
-    ran = sorted((r for r in results if r.ok and r.result is not None and "value" in r.sweep),
-                 key=lambda r: r.start_ms)
+    (values that are names, such as governors, in the order they ran); a run measured under
+    a profiler is no point: its throughput and latency are not the server's speed."""
+    ran = sorted((r for r in results if r.ok and r.result is not None and "value" in r.sweep
+                  and not instrumented(r.flags)), key=lambda r: r.start_ms)
     return sorted((_point(r, i) for i, r in enumerate(ran)), key=lambda p: p.value)
 
 
