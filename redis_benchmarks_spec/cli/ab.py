@@ -27,6 +27,7 @@ from redis_benchmarks_spec.cli.run_commits import ab_sides
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import PROFILED, under_profiler
 from redis_benchmarks_spec.runner.ab import ABConfig, ABRun, Side, ab_tests
 from redis_benchmarks_spec.runner.ab_session import (
     ABSessionPlan,
@@ -45,6 +46,8 @@ def _shown(run: ABRun, metric: str | None) -> str:
     r = run.result
     metric = metric or THROUGHPUT_METRIC
     value = r.metrics.get(metric)
+    if value is not None and under_profiler(r.flags, metric):
+        return f"{r.status} ({PROFILED}: no speed measured)"
     if value is None:
         return r.status
     return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"

@@ -25,10 +25,12 @@ from redis_benchmarks_spec.results.document import (
     STATUS_SKIPPED,
     RunResult,
 )
+from redis_benchmarks_spec.results.profile import INSTRUMENTED_NOTE, PROFILED, instrumented
 from redis_benchmarks_spec.results.summary import CSV_COLUMNS, Row, row
 
 __all__ = [
     "finished_line",
+    "instrumented_note",
     "make_console",
     "print_problems",
     "print_rate_notes",
@@ -81,11 +83,21 @@ def _which(rows: list[Row]) -> list[tuple[str, Callable[[Row], str]]]:
     return cols
 
 
+def instrumented_note(results: list[RunResult]) -> str:
+    """What the rows of runs measured under a profiler leave out, and why ('' when none)."""
+    if not any(instrumented(r.flags) for r in results if r.ok):
+        return ""
+    return (f"{PROFILED}: throughput and latency not shown, the run(s) {INSTRUMENTED_NOTE} "
+            "(the result documents keep them)")
+
+
 def results_table(results: list[RunResult], title: str = "Results") -> Table:
     """The result table of a session (print it with ``console.print_table``)."""
     rows = [row(r) for r in results]
     numbers, which = _columns(rows), _which(rows)
-    table = Table(title=escape(title), show_lines=False)
+    note = instrumented_note(results)
+    table = Table(title=escape(title), show_lines=False, caption=escape(note) or None,
+                  caption_justify="left")
     for col in ("test", "topology"):
         table.add_column(col)
     for header, _ in which:
@@ -124,7 +136,8 @@ def render_results(results: list[RunResult], fmt: str) -> str:
             cells = [r.test_name, r.topology, *(cell(r) for _, cell in which), r.status,
                      *(_num(getattr(r, attr), f) for _, attr, f in numbers), r.flags]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        return "\n".join(lines)
+        note = instrumented_note(results)
+        return "\n".join(lines + (["", f"> {note}"] if note else []))
     raise ValueError(f"unknown format {fmt!r} (one of {', '.join(RUN_FORMATS)})")
 
 
@@ -132,7 +145,8 @@ def finished_line(result: RunResult) -> str:
     """One line per finished test (markup): status, name, topology, ops/sec, reason."""
     r = row(result)
     style = STATUS_STYLE.get(r.status, "yellow")
-    ops = f" {r.ops_per_sec:,.0f} ops/sec" if r.ops_per_sec is not None else ""
+    ops = f" {r.ops_per_sec:,.0f} ops/sec" if r.ops_per_sec is not None else \
+        f" ({PROFILED}: no speed measured)" if result.ok and instrumented(result.flags) else ""
     why = f": {escape(r.reason)}" if r.reason and r.status != STATUS_OK else ""
     which = "".join(f" {escape(h)} {escape(cell(r))}" for h, cell in _which([r]))
     return (f"[{style}]{r.status:>7}[/] {escape(r.test_name)} {escape(f'[{r.topology}]')}"

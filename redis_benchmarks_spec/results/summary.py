@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from redis_benchmarks_spec.results.document import STATUS_OK, RunResult
 from redis_benchmarks_spec.results.memory import MEMORY_METRICS
+from redis_benchmarks_spec.results.profile import instrumented
 
 CSV_COLUMNS = ["test_name", "topology", "status", "ops_per_sec", "p50_ms", "p95_ms", "p99_ms",
                "p999_ms", "max_ms", "mean_ms", "client_cpu_pct", "server_cpu_pct", "flags", "tool_duration_s",
@@ -66,7 +67,24 @@ class Row:
     p999_corrected_ms: float | None = None
 
 
+#: the columns that say how fast the server was: blank in the row of an instrumented run
+TIMED_COLUMNS = ("ops_per_sec", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms",
+                 "offered_rps", "achieved_rps", "p99_corrected_ms", "p999_corrected_ms")
+
+
 def row(result: RunResult) -> Row:
+    """The run's row; a run measured under a profiler (``profile.instrumented``; its flags
+    say ``profiled``) has no throughput or latency in it: they are not the server's speed."""
+    measured = _row(result)
+    if not instrumented(result.flags):
+        return measured
+    left_out = replace(measured)
+    for column in TIMED_COLUMNS:
+        setattr(left_out, column, None)
+    return left_out
+
+
+def _row(result: RunResult) -> Row:
     tr = result.result if result.status == STATUS_OK else None
     pct = tr.totals.latency.percentiles_ms if tr else {}
     cpu_c, cpu_s = result.cpu.get("client"), result.cpu.get("server")
