@@ -31,6 +31,7 @@ from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs.reports import read_lab_table
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.results.document import RunResult
+from redis_benchmarks_spec.results.profile import INSTRUMENTED_NOTE, under_profiler
 from redis_benchmarks_spec.web import (
     artifacts,
     branch_page,
@@ -256,7 +257,11 @@ def _other_routes(site: _Site) -> None:
                  ("topology", ctx.topology), ("build variant", ctx.build_variant),
                  ("started (UTC)", when_utc(doc.start_ms)), ("flags", ", ".join(doc.flags)),
                  ("notes", "; ".join(doc.notes))]
+        # a timed figure of an instrumented run is shown as what it is, never as speed
+        metrics = [(name, value, under_profiler(doc.flags, name))
+                   for name, value in sorted(doc.metrics.items())]
         return render("run", f"run {run_id}", doc=doc, facts=facts, run_id=run_id,
+                      metrics=metrics, instrumented_note=INSTRUMENTED_NOTE,
                       pictures=artifacts.pictures(doc.paths, site.config.artifact_roots))
 
     @app.get("/artifact/<key>/<path:run_id>")

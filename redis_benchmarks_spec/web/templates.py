@@ -108,7 +108,7 @@ command <select name="command"><option value="">any</option>{% for c in commands
 
 RUN = """{% extends "layout" %}{% block body %}
 <table>{% for k, v in facts %}<tr><th>{{ k }}</th><td>{{ v }}</td></tr>{% endfor %}</table>
-<h2>Metrics</h2><table>{% for k, v in doc.metrics|dictsort %}<tr><td>{{ k }}</td><td>{{ plain(v) }}</td></tr>{% endfor %}</table>
+<h2>Metrics</h2><table>{% for k, v, instrumented in metrics %}<tr><td>{{ k }}</td><td>{{ plain(v) }}{% if instrumented %} <span class="instrumented">(not the server's speed: {{ instrumented_note }})</span>{% endif %}</td></tr>{% endfor %}</table>
 <h2>Profiles</h2>{% for name, p in doc.profiles|dictsort %}<h3>{{ name }}: {{ p.status }}</h3>
 <p class="note">{{ p.method }} {{ p.reason }}</p>
 {% if p.data.top_functions %}<table><tr><th>function</th><th>self per op</th></tr>
