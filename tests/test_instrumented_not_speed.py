@@ -223,3 +223,35 @@ def test_no_timed_figure_of_a_counted_run_goes_into_history(sessions: dict[str, 
         assert INSTRUCTIONS in stored and not [m for m in stored if catalogued(m).timed]
     timed = _docs(sessions["timed"])
     assert all(THROUGHPUT in history_metrics(d) for d in timed)
+
+
+def test_the_sites_run_page_marks_the_timings_of_a_counted_run(tmp_path: Path) -> None:
+    """The site's page of one run lists every metric of its document: a counted run's
+    throughput and latency are marked as not the server's speed, its counts are not."""
+    from urllib.parse import quote
+
+    from redis_benchmarks_spec.datasink.writer import push_results
+    from tests.datasink_fixtures import start_datasink
+    from tests.site_fixtures import get, start_site, stop
+
+    ran = rbs("run", "--test", TEST, *COUNTED, "--redis-server", _server(), "--no-datasink",
+              "--branch", "unstable", "--results-dir", str(tmp_path / "run"))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    (doc,) = _docs(tmp_path / "run")  # a history run (an A/B's runs are never pushed)
+    sink = start_datasink(tmp_path / "datasink")
+    try:
+        with sink.client() as client:
+            assert not push_results(client, [doc]).failed
+        proc, base = start_site(sink.url, tmp_path / "site.log")
+        try:
+            status, page = get(base, f"/run/{quote(doc.run_id, safe='')}")
+        finally:
+            stop(proc)
+    finally:
+        sink.down()
+    assert status == 200, page[:2000]
+    rows = dict(re.findall(r"<tr><td>([^<]+)</td><td>(.*?)</td></tr>", page))
+    assert "not the server&#39;s speed" in rows[THROUGHPUT] or \
+        "not the server's speed" in rows[THROUGHPUT], rows.get(THROUGHPUT)
+    assert "instrumented" in rows[P99]
+    assert "instrumented" not in rows[INSTRUCTIONS] and "instrumented" not in rows["used_memory"]
