@@ -71,13 +71,15 @@ COUNT_FLOOR_PCT = 0.5
 MEMORY_FLOOR_PCT = 0.5
 #: a prior assumed, not measured on the host that judges, is worth this many pairs' dof
 PRIOR_DF = 4
-#: the per-pair spread of instruction counts a host that never ran an A/A assumes: 2.5x the
-#: 0.2 % a pair of single-threaded counts spreads (CV 0.15 % a run), so pairs that agree to
-#: 0.2 % decide a change of 0.6 % or more at 3 pairs, and pairs noisier than it (two-level
-#: counts) are judged on their own spread, from MIN_PAIRS pairs (analysis.paired)
-COUNT_PRIOR_SD = 0.005
-COUNT_PRIOR = ("the count prior shipped for hosts without an A/A: 0.5 % a pair, "
-               "2.5x the measured 0.2 %")
+#: the per-pair spread of instruction counts a host that never ran an A/A assumes: the most
+#: any shipped suite's pairs spread in an A/A on the command-path scope (0.3 %, the bound
+#: benchmarks/count_spread.py holds them to; single-threaded SETs spread 0.2 %), worth
+#: PRIOR_DF pairs. 3 pairs that agree then decide a change of 0.5 % or more, and NO CHANGE
+#: when their mean is within ~0.15 %; pairs noisier than it (two-level counts) are judged on
+#: their own spread, from MIN_PAIRS pairs (analysis.paired)
+COUNT_PRIOR_SD = 0.003
+COUNT_PRIOR = ("the count prior shipped for hosts without an A/A: 0.3 % a pair, the most a "
+               "shipped suite's A/A pairs spread")
 #: pairs from which a metric's own spread may decide without a prior: 5 in general (two-level
 #: instruction counts, from hash seeds, gave 3-4 agreeing pairs in 8-9 % of ten-test A/A
 #: sessions: analysis.null_check); 3 for memory after the preload, whose bytes repeat exactly
@@ -94,6 +96,34 @@ DETERMINISTIC_MAX_PAIRS = 6
 HOST_COUNT_PRIOR_SD = 0.01
 HOST_COUNT_PRIOR = ("assumed for counts of threaded, replicated or clustered deployments: "
                     "7x the 0.15 % of one thread, not measured")
+
+# --- the rest of the judging policy: the watch, its confirmation, its alerts, precedence ---
+#: the watch (``analysis.arrival``) raises a candidate from one new point of a series, not
+#: from an interval of pairs: a step of a deterministic kind smaller than this is none.
+#: Larger than the 0.5 % floor (COUNT_FLOOR_PCT, MEMORY_FLOOR_PCT) on purpose: that floor
+#: judges the interval of several pairs, while one point of a count that spreads ~0.15 %
+#: run to run (and ``noise_factor`` times the series' own spread, ``analysis.arrival``)
+#: makes a 1 % step unmistakable, and each candidate costs the lab re-runs of two commits
+DETERMINISTIC_CANDIDATE_FLOOR_PCT = 1.0
+#: a timed series' candidate floor: the timed floor (one point spreads 10-15 % here, and
+#: server CPU per op 3.4-11 %, so its 2 % pair floor would raise a candidate on noise)
+TIMED_CANDIDATE_FLOOR_PCT = TIMED_FLOOR_PCT
+#: the share of a candidate's change (same sign) a confirmation must carry: the watch's
+#: re-runs (``analysis.arrival.confirm``) and a bisection's midpoint (``bisection.search``):
+#: classifying a known effect needs far fewer pairs than proving each probe significant
+CONFIRM_SHARE = 0.5
+#: a confirmed change of a deterministic kind smaller than this (every series that
+#: confirmed it) is a note in ``rbs history``, not an alert: a real +1 % (a new call per
+#: command) is worth a line, not an issue (``notify.watch_confirm``)
+DETERMINISTIC_ALERT_FLOOR_PCT = 3.0
+#: timed kinds alert on every confirmed change: their candidate floor already asks 5 %
+TIMED_ALERT_FLOOR_PCT = 0.0
+#: which kind speaks first when the same runs were judged on several (the PR comment's first
+#: line, the watch's alert, the order of a report's tables), lowest first: the work a build
+#: does decides over the bytes it keeps, and both over timed figures, which foreign load moves
+COUNT_PRECEDENCE = 0
+MEMORY_PRECEDENCE = 1
+TIMED_PRECEDENCE = 2
 
 
 @dataclass(frozen=True)
@@ -114,6 +144,13 @@ class Metric:
     # a timed figure is the server's speed only when nothing slowed the server while it was
     # taken; a deterministic one is the same under any profiler
     timed: bool = True
+    # the rest of the policy (the constants above say why each value): the watch's candidate
+    # floor, the share of a candidate a confirmation carries, the floor under which a
+    # confirmed change is a note, not an alert, and the kind's rank when several speak
+    candidate_floor_pct: float = TIMED_CANDIDATE_FLOOR_PCT
+    confirm_share: float = CONFIRM_SHARE
+    alert_floor_pct: float = TIMED_ALERT_FLOOR_PCT
+    precedence: int = TIMED_PRECEDENCE
 
     @property
     def direction(self) -> int:
@@ -132,12 +169,16 @@ class Metric:
 
 def _count(name: str, words: str, unit: str = "instructions") -> Metric:
     return Metric(name, unit, COUNT, False, words, COUNT_FLOOR_PCT, deterministic=True,
-                  timed=False, prior_sd=COUNT_PRIOR_SD, prior_source=COUNT_PRIOR)
+                  timed=False, prior_sd=COUNT_PRIOR_SD, prior_source=COUNT_PRIOR,
+                  candidate_floor_pct=DETERMINISTIC_CANDIDATE_FLOOR_PCT,
+                  alert_floor_pct=DETERMINISTIC_ALERT_FLOOR_PCT, precedence=COUNT_PRECEDENCE)
 
 
 def _memory(name: str, words: str, unit: str = "bytes", higher: bool = False) -> Metric:
     return Metric(name, unit, MEMORY, higher, words, MEMORY_FLOOR_PCT, deterministic=True,
-                  timed=False, min_pairs=MEMORY_MIN_PAIRS)
+                  timed=False, min_pairs=MEMORY_MIN_PAIRS,
+                  candidate_floor_pct=DETERMINISTIC_CANDIDATE_FLOOR_PCT,
+                  alert_floor_pct=DETERMINISTIC_ALERT_FLOOR_PCT, precedence=MEMORY_PRECEDENCE)
 
 
 _THROUGHPUT_PRIOR = "A/A pairs on uncalibrated hosts spread 11-36 % (docs/statistics.md)"
@@ -227,7 +268,9 @@ def metric(name: str) -> Metric:
         return replace(base, name=name, words=f"{base.words} after the run",
                        deterministic=False, timed=True, floor_pct=TIMED_FLOOR_PCT,
                        min_pairs=MIN_PAIRS,
-                       prior_sd=THROUGHPUT_PRIOR_SD, prior_source=_THROUGHPUT_PRIOR)
+                       prior_sd=THROUGHPUT_PRIOR_SD, prior_source=_THROUGHPUT_PRIOR,
+                       candidate_floor_pct=TIMED_CANDIDATE_FLOOR_PCT,
+                       alert_floor_pct=TIMED_ALERT_FLOOR_PCT, precedence=TIMED_PRECEDENCE)
     for pattern, family in _FAMILIES:
         if pattern.search(name):
             return replace(family, name=name, words=family.words or name)
