@@ -49,10 +49,8 @@ from typing import Any
 from scipy import stats
 
 from redis_benchmarks_spec.common.process import free_port
-from redis_benchmarks_spec.telemetry.profilers.instructions import (
-    command_path_instructions,
-    profile_of,
-)
+from redis_benchmarks_spec.telemetry.profilers.command_path import command_path_instructions
+from redis_benchmarks_spec.telemetry.profilers.instructions import profile_of
 
 RBS = str(Path(sys.executable).with_name("rbs"))
 SUITE = """

@@ -36,7 +36,7 @@ from redis_benchmarks_spec.analysis.compare import CompareOptions
 from redis_benchmarks_spec.analysis.engine import judge_pairs
 from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC, metric
 from redis_benchmarks_spec.telemetry.profilers.callgrind import parse_callgrind
-from redis_benchmarks_spec.telemetry.profilers.instructions import (
+from redis_benchmarks_spec.telemetry.profilers.command_path import (
     LAYOUT_CALLEES,
     command_path_instructions,
 )

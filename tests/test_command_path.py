@@ -9,7 +9,8 @@ import gzip
 from pathlib import Path
 
 from redis_benchmarks_spec.telemetry.profilers.callgrind import CallgrindProfile, parse_callgrind
-from redis_benchmarks_spec.telemetry.profilers.instructions import (
+from redis_benchmarks_spec.telemetry.profilers.command_path import (
+    command_path_functions,
     command_path_instructions,
     slow_records,
 )
@@ -161,3 +162,23 @@ def test_the_name_compares_whose_cost_follows_the_layout_are_left_out() -> None:
     old = [(command_path_instructions([p]) + c) / ops for p, c in ((far, compares[0]),
                                                                    (near, compares[1]))]
     assert abs(old[0] / old[1] - 1) > 0.01, old
+
+
+def test_the_function_table_is_the_command_paths_own() -> None:
+    """The functions a report and the lab's table name are those of the scope counted: the
+    timer's refresh of the allocator's statistics (mallctl: ``ctl_lookup``,
+    ``je_arena_stats_merge``) is in the window's whole-process profile and not in the table;
+    the table adds up to the count."""
+    profile = _layout("append-far")
+    whole = {f.name: f.self_ir for f in profile.functions}
+    assert whole["je_arena_stats_merge"] > 0 and whole["ctl_lookup"] > 0
+    table = command_path_functions([profile])
+    names = {row[0]: row[3] for row in table}
+    assert "je_arena_stats_merge" not in names and "ctl_lookup" not in names
+    assert "serverCron" not in names and "processMultibulkBuffer" not in names
+    top = [row[0] for row in table[:6]]
+    assert "appendCommand" in top and "call" in top
+    total = command_path_instructions([profile])
+    assert abs(sum(row[3] for row in table) - total) < 1e-6 * total
+    # a function both paths reach gets the command path's part of it only
+    assert 0 < names["je_malloc"] < whole["je_malloc"]

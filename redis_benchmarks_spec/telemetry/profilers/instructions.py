@@ -65,6 +65,14 @@ from redis_benchmarks_spec.telemetry.profilers.callgrind import (
     CallgrindProfile,
     parse_callgrind,
 )
+from redis_benchmarks_spec.telemetry.profilers.command_path import (
+    SCOPE as SCOPE_COMMAND_PATH,
+)
+from redis_benchmarks_spec.telemetry.profilers.command_path import (
+    command_path_functions,
+    command_path_instructions,
+    inclusive,
+)
 from redis_benchmarks_spec.telemetry.profilers.perf_stat import parse_stat_csv
 from redis_benchmarks_spec.telemetry.profilers.tools import find_tool, missing
 
@@ -88,40 +96,6 @@ TIMER_FUNCTIONS = ("serverCron",)
 #: ... except the hash-table rehashing the cron does on behalf of the writes: rehashing a
 #: grown table costs the same whoever does it, so it stays in the count
 TIMER_KEPT_FUNCTIONS = ("dictRehashMilliseconds",)
-#: the command path: everything Redis does for a parsed command (lookup, ACL, call(), the
-#: command, its reply into the client buffer), whichever thread read the request
-COMMAND_PATH_FUNCTIONS = ("processCommand",)
-#: ... less the command-table lookup: the table is a dict hashed with the seed each process
-#: draws at start, so the chain a command name lands in (and the case-insensitive compares
-#: along it) changes from run to run; one name, never averaged out (+3 % on GET, +5 % on
-#: INCR in single runs). lookupCommand is inlined in Redis 7 builds, hence the dict calls.
-COMMAND_LOOKUP_CALLEES = ("lookupCommand", "lookupCommandLogic", "lookupCommandOrOriginal",
-                          "dictFetchValue", "dictFind")
-#: ... less glibc's string compares ``processCommand`` makes itself (the ``host:``/``post``
-#: check of every command name, two calls a command): their cost follows where the name's
-#: allocation lands against a page end, which the layout of each run decides (40 and 58
-#: instructions a call in two runs of one binary: 2,315 and 2,350 instructions per APPEND,
-#: +1.5 % with no change; docs/statistics.md); the calls are the same in every build
-LAYOUT_CALLEES = ("__strcasecmp_avx2", "__strcasecmp_evex", "__strcasecmp_sse42",
-                  "__strcasecmp_sse4_2", "__strcasecmp_ssse3", "__strcasecmp_sse2",
-                  "__strcasecmp_l_avx2", "strcasecmp")
-#: ... less the records a command makes because it was *slow in wall time*: call() checks
-#: every command's duration against ``slowlog-log-slower-than`` (10 ms by default) and
-#: ``latency-monitor-threshold``; under callgrind a descheduled server passes them, and the
-#: entry it then writes (client peer id, argv copies: ~1,500 instructions) depends on the host's
-#: load, not on the code. Beside three other counted runs on this VM the slow log took 38 K
-#: instructions of a 5,000-SET window (+0.26 % per op, benchmarks/count_neighbours.py); the
-#: check itself (~12 instructions a command) stays in, so a run that writes no entry counts
-#: as before. The entry's work is the callees of ``slowlogPushEntryIfNeeded``, and the
-#: latency monitor's is ``latencyAddSample`` called from call().
-SLOW_RECORD_FUNCTIONS = ("slowlogPushEntryIfNeeded",)
-LATENCY_RECORD = ("call", ("latencyAddSample",))
-#: ... plus the rehashing the timer did: rehashing a grown keyspace costs the same whoever
-#: does it, and how the work splits between the commands and the cron depends on timing
-REHASH_BY_TIMER = ("dictRehashMilliseconds",)
-SCOPE_COMMAND_PATH = ("command path (inclusive instructions of processCommand without the "
-                      "command-table lookup, its own name compares and the slow log's "
-                      "entries, with the timer's rehashing)")
 SCOPE_PROCESS = "whole process (serverCron left out)"
 
 
@@ -317,11 +291,14 @@ class Instructions:
         total_ops = sum(ops.values())
         if total <= 0:
             raise ProfilerError("callgrind counted no instructions in the window")
-        functions = merged_functions(profiles.values(), total_ops, total)
-        timer = max(0, _inclusive(profiles.values(), TIMER_FUNCTIONS)
-                    - _inclusive(profiles.values(), TIMER_KEPT_FUNCTIONS))
+        timer = max(0, inclusive(profiles.values(), TIMER_FUNCTIONS)
+                    - inclusive(profiles.values(), TIMER_KEPT_FUNCTIONS))
         process_per_op = (total - timer) / total_ops
         command_path = command_path_instructions(profiles.values())
+        # the functions of the scope counted: the commands' own, not the timer's or INFO's
+        functions = merged_functions(command_path_functions(profiles.values()), total_ops,
+                                     command_path) if command_path > 0 else \
+            merged_functions(_whole(profiles.values()), total_ops, total)
         # a binary without symbols has no processCommand: the process count is all there is
         per_op, scope = (command_path / total_ops, SCOPE_COMMAND_PATH) if command_path > 0 \
             else (process_per_op, SCOPE_PROCESS)
@@ -345,49 +322,28 @@ class Instructions:
                              metrics)
 
 
-def command_path_instructions(profiles: Any) -> int:
-    """processCommand's inclusive count less its command-table lookups, its own string
-    compares of the command name and the entries the slow log and latency monitor wrote, plus the timer's rehashing (see the constants
-    above); 0 when the binary has no processCommand symbol."""
-    profiles = list(profiles)
-    inclusive = _inclusive(profiles, COMMAND_PATH_FUNCTIONS)
-    if inclusive <= 0:
-        return 0
-    lookup = sum(p.edge(name, COMMAND_LOOKUP_CALLEES + LAYOUT_CALLEES) for p in profiles
-                 for name in COMMAND_PATH_FUNCTIONS)
-    return max(0, inclusive - lookup - slow_records(profiles)) + \
-        _inclusive(profiles, REHASH_BY_TIMER)
+def _whole(profiles: Any) -> list[Any]:
+    """Every function of the whole process: ``(name, file, object, self, inclusive)``."""
+    return [(f.name, f.file, f.obj, f.self_ir, f.inclusive_ir)
+            for p in profiles for f in p.functions]
 
 
-def slow_records(profiles: Any) -> int:
-    """Instructions of the slow log's entries and the latency monitor's samples: work a
-    command does because it took long in wall time (see SLOW_RECORD_FUNCTIONS)."""
-    entries = sum(f.called_ir for p in profiles for name in SLOW_RECORD_FUNCTIONS
-                  for f in p.by_name(name))
-    caller, callees = LATENCY_RECORD
-    return entries + sum(p.edge(caller, callees) for p in profiles)
-
-
-def _inclusive(profiles: Any, names: tuple[str, ...]) -> int:
-    return sum(f.inclusive_ir for p in profiles for name in names for f in p.by_name(name))
-
-
-def merged_functions(profiles: Any, total_ops: float, total: int) -> list[dict[str, Any]]:
-    """Per function over every server process: self and inclusive counts, per op, share."""
+def merged_functions(costs: Any, total_ops: float, total: float) -> list[dict[str, Any]]:
+    """Per function (``(name, file, object, self, inclusive)`` costs, over every server
+    process, of the scope counted): self and inclusive counts, per op, share of ``total``."""
     merged: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for profile in profiles:
-        for f in profile.functions:
-            entry = merged.setdefault((f.name, f.obj), {
-                "function": f.name, "file": f.file, "object": f.obj, "self": 0,
-                "inclusive": 0})
-            entry["self"] += f.self_ir
-            entry["inclusive"] += f.inclusive_ir
+    for name, file, obj, self_ir, inclusive_ir in costs:
+        entry = merged.setdefault((name, obj), {
+            "function": name, "file": file, "object": obj, "self": 0, "inclusive": 0})
+        entry["self"] += self_ir
+        entry["inclusive"] += inclusive_ir
     out = []
     for entry in sorted(merged.values(), key=lambda e: -e["self"]):
         # kept when it does a share of the work itself or through its callees: the suite
         # selection asks which functions a suite runs through (inclusive), movers use self
         if max(entry["self"], entry["inclusive"]) < FUNCTION_FLOOR_SHARE * total:
             continue
+        entry["self"], entry["inclusive"] = round(entry["self"]), round(entry["inclusive"])
         entry["self_per_op"] = round(entry["self"] / total_ops, 3)
         entry["inclusive_per_op"] = round(entry["inclusive"] / total_ops, 3)
         entry["self_pct"] = round(100.0 * entry["self"] / total, 3)
