@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.analysis import policy, stats
 from redis_benchmarks_spec.common import metrics
 from redis_benchmarks_spec.common.lazy import LazyModule
 
@@ -52,6 +52,8 @@ SINGLE_POINT_ROBUST_SDS = 3.0
 
 #: a timed metric's floor on a host without a calibration (``common.metrics``)
 DEFAULT_NOISE_FLOOR_PCT = metrics.TIMED_FLOOR_PCT
+#: :class:`CompareOptions`' floor when none is given: the catalogue's floor of its metric
+CATALOGUE_FLOOR = math.nan
 #: the spread of ops/sec's per-pair log ratios assumed on a host never calibrated
 UNCALIBRATED_PAIR_SD = metrics.THROUGHPUT_PRIOR_SD
 INSTRUCTIONS_NOISE_FLOOR_PCT = metrics.COUNT_FLOOR_PCT
@@ -67,7 +69,7 @@ def default_noise_floor(metric: str) -> float:
     """The noise floor a metric gets unless the user or a calibration gives one: its kind's
     (``common.metrics``: 0.5 % for counts and memory, 2 % for server CPU per op, 5 % for
     throughput and latency)."""
-    return metrics.metric(metric).floor_pct
+    return policy.floor_pct(metric)
 
 
 @dataclass(frozen=True)
@@ -81,13 +83,18 @@ class HostNoise:
     note: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompareOptions:
     """Decision thresholds of a comparison; ``floors`` are tests' own noise floors (a
     host's calibration, :meth:`analysis.noise.NoiseBook.floors`), ``noise_floor_pct`` the
-    floor of every other test, ``floor_note`` says where the floors came from."""
+    floor of every other test, ``floor_note`` says where the floors came from.
 
-    noise_floor_pct: float = DEFAULT_NOISE_FLOOR_PCT
+    Without a ``noise_floor_pct`` the options take the catalogue's floor of their metric
+    (0.5 % for a count, not the timed 5 %); :meth:`for_metric` says so at the call. A copy
+    for another metric (``dataclasses.replace(options, metric=...)``) keeps the floor it
+    is given: build it with :meth:`for_metric` or :meth:`for_deterministic` instead."""
+
+    noise_floor_pct: float = CATALOGUE_FLOOR
     alpha: float = 0.05
     confidence: float = 0.95
     metric: str = DEFAULT_METRIC
@@ -104,6 +111,23 @@ class CompareOptions:
     # where a test's least spread came from when it is not the host's calibration (a base
     # counted once at its push: ``analysis.engine.stored_base_spreads``)
     spread_sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.noise_floor_pct):
+            object.__setattr__(self, "noise_floor_pct", policy.floor_pct(self.metric))
+
+    @classmethod
+    def for_metric(cls, metric: str, **overrides: Any) -> CompareOptions:
+        """Options judging ``metric`` with the catalogue's floor of it (``common.metrics``);
+        ``overrides`` set any other field (a user's ``--noise-floor`` among them)."""
+        return cls(**{"metric": metric, "noise_floor_pct": policy.floor_pct(metric),
+                      **overrides})
+
+    def with_metric(self, metric: str) -> CompareOptions:
+        """These options' alpha, confidence and run limit judging ``metric`` instead, with
+        the catalogue's floor of it (nothing of a host's calibration of the old metric)."""
+        return CompareOptions.for_metric(metric, alpha=self.alpha, confidence=self.confidence,
+                                         max_runs=self.max_runs)
 
     def kind_of(self, test: str) -> metrics.Metric:
         """The catalogue's entry judging ``test``: the metric's, or its host-dependent form

@@ -27,7 +27,7 @@ from redis_benchmarks_spec.analysis.noise import NoiseBook
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
 from redis_benchmarks_spec.analysis.sequential_compare import SequentialRecord
 from redis_benchmarks_spec.analysis.session_runs import BASELINE, COMPARISON, ABRun, deterministic
-from redis_benchmarks_spec.analysis.verdict import HostNoise, default_noise_floor
+from redis_benchmarks_spec.analysis.verdict import HostNoise
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
 from redis_benchmarks_spec.runner import ab_files
@@ -79,8 +79,7 @@ class ABSessionPlan:
     noise_book: NoiseBook | None = None
 
     def options(self, metric: str) -> CompareOptions:
-        base = CompareOptions(noise_floor_pct=default_noise_floor(metric), alpha=self.alpha,
-                              metric=metric)
+        base = CompareOptions.for_metric(metric, alpha=self.alpha)
         if deterministic(metric):
             return base if self.noise_floor_pct is None else \
                 replace(base, noise_floor_pct=self.noise_floor_pct)
