@@ -43,9 +43,10 @@ class KnownStep:
 
 
 def test_is_bad_follows_the_direction_of_the_effect() -> None:
-    assert is_bad(+20.0, +25.0) and is_bad(-15.0, -20.0)  # instructions up, ops/sec down
-    assert not is_bad(+5.0, +25.0) and not is_bad(-20.0, +25.0) and not is_bad(None, 10.0)
-    assert not is_bad(1.0, 0.0)
+    ops, counts = "ALL_STATS.Totals.Ops/sec", "instructions_per_op"
+    assert is_bad(+20.0, +25.0, counts) and is_bad(-15.0, -20.0, ops)  # counts up, ops down
+    assert not is_bad(+5.0, +25.0, counts) and not is_bad(-20.0, +25.0, counts)
+    assert not is_bad(None, 10.0, ops) and not is_bad(1.0, 0.0, ops)
 
 
 def test_search_finds_the_step_in_log2_probes() -> None:

@@ -9,10 +9,10 @@ told (``agent.watch``).
 
 Instruction counts and timed metrics are judged apart. Each series' own noise is read from
 its history (the robust spread of its log values since its last change point), and a step
-smaller than ``noise_factor`` times that spread, or than the kind's floor, is not a
-candidate: instruction counts drift by about 0.15 % run to run, timed metrics by 10-15 %
-here (DESIGN.md), so one threshold for both would either miss every instruction change or
-raise a false one on every timed series.
+smaller than ``noise_factor`` times that spread, or than the metric's candidate floor (the
+catalogue's, ``analysis.policy``), is not a candidate: instruction counts drift by about
+0.15 % run to run, timed metrics by 10-15 % here (DESIGN.md), so one threshold for both
+would either miss every instruction change or raise a false one on every timed series.
 
 The host-fingerprint gate comes first: only the points taken under the newest point's
 fingerprint are history, so the old host's points are never compared with the new host's.
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from redis_benchmarks_spec.analysis import stats
+from redis_benchmarks_spec.analysis import policy, stats
 from redis_benchmarks_spec.analysis.changepoints import ChangePointOptions, steps
 from redis_benchmarks_spec.analysis.compare import (
     IMPROVEMENT,
@@ -55,9 +55,9 @@ TIMED = "timed"
 
 @dataclass(frozen=True)
 class KindOptions:
-    """How one kind of metric is judged."""
+    """How one kind of metric is judged (no step under the metric's candidate floor is a
+    candidate either: ``analysis.policy.candidate_floor_pct``)."""
 
-    floor_pct: float  # no step smaller than this is a candidate
     noise_factor: float  # nor one smaller than this many times the series' own spread
     tail: int  # a step whose first point after is among the last ``tail`` is new
     min_history: int  # points of history (same fingerprint) before anything is judged
@@ -67,14 +67,15 @@ class KindOptions:
     boundary_factor: float = 6.0
 
 
-#: instruction counts: a 1 % step on a 0.15 %-noise count is unmistakable on one point
-INSTRUCTION_OPTIONS = KindOptions(floor_pct=1.0, noise_factor=6.0, tail=1, min_history=4)
+#: instruction counts: a step past the candidate floor on a 0.15 %-noise count is
+#: unmistakable on one point
+INSTRUCTION_OPTIONS = KindOptions(noise_factor=6.0, tail=1, min_history=4)
 #: timed metrics: a step is seen only with a few points after it (the t test of the split);
 #: at a host boundary one run is weighed against one (the difference of two runs spreads
 #: sqrt(2) times one run's) up to ``min_history`` times: 5 spreads, 3.5 of the difference's
 #: (``benchmarks/null_year.py``, a host change every 10 commits, 480 boundaries of a
 #: series: 20 null candidates and one false alert at 4, 14 and none at 5)
-TIMED_OPTIONS = KindOptions(floor_pct=5.0, noise_factor=2.0, tail=5, min_history=10,
+TIMED_OPTIONS = KindOptions(noise_factor=2.0, tail=5, min_history=10,
                             boundary_factor=5.0)
 
 
@@ -189,7 +190,8 @@ def judge(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     step = found[-1]
     start = found[-2].index if len(found) > 1 else 0
     noise = noise_pct(values[start:step.index])
-    if abs(step.change_pct) < max(options.floor_pct, options.noise_factor * noise):
+    if abs(step.change_pct) < max(policy.candidate_floor_pct(metric),
+                                  options.noise_factor * noise):
         return Judgement("none", noise_pct=noise)
     return Judgement("candidate", same[step.index - 1].commit, same[step.index].commit,
                      step.change_pct, step.ci_low_pct, step.ci_high_pct, noise, step.p_value)
@@ -198,7 +200,7 @@ def judge(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
 def judge_boundary(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     """The new host's first points against its re-measure of the last commit before the
     boundary (the series' ``remeasure`` point, :func:`series_of`), in order: the first that
-    differs from it by more than the kind's floor and ``boundary_factor`` times the series'
+    differs from it by more than the candidate floor and ``boundary_factor`` times the series'
     spread on the old host is a candidate between it and the point before it (``none``
     when none does, or the new host already has its own history to be judged on)."""
     if len(points) < 2 or len(_same_host(points)) - 1 >= options_for(metric).min_history:
@@ -216,7 +218,7 @@ def _young(points: Sequence[ArrivalPoint], metric: str) -> Judgement:
     noise = _old_host_spread(points[:len(points) - len(same)], options)
     if noise is None:
         return Judgement("none")  # no spread to weigh a point with: its own history will
-    bar = max(options.floor_pct, options.boundary_factor * noise)
+    bar = max(policy.candidate_floor_pct(metric), options.boundary_factor * noise)
     for previous, point in pairwise(same):
         change = 100.0 * (point.value / same[0].value - 1)
         if abs(change) >= bar:
@@ -269,10 +271,9 @@ def rerun_pairs(before: Sequence[float], after: Sequence[float]
 def confirm_options(metric: str) -> CompareOptions:
     """The engine's options for a confirmation of ``metric``: the catalogue's floor; a
     timed metric with its kind's prior spread (the lab's hosts are not calibrated)."""
-    entry = catalogued(metric)
-    options = CompareOptions(metric=metric, noise_floor_pct=entry.floor_pct)
-    if entry.deterministic:
-        return options.for_deterministic(metric, entry.floor_pct)
+    options = CompareOptions.for_metric(metric)
+    if catalogued(metric).deterministic:
+        return options.for_deterministic(metric, options.noise_floor_pct)
     return options.with_host(None)
 
 
@@ -281,13 +282,13 @@ def confirm(before: Sequence[float], after: Sequence[float], metric: str,
     """Do the re-runs of the two commits show the candidate's step? One call of the A/B
     engine (``analysis.engine.judge_pairs``) on the re-runs paired by round, never on the
     runs that raised the candidate (the caller leaves them out): confirmed when the engine
-    decides a change (REGRESSION or IMPROVEMENT, past the metric's floor) with the
-    candidate's sign and at least half its size."""
+    decides a change (REGRESSION or IMPROVEMENT, past the metric's floor) that carries
+    the candidate's change (its sign, and the catalogue's share of its size: half)."""
     pairs = rerun_pairs(before, after)
     report = judge_pairs({test: list(pairs)}, confirm_options(metric))
     row = report.rows[0]
     change = 0.0 if row.change_pct is None else row.change_pct
-    same_way = change * candidate_pct > 0 and abs(change) >= abs(candidate_pct) / 2
+    same_way = policy.carries(change, candidate_pct, metric)
     decided = row.verdict in (REGRESSION, IMPROVEMENT)
     return Confirmation(row, pairs, confirmed=decided and same_way,
                         undecided=row.verdict == UNKNOWN and same_way)

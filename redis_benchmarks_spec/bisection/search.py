@@ -11,10 +11,11 @@ and its verdict. The search:
    the first that decides the bad end is the one used for every midpoint, so a slowdown that
    adds no instructions (a sleep, a lock) is still found by throughput, and an instruction
    count that decided is never traded for a noisier metric;
-2. classifies each midpoint as *bad* when its change is at least half of that effect in the
-   same direction (:func:`is_bad`), the same rule for every metric and mode: a
-   classification of a known effect needs far fewer pairs than proving each midpoint
-   significant;
+2. classifies each midpoint as *bad* when its change carries that effect (:func:`is_bad`:
+   the same direction and at least the catalogue's confirmation share of it, half, the
+   rule the watch confirms a candidate with, ``analysis.policy.carries``), the same for
+   every mode: a classification of a known effect needs far fewer pairs than proving each
+   midpoint significant;
 3. stops when the first bad commit is found, or when ``max_builds`` commits were built or
    the time budget would be overrun: a probe whose estimate (its pairs at the pace measured
    so far, plus a build) does not fit in the time left is not started, and the prober does
@@ -33,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from redis_benchmarks_spec.analysis import policy
 from redis_benchmarks_spec.analysis.compare import BUSY, IMPROVEMENT, REGRESSION
 
 #: --metric values besides an exporter metric path
@@ -133,9 +135,10 @@ class BisectOutcome:
                      if p.sha == sha and p.metric == self.metric), None)
 
 
-def is_bad(change_pct: float | None, effect_pct: float) -> bool:
-    """A midpoint is bad when it carries at least half of the bad end's change (same sign)."""
-    return change_pct is not None and effect_pct != 0 and change_pct / effect_pct >= 0.5
+def is_bad(change_pct: float | None, effect_pct: float, metric: str) -> bool:
+    """A midpoint is bad when it carries the bad end's change of ``metric`` (same sign, at
+    least the catalogue's confirmation share of it: ``analysis.policy.carries``)."""
+    return policy.carries(change_pct, effect_pct, metric)
 
 
 def _fmt(change: float | None) -> str:
@@ -243,7 +246,7 @@ def _midpoints(prober: Prober, commits: list[str], budget: Budget, outcome: Bise
         except HostBusy as exc:
             outcome.reason, outcome.busy = f"at {exc}", True
             break
-        bad = is_bad(m.change_pct, effect)
+        bad = is_bad(m.change_pct, effect, prober.metric)
         outcome.probes.append(Probe(commits[mid], m.change_pct, m.verdict, bad, m.build_s,
                                     prober.metric, m.pairs))
         say(f"{commits[mid][:12]}: {_fmt(m.change_pct)} vs good ({m.verdict}) -> "
