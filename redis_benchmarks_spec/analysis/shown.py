@@ -1,11 +1,13 @@
 """Which metrics a report shows, in which order: every metric the runs were judged on (the
-report's own and instructions per op), the one with more decided tests first, and the
-verdict metrics measured but not judged, named so no surface drops them silently. Every
+report's own and instructions per op), the one with more decided tests first (on a tie,
+the kind that takes precedence: ``analysis.policy``), and the verdict metrics measured but
+not judged, named so no surface drops them silently. Every
 renderer (terminal, Markdown, HTML, the PR comment) orders by :func:`by_decided`.
 """
 
 from __future__ import annotations
 
+from redis_benchmarks_spec.analysis import policy
 from redis_benchmarks_spec.analysis.compare import (
     DEFAULT_METRIC,
     IMPROVEMENT,
@@ -25,9 +27,10 @@ def decided(report: ComparisonReport) -> int:
 
 def by_decided(report: ComparisonReport) -> list[ComparisonReport]:
     """Every metric the report judged (its own, and instructions per op when the runs
-    counted them), the one with more decided tests first; on a tie the report's own."""
+    counted them), the one with more decided tests first; on a tie the kind that takes
+    precedence (``analysis.policy.precedence``: counts), then the report's own."""
     reports = [report, *([report.instructions] if report.instructions is not None else [])]
-    return sorted(reports, key=lambda r: -decided(r))
+    return sorted(reports, key=lambda r: (-decided(r), policy.precedence(r.options.metric)))
 
 
 def metric_name(metric: str) -> str:

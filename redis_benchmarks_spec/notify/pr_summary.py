@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from redis_benchmarks_spec.analysis import policy
 from redis_benchmarks_spec.analysis.compare import (
     BUSY,
     IMPROVEMENT,
@@ -42,14 +43,16 @@ DISAGREE_SHOWN = 2  # tests whose platforms disagree, named with every platform'
 
 
 def _decided_rows(sections: list[Section]) -> list[tuple[str, Comparison]]:
-    """(platform, row) of every test: the instruction rows when measured (deterministic,
-    decided first), else the timed ones."""
+    """(platform, row) of every test, from the part of the report whose kind takes
+    precedence (``analysis.policy``: instruction counts when measured, else the report's
+    own metric)."""
     out = []
     for s in sections:
         if s.report is None:
             continue
         report = ComparisonReport.from_dict(s.report)
-        rows = report.counted.rows if report.counted is not None else report.rows
+        parts = [report, *([report.instructions] if report.instructions is not None else [])]
+        rows = policy.decides_first(parts, lambda r: r.options.metric).rows
         out += [(s.platform, r) for r in rows]
     return out
 

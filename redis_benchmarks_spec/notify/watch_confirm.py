@@ -6,8 +6,11 @@ copy of the request that first brought the commit (same source), narrowed to the
 and platforms that saw the step. When both have ended, each series that saw the step is
 judged by the A/B engine on the re-runs alone, paired by round (``analysis.arrival.confirm``:
 the runs that raised the candidate never vote on it): a change is confirmed when at least
-one series' engine verdict is a change (past the catalogue's floor for its metric) with the
-step's sign and at least half its size.
+one series' engine verdict is a change (past the catalogue's floor for its metric) that
+carries the step (its sign, and the catalogue's share of its size). The alert speaks for
+the series of the kind that takes precedence (counts over memory over timed figures), and a
+confirmed change under its metric's alert floor is a note, not an alert
+(``analysis.policy``).
 
 A confirmed change whose two commits are parent and child is placed on the child. When
 commits lie between them (the branch was pushed several commits at once), the candidate
@@ -34,6 +37,7 @@ from typing import Any, Protocol
 
 import redis
 
+from redis_benchmarks_spec.analysis import policy
 from redis_benchmarks_spec.analysis.arrival import INSTRUCTIONS, Confirmation, confirm, kind_of
 from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, function_movers
 from redis_benchmarks_spec.analysis.history import (
@@ -65,10 +69,6 @@ TOP_MOVERS = 5
 #: own spread. The runs that raised the candidate are never among them: judged on them, a
 #: noise extreme would confirm itself.
 MAX_RERUN_ROUNDS = {True: 8, False: 10}  # keyed by "an instruction count saw it"
-#: a confirmed change of instruction counts smaller than this (every series that confirmed
-#: it) is a note, not an alert: a real +1 % (a new call per command) is worth a line in
-#: ``rbs history``, not an issue; timed metrics have their own 5 % floor at detection
-ALERT_FLOOR_PCT = 3.0
 
 
 class Reruns(Protocol):
@@ -150,7 +150,6 @@ class ConfirmContext:
     # None: its error is raised
     dead_letter: Callable[[BadEntry], None] | None = None
     owner: str = ""  # this confirmer's name: work on a candidate only under its lease
-    alert_floor_pct: float = ALERT_FLOOR_PCT  # smaller confirmed count changes: a note
 
 
 @dataclass
@@ -372,10 +371,10 @@ def _judged(ctx: ConfirmContext, c: Candidate) -> tuple[list[SeriesConfirmation]
 
 def _choose(confirmed: list[SeriesConfirmation]
             ) -> tuple[list[SeriesConfirmation], SeriesConfirmation]:
-    """The series the alert speaks for (instruction counts when any confirmed) and the
-    median one of them, whose size is told."""
-    counts = [x for x in confirmed if kind_of(x.series.metric) == INSTRUCTIONS]
-    chosen = sorted(counts or confirmed, key=lambda x: x.judged.change_pct)
+    """The series the alert speaks for (those of the kind that takes precedence:
+    ``analysis.policy.leading``) and the median one of them, whose size is told."""
+    chosen = sorted(policy.leading(confirmed, lambda x: x.series.metric),
+                    key=lambda x: x.judged.change_pct)
     return chosen, chosen[len(chosen) // 2]
 
 
@@ -449,12 +448,13 @@ def _tell(ctx: ConfirmContext, c: Candidate, confirmed: list[SeriesConfirmation]
     sha = placed_on or c.after
     subject = ctx.subject_of(sha)
     largest = max(abs(x.judged.change_pct) for x in chosen)
-    if kind_of(s.metric) == INSTRUCTIONS and largest < ctx.alert_floor_pct:
-        c.reason += f", below the {ctx.alert_floor_pct:g} % alert floor: a note"
+    floor = policy.alert_floor_pct(s.metric)
+    if largest < floor:
+        c.reason += f", below the {floor:g} % alert floor: a note"
         watch_store.save_candidate(ctx.datasink, ctx.where, c)
         watch_store.add_log(ctx.datasink, ctx.where, "small-change", sha, (
             f"{'; '.join(c.text().replace('`', '') for c in _own_changes(chosen))} at {sha[:10]} "
-            f"{subject[:120]}: confirmed, under the {ctx.alert_floor_pct:g} % alert floor"))
+            f"{subject[:120]}: confirmed, under the {floor:g} % alert floor"))
         return Decided(c)
     watch_store.save_candidate(ctx.datasink, ctx.where, c)
     changes = _own_changes(chosen)
