@@ -21,7 +21,6 @@ from pathlib import Path
 
 from redis_benchmarks_spec.analysis.compare import BUSY, CompareOptions
 from redis_benchmarks_spec.analysis.session_runs import ABRun, deterministic
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.gitrange import commit_range
 from redis_benchmarks_spec.bisection.search import (
     METRIC_AUTO,
@@ -210,9 +209,8 @@ def probers(plan: BisectPlan, builds: Builds, good_sha: str, say: Say = _quiet
         return [throughput]
     window = replace(plan.session.window, profilers=ProfilerOptions(
         names=(instructions.NAME,), requests=plan.profile_requests))
-    options = replace(plan.options, metric=instructions.METRIC,
-                      noise_floor_pct=default_noise_floor(instructions.METRIC))
-    counted = LocalProber(plan, builds, good_sha, window, options, say)
+    counted = LocalProber(plan, builds, good_sha, window,
+                          plan.options.with_metric(instructions.METRIC), say)
     return [counted] if plan.metric == METRIC_INSTRUCTIONS else [counted, throughput]
 
 

@@ -32,7 +32,6 @@ import redis
 
 from redis_benchmarks_spec.analysis.compare import CompareOptions
 from redis_benchmarks_spec.analysis.engine import judge_pairs
-from redis_benchmarks_spec.analysis.verdict import default_noise_floor
 from redis_benchmarks_spec.bisection.agent_results import ResultRejected, event_metric, has_metric
 from redis_benchmarks_spec.bisection.search import (
     METRIC_AUTO,
@@ -70,7 +69,7 @@ class RemotePlan:
     test: str
     platform: str
     build_variant: str
-    options: CompareOptions  # its metric: the throughput metric
+    options: CompareOptions  # its metric: the throughput metric (CompareOptions.for_metric)
     metric: str = METRIC_AUTO  # auto | instructions | throughput
     request: RequestOptions = field(default_factory=RequestOptions)
     source_ttl_s: int = 24 * 3600
@@ -188,9 +187,8 @@ class RemoteProber:
             except ResultRejected as exc:
                 raise BisectError(str(exc)) from None
         got = [(values[(r, "good")], values[(r, "probe")]) for r in range(pairs)]
-        options = replace(self.plan.options, metric=self.metric,
-                          noise_floor_pct=default_noise_floor(self.metric))
-        row = judge_pairs({self.plan.test: got}, options).rows[0]
+        row = judge_pairs({self.plan.test: got}, self.plan.options.with_metric(self.metric)
+                          ).rows[0]
         self.pace.append((time.monotonic() - started) / max(pairs, 1))
         # the builder's compile is inside the probe's time, which the pace already counts
         return Measurement(row.change_pct, row.verdict, len(got), 0.0, row.reason)

@@ -57,7 +57,7 @@ class RangeSetup:
 def probers_for(setup: RangeSetup, series: SeriesStep, good: str) -> list[Prober]:
     """The prober of the series that saw the change: its test, platform, variant, metric."""
     plan = RemotePlan(setup.client, setup.names, setup.repo, series.test, series.platform,
-                      series.build_variant, CompareOptions(metric=series.metric),
+                      series.build_variant, CompareOptions.for_metric(series.metric),
                       metric=series.metric, request=setup.request,
                       probe_timeout_s=setup.probe_timeout_s)
     return [RemoteProber(plan, good)]

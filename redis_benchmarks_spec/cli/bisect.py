@@ -127,8 +127,9 @@ def _metric(args: argparse.Namespace) -> tuple[str, CompareOptions]:
     """(auto|instructions|throughput, options whose metric is the throughput metric)."""
     choice = args.metric
     if choice in (METRIC_AUTO, METRIC_INSTRUCTIONS, METRIC_THROUGHPUT):
-        return choice, CompareOptions(metric=DEFAULT_METRIC)
-    return METRIC_THROUGHPUT, CompareOptions(metric=choice)  # a path: judged as given
+        return choice, CompareOptions.for_metric(DEFAULT_METRIC)
+    # a path: judged as given, with the catalogue's floor of it
+    return METRIC_THROUGHPUT, CompareOptions.for_metric(choice)
 
 
 def _local_plan(args: argparse.Namespace) -> local.BisectPlan:
