@@ -21,8 +21,10 @@ from redis_benchmarks_spec.datasink.embedded import (
     DatasinkError,
     DatasinkStatus,
     EmbeddedDatasink,
+    NotOwnerError,
 )
-from redis_benchmarks_spec.datasink.session_push import started_note
+from redis_benchmarks_spec.datasink.ownership import CHECKOUT
+from redis_benchmarks_spec.datasink.session_push import down_command, started_note
 from redis_benchmarks_spec.datasink.store import (
     DatasinkConfig,
     connect,
@@ -44,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help=f"port (default: the one used last time, else {DEFAULT_PORT}, else a "
                          "free one, kept for next time)")
     up.set_defaults(func=cmd_up)
-    down = dsub.add_parser("down", help="stop the embedded datasink")
+    down = dsub.add_parser("down", help="stop the embedded datasink this checkout started "
+                                        "(never another checkout's)")
     add_embedded_args(down)
     down.set_defaults(func=cmd_down)
     status = dsub.add_parser("status", help="is it running; series, tests, last push")
@@ -79,8 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_embedded_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--datasink-data-dir", dest="data_dir", type=Path, default=None,
                    metavar="DIR",
-                   help="data directory of the embedded datasink "
-                        "(default: the user data dir, redis-benchmarks-spec/datasink)")
+                   help="data directory of the embedded datasink (default: this "
+                        "checkout's .cache/datasink; for an installed package, the user "
+                        "data dir's redis-benchmarks-spec/datasink)")
     # the old spelling keeps working, unlisted: one flag name across commands
     p.add_argument("--data-dir", dest="data_dir", type=Path, help=argparse.SUPPRESS)
 
@@ -161,14 +165,39 @@ def cmd_up(args: argparse.Namespace) -> int:
     else:
         console.print(f"datasink already running at {state.url} (pid {state.pid}, data in "
                       f"{state.data_dir})", highlight=False, soft_wrap=True, markup=False)
+        console.print(owner_line(state), highlight=False, soft_wrap=True, markup=False)
     return 0
 
 
+def owner_line(state: DatasinkStatus) -> str:
+    """``owner: <whose>; <how it is stopped>``."""
+    return f"owner: {state.whose}; {stop_hint(state)}"
+
+
+def stop_hint(state: DatasinkStatus) -> str:
+    """How this datasink is stopped: by this checkout's ``rbs datasink down``, or from its
+    owner's (``rbs datasink down`` here leaves it running)."""
+    if state.mine or state.owner is None:
+        return f"stop it with `{down_command(state)}`"
+    where = f"cd {state.owner.path} && .venv/bin/" if state.owner.kind == CHECKOUT else ""
+    return (f"`rbs datasink down` here leaves it running, its owner stops it: "
+            f"`{where}{down_command(state)}`")
+
+
 def cmd_down(args: argparse.Namespace) -> int:
+    """Stop the datasink only when this checkout (or user data folder) started it."""
+    console = make_console()
     sink = EmbeddedDatasink(args.data_dir)
-    stopped = sink.down()
-    make_console().print(f"datasink {'stopped' if stopped else 'was not running'} ({sink.data_dir})",
-                    highlight=False, soft_wrap=True)
+    try:
+        stopped = sink.down()
+    except NotOwnerError as exc:
+        console.print(f"datasink not stopped: {exc}", highlight=False, soft_wrap=True,
+                      markup=False)
+        console.print(owner_line(sink.status()), highlight=False, soft_wrap=True,
+                      markup=False)
+        return 1
+    console.print(f"datasink {'stopped' if stopped else 'was not running'} ({sink.data_dir})",
+                  highlight=False, soft_wrap=True)
     return 0
 
 
@@ -182,7 +211,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                           f"{state.data_dir}); start it with `rbs datasink up`", highlight=False, soft_wrap=True)
             return 1
         console.print(f"embedded datasink: running at {state.url} (pid {state.pid}, data in "
-                      f"{state.data_dir})", highlight=False, soft_wrap=True)
+                      f"{state.data_dir})", highlight=False, soft_wrap=True, markup=False)
+        console.print(owner_line(state), highlight=False, soft_wrap=True, markup=False)
         config = DatasinkConfig(url=state.url or "")
     check_reachable(config)
     with connect(config) as client:
@@ -233,6 +263,9 @@ def cmd_push(args: argparse.Namespace) -> int:
     if config is None:
         state = start_embedded(EmbeddedDatasink(args.data_dir))
         config = DatasinkConfig(url=state.url or "")
+        if not state.mine:
+            console.print(f"pushing to the embedded datasink in {state.data_dir}: "
+                          f"{owner_line(state)}", highlight=False, soft_wrap=True, markup=False)
     with connect(config) as client:
         report = push_results_dir(client, args.results_dir,
                                   PushOptions(timestamp=args.timestamp), force=args.force)

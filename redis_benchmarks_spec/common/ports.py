@@ -30,16 +30,24 @@ def owns_port(pid: int, port: int) -> bool:
                for c in conns)
 
 
-def listener(port: int) -> str:
-    """``pid N (name)`` of whoever listens on ``port``, or '' when we cannot tell."""
+def listener_pid(port: int) -> int | None:
+    """The pid of whoever listens on ``port``, or None when we cannot tell."""
     try:
         conns = psutil.net_connections(kind="inet")
     except psutil.AccessDenied:
-        return ""
+        return None
     for c in conns:
         if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
-            try:
-                return f"pid {c.pid} ({psutil.Process(c.pid).name()})"
-            except psutil.Error:
-                return f"pid {c.pid}"
-    return ""
+            return int(c.pid)
+    return None
+
+
+def listener(port: int) -> str:
+    """``pid N (name)`` of whoever listens on ``port``, or '' when we cannot tell."""
+    pid = listener_pid(port)
+    if pid is None:
+        return ""
+    try:
+        return f"pid {pid} ({psutil.Process(pid).name()})"
+    except psutil.Error:
+        return f"pid {pid}"

@@ -16,6 +16,10 @@ then kept), ``up`` only reports success once the pid it started answers PING *an
 the port (not some other server that happened to be there), starts and stops are
 serialised by a lock on the data directory, and a server is "ours" when it works in our
 data directory, whichever checkout or venv started it.
+
+Whose it is (:mod:`datasink.ownership`): each checkout has its own data directory (an
+installed package uses the user data folder), the owner whose command started a server is
+recorded beside its pidfile, and ``down`` stops only a server this owner started.
 """
 
 from __future__ import annotations
@@ -26,16 +30,17 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import platformdirs
 import psutil
 import redis
 
 from redis_benchmarks_spec.common.paths import absolute
 from redis_benchmarks_spec.common.ports import is_free, listener, owns_port
 from redis_benchmarks_spec.common.process import free_port, tail, tool_env, wait_for
+from redis_benchmarks_spec.datasink import ownership
+from redis_benchmarks_spec.datasink.ownership import Owner, this_owner
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LIBSSL_ENV = "RBS_LIBSSL_DIR"
@@ -56,9 +61,18 @@ class DatasinkError(RuntimeError):
     """The embedded datasink could not be found, started or stopped; says why."""
 
 
+class NotOwnerError(DatasinkError):
+    """``down`` was asked to stop a server another owner started: it is left running."""
+
+    def __init__(self, message: str, owner: Owner | None) -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
 def default_data_dir() -> Path:
-    """``<user data dir>/redis-benchmarks-spec/datasink``."""
-    return Path(platformdirs.user_data_dir("redis-benchmarks-spec")) / "datasink"
+    """This owner's datasink folder: ``<checkout>/.cache/datasink`` in a checkout, else
+    ``<user data dir>/redis-benchmarks-spec/datasink``."""
+    return this_owner().datasink_dir
 
 
 @dataclass(frozen=True)
@@ -121,16 +135,28 @@ class DatasinkStatus:
     port: int | None = None
     detail: str = ""
     started: bool = False  # True when this call started it (it keeps running afterwards)
+    owner: Owner | None = None  # whose command started the running server, when recorded
 
     @property
     def url(self) -> str | None:
         return f"redis://{HOST}:{self.port}" if self.port else None
 
+    @property
+    def mine(self) -> bool:
+        """True when this owner (checkout or user data folder) started the server."""
+        return self.owner == this_owner()
+
+    @property
+    def whose(self) -> str:
+        """The owner in words: ``this checkout (/x)``, ``checkout /y (shared: ...)``."""
+        return ownership.whose(self.owner, this_owner())
+
     def as_dict(self) -> dict[str, object]:
         """Plain values for JSON output and scripts."""
         return {"running": self.running, "data_dir": str(self.data_dir), "pid": self.pid,
                 "port": self.port, "url": self.url, "detail": self.detail,
-                "started": self.started}
+                "started": self.started,
+                "owner": self.owner.as_dict() if self.owner else None, "mine": self.mine}
 
 
 class EmbeddedDatasink:
@@ -177,7 +203,8 @@ class EmbeddedDatasink:
             problem = f"pid {pid} does not listen on port {port}"
         if problem:
             return DatasinkStatus(False, self.data_dir, port=port, detail=f"stale pidfile: {problem}")
-        return DatasinkStatus(True, self.data_dir, pid=pid, port=port)
+        return DatasinkStatus(True, self.data_dir, pid=pid, port=port,
+                              owner=self._recorded_owner(pid))
 
     def up(self, timeout: float = 30.0) -> DatasinkStatus:
         """Start the server unless it already runs; wait until it answers PING on its port.
@@ -202,8 +229,7 @@ class EmbeddedDatasink:
                 port = free_port(HOST)
                 note = f"{lost}; using {port}, kept for this data directory"
             state = self.status()
-            return DatasinkStatus(state.running, state.data_dir, state.pid, state.port,
-                                  note or state.detail, started=True)
+            return replace(state, detail=note or state.detail, started=True)
 
     def _choose_port(self) -> tuple[int, str]:
         """The port to start on, and a note when it is not the one people expect."""
@@ -219,8 +245,8 @@ class EmbeddedDatasink:
                 return candidate, ""
         port = free_port(HOST)
         busy = recorded or DEFAULT_PORT
-        return port, (f"port {busy} is in use by {listener(busy) or 'another process'}; "
-                      f"using {port}, kept for this data directory")
+        holder = ownership.holder_of(busy) or listener(busy) or "another process"
+        return port, f"port {busy} is in use by {holder}; using {port}, kept for this data directory"
 
     def _wait_ready(self, port: int, timeout: float, may_move: bool = False) -> str:
         """Wait until the server we started answers on ``port``.
@@ -267,8 +293,11 @@ class EmbeddedDatasink:
     def down(self, timeout: float = 180.0) -> bool:
         """Stop our server (SIGTERM: it saves first). Returns False when it was not running.
 
-        The final save of a few GB (600k series) takes over 30 s on a busy 2-core machine,
-        hence the generous default ``timeout``.
+        Only a server this owner started is stopped (by its own pid): one another checkout
+        (or the user data folder's package) started raises :class:`NotOwnerError` and keeps
+        running. A server whose owner was not recorded (started by an older version) is
+        stopped as before. The final save of a few GB (600k series) takes over 30 s on a
+        busy 2-core machine, hence the generous default ``timeout``.
         """
         if not self.data_dir.is_dir():
             return False
@@ -282,12 +311,19 @@ class EmbeddedDatasink:
         problem = self._not_ours(pid)
         if problem:
             self.pidfile.unlink(missing_ok=True)
+            ownership.forget(self.data_dir)
             return False
+        owner, me = self._recorded_owner(pid), this_owner()
+        if owner is not None and owner != me:
+            raise NotOwnerError(
+                f"the embedded datasink in {self.data_dir} (pid {pid}) was started by "
+                f"{owner}, not by this {me.kind} ({me.path}): left running", owner)
         os.kill(pid, signal.SIGTERM)
         if not wait_for(lambda: self._gone(pid), timeout=timeout, interval=0.1):
             raise DatasinkError(f"redis-stack-server pid {pid} ({self.data_dir}) did not stop "
                                 f"within {timeout:.0f}s after SIGTERM (still saving? see {self.logfile})")
         self.pidfile.unlink(missing_ok=True)
+        ownership.forget(self.data_dir)
         return True
 
     # -- internals ---------------------------------------------------------------------------
@@ -314,19 +350,19 @@ class EmbeddedDatasink:
                 stdin=subprocess.DEVNULL, cwd=self.data_dir, env=server_env(),
                 start_new_session=True)
         self.pidfile.write_text(f"{self._proc.pid}\n")
+        ownership.record(self.data_dir, self._proc.pid, this_owner())
 
     def _stop_spawned(self) -> None:
         proc = self._proc
-        if proc is None or proc.poll() is not None:
-            self.pidfile.unlink(missing_ok=True)
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
         self.pidfile.unlink(missing_ok=True)
+        ownership.forget(self.data_dir)
 
     def _pings(self, port: int) -> bool:
         if self._proc is not None and self._proc.poll() is not None:
@@ -370,6 +406,12 @@ class EmbeddedDatasink:
 
     def _recorded_port(self) -> int | None:
         return _read_int(self.portfile)
+
+    def _recorded_owner(self, pid: int) -> Owner | None:
+        try:
+            return ownership.recorded(self.data_dir, pid)
+        except ownership.OwnerRecordError as exc:
+            raise DatasinkError(str(exc)) from None
 
 
 def _read_int(path: Path) -> int | None:

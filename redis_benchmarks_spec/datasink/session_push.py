@@ -55,7 +55,7 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
     (:func:`datasink.platforms.write`).
     """
     later = f"results kept in {results_dir}; push them later with `rbs datasink push {results_dir}`"
-    started = ""
+    started = shared = ""
     if url is None:
         try:
             state = EmbeddedDatasink(data_dir).up()
@@ -65,6 +65,8 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
         url = state.url
         if state.started:
             started = started_note(state)
+        elif not state.mine:
+            shared = f" (owner: {state.whose})"
     config = DatasinkConfig(url=url or "")
     client = connect(config)
     with client:
@@ -75,7 +77,7 @@ def push_session(results_dir: Path, url: str | None = None, data_dir: Path | Non
             report = push_result_files(client, files)
             report.files_not_pushed += missing
         why = "" if report.error else _store_platform(client, platform)
-    where = config.display_url
+    where = config.display_url + shared
     short = missing_history(report, results or [])
     why += skipped_reasons(report)
     if report.ok and not short:
@@ -131,11 +133,18 @@ def started_note(state: DatasinkStatus) -> str:
     """What to tell a user whose command just started the embedded datasink."""
     note = f" ({state.detail})" if state.detail else ""
     return (f"started the embedded datasink at {state.url} (pid {state.pid}, data in "
-            f"{state.data_dir}){note}; it keeps running for Grafana and `rbs compare`: stop "
-            f"it with `rbs datasink down{_data_dir_flag(state)}`; ")
+            f"{state.data_dir}), owned by {state.whose}{note}; it keeps running for Grafana "
+            f"and `rbs compare`: stop it with `{down_command(state)}`; ")
+
+
+def down_command(state: DatasinkStatus) -> str:
+    """The command that stops this datasink, run by its owner: ``rbs datasink down``, with
+    the folder when it is not the owner's default."""
+    return f"rbs datasink down{_data_dir_flag(state)}"
 
 
 def _data_dir_flag(state: DatasinkStatus) -> str:
-    if state.data_dir == default_data_dir().resolve():
+    home = state.owner.datasink_dir if state.owner else default_data_dir()
+    if state.data_dir == home.resolve():
         return ""
     return f" --datasink-data-dir {state.data_dir}"
