@@ -19,5 +19,8 @@ lint: setup
 	.venv/bin/ruff check redis_benchmarks_spec tests benchmarks
 	.venv/bin/rbs suites lint test-suites
 
+# the checkout's embedded datasink lives in .cache/datasink: stopped (if this checkout
+# started it) before its folder goes
 clean:
+	if [ -x .venv/bin/rbs ]; then .venv/bin/rbs datasink down || true; fi
 	rm -rf .venv .cache results

@@ -26,6 +26,6 @@ More:
   .venv/bin/rbs run --test-time 5                   # everything, 5 s per test
   .venv/bin/rbs compare --baseline-dir A --comparison-dir B   # statistics between two runs
   .venv/bin/rbs run --baseline-server A --comparison-server B --repetitions 10  # interleaved A/B
-  .venv/bin/rbs datasink down                       # stop the embedded datasink
+  .venv/bin/rbs datasink down                       # stop this checkout's datasink (never another's)
 MSG
 exit $rc
