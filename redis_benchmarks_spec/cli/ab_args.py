@@ -31,7 +31,8 @@ def add_ab_args(p: argparse.ArgumentParser) -> None:
                    help="extra redis-server arguments for side B only (e.g. a deliberate "
                         "slowdown for calibration)")
     g.add_argument("--repetitions", type=int, default=None,
-                   help=f"A/B: runs per side per suite (default {DEFAULT_REPETITIONS}; "
+                   help=f"A/B: runs per side per suite (default {DEFAULT_REPETITIONS}; with "
+                        "--profilers instructions the pairs a count decides from, 3; "
                         f"the first round with --until-decided, default {DEFAULT_FIRST_ROUND}); "
                         "without A/B: results per test, in rounds of the whole selection")
     g.add_argument("--metric", default=None,
@@ -81,17 +82,41 @@ def wants_ab(args: argparse.Namespace) -> bool:
 
 def ab_repetitions(args: argparse.Namespace, config: SessionConfig) -> int:
     """Pairs per test of an A/B session's first (or only) round: ``--repetitions``, else
-    the default of its kind (fixed, ``--until-decided``, memory only)."""
+    the default of its kind (fixed, ``--until-decided``, memory only, counted)."""
     default = DEFAULT_FIRST_ROUND if args.until_decided else DEFAULT_REPETITIONS
     if config.memory_only:  # deterministic: the t interval's 5 pairs decide
         default = MEMORY_REPETITIONS
+    elif counted(config) and not args.until_decided:
+        default = counted_pairs(default)
     return int(args.repetitions or default)
 
 
-def max_pairs(args: argparse.Namespace, repetitions: int) -> int:
+def counted(config: SessionConfig) -> bool:
+    """Every run of the session counts instructions (``--profilers instructions``): the
+    count decides, and the timed figures of a server under callgrind do not."""
+    return "instructions" in config.window.profilers.names
+
+
+def counted_pairs(most: int) -> int:
+    """The pairs a counted A/B runs by default: those from which the count's kind decides
+    (``runner.adaptive.deterministic_rounds``, the rule of ``--until-decided``'s first round
+    and of the lab's PR A/B): 3, since counts ship a prior (``common.metrics``), not 10."""
+    from redis_benchmarks_spec.runner.adaptive import deterministic_rounds  # the analysis
+
+    entry = metrics.metric(metrics.INSTRUCTIONS_METRIC)
+    first, _ = deterministic_rounds(entry.name, most, most, priors=entry.prior_sd > 0)
+    return first
+
+
+def max_pairs(args: argparse.Namespace, repetitions: int, counts: bool = False) -> int:
+    """Most pairs per test: ``--max-repetitions``, the design's with ``--until-decided``,
+    else twice the repetitions (disturbed timed pairs are replaced) or, when the runs
+    count instructions (``counts``: every pair kept), the repetitions."""
     if args.max_repetitions is not None:
         return int(args.max_repetitions)
-    return DEFAULT_MAX_PAIRS if args.until_decided else 2 * repetitions
+    if args.until_decided:
+        return DEFAULT_MAX_PAIRS
+    return repetitions if counts else 2 * repetitions
 
 
 

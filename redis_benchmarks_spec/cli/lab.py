@@ -15,6 +15,7 @@ from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
 from redis_benchmarks_spec.lab import keeper, services
 from redis_benchmarks_spec.lab.state import LabState, LabStateError
 from redis_benchmarks_spec.suites.catalog import default_suites_dir
+from redis_benchmarks_spec.telemetry.profilers.base import COUNTED_REQUESTS
 
 DEFAULT_ROOT = Path(".cache") / "lab"
 
@@ -82,8 +83,9 @@ def add_lab_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--build-cache", type=Path, default=None, metavar="DIR",
                    help="kept build trees and artifacts (default: in the lab folder); one "
                         "that outlives the lab makes later builds incremental")
-    # 3,000 requests: more do not steady the per-op count (docs/lab.md, "Measured")
-    p.add_argument("--agent-args", default="--profilers instructions --profile-requests 3000",
+    # COUNTED_REQUESTS: more do not steady the per-op count (docs/lab.md, "Measured")
+    p.add_argument("--agent-args",
+                   default=f"--profilers instructions --profile-requests {COUNTED_REQUESTS}",
                    metavar="ARGS",
                    help="more flags for every agent, e.g. '--profilers instructions "
                         "--test-time 5'")

@@ -18,7 +18,9 @@ def add_profiling_args(p: argparse.ArgumentParser) -> None:
                         "regression history")
     g.add_argument("--profile-requests", type=int, default=ProfilerOptions.requests,
                    metavar="N", help="requests per client run when the server runs under "
-                                     "callgrind (instructions profiler)")
+                                     "callgrind (instructions profiler; default "
+                                     f"{ProfilerOptions.requests:,}, the lab's: more do not "
+                                     "steady the count)")
     g.add_argument("--write-preloads", action="store_true",
                    help="a server under callgrind writes its preload in every run, instead "
                         "of loading a snapshot of it written once per build by a plain server")

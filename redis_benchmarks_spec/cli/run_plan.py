@@ -9,7 +9,7 @@ import json
 from rich.markup import escape
 
 from redis_benchmarks_spec.analysis.session_runs import SIDES as AB_SIDES
-from redis_benchmarks_spec.cli.ab_args import ab_repetitions, max_pairs, wants_ab
+from redis_benchmarks_spec.cli.ab_args import ab_repetitions, counted, max_pairs, wants_ab
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.runner.session import PlannedTest, SessionConfig, plan_tests
 from redis_benchmarks_spec.runner.sweep import Sweep
@@ -28,7 +28,7 @@ def print_plan(config: SessionConfig, suites: list[Suite], args: argparse.Namesp
     sides = len(AB_SIDES) if ab else 1
     runs = len(runnable) * rounds * max(1, len(values)) * sides
     # an A/B re-runs disturbed pairs, and --until-decided adds rounds: up to max_pairs each
-    most = len(runnable) * max_pairs(args, rounds) * sides if ab else runs
+    most = len(runnable) * max_pairs(args, rounds, counted(config)) * sides if ab else runs
     if args.format == "json":
         print(json.dumps({
             "tests": [_record(t) for t in tests], "repetitions": rounds,
