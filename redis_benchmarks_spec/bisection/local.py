@@ -91,12 +91,18 @@ class Builds:
         """``sha``'s redis-server is built already (this bisection or an earlier one)."""
         return self.commits.cached(sha)
 
-    def server(self, sha: str) -> tuple[Path, float]:
-        """The redis-server of ``sha`` and the seconds its build took (0 when cached)."""
+    def server(self, sha: str, say: Say = _quiet) -> tuple[Path, float]:
+        """The redis-server of ``sha`` and the seconds its build took (0 when cached);
+        ``say`` hears what make is doing while it builds, and the build's duration."""
+        def progress(seconds: float, phase: str) -> None:
+            say(f"  {sha[:12]}: {seconds:.0f} s, {phase}")
+
         try:
-            built = self.commits.server(sha)
+            built = self.commits.server(sha, progress)
         except (CommitBuildError, SourceError) as exc:
             raise BisectError(str(exc)) from exc
+        if not built.cached:
+            say(f"  built {sha[:12]} in {built.seconds:.0f} s ({built.how()})")
         return built.binary, built.seconds
 
 
@@ -124,8 +130,8 @@ class LocalProber:
         for commit in dict.fromkeys((self.good_sha, sha)):
             if not self.builds.cached(commit):
                 self.say(f"  building {commit[:12]} ({self.plan.variant.id})")
-        good_server, _ = self.builds.server(self.good_sha)
-        candidate, build_s = self.builds.server(sha)
+        good_server, _ = self.builds.server(self.good_sha, self.say)
+        candidate, build_s = self.builds.server(sha, self.say)
         tag = "instructions" if self.window.profilers.names else "throughput"
         session = replace(self.plan.session, window=self.window,
                           results_dir=self.plan.session.results_dir / f"{sha[:12]}-{tag}")

@@ -7,8 +7,14 @@ The one local build cache, shared by ``rbs bisect --local`` and ``rbs run
   a pattern before git sees them, and :meth:`CommitBuilds.resolve` turns them into full shas
   (``git rev-parse --verify --end-of-options <ref>^{commit}``);
 * every build happens in **one work tree** (``<dir>/tree``, a clone of the repository checked
-  out commit by commit; committed code only, never the repository's uncommitted changes): ``make`` recompiles only what a checkout changed, so a nearby commit
-  costs a few object files and a link;
+  out commit by commit; committed code only, never the repository's uncommitted changes):
+  ``git checkout`` rewrites only the files that differ, and ``make`` recompiles only what
+  they touch, so a nearby commit costs a few object files and a link. The kept tree's rule
+  (:mod:`.kept_tree`, the lab builder's) keeps that honest: the tree records what it last
+  built (``<dir>/last-build.json``: the commit and the build settings), and a commit whose
+  diff from it touches a build input (``deps/``, a Makefile, ...) or whose settings differ,
+  or a tree whose last build did not finish, builds from clean (``git clean -ffdx``), since
+  Redis's Makefile never rebuilds ``deps/`` for new sources;
 * compiling is the builder's own :func:`.compile.run_make` with the build variant (its
   compiler and ``REDIS_CFLAGS``, in the builder's sandbox), as the lab builds;
 * each built redis-server is kept as ``<dir>/bin/<sha>-<variant>-<flags>/redis-server``,
@@ -25,8 +31,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from redis_benchmarks_spec.builder import kept_tree
 from redis_benchmarks_spec.builder.artifacts import env_digest
 from redis_benchmarks_spec.builder.compile import DEFAULT_TIMEOUT_S, BuildError, run_make
+from redis_benchmarks_spec.builder.make_progress import MakeWatch, Report
 from redis_benchmarks_spec.builder.source import SourceError, git
 from redis_benchmarks_spec.builder.variants import BuildVariant
 from redis_benchmarks_spec.events.validation import ref_problem
@@ -62,12 +70,22 @@ def commit_ref_problem(value: str) -> str | None:
 @dataclass(frozen=True)
 class CommitBuild:
     """The redis-server of one commit, the seconds its build took and whether it was
-    already built (then 0 seconds)."""
+    already built (then 0 seconds); a build says how (:mod:`.kept_tree`: ``incremental``
+    over ``built_over``, or ``clean`` and why)."""
 
     sha: str
     binary: Path
     seconds: float
     cached: bool
+    kind: str = ""
+    built_over: str = ""
+    reason: str = ""
+
+    def how(self) -> str:
+        """"incremental over 155acef51ac7", "clean: the change touches build inputs: ..."."""
+        if self.kind == kept_tree.INCREMENTAL:
+            return f"incremental over {self.built_over[:12]}"
+        return f"{self.kind}: {self.reason}" if self.reason else self.kind
 
 
 def flags_digest(variant: BuildVariant) -> str:
@@ -119,8 +137,10 @@ class CommitBuilds:
     def log_path(self, sha: str) -> Path:
         return self.directory / f"build-{sha[:12]}.log"
 
-    def server(self, sha: str) -> CommitBuild:
-        """The redis-server of ``sha`` (a full sha), built unless it is cached."""
+    def server(self, sha: str, progress: Report | None = None) -> CommitBuild:
+        """The redis-server of ``sha`` (a full sha), built unless it is cached;
+        ``progress(seconds, phase)`` hears what make is doing while it builds
+        (:mod:`.make_progress`)."""
         if not _FULL_SHA.fullmatch(sha):
             raise CommitBuildError(f"{sha!r}: not a full commit sha (resolve it first)")
         self.shas.add(sha)
@@ -133,16 +153,35 @@ class CommitBuilds:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if binary.is_file():  # built by the other while this one waited
                 return CommitBuild(sha, binary, 0.0, True)
-            return self._build(sha, binary)
+            return self._build(sha, binary, progress)
 
-    def _build(self, sha: str, binary: Path) -> CommitBuild:
-        tree = self._tree()
+    def plan(self, sha: str) -> kept_tree.TreePlan:
+        """How ``sha`` would build in the tree now: over its last build, or from clean."""
+        marker = self.directory / kept_tree.MARKER
+        state = None if marker.exists() else kept_tree.load_state(self.directory)
+        how = kept_tree.plan(self._tree(), state, sha, kept_tree.settings_of(self.variant))
+        if marker.exists():
+            return kept_tree.TreePlan(False, how.previous, "the tree's last build did not "
+                                                           "finish")
+        return how
+
+    def _build(self, sha: str, binary: Path, progress: Report | None) -> CommitBuild:
+        how = self.plan(sha)
+        tree = self.tree
+        # the record is beside the tree (the sandboxed make writes only inside it), gone
+        # while make runs: an interrupted build leaves the marker and no record
+        (self.directory / kept_tree.STATE_FILE).unlink(missing_ok=True)
+        marker = self.directory / kept_tree.MARKER
+        marker.write_text(sha)
         git("-C", str(tree), "-c", "advice.detachedHead=false", "checkout", "-q", "--force",
             "--detach", sha, "--")
+        if not how.incremental:
+            kept_tree.clean(tree)
         start = time.monotonic()
         log = self.log_path(sha)
+        watch = MakeWatch(progress, tree) if progress is not None else None
         try:
-            run_make(tree, self.variant, log, timeout_s=self.timeout_s)
+            run_make(tree, self.variant, log, timeout_s=self.timeout_s, watch=watch)
         except BuildError as exc:
             raise CommitBuildError(f"build of {sha[:12]} failed: {exc} (log {log})") from exc
         self.made += 1
@@ -150,7 +189,11 @@ class CommitBuilds:
         staged = binary.with_name(".redis-server.partial")
         shutil.copy2(tree / "src" / "redis-server", staged)
         staged.replace(binary)  # a torn copy is never taken for a build
-        return CommitBuild(sha, binary, time.monotonic() - start, False)
+        kept_tree.save_state(self.directory,
+                             kept_tree.TreeState(sha, kept_tree.settings_of(self.variant)))
+        marker.unlink()
+        return CommitBuild(sha, binary, time.monotonic() - start, False, how.kind,
+                           how.previous if how.incremental else "", how.reason)
 
     def _tree(self) -> Path:
         """The work tree, holding every commit of the repository's branches (a tree left by

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from redis_benchmarks_spec.builder.dependencies import bundled_versions
+from redis_benchmarks_spec.builder.make_progress import POLL_S, MakeWatch
 from redis_benchmarks_spec.builder.sandbox import Sandbox, SandboxUnavailable
 from redis_benchmarks_spec.builder.unpack import unpack as safe_unpack
 from redis_benchmarks_spec.builder.variants import BuildVariant
@@ -79,10 +80,12 @@ def compiler_version(variant: BuildVariant) -> str:
 
 
 def run_make(source: Path, variant: BuildVariant, log_path: Path,
-             timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None) -> None:
+             timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None,
+             watch: MakeWatch | None = None) -> None:
     """``make -j<cores>`` with the variant's variables on the command line and in the env
     (Redis's Makefile reads REDIS_CFLAGS and friends from either), inside ``sandbox``: the
-    source is untrusted code, and it never sees the daemon's environment."""
+    source is untrusted code, and it never sees the daemon's environment. ``watch`` follows
+    the log while make runs (its phase and a heartbeat: :mod:`.make_progress`)."""
     make_vars = variant.make_env()
     # V=1: the log shows every compiler command line, so the variant flags are auditable
     make = ["make", f"-j{os.cpu_count() or 2}", "V=1",
@@ -96,18 +99,43 @@ def run_make(source: Path, variant: BuildVariant, log_path: Path,
         log.write(f"$ {' '.join(make)}\n".encode())
         log.flush()
         try:
-            proc = subprocess.run(argv, cwd=source, env=sandbox_env(), stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+            proc = subprocess.Popen(argv, cwd=source, env=sandbox_env(), stdout=log,
+                                    stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise BuildError(f"cannot run make in {source}: {exc}") from exc
+        try:
+            returncode = _wait(proc, log_path, timeout_s, watch)
         except subprocess.TimeoutExpired as exc:
             sandbox.remove(argv)
             raise BuildError(f"make timed out after {timeout_s:.0f}s", tail(log_path)) from exc
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli/errors.py): the same for its container
             sandbox.remove(argv)
             raise
-        except OSError as exc:
-            raise BuildError(f"cannot run make in {source}: {exc}") from exc
-    if proc.returncode != 0:
-        raise BuildError(f"make failed with exit code {proc.returncode}", tail(log_path, 40))
+    if returncode != 0:
+        raise BuildError(f"make failed with exit code {returncode}", tail(log_path, 40))
+
+
+def _wait(proc: subprocess.Popen[bytes], log_path: Path, timeout_s: float,
+          watch: MakeWatch | None) -> int:
+    """make's exit code; the log's new text goes to ``watch`` every :data:`POLL_S` (make
+    is killed on a timeout or any exception, as :func:`subprocess.run` does)."""
+    start = time.monotonic()
+    try:
+        with log_path.open("r", errors="replace") as follow:
+            while True:
+                left = timeout_s - (time.monotonic() - start)
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(proc.args, timeout_s)
+                try:
+                    return proc.wait(timeout=min(POLL_S, left))
+                except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch.feed(follow.read())
+                        watch.tick(time.monotonic() - start)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
 
 
 def package(source: Path) -> tuple[bytes, list[str]]:

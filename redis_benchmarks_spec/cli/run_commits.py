@@ -175,19 +175,26 @@ def say_plan(console: Console, plan: CommitPlan) -> None:
 
 
 def build_commits(console: Console, args: argparse.Namespace, plan: CommitPlan) -> None:
-    """Build both sides (a progress line per build) and point the A/B at the binaries."""
+    """Build both sides and point the A/B at the binaries: a line when a build starts, what
+    make is doing while it runs (its phase when that changes, and at least every 10 s, with
+    the seconds so far: ``builder.make_progress``), and the build's duration and kind."""
     for side in (plan.baseline, plan.comparison):
+        def progress(seconds: float, phase: str, side: CommitSide = side) -> None:
+            console.print(f"  {side.name} {side.sha[:12]}: {seconds:.0f} s, "
+                          f"{escape(phase)}", highlight=False, soft_wrap=True)
+
         if not plan.builds.cached(side.sha):
             console.print(f"building {side.name} {side.sha[:12]} ({escape(side.subject)}) "
                           f"with {escape(plan.builds.variant.id)} in "
                           f"{escape(str(plan.builds.tree))} ...", highlight=False,
                           soft_wrap=True)
         try:
-            built = plan.builds.server(side.sha)
+            built = plan.builds.server(side.sha, progress)
         except (CommitBuildError, SourceError) as exc:
             raise UsageError(f"--{side.name}-commit {side.ref}", str(exc)) from None
-        took = "cached, no build" if built.cached else f"built in {built.seconds:.0f} s"
-        console.print(f"{side.name} {side.sha[:12]}: {took}: {escape(str(built.binary))}",
+        took = "cached, no build" if built.cached else \
+            f"built in {built.seconds:.0f} s ({built.how()})"
+        console.print(f"{side.name} {side.sha[:12]}: {escape(took)}: {escape(str(built.binary))}",
                       highlight=False, soft_wrap=True)
         setattr(args, f"{side.name}_server", str(built.binary))
 
