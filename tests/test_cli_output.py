@@ -20,6 +20,8 @@ from redis_benchmarks_spec.results.document import RunResult
 from tests.cli import rbs, write_suite
 
 NARROW = {"COLUMNS": "80"}  # every rbs here prints for an 80-column terminal
+#: a pipe that asks no width (COLUMNS unset): tables at their natural width, however wide
+PIPED = {"COLUMNS": ""}
 LONG = "redis-benchmark-a-suite-name-long-enough-to-be-cut-at-eighty-columns"
 SUITE = """version: 0.4
 name: {name}
@@ -44,7 +46,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.
     for name, cmd in ((LONG, "set"), (LONG + "-get", "get")):
         write_suite(suites, name, SUITE.format(name=name, cmd=cmd))
     out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(root / "results"),
-              "--no-datasink", timeout=180, env=NARROW)
+              "--no-datasink", timeout=180, env=PIPED)
     assert out.returncode == 0, out.stdout + out.stderr
     (session_dir,) = (root / "results").iterdir()
     return session_dir, out
@@ -191,7 +193,7 @@ def test_repetitions_have_a_column_and_logs_stay_off_stdout(tmp_path: Path) -> N
     write_suite(suites, "one", SUITE.format(name="one", cmd="set"))
     out = rbs("run", "--suites-dir", str(suites), "--results-dir", str(tmp_path / "r"),
               "--no-datasink", "--repetitions", "2", "--test-time", "1", "--cpus", "0",
-              timeout=180, env=NARROW)
+              timeout=180, env=PIPED)
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if "│ one " in line]
     assert [[c.strip() for c in row.split("│")][2:4] for row in rows] == [

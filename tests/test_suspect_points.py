@@ -196,7 +196,7 @@ def test_suspect_points_raise_nothing_and_a_re_measure_supersedes_them(
     points = read_history(client, query).points
     assert len(points) == 21 and [p.commit for p in points if p.suspect] == bad
     assert [p.commit for p in points if later <= p.ts_ms < later + 100] == bad
-    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("COLUMNS", "1000")  # a row a line: the table is wider than 250
     assert rbs_in_process(["history", "--test", "t-get", "--metric", COUNT, "--platform",
                            "lab-a", "--datasink", datasink.url, "--last", "50"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.count("│") > 5]

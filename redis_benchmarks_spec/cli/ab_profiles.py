@@ -149,4 +149,4 @@ def print_profile_ab(console: Console, throughput: ComparisonReport,
     for test, svg in report.diff_flamegraphs.items():
         console.print(f"differential flame graph {escape(test)}: {escape(svg)}", highlight=False)
     for problem in report.problems:
-        console.print(f"[yellow]{escape(problem)}[/]", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]{escape(problem)}[/]", highlight=False)

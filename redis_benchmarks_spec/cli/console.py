@@ -5,12 +5,15 @@
   not fit, it is printed as one block per row ("records"), so an 80-column pane still shows
   every name and number whole.
 - When output is not a terminal (a pipe, a file, a CI log), lines are never wrapped and
-  tables are rendered at their natural width, however wide.
+  tables are rendered at their natural width, however wide; unless ``COLUMNS`` says how wide
+  the reader's screen is (``COLUMNS=100 rbs run ... | less``): then lines and tables fit it
+  as they do in a terminal of that width.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TextIO
 
@@ -32,7 +35,16 @@ def make_console(stderr: bool = False) -> Console:
     console = Console(stderr=stderr)
     if console.is_terminal:
         return console
+    asked = _columns()
+    if asked is not None:
+        return Console(stderr=stderr, width=asked)
     return Console(stderr=stderr, width=UNBOUNDED_WIDTH, soft_wrap=False)
+
+
+def _columns() -> int | None:
+    """The width ``COLUMNS`` gives (None when unset or not a positive number)."""
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 class CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -93,21 +105,22 @@ def required_width(console: Console, table: Table) -> int:
 
 def print_records(console: Console, table: Table) -> None:
     """Each row as a block: the first cell in bold, then ``header: value`` lines."""
+    # titles, values and the caption wrap at the console's width (unbounded in a pipe)
     if table.title:
-        console.print(table.title, style="bold", soft_wrap=True)
+        console.print(table.title, style="bold")
     columns = [(_header(c.header), list(c.cells)) for c in table.columns]
     rows = max((len(cells) for _, cells in columns), default=0)
     for i in range(rows):
         first = _text(columns[0][1][i]) if columns else Text("")
         first.stylize("bold")
-        console.print(first, soft_wrap=True)
+        console.print(first)
         for header, cells in columns[1:]:
             value = _text(cells[i])
             if not value.plain:
                 continue
-            console.print(Text.assemble(f"  {header}: ", value), soft_wrap=True)
+            console.print(Text.assemble(f"  {header}: ", value))
     if table.caption:
-        console.print(table.caption, style="dim", soft_wrap=True)
+        console.print(table.caption, style="dim")
 
 
 def _header(header: RenderableType) -> str:
