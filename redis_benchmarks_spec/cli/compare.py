@@ -246,19 +246,25 @@ def write_report(report: ComparisonReport, fmt: str, output: Path | None) -> Non
         if hosts is not None:
             print_table(console, hosts)
         if hidden_note(report):
-            console.print(f"[yellow]{escape(hidden_note(report))}[/]", highlight=False,
-                          soft_wrap=True)
+            console.print(f"[yellow]{escape(hidden_note(report))}[/]", highlight=False)
         if output:
             output.write_text(console.export_text())
         err = make_console(stderr=True)
         for problem in report.problems:
-            err.print(f"[yellow]{escape(problem)}[/]", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]{escape(problem)}[/]", highlight=False)
         return
     text = to_markdown(report) if fmt == "markdown" else to_json(report)
     if output:
         output.write_text(text + "\n")
     else:
         sys.stdout.write(text + "\n")
+
+
+def say_written(args: argparse.Namespace, what: str, path: Path) -> None:
+    """The line naming a file the command wrote: on stdout beside a table or a report written
+    to ``--output``, on stderr when stdout holds a Markdown or JSON document."""
+    alone = args.format != "table" and getattr(args, "output", None) is None
+    make_console(stderr=alone).print(f"{what}: {escape(str(path.resolve()))}", highlight=False)
 
 
 def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Samples) -> None:
@@ -273,7 +279,7 @@ def _write_html(args: argparse.Namespace, report: ComparisonReport, samples: Sam
              for i, name in enumerate(names)]
     data = ReportData(title, args.metric, sides)
     data.report = report  # the same numbers as the text report (filters applied)
-    write_html(data, args.html)
+    say_written(args, "report", write_html(data, args.html))
 
 
 def _compare_folders(args: argparse.Namespace, options: CompareOptions) -> int:
@@ -296,11 +302,18 @@ def _compare_folders(args: argparse.Namespace, options: CompareOptions) -> int:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
     write_report(report, args.format, args.output)
+    _say_output(args)
     if args.html:
         from redis_benchmarks_spec.cli.report import write_html
-        write_html(from_runs(f"{args.baseline_dir} vs {args.comparison_dir}", found.runs,
-                             report), args.html)
+        say_written(args, "report", write_html(
+            from_runs(f"{args.baseline_dir} vs {args.comparison_dir}", found.runs, report),
+            args.html))
     return _exit(args, report)
+
+
+def _say_output(args: argparse.Namespace) -> None:
+    if args.output is not None:
+        say_written(args, f"{args.format} report", args.output)
 
 
 def _exit(args: argparse.Namespace, report: ComparisonReport) -> int:
@@ -337,6 +350,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         else judge_samples(found.samples, options, found.problems)
     report = replace(judged, context=compare_context(args, found))
     write_report(report, args.format, args.output)
+    _say_output(args)
     if args.html:
         _write_html(args, report, found.samples)
     return _exit(args, report)

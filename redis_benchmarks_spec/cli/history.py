@@ -191,6 +191,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     text = to_csv(history) if args.format == "csv" else to_json(history) + "\n"
     if args.output:
         args.output.write_text(text)
+        make_console().print(f"{args.format}: {escape(str(args.output.resolve()))}",
+                             highlight=False)
     else:
         print(text, end="")
     return 0
