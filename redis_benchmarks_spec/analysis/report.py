@@ -115,13 +115,26 @@ def _spread(row: Comparison) -> str:
     return f"{sd} / {floor}{source}"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def counted_rows(report: ComparisonReport) -> str:
+    """What the report's rows are: "2 tests", or a memory report's "6 figures of 1 test"
+    (each row one figure of a test)."""
+    tests = len({row.test for row in report.rows})
+    if any(row.metric in MEMORY_METRICS for row in report.rows):
+        return f"{_plural(len(report.rows), 'figure')} of {_plural(tests, 'test')}"
+    return _plural(len(report.rows), "test")
+
+
 def _summary_line(report: ComparisonReport) -> str:
     s = report.summary
     busy = f", {s[BUSY]} busy" if s.get(BUSY) else ""
     suspect = f", {s[SUSPECT]} suspect" if s.get(SUSPECT) else ""
     return (f"{s.get(REGRESSION, 0)} regression(s), {s.get(IMPROVEMENT, 0)} improvement(s)"
             f"{suspect}, {s.get(UNKNOWN, 0)} unknown{busy}, {s.get(NO_CHANGE, 0)} no change "
-            f"({len(report.rows)} test(s))")
+            f"({counted_rows(report)})")
 
 
 def _direction_note(report: ComparisonReport) -> str:
@@ -184,7 +197,7 @@ def _footnote(report: ComparisonReport) -> str:
             "Median ratio: comparison median / baseline median - 1 (a different estimator, "
             "shown for reference; the verdict uses the change). Verdict: REGRESSION/IMPROVEMENT "
             f"when the CI excludes 0, the change exceeds the ±{o.noise_floor_pct:g}% noise "
-            f"floor and the Benjamini-Hochberg adjusted p (across all {len(report.rows)} tests) "
+            f"floor and the Benjamini-Hochberg adjusted p (across all {counted_rows(report)}) "
             f"is below alpha={o.alpha:g}; NO CHANGE when the CI lies inside the noise floor; "
             "otherwise UNKNOWN with the estimated runs per side that would likely decide it "
             "(runs needed), or BUSY when pairs were left out because other processes disturbed "

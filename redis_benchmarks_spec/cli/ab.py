@@ -18,12 +18,14 @@ from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors
 from redis_benchmarks_spec.analysis.noise import NoiseBook, family_of, timed_metrics
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
-from redis_benchmarks_spec.cli.ab_args import ab_repetitions, counted, max_pairs, parse_duration
+from redis_benchmarks_spec.cli.ab_args import ab_repetitions, max_pairs, parse_duration
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
 from redis_benchmarks_spec.cli.progress import RunProgress
 from redis_benchmarks_spec.cli.run_commits import ab_sides
+from redis_benchmarks_spec.common.metrics import INSTRUCTIONS_METRIC
+from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.results.comparison_key import with_topology
 from redis_benchmarks_spec.results.document import RunResult
@@ -42,15 +44,24 @@ from redis_benchmarks_spec.suites.suite import Suite
 
 
 def _shown(run: ABRun, metric: str | None) -> str:
-    """A run's value of the deciding metric (Ops/sec until ``auto`` has chosen)."""
+    """A run's value of the metric that judges it, with its unit (Ops/sec until ``auto`` has
+    chosen): instructions per op of a run under callgrind, whose timed figures are no speed
+    (the engine judges its count, ``analysis.engine``)."""
     r = run.result
     metric = metric or THROUGHPUT_METRIC
+    if under_profiler(r.flags, metric):
+        if r.metrics.get(INSTRUCTIONS_METRIC) is None:
+            return f"{r.status} ({PROFILED}: no speed measured)"
+        metric = INSTRUCTIONS_METRIC
     value = r.metrics.get(metric)
-    if value is not None and under_profiler(r.flags, metric):
-        return f"{r.status} ({PROFILED}: no speed measured)"
-    if value is None:
-        return r.status
-    return f"{value:,.3f} {metric}" if metric != THROUGHPUT_METRIC else f"{value:,.0f}"
+    return r.status if value is None else with_unit(value, metric)
+
+
+def with_unit(value: float, name: str) -> str:
+    """``2,315 instructions/op``, ``30,722 ops/sec``, ``0.412 ms``: the catalogue's unit."""
+    unit = catalogued(name).unit + ("/op" if name.endswith("_per_op") else "")
+    number = f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
+    return f"{number} {unit}"
 
 
 def _noise_book(args: argparse.Namespace) -> NoiseBook | None:
@@ -68,7 +79,7 @@ def _say_aa(console: Console, book: NoiseBook | None, result: ABSessionResult) -
     if book is not None and result.noise_recorded:
         console.print(f"noise: an A/A session (the same binary on both sides): "
                       f"{result.noise_recorded} test/metric spread(s) recorded in "
-                      f"{escape(str(book.path))}", highlight=False, soft_wrap=True)
+                      f"{escape(str(book.path))}", highlight=False)
 
 
 def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
@@ -89,11 +100,11 @@ def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
         ab, suites, metric=metric,
         alpha=args.alpha, noise_floor_pct=args.noise_floor,
         instructions_floor_pct=args.instructions_noise_floor,
-        max_pairs=max_pairs(args, repetitions, counted(config)), priors=priors,
+        max_pairs=max_pairs(args, repetitions), priors=priors,
         side_labels=commits[1] if commits else None,
         # under --profilers instructions the deciding evidence is the instruction count,
         # which keeps every pair: timed pairs of a server under callgrind are not re-run
-        replace_disturbed=not counted(config))
+        replace_disturbed="instructions" not in config.window.profilers.names)
     if not args.until_decided:
         return plan
     design = SequentialPlan(max_pairs(args, repetitions), args.alpha, args.spending)
@@ -144,21 +155,22 @@ def cmd_ab(args: argparse.Namespace, console: Console, config: SessionConfig,
         plan = replace(plan, host_noise=noise, noise_book=book)
     result = _run(console, plan)
     report = result.report
-    for line in result.disturbed:
-        console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if args.format != "table":  # the table's problems say them (cli.compare.write_report)
+        for line in result.disturbed:
+            console.print(f"[yellow]DISTURBED[/] {escape(line)}", highlight=False)
     if result.metric_why:
         console.print(f"metric {escape(report.options.metric)}: {escape(result.metric_why)}",
-                      highlight=False, soft_wrap=True)
+                      highlight=False)
     for failed in result.failed:
         console.print(f"[red]FAILED[/] {escape(with_topology(failed))}: {escape(failed.reason)}",
-                      highlight=False, soft_wrap=True)
+                      highlight=False)
     _say_aa(console, book, result)
     write_report(report, args.format, None)
     out = make_console(stderr=args.format != "table")  # results on stdout, as rbs run
     if report.memory is not None and args.format == "table":
         write_report(report.memory, "table", None)
     _profiles(out, config, result)
-    out.print(f"results: {escape(str(config.results_dir))}", highlight=False, soft_wrap=True)
+    out.print(f"results: {escape(str(config.results_dir))}", highlight=False)
     if args.html:
         from redis_benchmarks_spec.analysis.report_data import from_runs
         from redis_benchmarks_spec.cli.report import write_html

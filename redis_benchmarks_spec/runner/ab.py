@@ -32,6 +32,7 @@ from redis_benchmarks_spec.results.document import (
     RunResult,
 )
 from redis_benchmarks_spec.results.layout import RunPlace, run_folder
+from redis_benchmarks_spec.results.profile import under_profiler
 from redis_benchmarks_spec.runner import count_lanes
 from redis_benchmarks_spec.runner.ab_stored import (
     StoredBaseline,
@@ -276,17 +277,26 @@ def _run_stored(config: ABConfig, test: ABTest, on_run: Callable[[ABRun], None] 
 
 def disturbed_problems(results: list[RunResult], metric: str) -> list[str]:
     """One line per disturbed run, for the report's problems (none for instruction counts,
-    which foreign load does not move: their pairs are all used)."""
+    which foreign load does not move: their pairs are all used). A timed metric measured
+    under a profiler is not judged (``results.profile.under_profiler``): its disturbed runs
+    are one counted line, as no pair of it is left out of anything."""
     if deterministic(metric):
         return []
-    out = []
-    for r in results:
-        if r.ok and DISTURBED in r.flags:
+    disturbed = [r for r in results if r.ok and DISTURBED in r.flags]
+    profiled = sum(1 for r in disturbed if under_profiler(r.flags, metric))
+    out = [_not_judged(profiled, len(results), metric)] if profiled else []
+    for r in disturbed:
+        if not under_profiler(r.flags, metric):
             foreign = r.cpu.get(FOREIGN)
             used = f"{foreign.mean_pct:.0f} % of a core" if foreign else "CPU time"
             out.append(f"{with_topology(r)} ({r.context.ab_side}): disturbed (other processes "
                        f"used {used} on its CPUs); its pair is left out of {metric}")
     return out
+
+
+def _not_judged(disturbed: int, runs: int, metric: str) -> str:
+    return (f"{disturbed} of {runs} run(s) disturbed by other processes: {metric} is not "
+            "judged (measured under a profiler), so no pair is left out")
 
 
 def run_ab_replacing(config: ABConfig, tests: list[ABTest], metric: str, max_repetitions: int,
