@@ -76,8 +76,9 @@ RESULTS_ROOT = Path("results")
 
 def default_results_dir(args: argparse.Namespace) -> Path:
     """``results/`` for runs (what `rbs datasink push results/` means), ``results/ab/`` for
-    A/B sessions, whose runs are not history."""
-    ab = bool(args.baseline_server or args.comparison_server)
+    A/B sessions (of two servers or two commits), whose runs are not history."""
+    ab = bool(args.baseline_server or args.comparison_server or args.baseline_commit
+              or args.comparison_commit)
     return absolute(RESULTS_ROOT / "ab" if ab else RESULTS_ROOT)
 
 
