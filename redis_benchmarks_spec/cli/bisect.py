@@ -1,5 +1,5 @@
-"""``rbs bisect --good SHA --bad SHA --test T``: the first commit of a range that makes a
-test slower, built and measured through the builder and agents, or here with ``--local``.
+"""``rbs bisect --good SHA --bad SHA --test T``: the first commit of a range that changes a
+test (slower, or faster: an improvement is placed as well), built and measured through the builder and agents, or here with ``--local``.
 
 Parsing and printing only: :mod:`bisection.search`, :mod:`bisection.local`,
 :mod:`bisection.remote`."""
@@ -16,7 +16,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, CompareOptions
+from redis_benchmarks_spec.analysis.compare import (
+    DEFAULT_METRIC,
+    IMPROVEMENT,
+    REGRESSION,
+    CompareOptions,
+)
 from redis_benchmarks_spec.bisection import local, remote
 from redis_benchmarks_spec.bisection.gitrange import (
     UnknownCommitError,
@@ -65,10 +70,12 @@ def _name(flag: str, value: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bisect", help="find the first commit of a range that slows a test",
+    p = sub.add_parser("bisect", help="find the first commit of a range that changes a test "
+                                      "(a regression or an improvement)",
                        description=__doc__)
-    p.add_argument("--good", required=True, help="a commit without the slowdown")
-    p.add_argument("--bad", required=True, help="a later commit with it")
+    p.add_argument("--good", required=True, help="a commit without the change")
+    p.add_argument("--bad", required=True,
+                   help="a later commit with it (a slowdown, or an improvement to place)")
     p.add_argument("--test", required=True, help="suite name")
     p.add_argument("--local", action="store_true",
                    help="build and benchmark on this machine instead of through the "
@@ -208,14 +215,19 @@ def _commits_left(outcome: BisectOutcome) -> int:
     return outcome.commits.index(bad) - lo
 
 
+def _change_word(direction: str) -> str:
+    """What the bad end's verdict makes of the change: a bisection finds improvements too."""
+    return {REGRESSION: "regression", IMPROVEMENT: "improvement"}.get(direction, "change")
+
+
 def _answer_line(answer: dict[str, object], outcome: BisectOutcome) -> str:
     if answer["first_bad"]:
         pr = f" (PR #{answer['pull_request']})" if answer["pull_request"] else ""
         change = answer["change_pct"]
         size = "" if not isinstance(change, float) else \
-            f": {change:+.2f}% {outcome.metric} against good"
-        return (f"first bad commit: {answer['first_bad']}{pr} {answer['subject']!r}{size} "
-                f"({outcome.builds} builds)")
+            f": {change:+.2f}% {outcome.metric} against --good"
+        return (f"first commit of the {_change_word(outcome.direction)}: "
+                f"{answer['first_bad']}{pr} {answer['subject']!r}{size} ({outcome.builds} builds)")
     what = "host busy" if outcome.busy else "not found"
     left = outcome.range_left
     where = (f"; {answer['commits_left']} commit(s) left, between {left[0][:12]} (good) and "
