@@ -8,12 +8,20 @@ profiled commit, in percentage points. The top of it is the "biggest win" list: 
 that cost much in many suites. The same fold per suite group (a suite's ``tested-groups``;
 a suite of two groups counts in both) gives each group's top functions by share of that
 group's instructions. Measured, not estimated: the counts are the runs' callgrind counts.
+
+A suite's instructions are the larger of its count and the sum of its functions' self
+counts: both are of the command path since the function table is the command path's own
+(``telemetry.profilers.command_path``), so the shares of a commit add up to at most 100 %;
+a table an older agent stored of the whole process (the timer's and INFO's functions too,
+about 3x the count) is read as shares of its own sum rather than past 100 %. A function's
+file is its source path in the Redis tree (``src/t_set.c``), not the build folder's.
 Nothing here reads or prints.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 
 SuiteProfile = tuple[float, list[tuple[str, str, float]]]
 DOMINANT_PCT = 5.0
@@ -43,18 +51,39 @@ class LabTable:
     groups: dict[str, LabTable] = field(default_factory=dict)  # group -> its own table
 
 
+def source_path(file: str) -> str:
+    """``file`` as a path in the Redis tree: ``/home/u/.cache/tree/src/t_set.c`` ->
+    ``src/t_set.c``, ``.../deps/jemalloc/src/jemalloc.c`` -> ``deps/jemalloc/src/jemalloc.c``;
+    a file outside it (glibc's) as given."""
+    parts = PurePosixPath(file).parts
+    if "src" in parts:
+        start = len(parts) - 1 - parts[::-1].index("src")
+        if start >= 2 and parts[start - 2] == "deps":  # a dependency's own deps/lua/src
+            start -= 2
+    elif "deps" in parts:
+        start = len(parts) - 1 - parts[::-1].index("deps")
+    else:
+        return file
+    return "/".join(parts[start:])
+
+
+def _suite_total(suite_total: float, functions: list[tuple[str, str, float]]) -> float:
+    """The instructions a suite's shares are of (module doc): never less than its
+    functions' sum."""
+    return max(suite_total, sum(per_op for _, _, per_op in functions))
+
+
 def _shares(profiles: dict[str, SuiteProfile]) -> tuple[dict[str, float], dict[str, int],
                                                           dict[str, str]]:
-    total = sum(t for t, _ in profiles.values() if t > 0)
+    totals = [(_suite_total(t, fs), fs) for t, fs in profiles.values() if t > 0]
+    total = sum(t for t, _ in totals)
     cost: dict[str, float] = {}
     dominant: dict[str, int] = {}
     files: dict[str, str] = {}
-    for suite_total, functions in profiles.values():
-        if suite_total <= 0:
-            continue
+    for suite_total, functions in totals:
         for function, file, per_op in functions:
             cost[function] = cost.get(function, 0.0) + per_op
-            files.setdefault(function, file)
+            files.setdefault(function, source_path(file) if file else "")
             if 100.0 * per_op / suite_total >= DOMINANT_PCT:
                 dominant[function] = dominant.get(function, 0) + 1
     shares = {f: 100.0 * c / total for f, c in cost.items()} if total > 0 else {}

@@ -9,8 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis
+from rich.markup import escape
+from rich.table import Table
 
-from redis_benchmarks_spec.cli.console import make_console
+from redis_benchmarks_spec.analysis.lab_table import DOMINANT_PCT, LabTable
+from redis_benchmarks_spec.cli.console import make_console, print_table
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.lab.state import LabStateError, load
 
@@ -77,12 +80,12 @@ def cmd_table(args: argparse.Namespace) -> int:
     against = f"against {table.previous[:10]}" if table.previous else "(nothing to compare)"
     console.print(f"{args.branch} at {table.commit[:10]}, {table.suites} suite(s), {against}",
                   highlight=False, markup=False)
-    console.print(f"{'function':40} {'file':20} {'share':>8} {'change':>9} {'suites':>6}",
-                  highlight=False, markup=False)
-    for row in table.rows[:TEXT_ROWS]:
-        change = "" if row.change_pp is None else f"{row.change_pp:+.2f}pp"
-        console.print(f"{row.function[:40]:40} {row.file[:20]:20} {row.share_pct:7.2f}% "
-                      f"{change:>9} {row.suites:6d}", highlight=False, markup=False)
+    print_table(console, _rich_table(table))
+    shown = table.rows[:TEXT_ROWS]
+    console.print(f"these {len(shown)} function(s): "
+                  f"{sum(r.share_pct for r in shown):.2f}% of the instructions per op of all "
+                  f"{table.suites} suite(s) (share: a function's self count; suites: where it "
+                  f"takes at least {DOMINANT_PCT:g}%)", highlight=False, markup=False)
     if args.html is not None:
         from redis_benchmarks_spec.analysis.html_report import write_lab_table
         try:
@@ -91,6 +94,19 @@ def cmd_table(args: argparse.Namespace) -> int:
             raise UsageError(str(args.html), exc.strerror or str(exc)) from None
         console.print(f"wrote {written}", highlight=False, markup=False)
     return 0
+
+
+def _rich_table(table: LabTable) -> Table:
+    """The top rows whole: function and source file (in the Redis tree) never cut."""
+    out = Table()
+    for header, justify in (("function", "left"), ("file", "left"), ("share", "right"),
+                            ("change", "right"), ("suites", "right")):
+        out.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in table.rows[:TEXT_ROWS]:
+        change = "" if row.change_pp is None else f"{row.change_pp:+.2f}pp"
+        out.add_row(escape(row.function), escape(row.file), f"{row.share_pct:.2f}%", change,
+                    str(row.suites))
+    return out
 
 
 def write_page(client: redis.Redis, branch: str, path: Path) -> str:
