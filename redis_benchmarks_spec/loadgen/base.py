@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -40,6 +40,8 @@ class Invocation:
     result_path: Path | None  # a JSON file the tool writes itself (memtier), else None
     expected_duration_s: float
     nofile: int | None = None  # open-file limit the process starts with (None: inherited)
+    # variables added to the tool's built environment (runner/seeds.py: a counted run's)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class ClientDriver(Protocol):

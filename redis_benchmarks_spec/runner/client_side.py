@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 import psutil
 
-from redis_benchmarks_spec.common.process import ProcessRegistry
+from redis_benchmarks_spec.common.process import ProcessRegistry, minimal_env
 from redis_benchmarks_spec.loadgen.base import Invocation
 from redis_benchmarks_spec.results.document import CpuUsage
 from redis_benchmarks_spec.runner.client_host import ClientHostConfig
@@ -69,7 +69,8 @@ class LocalClients:
 
     def spawn(self, inv: Invocation, cpus: list[int],
               timeout_s: float) -> subprocess.Popen[bytes]:
-        return self.registry.spawn(inv.argv, inv.stdout_path, cpus=cpus, nofile=inv.nofile)
+        return self.registry.spawn(inv.argv, inv.stdout_path, cpus=cpus, nofile=inv.nofile,
+                                   env=minimal_env(inv.env) if inv.env else None)
 
     def wait(self, proc: subprocess.Popen[bytes], timeout: float) -> int:
         return proc.wait(timeout=timeout)

@@ -54,6 +54,8 @@ class DeploymentSpec:
     wrapper: list[str] = field(default_factory=list)  # argv prefix of every node (callgrind)
     auth: Credentials | None = None  # what the nodes require as started (suites/auth.py)
     bind: str = "127.0.0.1"  # the address every node listens on (launcher.ServerSpec.bind)
+    # the seeds every node draws (runner/seeds.py): an argv prefix per node index, or None
+    seeded: Callable[[int], list[str]] | None = None
 
 
 class Deployment:
@@ -124,8 +126,9 @@ class Deployment:
             args += _masterauth(self.spec.auth, args)
         # a node under a profiler's wrapper (valgrind) starts several times slower
         timeout = self.spec.start_timeout * (8 if self.spec.wrapper else 1)
+        seeded = self.spec.seeded(index) if self.spec.seeded is not None else []
         handle, notes = self._launch(ServerSpec(self.spec.binary, args, cpus, workdir,
-                                                timeout, list(self.spec.wrapper),
+                                                timeout, [*seeded, *self.spec.wrapper],
                                                 self.spec.auth, self.spec.bind))
         return Node(index, role, cpus, handle, primary, cluster_port, notes=notes)
 

@@ -39,6 +39,7 @@ from redis_benchmarks_spec.runner import (
     preload_snapshot,
     run_records,
     run_user,
+    seeds,
 )
 from redis_benchmarks_spec.runner.client_host import LOOPBACK
 from redis_benchmarks_spec.runner.client_side import ClientSide, open_client_side
@@ -105,6 +106,9 @@ class SuiteRun:
         self.run_user: run_user.RunUser | None = None  # the tools' throwaway ACL user
         # a counted run's dataset, loaded from its preload's snapshot (preload_snapshot.py)
         self.loaded: dataset_mod.CachedDataset | None = None
+        # a counted run's pair draws the seeds its other side draws (runner/seeds.py)
+        self.seed_library = seeds.shim_library() if self.window.fixed_requests() and \
+            env.context.deployment_type == "process" else None
 
     def run(self) -> RunResult:
         outcome = Outcome(STATUS_FAILED, "interrupted before the test finished")
@@ -254,7 +258,8 @@ class SuiteRun:
                               wrapper=self.window.server_wrapper(self.server_dir),
                               auth=self.suite.dbconfig.auth_at_start,
                               bind=env.config.client_host.server_address if env.config.client_host
-                              else LOOPBACK)
+                              else LOOPBACK,
+                              seeded=partial(self._seeded, "node") if self.seed_library else None)
         # recorded before the dataset is fetched: a run whose dataset fails says which
         self.records.setup = stages.ServerSetup(list(args), run_records.dataset_record(self.suite))
         self.records.setup = run_records.with_dataset(self.records.setup, self.suite,
@@ -337,6 +342,7 @@ class SuiteRun:
             if inv is None:
                 rates.append(None)
                 continue
+            inv = self._client_seeds([inv])[0]
             proc = clients.spawn(inv, self.client_cpus, env.timing.timeout(inv))
             try:
                 code = wait_client(clients, proc, inv, env.timing)
@@ -351,10 +357,12 @@ class SuiteRun:
         """Start every client config at once (``clientconfigs`` run in parallel) and wait."""
         env, clients = self.env, self.clients
         assert clients is not None
-        invocations = [self._slowed(d.invocation(cfg, target, self.out_dir / f"client-{i}",
-                                                 self._test_time(), rate))
-                       for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(),
-                                                              rates))]
+        invocations = self._client_seeds(
+            [self._slowed(d.invocation(cfg, target, self.out_dir / f"client-{i}",
+                                       self._test_time(), rate))
+             for i, (d, cfg, rate) in enumerate(zip(drivers, self._client_configs(), rates))])
+        if self.seed_library is not None:
+            self.records.findings.append(stages.Findings(notes=[seeds.SEEDS_NOTE]))
         started_run = stages.ClientRun(
             [redact_argv(inv.argv) for inv in invocations],
             {f"client_{i}_output": str(inv.stdout_path) for i, inv in enumerate(invocations)},
@@ -401,6 +409,23 @@ class SuiteRun:
 
     def _test_time(self) -> int | None:
         return None if self.window.fixed_requests() else self.env.config.test_time
+
+    def _seeded(self, who: str, index: int) -> list[str]:
+        """The argv prefix that pins node ``index``'s seeds to this pair's (runner/seeds.py)."""
+        assert self.seed_library is not None
+        return seeds.env_prefix(self.seed_library, self._seed(who, index))
+
+    def _seed(self, who: str, index: int) -> str:
+        return f"pair{self.env.context.repetition or 0}/{who}{index}"
+
+    def _client_seeds(self, invocations: list[Invocation]) -> list[Invocation]:
+        """The local clients of a pinned run draw this pair's seeds (a client host's tools
+        run as that host starts them)."""
+        if self.seed_library is None or self.clients is None or self.clients.remote:
+            return invocations
+        return [replace(inv, env={**inv.env, **seeds.seed_env(self.seed_library,
+                                                              self._seed("client", i))})
+                for i, inv in enumerate(invocations)]
 
     def _slowed(self, inv: Invocation) -> Invocation:
         """A server under callgrind is much slower: give the client time accordingly."""
