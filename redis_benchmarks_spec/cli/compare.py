@@ -26,7 +26,7 @@ from redis_benchmarks_spec.analysis.compare import (
     CompareOptions,
     ComparisonReport,
 )
-from redis_benchmarks_spec.analysis.engine import catalogue_options, judge_samples
+from redis_benchmarks_spec.analysis.engine import catalogue_options
 from redis_benchmarks_spec.analysis.report import (
     hidden_note,
     hosts_rich_table,
@@ -43,6 +43,8 @@ from redis_benchmarks_spec.cli.compare_sides import (
     Samples,
     across_platforms,
     compare_context,
+    judged,
+    lab_and_session,
     selector,
     side_of,
     side_platform,
@@ -52,7 +54,7 @@ from redis_benchmarks_spec.cli.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from redis_benchmarks_spec.cli.floor_help import FLOOR_HELP
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import reader
-from redis_benchmarks_spec.inputs import session_pairs, side_binaries
+from redis_benchmarks_spec.inputs import side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import (
     SIDES,
     SidesQuery,
@@ -177,12 +179,13 @@ def samples_from_datasink(args: argparse.Namespace) -> DatasinkSamples:
                 for side in SIDES}
         base, comp = ({r: found.side(side)[r] for r in found.rows if r in found.side(side)}
                       for side in SIDES)
-        session = session_pairs.session_runs(client, base, comp, args.metric)
+        # the lab's stored A/B of both commits, and the other rows' A/B session if any
+        lab, left_out, session, rest = lab_and_session(client, (base, comp), args.metric)
     samples = found.samples()
-    problems += [*found.notes, *(
+    problems += [*found.notes, *left_out, *(
         f"{test}: no points on the {'baseline' if not b else 'comparison'} side in the "
         "datasink" for test, (b, c) in samples.items() if not b or not c)]
-    return DatasinkSamples(samples, problems, hosts, flags, deps, session, (base, comp))
+    return DatasinkSamples(samples, problems, hosts, flags, deps, session, rest, lab)
 
 
 def _empty_side(args: argparse.Namespace, client: Any, side: str,
@@ -343,12 +346,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for problem in found.problems:
             err.print(escape(problem), highlight=False, soft_wrap=True)
         return EXIT_USAGE
-    # the pairs of one interleaved A/B session (the lab's, of a pull request) are judged as
-    # pairs, as its comment judged them; other points as two samples
-    judged = session_pairs.judged_session(found.session, found.series, options,
-                                          found.problems) if found.session is not None \
-        else judge_samples(found.samples, options, found.problems)
-    report = replace(judged, context=compare_context(args, found))
+    # the lab's stored A/B of these commits as the engine judged it; the pairs of one
+    # interleaved A/B session (the lab's, of a pull request) as pairs, as its comment judged
+    # them; other points as two samples
+    report = replace(judged(found, options), context=compare_context(args, found))
     write_report(report, args.format, args.output)
     _say_output(args)
     if args.html:

@@ -10,11 +10,17 @@ import argparse
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+import redis
+
+from redis_benchmarks_spec.analysis.compare import CompareOptions, ComparisonReport
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
+from redis_benchmarks_spec.analysis.engine import judge_samples
 from redis_benchmarks_spec.analysis.host_noise import HostSide
 from redis_benchmarks_spec.analysis.session_runs import ABRun
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.datasink import keys, reader
+from redis_benchmarks_spec.inputs import lab_ab_report, session_pairs
+from redis_benchmarks_spec.inputs.lab_ab_report import LabView
 from redis_benchmarks_spec.results import binary
 
 Samples = dict[str, tuple[list[float], list[float]]]
@@ -41,6 +47,43 @@ class DatasinkSamples:
     # series per row (inputs/session_pairs.py): judged as those pairs; None: two samples
     session: list[ABRun] | None = None
     series: tuple[dict[str, reader.Series], dict[str, reader.Series]] = ({}, {})
+    # the lab's stored A/B of both sides' commits (inputs/lab_ab_report.py): its rows are
+    # rendered, not judged again; ``session`` and ``series`` then hold only the other rows
+    lab: LabView | None = None
+
+
+def lab_and_session(client: redis.Redis, sides: tuple[dict[str, reader.Series],
+                                                      dict[str, reader.Series]],
+                    metric: str) -> tuple[LabView | None, list[str], list[ABRun] | None,
+                                          tuple[dict[str, reader.Series],
+                                                dict[str, reader.Series]]]:
+    """How both sides' points are judged: the lab's stored A/B of their commits where
+    there is one (with the notes of an entry left out), and for the other rows the runs of
+    one interleaved A/B session when they are (``inputs.session_pairs``), with those rows'
+    series."""
+    lab, notes = lab_ab_report.find_for_sides(client, sides, metric)
+    base, comp = sides
+    if lab is not None:
+        base, comp = ({r: s for r, s in side.items() if r not in lab.rows} for side in sides)
+    session = session_pairs.session_runs(client, base, comp, metric) if base and comp \
+        else None
+    return lab, notes, session, (base, comp)
+
+
+def judged(found: DatasinkSamples, options: CompareOptions) -> ComparisonReport:
+    """The engine's report of what a datasink comparison read: the lab's stored A/B's rows
+    as it judged them, the pairs of one interleaved A/B session when the points are, else
+    two samples."""
+    samples = {t: s for t, s in found.samples.items()
+               if found.lab is None or t not in found.lab.rows}
+    if found.lab is not None and not samples:
+        return lab_ab_report.overlay(found.lab, None, found.problems)
+    problems = [] if found.lab is not None else found.problems
+    today = session_pairs.judged_session(found.session, found.series, options, problems) \
+        if found.session is not None else judge_samples(samples, options, problems)
+    if found.lab is None:
+        return today
+    return lab_ab_report.overlay(found.lab, today, found.problems)
 
 
 def side_of(args: argparse.Namespace, side: str) -> keys.Side:

@@ -29,8 +29,9 @@ from redis_benchmarks_spec.analysis.compare import DEFAULT_METRIC, ComparisonRep
 from redis_benchmarks_spec.analysis.context import CompareContext, SideInfo
 from redis_benchmarks_spec.analysis.engine import catalogue_options
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
+from redis_benchmarks_spec.datasink.lab_ab import LabABError, LabABKey
 from redis_benchmarks_spec.events.messages import BuildEvent
-from redis_benchmarks_spec.inputs import session_pairs, side_binaries
+from redis_benchmarks_spec.inputs import lab_ab_report, side_binaries
 from redis_benchmarks_spec.inputs.comparison_series import read_side
 from redis_benchmarks_spec.inputs.platform_context import hosts_of
 from redis_benchmarks_spec.inputs.suspect_points import drop_suspect
@@ -95,6 +96,19 @@ def baseline_side(client: redis.Redis, event: BuildEvent, platform: str,
     return keys.Side("branch", branch), options.baseline_points
 
 
+
+def lab_key(event: BuildEvent, platform: str, info: PrInfo | None,
+            metric: str) -> LabABKey | None:
+    """The lab A/B of the pull request's base and head commits on ``platform`` the datasink
+    may keep (``datasink.lab_ab``), whichever baseline the points are read from; None
+    without a stored base commit."""
+    if not (info and info.base_sha):
+        return None
+    try:
+        return LabABKey(event.org, event.repo, info.base_sha, event.sha, platform, metric)
+    except LabABError:
+        return None
+
 @dataclass
 class PlatformComparison:
     """A platform's comparison: the report, the values of each side per row, and the head
@@ -130,11 +144,13 @@ def compare_platform(client: redis.Redis, event: BuildEvent, platform: str,
     samples: Samples = {t: (base.get(t, []), values) for t, values in comp.items()}
     problems = left + [f"{t}: no baseline points on {base_label}"
                        for t, (b, _) in samples.items() if not b]
-    # judged as rbs compare and the site judge the same points: the pairs of one interleaved
-    # A/B session when they are, else two samples; the metric's catalogue floor
-    report = session_pairs.judged(client, (base_series, comp_series),
+    # judged as rbs compare and the site judge the same points: the lab's stored A/B of the
+    # base and head commits where there is one, the pairs of one interleaved A/B session when
+    # they are, else two samples; the metric's catalogue floor
+    report = lab_ab_report.judged(client, (base_series, comp_series),
                                   catalogue_options(options.metric, options.alpha), problems,
-                                  rows=list(comp_series))
+                                  rows=list(comp_series),
+                                  key=lab_key(event, platform, info, options.metric))
     heads = head_runs(client, event, platform, list(comp))
     base_deps = side_binaries.of_points(client, scope, base_points,
                                         (platform, event.build_variant))

@@ -15,7 +15,7 @@ import pickle
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,14 @@ from redis_benchmarks_spec.analysis.function_movers import PATH_KEY, FunctionMov
 from redis_benchmarks_spec.analysis.session_runs import ABRun
 from redis_benchmarks_spec.common.name_filter import NameFilter
 from redis_benchmarks_spec.datasink import commit_points, keys, reader, run_reader
-from redis_benchmarks_spec.inputs import session_pairs
+from redis_benchmarks_spec.inputs import lab_ab_report, session_pairs
 from redis_benchmarks_spec.inputs.comparison_series import (
     Samples,
     SidesQuery,
     SidesRead,
     read_sides_per_platform,
 )
+from redis_benchmarks_spec.inputs.lab_ab_report import LabView
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.results.comparison_key import label, split
 from redis_benchmarks_spec.web.rows import compare_rows
@@ -242,6 +243,20 @@ def _session(client: redis.Redis, found: SidesRead, metric: str) -> list[ABRun] 
     return session_pairs.session_runs(client, base, comp, metric)
 
 
+def _lab_views(client: redis.Redis, found: dict[str, SidesRead], samples: dict[str, Samples],
+               metric: str, problems: dict[str, list[str]]) -> dict[str, LabView]:
+    """Per platform, the lab's stored A/B of the two commits there (``inputs.lab_ab_report``:
+    its rows are the engine's report, not judged again); a stored entry left out adds its
+    note to the platform's ``problems``."""
+    out = {}
+    for platform in samples:
+        view, notes = lab_ab_report.find_for_sides(client, _kept_sides(found[platform]), metric)
+        problems[platform] += notes
+        if view is not None:
+            out[platform] = view
+    return out
+
+
 def _judged_platforms(client: redis.Redis, req: CompareRequest, reads: dict[str, SidesRead],
                       platforms: list[str]) -> list[PlatformCompare]:
     """Each of ``platforms``' rows of ``reads`` (or read on the branch where gc deleted a
@@ -253,13 +268,24 @@ def _judged_platforms(client: redis.Redis, req: CompareRequest, reads: dict[str,
     problems = {p: [*found[p].notes, *(
         f"{split(t)[0]}: no points on the {'baseline' if not b else 'comparison'} side"
         for t, (b, c) in s.items() if not b or not c)] for p, s in samples.items()}
-    sessions = {p: _session(client, found[p], req.metric) for p in samples}
-    reports = judged({p: s for p, s in samples.items() if sessions[p] is None}, options,
-                     {p: problems[p] for p in samples if sessions[p] is None})
+    labs = _lab_views(client, found, samples, req.metric, problems)
+    # the rows no stored lab A/B judged: judged from the points (all of them, mostly)
+    rest = {p: replace(found[p], rows=tuple(labs[p].rest(found[p].rows)))
+            if p in labs else found[p] for p in samples}
+    todo = {p: rest[p].samples() for p in samples}
+    todo = {p: s for p, s in todo.items() if s}
+    sessions = {p: _session(client, rest[p], req.metric) for p in todo}
+    reports = judged({p: s for p, s in todo.items() if sessions[p] is None}, options,
+                     {p: [] if p in labs else problems[p] for p in todo
+                      if sessions[p] is None})
     for platform, runs in sessions.items():
         if runs is not None:  # the pairs of the lab's A/B, as its comment judged them
             reports[platform] = session_pairs.judged_session(
-                runs, _kept_sides(found[platform]), options, problems[platform])
+                runs, _kept_sides(rest[platform]), options,
+                [] if platform in labs else problems[platform])
+    for platform, view in labs.items():  # the lab's A/B as the engine judged it
+        reports[platform] = lab_ab_report.overlay(view, reports.get(platform),
+                                                  problems[platform])
     out = []
     for platform in samples:
         report = reports[platform]
