@@ -18,7 +18,7 @@ from redis_benchmarks_spec.agent.agent import Agent, AgentConfig
 from redis_benchmarks_spec.agent.base_counts import BaseQuery, base_runs
 from redis_benchmarks_spec.agent.platform_config import UntilDecidedBudget
 from redis_benchmarks_spec.analysis.compare import NO_CHANGE, UNKNOWN, ComparisonReport
-from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink import keys, lab_ab
 from redis_benchmarks_spec.datasink.writer import push_results
 from redis_benchmarks_spec.events.consumer import publish
 from redis_benchmarks_spec.events.messages import BuildEvent, event_id_for, new_id
@@ -133,6 +133,13 @@ def test_the_pr_counts_only_the_head_against_the_base_counted_at_its_push(  # ty
     assert ("Base measured once: 1 of 1 test(s) compared the head's instruction counts with "
             "the base commit's, counted at its push") in body
     assert "Timed metrics: interleaved pairs." in body
+    # the agent kept the engine's report of the A/B in the datasink (datasink.lab_ab): the
+    # site, rbs compare and the comment's datasink route render it, not the points again
+    kept = lab_ab.load(client, lab_ab.LabABKey("redis", "redis", BASE, HEAD, "p1",
+                                               "instructions_per_op"))
+    assert kept is not None and kept.report["rows"] == record.report["rows"], kept
+    assert kept.pairs == {"ab-set": pairs} and kept.event == event.id
+    assert kept.tests == {"ab-set": ("ab-set", "oss-standalone")}, kept.tests
 
 
 def test_fresh_pairs_where_the_fingerprint_or_the_push_differ(client: redis.Redis) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,12 +40,14 @@ from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.common.metrics import COUNT, MIN_PAIRS
 from redis_benchmarks_spec.common.metrics import metric as catalogued
 from redis_benchmarks_spec.datasink import keys
+from redis_benchmarks_spec.datasink.lab_ab import LabAB, LabABKey
 from redis_benchmarks_spec.events.messages import ArtifactRef, BuildEvent
 from redis_benchmarks_spec.events.names import StreamNames
 from redis_benchmarks_spec.inputs import noise_file
 from redis_benchmarks_spec.inputs.profiles import read_functions
 from redis_benchmarks_spec.pullrequest import state as pr_state
 from redis_benchmarks_spec.pullrequest.ab_record import ABRecord, TestProgress
+from redis_benchmarks_spec.results.comparison_key import split
 from redis_benchmarks_spec.results.document import GitInfo, RunResult
 from redis_benchmarks_spec.runner import count_lanes
 from redis_benchmarks_spec.runner.ab import (
@@ -294,6 +297,36 @@ def record_of(job: PairedRun, result: ABSessionResult) -> ABRecord:
                     flags={t: sorted(f) for t, f in flags.items() if f},
                     movers=movers_of(result), note=" ".join(
                         n for n in (reuse, job.left_out, host_line(result)) if n))
+
+
+def lab_entries(event: BuildEvent, platform: str, record: ABRecord,
+                runs: list[ABRun]) -> list[tuple[LabABKey, LabAB]]:
+    """What the datasink keeps of the A/B the comment was rendered from (``record``, merged
+    with a previous holder's), per metric the engine judged (its own, and instructions per
+    op when a timed A/B counted them): the report, what each row is (test and topology,
+    from ``runs``; a previous holder's rows by their label), the pairs and why each
+    stopped. The site, ``rbs compare`` of the datasink and the comment's datasink route
+    render it instead of judging the two commits' points again (``inputs.lab_ab_report``)."""
+    report = record.comparison()
+    if report is None or not record.base_sha:
+        return []
+    label = keys_of(runs)
+    tests: dict[str, tuple[str, str | None]] = {
+        label(r.result): (r.result.test_name, r.result.context.topology) for r in runs}
+    out = []
+    for part in (report, report.instructions):
+        if part is None or not part.rows:
+            continue
+        rows = [r.test for r in part.rows]
+        entry = LabAB(replace(part, instructions=None, memory=None, context=None).to_dict(),
+                      tests={t: tests.get(t, split(t)) for t in rows},
+                      pairs={t: record.progress[t].pairs for t in rows if t in record.progress},
+                      stopped={t: record.progress[t].stopped for t in rows
+                               if t in record.progress and record.progress[t].stopped},
+                      note=record.note, event=event.id, stored_ms=int(time.time() * 1000))
+        out.append((LabABKey(event.org, event.repo, record.base_sha, event.sha, platform,
+                             part.options.metric), entry))
+    return out
 
 
 def host_line(result: ABSessionResult) -> str:

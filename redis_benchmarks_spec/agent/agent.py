@@ -45,6 +45,7 @@ from redis_benchmarks_spec.builder import artifacts
 from redis_benchmarks_spec.builder.compile import unpack
 from redis_benchmarks_spec.builder.unpack import UnpackError
 from redis_benchmarks_spec.common.paths import inside
+from redis_benchmarks_spec.datasink import lab_ab
 from redis_benchmarks_spec.events.consumer import ConsumerStopped, Entry, GroupConsumer
 from redis_benchmarks_spec.events.heartbeat import Heartbeat
 from redis_benchmarks_spec.events.messages import ARTIFACT_REDIS, ArtifactRef, BuildEvent, RunStatus
@@ -376,6 +377,7 @@ class Agent:
             return False
         if result is not None:
             self._save_record(event, ab_event.record_of(job, result))
+            self._store_lab_ab(event, result.runs)
         runs = result.runs if result is not None else []
         for test, results in ab_event.results_by_suite(runs, todo, job.stored).items():
             self._finish_suite(event, ledger, test, results, reason if result is None else "")
@@ -396,6 +398,20 @@ class Agent:
             record = replace(record, note=f"{why} {record.note}".strip())
         self._records[event.id] = self.consumer.call(lambda: ab_record.save(
             self.client, self.config.names, event.id, self.config.platform, record))
+
+    def _store_lab_ab(self, event: BuildEvent, runs: list[ab_event.ABRun]) -> None:
+        """The engine's report of the A/B, kept in the datasink under the two commits and
+        the platform (``datasink.lab_ab``), before the runs' points are pushed: every surface
+        that shows these commits renders it instead of judging the points again. Best effort:
+        without it they judge the points, as before."""
+        record = self._records.get(event.id)
+        if self.datasink is None or record is None:
+            return
+        try:
+            for key, entry in ab_event.lab_entries(event, self.config.platform, record, runs):
+                lab_ab.store(self.datasink, key, entry)
+        except (redis.RedisError, lab_ab.LabABError) as exc:
+            log.warning("event %s: the A/B's report not kept in the datasink: %s", event.id, exc)
 
     def _record(self, event: BuildEvent) -> ABRecord | None:
         """The A/B record of ``event``: this agent's own, or, when a previous holder ran every
