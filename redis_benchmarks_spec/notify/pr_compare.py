@@ -9,6 +9,10 @@ Where the baseline comes from (documented in docs/pr-comments.md):
 3. otherwise the base branch's series (``by.branch/<base ref>``, e.g. ``unstable``), its last
    ``baseline_points`` points: the recent history the pull request would merge into.
 
+Where the lab's agent kept its A/B of the base and head commits on the platform
+(``datasink.lab_ab``), its rows are that A/B's report as the engine judged it
+(:mod:`inputs.lab_ab_report`), whichever baseline the points come from.
+
 The comparison side is the head commit's series (``by.hash/<head sha>``). Both sides are
 narrowed to the event's platform, build variant, triggering env and repository, one
 topology at a time (a test with two topologies gives two rows). When the platform's host

@@ -4,7 +4,9 @@ every platform, the rows ``rbs compare --baseline-hash --comparison-hash`` reads
 platform) and judged by the one engine, per platform when the page names none: the pairs
 of one interleaved A/B session when both commits' points are that session's runs (the lab's
 A/B of a pull request: :mod:`inputs.session_pairs`, as its comment judged them), else two
-samples (:func:`analysis.engine.judge_samples`), with the metric's catalogue floor. The
+samples (:func:`analysis.engine.judge_samples`), with the metric's catalogue floor; where
+the lab's agent kept its A/B of the two commits on a platform (``datasink.lab_ab``), that
+A/B's report as the engine judged it (:mod:`inputs.lab_ab_report`). The
 functions that moved come from the runs' instruction profiles
 (:mod:`analysis.function_movers`), where their files are readable here."""
 
