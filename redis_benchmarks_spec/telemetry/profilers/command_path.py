@@ -31,6 +31,11 @@ COMMAND_PATH_FUNCTIONS = ("processCommand",)
 #: INCR in single runs). lookupCommand is inlined in Redis 7 builds, hence the dict calls.
 COMMAND_LOOKUP_CALLEES = ("lookupCommand", "lookupCommandLogic", "lookupCommandOrOriginal",
                           "dictFetchValue", "dictFind")
+#: ... and less the same lookup wherever a command makes it (EXPIRE rewritten as PEXPIREAT
+#: for propagation looks the new name up: ``replaceClientCommandVector`` ->
+#: ``lookupCommandOrOriginal``, 374 instructions per EXPIRE, its case compares 17-26 by seed)
+LOOKUP_FUNCTIONS = ("lookupCommand", "lookupCommandLogic", "lookupCommandOrOriginal",
+                    "lookupCommandBySds", "lookupCommandBySdsLogic", "lookupSubcommand")
 #: ... less glibc's string compares ``processCommand`` makes itself (the ``host:``/``post``
 #: check of every command name, two calls a command): their cost follows where the name's
 #: allocation lands against a page end, which the layout of each run decides (40 and 58
@@ -69,6 +74,11 @@ def command_path_instructions(profiles: Any) -> int:
         return 0
     lookup = sum(p.edge(name, COMMAND_LOOKUP_CALLEES + LAYOUT_CALLEES) for p in profiles
                  for name in COMMAND_PATH_FUNCTIONS)
+    # the lookups made further down (their nested calls to one another counted once); those
+    # processCommand makes itself are its edges above
+    lookup += sum(f.inclusive_ir - sum(f.calls.get(n, 0) for n in LOOKUP_FUNCTIONS)
+                  - sum(p.edge(caller, (f.name,)) for caller in COMMAND_PATH_FUNCTIONS)
+                  for p in profiles for name in LOOKUP_FUNCTIONS for f in p.by_name(name))
     return max(0, whole - lookup - slow_records(profiles)) + \
         inclusive(profiles, REHASH_BY_TIMER)
 
@@ -121,9 +131,10 @@ def command_path_shares(profile: CallgrindProfile) -> dict[str, float]:
                 if callee != caller and (caller, callee) not in excluded:
                     inflow[callee] = inflow.get(callee, 0.0) + caller_share * cost
         new = dict(roots)
-        for callee, cost in inflow.items():
-            if callee not in roots and inclusive_of.get(callee, 0) > 0:
-                new[callee] = min(1.0, cost / inclusive_of[callee])
+        for callee, reached in inflow.items():
+            if callee not in roots and callee not in LOOKUP_FUNCTIONS and \
+                    inclusive_of.get(callee, 0) > 0:
+                new[callee] = min(1.0, reached / inclusive_of[callee])
         if new.keys() == share.keys() and \
                 all(abs(new[k] - share[k]) < 1e-9 for k in new):
             return new
