@@ -247,7 +247,7 @@ def _print(args: argparse.Namespace, outcome: BisectOutcome, out: Console) -> No
     note = f" ({outcome.metric_note})" if outcome.metric_note else ""
     if outcome.metric:
         out.print(escape(f"decided on {outcome.metric}{note}"), highlight=False)
-    out.print(escape(_answer_line(answer, outcome)), highlight=False, soft_wrap=True)
+    out.print(escape(_answer_line(answer, outcome)), highlight=False)
 
 
 def _check_ends(args: argparse.Namespace) -> None:
