@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from redis_benchmarks_spec.analysis.lab_table import DOMINANT_PCT, LabTable
-from redis_benchmarks_spec.cli.console import make_console, print_table
+from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import UsageError
 from redis_benchmarks_spec.lab.state import LabStateError, load
 
@@ -80,7 +80,7 @@ def cmd_table(args: argparse.Namespace) -> int:
     against = f"against {table.previous[:10]}" if table.previous else "(nothing to compare)"
     console.print(f"{args.branch} at {table.commit[:10]}, {table.suites} suite(s), {against}",
                   highlight=False, markup=False)
-    print_table(console, _rich_table(table))
+    console.print(_rich_table(table))
     shown = table.rows[:TEXT_ROWS]
     console.print(f"these {len(shown)} function(s): "
                   f"{sum(r.share_pct for r in shown):.2f}% of the instructions per op of all "
@@ -97,11 +97,14 @@ def cmd_table(args: argparse.Namespace) -> int:
 
 
 def _rich_table(table: LabTable) -> Table:
-    """The top rows whole: function and source file (in the Redis tree) never cut."""
+    """The top rows, never cut: at a narrow width the widest cells (a deep header's path,
+    deps/jemalloc/include/...) fold onto a second line, as rich does, and the numbers stay
+    whole."""
     out = Table()
-    for header, justify in (("function", "left"), ("file", "left"), ("share", "right"),
-                            ("change", "right"), ("suites", "right")):
-        out.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for header, justify in (("function", "left"), ("file", "left")):
+        out.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for header in ("share", "change", "suites"):
+        out.add_column(header, justify="right", no_wrap=True)
     for row in table.rows[:TEXT_ROWS]:
         change = "" if row.change_pp is None else f"{row.change_pp:+.2f}pp"
         out.add_row(escape(row.function), escape(row.file), f"{row.share_pct:.2f}%", change,
