@@ -14,7 +14,7 @@ REGRESSION or IMPROVEMENT is a false decision. Whether the session's pairs drew 
 seeds (``runner/seeds.py``) is the code that ran it: the table reads the dumps either way.
 
     .venv/bin/python benchmarks/count_spread.py --redis-server BIN [--tests-regexp RE] \\
-        [--pairs 5] [--profile-requests 3000] [--out DIR] [--reuse DIR]
+        [--all-topologies] [--pairs 5] [--profile-requests 3000] [--out DIR] [--reuse DIR]
 
 ``--reuse DIR`` re-reads a session folder a previous call left (no runs). Run it alone: a
 heavy benchmark beside other work measures the neighbour (its counts hold, its time does not).
@@ -59,6 +59,8 @@ def run_session(args: argparse.Namespace, out: Path) -> float:
             "--no-noise-prior"]
     if args.tests_regexp:
         argv += ["--tests-regexp", args.tests_regexp]
+    if args.all_topologies:
+        argv += ["--all-topologies"]
     start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=6 * 3600, check=False)
     if done.returncode not in (0, 1):
@@ -111,6 +113,8 @@ def main() -> int:
     p.add_argument("--redis-server", help="a redis-server built with symbols")
     p.add_argument("--tests-regexp", default="")
     p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--all-topologies", action="store_true",
+                   help="every topology each suite lists (io-threads, replicas, a cluster)")
     p.add_argument("--profile-requests", type=int, default=3000)
     p.add_argument("--out", type=Path, default=Path("/tmp/rbs-count-spread"))
     p.add_argument("--reuse", type=Path, help="a session folder a previous call left")
