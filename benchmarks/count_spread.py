@@ -61,6 +61,8 @@ def run_session(args: argparse.Namespace, out: Path) -> float:
         argv += ["--tests-regexp", args.tests_regexp]
     if args.all_topologies:
         argv += ["--all-topologies"]
+    if args.topology:
+        argv += ["--topology", args.topology]
     start = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=6 * 3600, check=False)
     if done.returncode not in (0, 1):
@@ -113,6 +115,7 @@ def main() -> int:
     p.add_argument("--redis-server", help="a redis-server built with symbols")
     p.add_argument("--tests-regexp", default="")
     p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--topology", default="", help="only this topology")
     p.add_argument("--all-topologies", action="store_true",
                    help="every topology each suite lists (io-threads, replicas, a cluster)")
     p.add_argument("--profile-requests", type=int, default=3000)
