@@ -134,7 +134,7 @@ def test_each_build_says_it_starts_what_make_does_and_how_long_it_took(
     # while make ran: its phase (deps, then the link), with the seconds since it started
     progress = [line for line in lines if line.startswith(f"  baseline {base[:12]}: ")]
     assert any(" s, deps: " in line for line in progress), text
-    assert any("linking redis-server" in line for line in progress), text
+    assert any(": linking " in line and "redis-server" in line for line in progress), text
     elapsed = [int(line.split(": ")[1].split(" s,")[0]) for line in progress]
     assert elapsed == sorted(elapsed) and max(elapsed) >= seconds - 1, text
     # a heartbeat: no silence of much more than HEARTBEAT_S while make runs
@@ -175,3 +175,31 @@ def test_the_phase_of_a_real_make_log_of_redis() -> None:
     phase.feed("cc -g -ggdb -rdynamic -o redis-server adlist.o t_set.o ../deps/lua/src/liblua.a"
                " -lm -ldl\n")
     assert phase.describe() == "src: linking redis-server"
+    phase.feed("cc -g -ggdb -rdynamic -o redis-cli anet.o redis-cli.o -lm\n")
+    assert phase.describe() == "src: linking redis-server, redis-cli"  # side by side
+
+
+# Redis's own top Makefile: every target is made in src/
+REDIS_TOP_MAKEFILE = "default: all\n\n.DEFAULT:\n\tcd src && $(MAKE) $@\n"
+
+
+def test_a_redis_tree_builds_the_server_alone(tmp_path: Path, variant: BuildVariant) -> None:
+    # redis-cli and redis-benchmark are links of their own (-flto: tens of seconds each on
+    # 2 cores) that the A/B never runs; another tree builds its default target
+    plain = repo_with_deps(tmp_path / "plain")
+    plain_sha = commit_all(plain, "a tree of another shape")
+    builds = CommitBuilds(plain, variant, tmp_path / "plain-builds")
+    builds.server(plain_sha)
+    assert (builds.tree / "src" / "redis-cli").is_file()
+
+    repo = repo_with_deps(tmp_path / "repo")
+    (repo / "Makefile").write_text(REDIS_TOP_MAKEFILE)
+    (repo / "src" / "Makefile").write_text("REDIS_SERVER_NAME=redis-server$(PROG_SUFFIX)\n" +
+                                           SRC_MAKEFILE)
+    sha = commit_all(repo, "Redis's Makefiles")
+    builds = CommitBuilds(repo, variant, tmp_path / "builds")
+    built = builds.server(sha)
+    assert "malloc=jemalloc-5.2.1" in _version(built.binary)
+    assert not (builds.tree / "src" / "redis-cli").exists()
+    assert not (builds.tree / "src" / "redis-benchmark").exists()
+    assert builds.log_path(sha).read_text().splitlines()[0].endswith(" redis-server")

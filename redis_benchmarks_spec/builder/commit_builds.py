@@ -46,6 +46,9 @@ _SUFFIX = re.compile(r"((?:[~^][0-9]{0,4})*)$")
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # a branch or tag name as people type them; git allows more (';', '$', quotes...), never here
 _REF_CHARS = re.compile(r"[A-Za-z0-9._/-]{1,255}")
+# Redis's Makefiles: the top one passes every target to src/, which names the server's rule
+_DEFAULT_RULE = re.compile(r"^\.DEFAULT:\s*\n\s*cd src && \$\(MAKE\) \$@", re.MULTILINE)
+_SERVER_RULE = re.compile(r"^REDIS_SERVER_NAME\s*=\s*redis-server\b", re.MULTILINE)
 
 
 class CommitBuildError(RuntimeError):
@@ -86,6 +89,21 @@ class CommitBuild:
         if self.kind == kept_tree.INCREMENTAL:
             return f"incremental over {self.built_over[:12]}"
         return f"{self.kind}: {self.reason}" if self.reason else self.kind
+
+
+def server_target(tree: Path) -> tuple[str, ...]:
+    """``("redis-server",)`` for a Redis tree, whose top Makefile hands any target to
+    ``src/`` (``.DEFAULT``) and whose ``src/Makefile`` names the server's rule: only the
+    server is kept, and the links of redis-cli and redis-benchmark (``-flto``: tens of
+    seconds each on 2 cores) are not waited for. The same objects and link line make the
+    same redis-server as ``make all``. Another tree builds its default target."""
+    try:
+        top = (tree / "Makefile").read_text(errors="replace")
+        src = (tree / "src" / "Makefile").read_text(errors="replace")
+    except OSError:
+        return ()
+    redis = _DEFAULT_RULE.search(top) and _SERVER_RULE.search(src)
+    return ("redis-server",) if redis else ()
 
 
 def flags_digest(variant: BuildVariant) -> str:
@@ -181,7 +199,8 @@ class CommitBuilds:
         log = self.log_path(sha)
         watch = MakeWatch(progress, tree) if progress is not None else None
         try:
-            run_make(tree, self.variant, log, timeout_s=self.timeout_s, watch=watch)
+            run_make(tree, self.variant, log, timeout_s=self.timeout_s, watch=watch,
+                     targets=server_target(tree))
         except BuildError as exc:
             raise CommitBuildError(f"build of {sha[:12]} failed: {exc} (log {log})") from exc
         self.made += 1

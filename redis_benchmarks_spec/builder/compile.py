@@ -80,16 +80,17 @@ def compiler_version(variant: BuildVariant) -> str:
 
 
 def run_make(source: Path, variant: BuildVariant, log_path: Path,
-             timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None,
-             watch: MakeWatch | None = None) -> None:
+             timeout_s: float = DEFAULT_TIMEOUT_S, sandbox: Sandbox | None = None, *,
+             watch: MakeWatch | None = None, targets: tuple[str, ...] = ()) -> None:
     """``make -j<cores>`` with the variant's variables on the command line and in the env
     (Redis's Makefile reads REDIS_CFLAGS and friends from either), inside ``sandbox``: the
     source is untrusted code, and it never sees the daemon's environment. ``watch`` follows
-    the log while make runs (its phase and a heartbeat: :mod:`.make_progress`)."""
+    the log while make runs (its phase and a heartbeat: :mod:`.make_progress`); ``targets``
+    (plain make target names) replace the Makefile's default."""
     make_vars = variant.make_env()
     # V=1: the log shows every compiler command line, so the variant flags are auditable
     make = ["make", f"-j{os.cpu_count() or 2}", "V=1",
-            *[f"{k}={v}" for k, v in make_vars.items()]]
+            *[f"{k}={v}" for k, v in make_vars.items()], *targets]
     sandbox = sandbox or Sandbox()
     try:
         argv = sandbox.argv(make, source, make_vars, variant.build_image, timeout_s)

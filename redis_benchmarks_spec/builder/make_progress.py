@@ -42,7 +42,7 @@ class MakePhase:
     where: str = ""
     compiled: int = 0
     last: str = ""
-    linking: str = ""
+    linking: list[str] = field(default_factory=list)  # links started since the last compile
     configuring: bool = False
     _partial: str = field(default="", repr=False)
     _folders: list[str] = field(default_factory=list, repr=False)  # make's, innermost last
@@ -62,7 +62,7 @@ class MakePhase:
             elif self._folders:
                 self._folders.pop()
             self.where = self._folders[-1] if self._folders else ""
-            self.linking, self.configuring = "", False
+            self.linking, self.configuring = [], False
             return
         if line.startswith("checking ") or "./configure" in line:
             self.configuring = True
@@ -76,9 +76,9 @@ class MakePhase:
             sources = [w for w in words if _SOURCE.search(w)]
             self.compiled += 1
             self.last = Path(sources[-1]).name if sources else self.last
-            self.linking = ""
+            self.linking = []
         elif output and not output.group(1).endswith((".o", ".so", ".a")):
-            self.linking = Path(output.group(1)).name
+            self.linking.append(Path(output.group(1)).name)
 
     def _relative(self, folder: str) -> str:
         path = Path(folder)
@@ -88,10 +88,11 @@ class MakePhase:
             return path.name
 
     def describe(self) -> str:
-        """One phrase: "src: 42 files compiled (last t_set.c)", "linking redis-server"."""
+        """One phrase: "src: 42 files compiled (last t_set.c)", "linking redis-server" (every
+        link since the last compile: with -flto each is long, and they run side by side)."""
         where = f"{self.where}: " if self.where and self.where != "." else ""
         if self.linking:
-            return f"{where}linking {self.linking}"
+            return f"{where}linking {', '.join(self.linking)}"
         if self.configuring:
             return f"{where}configure"
         if self.compiled:
@@ -101,7 +102,7 @@ class MakePhase:
 
     def key(self) -> tuple[str, str, bool]:
         """What a change of phase is: a new folder, a link, a configure step."""
-        return self.where, self.linking, self.configuring
+        return self.where, ",".join(self.linking), self.configuring
 
 
 class MakeWatch:
