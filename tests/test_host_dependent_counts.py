@@ -67,6 +67,26 @@ def test_the_rule_names_threaded_replicated_and_clustered_deployments() -> None:
     assert host_dependent_tests(runs, "used_memory") == {}
 
 
+def test_the_command_path_of_a_threaded_server_is_not_moved_by_its_io_threads() -> None:
+    """The command path runs on the main thread: a run that counted it with I/O threads is
+    judged as deterministic; its whole-process count, and a cluster's command path, are not."""
+    from redis_benchmarks_spec.results.profile import ProfileSummary
+    scope = {"scope": "command path (inclusive instructions of processCommand ...)"}
+    doc = _doc("t", THREADED, 1.0)
+    doc.profiles["instructions"] = ProfileSummary("instructions", data=scope)
+    assert count_moves_with_host(doc, INSTRUCTIONS_METRIC) == ""
+    assert count_moves_with_host(doc, "instructions_per_op_process") == "4 io-threads"
+    assert count_moves_with_host(doc) == "4 io-threads"
+    whole = _doc("t", THREADED, 1.0)  # a binary without symbols: the whole process
+    whole.profiles["instructions"] = ProfileSummary("instructions", data={
+        "scope": "whole process (serverCron left out)"})
+    assert count_moves_with_host(whole, INSTRUCTIONS_METRIC) == "4 io-threads"
+    cluster = _doc("t", "oss-cluster-3-primaries", 1.0,
+                   deployment=DeploymentRecord("c", "oss-cluster", primaries=3))
+    cluster.profiles["instructions"] = ProfileSummary("instructions", data=scope)
+    assert count_moves_with_host(cluster, INSTRUCTIONS_METRIC) == "a cluster"
+
+
 def test_the_catalogue_judges_a_moved_count_as_host_dependent() -> None:
     moved = host_dependent(metric(INSTRUCTIONS_METRIC), "2 io-threads")
     assert not moved.deterministic and moved.min_pairs == MIN_PAIRS

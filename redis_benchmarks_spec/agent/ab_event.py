@@ -237,7 +237,8 @@ def counted_topologies(budget: UntilDecidedBudget, catalogue: dict[str, Any],
         return suites, ""
     out, dropped = [], []
     for suite in suites:
-        why = {t: topology_moves_counts(catalogue.get(t)) for t in suite.topologies}
+        why = {t: topology_moves_counts(catalogue.get(t), budget.metric)
+               for t in suite.topologies}
         kept = [t for t in suite.topologies if not why[t]]
         if kept and len(kept) < len(suite.topologies):
             dropped += [f"{suite.name} @ {t} ({why[t]})" for t in suite.topologies if why[t]]
