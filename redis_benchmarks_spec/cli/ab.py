@@ -18,7 +18,7 @@ from redis_benchmarks_spec.analysis.compare import ComparisonReport
 from redis_benchmarks_spec.analysis.engine import MEMORY_METRIC, SessionPriors
 from redis_benchmarks_spec.analysis.noise import NoiseBook, family_of, timed_metrics
 from redis_benchmarks_spec.analysis.sequential import SequentialPlan
-from redis_benchmarks_spec.cli.ab_args import ab_repetitions, max_pairs, parse_duration
+from redis_benchmarks_spec.cli.ab_args import ab_repetitions, counted, max_pairs, parse_duration
 from redis_benchmarks_spec.cli.compare import write_report
 from redis_benchmarks_spec.cli.console import make_console
 from redis_benchmarks_spec.cli.errors import EXIT_FAILED, UsageError
@@ -100,11 +100,11 @@ def _plan(args: argparse.Namespace, config: SessionConfig, suites: list[Suite],
         ab, suites, metric=metric,
         alpha=args.alpha, noise_floor_pct=args.noise_floor,
         instructions_floor_pct=args.instructions_noise_floor,
-        max_pairs=max_pairs(args, repetitions), priors=priors,
+        max_pairs=max_pairs(args, repetitions, counted(config)), priors=priors,
         side_labels=commits[1] if commits else None,
         # under --profilers instructions the deciding evidence is the instruction count,
         # which keeps every pair: timed pairs of a server under callgrind are not re-run
-        replace_disturbed="instructions" not in config.window.profilers.names)
+        replace_disturbed=not counted(config))
     if not args.until_decided:
         return plan
     design = SequentialPlan(max_pairs(args, repetitions), args.alpha, args.spending)
