@@ -30,6 +30,8 @@ from pathlib import Path
 
 import platformdirs
 
+from redis_benchmarks_spec.common.process import tool_env
+
 log = logging.getLogger(__name__)
 
 SOURCE = "seed_shim.c"
@@ -62,7 +64,7 @@ def shim_library(cache: Path | None = None) -> Path | None:
     try:
         done = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(partial),
                                str(src), "-ldl"], capture_output=True, text=True,
-                              timeout=COMPILE_TIMEOUT_S, check=False)
+                              timeout=COMPILE_TIMEOUT_S, check=False, env=tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.warning("the seed library did not compile (%s): counted runs keep their own seeds",
                     exc)
