@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,12 @@ from tests import component_audit, offmachine, tiers
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, which every
+# `rbs` a test starts would read as the reader's screen (cli/console.py fits output to
+# COLUMNS): a test that wants a width says so in the environment it gives the command
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 def redis_server_bin() -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -62,12 +61,10 @@ def test_every_counting_command_defaults_to_the_labs_request_count() -> None:
 
 @pytest.mark.slow
 def test_a_counted_ab_sends_the_labs_requests_from_a_snapshot(tmp_path: Path) -> None:
-    start = time.monotonic()
     done = rbs("run", "--baseline-server", SERVER, "--comparison-server", SERVER,
                "--test", SMEMBERS, "--profilers", "instructions",
                "--instructions-method", "callgrind", "--no-datasink", "--no-noise-prior",
                "--results-dir", str(tmp_path / "results"), "--format", "json", timeout=900)
-    took = time.monotonic() - start
     assert done.returncode == 0, done.stderr[-3000:]
     docs = [RunResult.read(p) for p in find_result_files(tmp_path / "results")]
     assert len(docs) == 6, [d.run_id for d in docs]  # 3 pairs, both sides
@@ -82,5 +79,5 @@ def test_a_counted_ab_sends_the_labs_requests_from_a_snapshot(tmp_path: Path) ->
     rows = [r for r in counted_report["rows"] if r["test"] == SMEMBERS]
     assert [(r["metric"], r["n_baseline"]) for r in rows] == [("instructions_per_op", 3)]
     assert rows[0]["verdict"] == "NO CHANGE", rows  # one binary on both sides
-    # six counted runs of ~3 s and one snapshot a side, not 20 runs of ~45 s
-    assert took < 240, took
+    # six counted runs of ~3 s and one snapshot a side, not 20 runs of ~45 s: the time is a
+    # benchmark's (benchmarks/first_ab.py), not a test's; the request count above is the cause
