@@ -15,9 +15,11 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 
+from redis_benchmarks_spec.common.process import wait_for
 from redis_benchmarks_spec.datasink import embedded, ownership
 from redis_benchmarks_spec.datasink.embedded import EmbeddedDatasink, NotOwnerError
 from tests.cli import RBS, REPO, write_suite
@@ -64,6 +66,14 @@ def checkouts_fixture(tmp_path: Path) -> Iterator[tuple[Checkout, Checkout]]:
     yield a, b
     for c in (a, b):  # each stopped by its owner, as the feature asks
         c.rbs("datasink", "down", timeout=240)
+
+
+def running(pid: int) -> bool:
+    """The process is alive (a zombie is not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def pings(port: int) -> bool:
@@ -135,7 +145,9 @@ def test_a_second_checkout_uses_its_own_datasink_and_never_stops_the_first(
     # A's own down stops it, by its pid
     down_a = a.rbs("datasink", "down", timeout=240)
     assert down_a.returncode == 0 and "datasink stopped" in down_a.stdout, down_a.stdout
-    assert not pings(a_state.port)
+    # its pid is gone (the port may answer again: another test's datasink can take the
+    # default port the moment it is free)
+    assert a_state.pid is not None and wait_for(lambda: not running(a_state.pid), 15)
     assert not (a.sink_dir / ownership.OWNERFILE).exists()
 
 
@@ -158,7 +170,7 @@ def test_down_here_refuses_a_server_another_owner_started(tmp_path: Path) -> Non
     finally:
         ownership.record(sink.data_dir, state.pid, ownership.this_owner())
         assert sink.down()
-    assert not pings(state.port)
+    assert state.pid is not None and wait_for(lambda: not running(state.pid), 15)
 
 
 def test_a_checkout_keeps_its_datasink_in_its_own_folder() -> None:
